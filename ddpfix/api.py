@@ -1,0 +1,98 @@
+"""The Python API every entry point shells over: `fix_source()` and `check_source()`."""
+from __future__ import annotations
+
+from typing import Iterable
+
+import libcst as cst
+
+from .diagnostic import Diagnostic, Result
+from .diff import unified_diff
+from .errors import DdpfixError
+from .facts import ScriptFacts
+from .rule import Context
+from .transforms import RULES, expand
+
+Source = str | bytes
+
+
+def parse(source: Source, path: str = "<string>") -> cst.Module:
+    """Parse with LibCST; a syntax error or an undecodable file becomes a one-line DdpfixError."""
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise DdpfixError(f"{path}:{exc.raw_line}:{exc.raw_column + 1}: syntax error: {exc.message.splitlines()[0]}") from None
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        raise DdpfixError(f"{path}: cannot decode: {exc}") from None
+
+
+def _might_need_ddp(source: Source) -> bool:
+    """Cheap pre-filter: a file that never mentions torch is skipped without parsing."""
+    return (b"torch" in source) if isinstance(source, bytes) else ("torch" in source)
+
+
+def run_rules(
+    module: cst.Module,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    fix: bool = True,
+    unsafe_fixes: bool = False,
+) -> tuple[cst.Module, list[Diagnostic]]:
+    """One analysis, every selected rule, one edit pass."""
+    facts = ScriptFacts(module)
+    if not facts.uses_torch or not (facts.trains or facts.init_calls or facts.ddp_calls):
+        return module, []  # not a training script: nothing here is about DDP
+    active = expand(select, ignore)
+    fixing = set(active) if fix else set()
+    for rule in RULES:  # a fix brings the fixes it depends on (DDP201's sampler needs DDP001's process group)
+        if rule.code in fixing:
+            fixing.update(rule.requires)
+    ctx = Context(facts, fixing, unsafe_fixes)
+    for rule in RULES:
+        if rule.code in active or rule.code in fixing:
+            ctx.rule = rule
+            before = len(ctx.diagnostics)
+            rule.run(ctx)
+            if rule.code not in active:  # ran only to provide a required fix: report nothing
+                del ctx.diagnostics[before:]
+    ctx.finish()
+    new = ctx.plan.apply() if fix else module
+    return new, sorted(ctx.diagnostics, key=lambda d: (d.line, d.col, d.code))
+
+
+def fix_source(
+    source: Source,
+    *,
+    path: str = "<string>",
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    unsafe_fixes: bool = False,
+    fix: bool = True,
+) -> Result:
+    """Rewrite `source` into DDP form. Returns the new code, the diagnostics and a unified diff.
+
+    `source` may be `str` or `bytes` (bytes keep their PEP 263 encoding; `Result.data` holds the new
+    bytes). Raises `DdpfixError` on a syntax error or undecodable input.
+    """
+    if not _might_need_ddp(source):
+        text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+        return Result(source=text, code=text, data=source if isinstance(source, bytes) else None)
+    module = parse(source, path)
+    new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes)
+    old_text, new_text = module.code, new.code
+    result = Result(source=old_text, code=new_text, diagnostics=diagnostics)
+    if isinstance(source, bytes):
+        result.data = new.bytes if new is not module else source
+    result.diff = unified_diff(old_text, new_text, path) if new_text != old_text else ""
+    return result
+
+
+def check_source(
+    source: Source,
+    *,
+    path: str = "<string>",
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+) -> list[Diagnostic]:
+    """Diagnostics only; nothing is rewritten."""
+    return fix_source(source, path=path, select=select, ignore=ignore, fix=False).diagnostics

@@ -1,0 +1,61 @@
+"""The values every entry point hands around: a diagnostic and the result of fixing a source."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SAFE = "safe"
+UNSAFE = "unsafe"
+NONE = "none"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding. Lines are 1-based, columns are 1-based code points (like SARIF)."""
+
+    code: str
+    message: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    fix: str = NONE  # "safe" | "unsafe" | "none": the fix level available for this finding
+    applied: bool = False  # whether the fix of this finding is part of Result.code
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix != NONE
+
+    def format(self, path: str = "-") -> str:
+        mark = " [*]" if self.fix == SAFE else (" [unsafe fix]" if self.fix == UNSAFE else "")
+        return f"{path}:{self.line}:{self.col}: {self.code}{mark} {self.message}"
+
+    def to_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "line": self.line,
+            "col": self.col,
+            "end_line": self.end_line,
+            "end_col": self.end_col,
+            "fix": self.fix,
+            "applied": self.applied,
+        }
+
+
+@dataclass
+class Result:
+    """What `fix_source` returns: the new code, every diagnostic and the unified diff."""
+
+    source: str
+    code: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    diff: str = ""
+    data: bytes | None = None  # the new source as bytes in the file's own encoding (bytes input only)
+
+    @property
+    def changed(self) -> bool:
+        return self.code != self.source
+
+    @property
+    def applied_codes(self) -> list[str]:
+        return sorted({d.code for d in self.diagnostics if d.applied})

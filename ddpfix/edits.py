@@ -1,0 +1,157 @@
+"""The few edit helpers rules share: rank-0 guards, keyword arguments, device tests, set_epoch."""
+from __future__ import annotations
+
+import libcst as cst
+
+from .facts import Model, ScriptFacts
+from .rule import Context
+from .syntax import dotted, kwarg
+
+
+def guardable(facts: ScriptFacts, stmt: cst.CSTNode) -> bool:
+    """A statement that can be wrapped in `if RANK == 0:` on its own line."""
+    return not facts.in_one_line_suite(stmt) and isinstance(facts.parent.get(stmt), (cst.IndentedBlock, cst.Module))
+
+
+def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> None:
+    """Report `node` and guard the statement holding it to rank 0, when that is possible."""
+    facts = ctx.facts
+    if facts.rank_guarded(node):
+        return
+    stmt = facts.site(node).stmt
+    stmt = _enclosing_write_with(facts, stmt)
+    if not guardable(facts, stmt):
+        ctx.report(node, (message or ctx.rule.message) + " (written on one line: guard it by hand)", fix="none")
+        return
+    if ctx.report(node, message):
+        ctx.plan.guard(stmt, ctx.rank0())
+
+
+def _enclosing_write_with(facts: ScriptFacts, stmt: cst.CSTNode) -> cst.CSTNode:
+    """`with open(p, "wb") as f: torch.save(sd, f)` is guarded as a whole: the open truncates the file."""
+    block = facts.parent.get(stmt)
+    owner = facts.parent.get(block) if block is not None else None
+    if isinstance(owner, cst.With) and len(owner.body.body) == 1:  # type: ignore[union-attr]
+        for item in owner.items:
+            call = item.item
+            if isinstance(call, cst.Call) and dotted(call.func) == "open" and opens_for_writing(call):
+                return owner
+    return stmt
+
+
+def opens_for_writing(call: cst.Call) -> bool:
+    mode = kwarg(call, "mode") or (call.args[1] if len(call.args) > 1 and call.args[1].keyword is None else None)
+    if mode is None or not isinstance(mode.value, cst.SimpleString):
+        return False
+    value = mode.value.evaluated_value
+    return isinstance(value, str) and any(ch in value for ch in "wax")
+
+
+def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with `name=value` appended (or replaced), keeping the call's comma and line style."""
+    args = list(call.args)
+    for i, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == name:
+            args[i] = arg.with_changes(value=value)
+            return call.with_changes(args=args)
+    new = cst.Arg(value=value, keyword=cst.Name(name), equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+    if not args:
+        return call.with_changes(args=[new])
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):  # trailing comma: copy its layout to the new last argument
+        args.append(new.with_changes(comma=last.comma))
+        prev_ws = last.comma.whitespace_after
+        args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=prev_ws))
+    else:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.append(new)
+    return call.with_changes(args=args)
+
+
+def without_kwarg(call: cst.Call, name: str) -> cst.Call:
+    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == name)]
+    if args and not any(isinstance(a.comma, cst.Comma) and "\n" in _code(a.comma) for a in call.args):
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return call.with_changes(args=args)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def cuda_test(ctx: Context, model_handle: str, at: cst.CSTNode) -> str:
+    """An expression that is true when the model lives on a CUDA device, in the script's own terms."""
+    dev = ctx.facts.device_var(at)
+    if dev is not None and dev[1]:
+        return f'{dev[0]}.type == "cuda"'
+    return f"next({model_handle}.parameters()).is_cuda"
+
+
+def torch_name(ctx: Context) -> str:
+    return ctx.plan.ref("torch", "torch", style="import")
+
+
+def raw_handle(ctx: Context, model: Model) -> str:
+    """`raw_model` for `model`, `self.raw_model` for `self.model`, `raw_netG` for `netG`."""
+    key = ("raw", model.handle)
+    if key in ctx.shared:
+        return ctx.shared[key]
+    head, _, base = model.handle.rpartition(".")
+    raw_base = "raw_model" if base == "model" else f"raw_{base}"
+    if head:
+        name = f"{head}.{raw_base}"
+        i = 2
+        while ctx.facts.assignments(ctx.facts.module, name) or name in ctx.shared.values():
+            name = f"{head}.{raw_base}_{i}"
+            i += 1
+    else:
+        name = ctx.plan.fresh(raw_base)
+    ctx.shared[key] = name
+    return name
+
+
+def set_epoch_statements(ctx: Context, sampler: str, epoch: str, *, optional: bool) -> list[cst.BaseStatement]:
+    if optional:
+        return ctx.plan.statements(
+            """
+            if {s} is not None:
+                {s}.set_epoch({e})
+            """,
+            s=sampler,
+            e=epoch,
+        )
+    return ctx.plan.statements("{s}.set_epoch({e})", s=sampler, e=epoch)
+
+
+def epoch_name(loop: cst.For) -> str | None:
+    return loop.target.value if isinstance(loop.target, cst.Name) else None
+
+
+def has_set_epoch(facts: ScriptFacts) -> bool:
+    return any(isinstance(n, cst.Call) and dotted(n.func) and (dotted(n.func) or "").endswith(".set_epoch") for n in facts.calls)
+
+
+def statement_calls(facts: ScriptFacts, pred) -> list[cst.Call]:
+    """Calls that are whole expression statements (`f(...)` on its own line) and match `pred`."""
+    out = []
+    for call in facts.calls:
+        parent = facts.parent.get(call)
+        if isinstance(parent, cst.Expr) and pred(call):
+            out.append(call)
+    return out
+
+
+__all__ = [
+    "guardable",
+    "guard_site",
+    "with_kwarg",
+    "without_kwarg",
+    "cuda_test",
+    "torch_name",
+    "raw_handle",
+    "set_epoch_statements",
+    "epoch_name",
+    "has_set_epoch",
+    "statement_calls",
+    "opens_for_writing",
+]

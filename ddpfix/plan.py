@@ -1,0 +1,295 @@
+"""The edit plan: rules propose edits against the original tree; one transformer applies them all.
+
+Edits are keyed by original nodes, so rules never see each other's output and compose through the
+plan: an expression replacement inside a statement that another rule guards is applied first, then
+the guard; statements inserted after the same anchor are ordered by their `order` (the fixed order of
+the output contract: SyncBN, then the wrap, then the optimizer). Adjacent statements that need the
+same guard share one `if`.
+"""
+from __future__ import annotations
+
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import libcst as cst
+
+from .syntax import dotted, single_small, strip_docstring
+
+Replacer = Callable[[cst.CSTNode], cst.CSTNode]
+
+
+@dataclass
+class _Insert:
+    order: int
+    seq: int
+    stmts: list[cst.BaseStatement] = field(default_factory=list)
+    moved: cst.BaseStatement | None = None
+    blank_after: bool = False
+
+
+@dataclass(frozen=True)
+class ImportSpec:
+    module: str
+    name: str | None = None  # from <module> import <name>
+    asname: str | None = None
+
+    def render(self) -> str:
+        if self.name is None:
+            return f"import {self.module}" + (f" as {self.asname}" if self.asname else "")
+        return f"from {self.module} import {self.name}" + (f" as {self.asname}" if self.asname else "")
+
+    @property
+    def sort_key(self) -> str:
+        return self.module.lower()
+
+
+def blank() -> cst.EmptyLine:
+    return cst.EmptyLine(indent=False)
+
+
+class Plan:
+    """Edits proposed by rules, applied in one pass by `apply()`."""
+
+    def __init__(self, facts) -> None:
+        self.facts = facts
+        self.module: cst.Module = facts.module
+        self.replacements: dict[cst.CSTNode, list[Replacer]] = {}
+        self.before: dict[cst.CSTNode, list[_Insert]] = {}
+        self.after: dict[cst.CSTNode, list[_Insert]] = {}
+        self.prepends: dict[cst.CSTNode, list[_Insert]] = {}
+        self.guards: dict[cst.CSTNode, str] = {}
+        self.moved: set[cst.CSTNode] = set()
+        self.imports: list[ImportSpec] = []
+        self.introduced: set[str] = set()
+        self.bound: dict[str, str] = {}  # qualified name -> local spelling chosen by this plan
+        self._seq = 0
+
+    # ------------------------------------------------------------------ naming
+    def fresh(self, preferred: str) -> str:
+        """A name not used by the script nor by anything this plan introduced."""
+        taken = self.facts.names | self.introduced
+        name, i = preferred, 2
+        while name in taken:
+            name = f"{preferred}_{i}"
+            i += 1
+        self.introduced.add(name)
+        return name
+
+    def ref(self, qualified: str, preferred: str, *, style: str = "from", via_parent: bool = False) -> str:
+        """Local spelling for a module/object, importing it once if the script does not have it.
+
+        `style` is "import" (`import torch.distributed as dist`) or "from"
+        (`from torch.nn.parallel import DistributedDataParallel as DDP`).
+        """
+        if qualified in self.bound:
+            return self.bound[qualified]
+        existing = self.facts.alias_for(qualified, via_parent=via_parent)
+        if existing is not None:
+            self.bound[qualified] = existing
+            return existing
+        name = preferred if preferred not in self.facts.names and preferred not in self.introduced else self.fresh(preferred)
+        self.introduced.add(name)
+        mod, _, obj = qualified.rpartition(".")
+        if style == "import":
+            if name == qualified:
+                spec = ImportSpec(qualified)
+            else:
+                spec = ImportSpec(qualified, asname=name)
+        else:
+            spec = ImportSpec(mod, obj, None if name == obj else name)
+        self.imports.append(spec)
+        self.bound[qualified] = name
+        return name
+
+    # ------------------------------------------------------------------ parsing templates
+    def statements(self, template: str, **names: str) -> list[cst.BaseStatement]:
+        """Parse a dedented template (formatted with `names`) into statements in the file's style."""
+        lead = len(template) - len(template.lstrip("\n")) - 1 if template.startswith("\n") else 0
+        text = textwrap.dedent(template).strip("\n").format(**names) + "\n"
+        indent = self.module.default_indent
+        if indent != "    ":
+            text = "\n".join(_reindent(line, indent) for line in text.split("\n"))
+        parsed = [_clean_blank_lines(s) for s in cst.parse_module(text).body]
+        if lead and parsed:
+            parsed[0] = parsed[0].with_changes(leading_lines=[blank()] * lead)
+        return parsed
+
+    def expression(self, template: str, **names: str) -> cst.BaseExpression:
+        return cst.parse_expression(template.format(**names))
+
+    # ------------------------------------------------------------------ edits
+    def _insert(self, table: dict, key: cst.CSTNode, order: int, **kw) -> None:
+        self._seq += 1
+        table.setdefault(key, []).append(_Insert(order, self._seq, **kw))
+
+    def replace(self, node: cst.CSTNode, fn: Replacer) -> None:
+        self.replacements.setdefault(node, []).append(fn)
+
+    def insert_before(self, anchor: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int = 50, *, blank_after: bool = False) -> None:
+        self._insert(self.before, anchor, order, stmts=list(stmts), blank_after=blank_after)
+
+    def insert_after(self, anchor: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int = 50) -> None:
+        self._insert(self.after, anchor, order, stmts=list(stmts))
+
+    def prepend(self, block: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int = 50) -> None:
+        self._insert(self.prepends, block, order, stmts=list(stmts))
+
+    def move_after(self, stmt: cst.CSTNode, anchor: cst.CSTNode, order: int = 50) -> None:
+        self.moved.add(stmt)
+        self._insert(self.after, anchor, order, moved=stmt)
+
+    def guard(self, stmt: cst.CSTNode, condition: str) -> None:
+        self.guards.setdefault(stmt, condition)
+
+    def is_empty(self) -> bool:
+        return not (self.replacements or self.before or self.after or self.prepends or self.guards or self.imports)
+
+    # ------------------------------------------------------------------ apply
+    def apply(self) -> cst.Module:
+        if self.is_empty():
+            return self.module
+        self._place_imports()
+        return self.module.visit(_Applier(self))
+
+    def _place_imports(self) -> None:
+        body = self.module.body
+        region = []
+        for stmt in body[strip_docstring(body):]:
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                break
+            if isinstance(single_small(stmt), (cst.Import, cst.ImportFrom)):
+                region.append(stmt)
+        for spec in sorted(set(self.imports), key=lambda s: (s.sort_key, s.name or "")):
+            stmts = self.statements(spec.render())
+            section = _section(spec.module)
+            same = [s for s in region if _section(_stmt_module(s)) == section]
+            if section == "third" and spec.module.startswith("torch"):
+                same = [s for s in same if _stmt_module(s).startswith("torch")] or same
+            later = [s for s in same if _stmt_module(s).lower() > spec.sort_key]
+            if later:
+                self.insert_before(later[0], stmts, order=0)
+            elif same:
+                self.insert_after(same[-1], stmts, order=0)
+            elif region and section == "stdlib":
+                self.insert_before(region[0], stmts, order=0, blank_after=True)
+            elif region:
+                self.insert_after(region[-1], stmts, order=0)
+            else:
+                first = body[strip_docstring(body)] if strip_docstring(body) < len(body) else None
+                if first is not None:
+                    self.insert_before(first, stmts, order=0, blank_after=True)
+                else:
+                    self.prepend(self.module, stmts, order=0)
+
+    def import_anchor(self) -> cst.BaseStatement | None:
+        """The last top-level import statement of the file's import region (where setup code follows)."""
+        body = self.module.body
+        last = None
+        for stmt in body[strip_docstring(body):]:
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                break
+            if isinstance(single_small(stmt), (cst.Import, cst.ImportFrom)):
+                last = stmt
+        return last
+
+
+def _reindent(line: str, indent: str) -> str:
+    stripped = line.lstrip(" ")
+    levels = (len(line) - len(stripped)) // 4
+    return indent * levels + stripped
+
+
+def _clean_blank_lines(stmt: cst.BaseStatement) -> cst.BaseStatement:
+    lines = [blank() if (l.comment is None) else l for l in stmt.leading_lines]
+    return stmt.with_changes(leading_lines=lines)
+
+
+def _stmt_module(stmt: cst.BaseStatement) -> str:
+    small = single_small(stmt)
+    if isinstance(small, cst.Import):
+        return dotted(small.names[0].name) or ""
+    if isinstance(small, cst.ImportFrom) and small.module is not None:
+        return dotted(small.module) or ""
+    return ""
+
+
+def _section(module: str) -> str:
+    top = module.split(".")[0]
+    return "stdlib" if top in sys.stdlib_module_names or top == "__future__" else "third"
+
+
+class _Applier(cst.CSTTransformer):
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def on_leave(self, original_node, updated_node):
+        fns = self.plan.replacements.get(original_node)
+        if fns:
+            for fn in fns:
+                updated_node = fn(updated_node)
+        if isinstance(original_node, cst.IndentedBlock):
+            return updated_node.with_changes(body=self._rebuild(original_node, original_node.body, updated_node.body))
+        if isinstance(original_node, cst.Module):
+            return updated_node.with_changes(body=self._rebuild(original_node, original_node.body, updated_node.body))
+        return updated_node
+
+    def _rebuild(self, block, originals, updated) -> list[cst.BaseStatement]:
+        plan = self.plan
+        mapping = {id(o): u for o, u in zip(originals, updated)}
+        items: list[tuple[cst.BaseStatement, str | None]] = []
+
+        def emit(inserts: list[_Insert]) -> list[cst.BaseStatement]:
+            out: list[cst.BaseStatement] = []
+            for ins in sorted(inserts, key=lambda i: (i.order, i.seq)):
+                if ins.moved is not None:
+                    moved = mapping.get(id(ins.moved))
+                    if moved is not None:
+                        out.append(moved)
+                else:
+                    out.extend(ins.stmts)
+            return out
+
+        for stmt in emit(plan.prepends.get(block, [])):
+            items.append((stmt, None))
+        for orig, upd in zip(originals, updated):
+            if orig in plan.moved:
+                continue
+            befores = plan.before.get(orig, [])
+            new_before = emit(befores)
+            if new_before:
+                new_before[0] = new_before[0].with_changes(leading_lines=[*upd.leading_lines, *new_before[0].leading_lines])
+                lines = [blank()] if any(b.blank_after for b in befores) and not upd.leading_lines else []
+                upd = upd.with_changes(leading_lines=lines)
+                items.extend((s, None) for s in new_before)
+            items.append((upd, plan.guards.get(orig)))
+            items.extend((s, None) for s in emit(plan.after.get(orig, [])))
+        return _group_guards(items)
+
+
+def _group_guards(items: list[tuple[cst.BaseStatement, str | None]]) -> list[cst.BaseStatement]:
+    out: list[cst.BaseStatement] = []
+    i = 0
+    while i < len(items):
+        stmt, cond = items[i]
+        if cond is None:
+            out.append(stmt)
+            i += 1
+            continue
+        group = [stmt]
+        j = i + 1
+        while j < len(items) and items[j][1] == cond and not _has_blank_gap(items[j][0]):
+            group.append(items[j][0])
+            j += 1
+        lead = group[0].leading_lines
+        inner = [group[0].with_changes(leading_lines=[]), *group[1:]]
+        out.append(cst.If(test=cst.parse_expression(cond), body=cst.IndentedBlock(body=inner), leading_lines=lead))
+        i = j
+    return out
+
+
+def _has_blank_gap(stmt: cst.BaseStatement) -> bool:
+    """A statement separated from the previous one by a blank line starts a new guard group."""
+    return any(l.comment is None for l in stmt.leading_lines)

@@ -1,0 +1,173 @@
+"""Small, pure helpers over LibCST nodes that the analysis and the rules share."""
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import libcst as cst
+
+_EMPTY_MODULE = cst.Module(body=[])
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """Source text of an expression node, without surrounding whitespace."""
+    return _EMPTY_MODULE.code_for_node(node).strip()
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def call_name(call: cst.Call) -> str | None:
+    return dotted(call.func)
+
+
+def method_name(call: cst.Call) -> str | None:
+    """`x.y(...)` -> "y"."""
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return None
+
+
+def receiver(call: cst.Call) -> cst.BaseExpression | None:
+    """`x.y(...)` -> node for x."""
+    if isinstance(call.func, cst.Attribute):
+        return call.func.value
+    return None
+
+
+def kwarg(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call, index: int) -> cst.Arg | None:
+    pos = [a for a in call.args if a.keyword is None and not a.star]
+    return pos[index] if index < len(pos) else None
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below `node` (inclusive), depth first."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        stack.extend(reversed(cur.children))
+
+
+def calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
+    for n in walk(node):
+        if isinstance(n, cst.Call):
+            yield n
+
+
+def mentions(node: cst.CSTNode, text: str) -> bool:
+    """Does `node` contain a Name/Attribute chain spelled exactly `text`?"""
+    for n in walk(node):
+        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == text:
+            return True
+    return False
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in walk(node) if isinstance(n, cst.Name)}
+
+
+def is_literal(node: cst.BaseExpression, value) -> bool:
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value] is value
+    if isinstance(node, cst.Integer):
+        return node.evaluated_value == value
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value == value
+    return False
+
+
+def string_value(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        v = node.evaluated_value
+        return v if isinstance(v, str) else None
+    return None
+
+
+def single_small(stmt: cst.CSTNode) -> cst.BaseSmallStatement | None:
+    """The one small statement of a `SimpleStatementLine`, else None."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        return stmt.body[0]
+    return None
+
+
+def assign_targets(stmt: cst.CSTNode) -> list[str]:
+    """Spelled targets of `a = ...`, `self.a = ...`, `a: T = ...` (tuples unpacked)."""
+    small = single_small(stmt)
+    out: list[str] = []
+    if isinstance(small, cst.Assign):
+        for t in small.targets:
+            out.extend(_target_texts(t.target))
+    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+        out.extend(_target_texts(small.target))
+    return out
+
+
+def _target_texts(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: list[str] = []
+        for el in target.elements:
+            out.extend(_target_texts(el.value))
+        return out
+    d = dotted(target)
+    return [d] if d else []
+
+
+def assigned_value(stmt: cst.CSTNode) -> cst.BaseExpression | None:
+    small = single_small(stmt)
+    if isinstance(small, (cst.Assign, cst.AnnAssign)):
+        return small.value
+    return None
+
+
+def expr_call(stmt: cst.CSTNode) -> cst.Call | None:
+    """The call of an expression statement `f(...)`."""
+    small = single_small(stmt)
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        return small.value
+    return None
+
+
+def body_of(node: cst.CSTNode) -> Sequence[cst.BaseStatement] | None:
+    """Statements of a Module or of an IndentedBlock-bodied compound statement."""
+    if isinstance(node, cst.Module):
+        return node.body
+    if isinstance(node, cst.IndentedBlock):
+        return node.body
+    return None
+
+
+def strip_docstring(body: Sequence[cst.BaseStatement]) -> int:
+    """Index of the first statement after a leading docstring (and `from __future__`)."""
+    i = 0
+    while i < len(body):
+        small = single_small(body[i])
+        if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)) and i == 0:
+            i += 1
+            continue
+        if isinstance(small, cst.ImportFrom) and dotted(small.module) == "__future__" if isinstance(small, cst.ImportFrom) and small.module else False:
+            i += 1
+            continue
+        break
+    return i
+
+
+def anchor_of(stmt: cst.CSTNode) -> cst.CSTNode:
+    """The node a diagnostic about a statement points at: its one small statement, or itself."""
+    small = single_small(stmt)
+    return small if small is not None else stmt

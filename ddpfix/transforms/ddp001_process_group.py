@@ -1,0 +1,108 @@
+"""DDP001: the script trains a model but never joins a process group."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import torch_name
+from ..rule import Context, Rule
+from ..syntax import anchor_of, single_small, strip_docstring
+
+
+class MissingProcessGroup(Rule):
+    code = "DDP001"
+    name = "missing-process-group"
+    message = "trains a model but never joins a process group: add init_process_group/destroy_process_group"
+    docs = """
+## What
+A training script with no `torch.distributed.init_process_group()` call.
+
+## Why
+Under `torchrun` every process runs the script on its own: without a process group there is no
+gradient synchronisation, and `DistributedSampler`/`DistributedDataParallel` fail with
+`ValueError: Default process group has not been initialized, please make sure to call init_process_group.`
+
+## Example
+```python
+def main():
+    model = Net().to(device)
+```
+becomes
+```python
+RANK = int(os.environ.get("RANK", 0))
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+DISTRIBUTED = WORLD_SIZE > 1
+
+def main():
+    if DISTRIBUTED:
+        if torch.cuda.is_available():
+            torch.cuda.set_device(LOCAL_RANK)
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    model = Net().to(device)
+    ...
+    if DISTRIBUTED:
+        dist.destroy_process_group()
+```
+`set_device` comes first so every process creates its CUDA context on its own GPU; the backend
+follows the hardware (NCCL on GPUs, gloo on CPU). A plain `python train.py` has WORLD_SIZE 1 and
+creates no process group, so it behaves exactly as before.
+
+## Fix safety
+Safe. Setup goes at the top of the entry point (the function `__main__` calls, or after the imports
+of a module-level script); teardown at its end.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        if facts.init_calls or facts.spawn_calls or not facts.trains:
+            return
+        if facts.models:
+            where = facts.models[0].definition.stmt
+        elif facts.optimizer_sites:
+            where = facts.optimizer_sites[0].stmt
+        else:
+            where = facts.site(facts.backward_calls[0]).stmt
+        if not ctx.report(anchor_of(where)):
+            return
+        torch = torch_name(ctx)
+        dist = ctx.plan.ref("torch.distributed", "dist", style="import")
+        names = dict(torch=torch, dist=dist, D=ctx.env("DISTRIBUTED"), L=ctx.env("LOCAL_RANK"))
+        setup = ctx.plan.statements(
+            """
+            if {D}:
+                if {torch}.cuda.is_available():
+                    {torch}.cuda.set_device({L})
+                {dist}.init_process_group("nccl" if {torch}.cuda.is_available() else "gloo")
+            """,
+            **names,
+        )
+        teardown = ctx.plan.statements(
+            """
+
+            if {D}:
+                {dist}.destroy_process_group()
+            """,
+            **names,
+        )
+        entry = facts.entry
+        if isinstance(entry, cst.Module):
+            setup[0] = setup[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+            anchor = ctx.plan.import_anchor()
+            if anchor is not None:
+                ctx.plan.insert_after(anchor, setup, order=20)
+            else:
+                ctx.plan.prepend(facts.module, setup, order=20)
+            ctx.plan.insert_after(facts.module.body[-1], teardown, order=90)
+            return
+        block = entry.body
+        body = list(block.body)
+        first = strip_docstring(body)
+        if first < len(body):
+            ctx.plan.insert_before(body[first], setup, order=20, blank_after=True)
+        else:
+            ctx.plan.insert_after(body[-1], setup, order=20)
+        last = body[-1]
+        if isinstance(single_small(last), cst.Return):
+            ctx.plan.insert_before(last, [teardown[0].with_changes(leading_lines=[])], order=90, blank_after=True)
+        else:
+            ctx.plan.insert_after(last, teardown, order=90)

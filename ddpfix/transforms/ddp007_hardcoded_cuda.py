@@ -1,0 +1,90 @@
+"""DDP007: "cuda:0", .cuda(0), .to(0), device = 0 pin every rank to GPU 0."""
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..rule import Context, Rule
+from ..syntax import method_name, positional
+
+CUDA_LITERAL = re.compile(r"^cuda:(\d+)$")
+DEVICE_VAR = re.compile(r"^(device|gpu|gpu_id|device_id|cuda_device|local_device)$", re.IGNORECASE)
+
+
+class HardcodedCudaDevice(Rule):
+    code = "DDP007"
+    name = "hardcoded-cuda-device"
+    message = "hard-coded CUDA device: every rank would use this GPU; use LOCAL_RANK"
+    docs = """
+## What
+`"cuda:0"`, `.cuda(0)`, `.to(0)`, `torch.device("cuda", 0)` or `device = 0`.
+
+## Why
+Under `torchrun` all processes then put their model and batches on GPU 0: out-of-memory on that
+GPU, idle others, and with NCCL `Duplicate GPU detected : rank 1 and rank 0 both on CUDA device`.
+A bare `"cuda"` / `.cuda()` means the current device and is correct once `set_device` ran.
+
+## Example
+```python
+device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+```
+becomes
+```python
+device = torch.device(f"cuda:{LOCAL_RANK}" if torch.cuda.is_available() else "cpu")
+```
+
+## Fix safety
+Safe when the script uses one GPU. A script that names several GPU indices (model parallelism)
+gets the diagnostic only.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        sites: list[tuple[cst.CSTNode, int, str]] = []  # node, index, kind
+        for s in facts.strings:
+            m = CUDA_LITERAL.match(s.evaluated_value) if isinstance(s.evaluated_value, str) else None
+            if m and "f" not in s.prefix.lower() and "b" not in s.prefix.lower():
+                sites.append((s, int(m.group(1)), "string"))
+        for call in facts.calls:
+            if method_name(call) in ("cuda", "to") and len(call.args) >= 1:
+                arg = positional(call, 0)
+                if arg is not None and isinstance(arg.value, cst.Integer):
+                    sites.append((arg.value, int(arg.value.value), "int"))
+            if facts.call_qual(call) == "torch.device" and len(call.args) == 2:
+                arg = positional(call, 1)
+                if arg is not None and isinstance(arg.value, cst.Integer):
+                    sites.append((arg.value, int(arg.value.value), "int"))
+        for small in _int_assignments(facts):
+            sites.append((small.value, int(small.value.value), "int"))
+        if not sites:
+            return
+        indices = {i for _, i, _ in sites}
+        several = len(indices) > 1
+        for node, index, kind in sites:
+            if several:
+                ctx.report(node, f"hard-coded CUDA device {index}: the script uses several GPUs on purpose? map each to LOCAL_RANK by hand", fix="none")
+                continue
+            if not ctx.report(node):
+                continue
+            local = ctx.env("LOCAL_RANK")
+            if kind == "string":
+                ctx.plan.replace(node, lambda n, local=local: _fstring(n, local))
+            else:
+                ctx.plan.replace(node, lambda n, local=local: cst.Name(local))
+
+
+def _fstring(node: cst.SimpleString, local: str) -> cst.BaseExpression:
+    quote = node.quote
+    return cst.parse_expression(f"f{quote}cuda:{{{local}}}{quote}")
+
+
+def _int_assignments(facts) -> list[cst.Assign]:
+    """`device = 0`, `gpu_id = 0`: an integer literal bound to a device-like name."""
+    out = []
+    for node in facts.assigns:
+        if isinstance(node.value, cst.Integer) and len(node.targets) == 1:
+            target = node.targets[0].target
+            if isinstance(target, cst.Name) and DEVICE_VAR.match(target.value):
+                out.append(node)
+    return out

@@ -1,0 +1,199 @@
+"""DDP201: the training DataLoader has no DistributedSampler, so every rank sees the whole dataset."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import epoch_name, set_epoch_statements, with_kwarg
+from ..facts import Loader
+from ..rule import Context, Rule
+from ..syntax import code_of, dotted, is_literal, kwarg, positional
+
+SAMPLER = "torch.utils.data.distributed.DistributedSampler"
+
+
+class MissingDistributedSampler(Rule):
+    code = "DDP201"
+    name = "missing-distributed-sampler"
+    message = "training DataLoader without a DistributedSampler: every rank trains on the whole dataset"
+    requires = ("DDP001",)
+    docs = """
+## What
+A DataLoader iterated by the training loop over a map-style dataset, with no `sampler=`.
+
+## Why
+DDP does not shard input. Without a `DistributedSampler` each of the N processes iterates the
+full dataset, so an "epoch" does N times the work and the gradient average sees duplicates.
+
+## Example
+```python
+train_loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
+for epoch in range(epochs):
+    for xb, yb in train_loader:
+```
+becomes
+```python
+train_dataset = TensorDataset(x, y)
+train_sampler = DistributedSampler(train_dataset) if DISTRIBUTED else None
+train_loader = DataLoader(train_dataset, batch_size=32, shuffle=(train_sampler is None), sampler=train_sampler)
+for epoch in range(epochs):
+    if train_sampler is not None:
+        train_sampler.set_epoch(epoch)
+    for xb, yb in train_loader:
+```
+`shuffle` moves into the sampler (`DistributedSampler(..., shuffle=False)` when the loader did not
+shuffle), and `set_epoch(epoch)` becomes the first statement of the epoch loop so every epoch gets a
+new order. A plain run has no sampler and keeps the exact same order and random-number use.
+
+## Fix safety
+Safe for map-style datasets. Loaders with `batch_sampler=` or over an `IterableDataset` get the
+diagnostic only.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        for loader, batch_loop in facts.training_loaders:
+            call = loader.site.node
+            assert isinstance(call, cst.Call)
+            if kwarg(call, "sampler") is not None or _has_unpassed_sampler(facts, call):
+                continue
+            if kwarg(call, "batch_sampler") is not None:
+                ctx.report(call, "training DataLoader with a batch_sampler: shard the batches per rank by hand", fix="none")
+                continue
+            ds_arg = positional(call, 0) or kwarg(call, "dataset")
+            if ds_arg is None or _is_iterable_dataset(facts, ds_arg.value):
+                ctx.report(call, "training DataLoader over an IterableDataset: shard it per rank inside the dataset", fix="none")
+                continue
+            if not ctx.report(call):
+                continue
+            _add_sampler(ctx, loader, batch_loop, ds_arg)
+
+
+def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
+    """A DistributedSampler already built over this loader's dataset (never passed: DDP202's case)."""
+    ds = positional(call, 0) or kwarg(call, "dataset")
+    if ds is None:
+        return False
+    for sampler in facts.sampler_calls:
+        arg = positional(sampler, 0) or kwarg(sampler, "dataset")
+        if arg is not None and arg.value.deep_equals(ds.value):
+            return True
+    return False
+
+
+def _is_iterable_dataset(facts, expr: cst.BaseExpression) -> bool:
+    name = dotted(expr.func) if isinstance(expr, cst.Call) else None
+    for cls in facts.classes:
+        if name == cls.name.value or (isinstance(expr, cst.Name) and _bound_to_class(facts, expr.value, cls.name.value)):
+            return any("IterableDataset" in code_of(b.value) for b in cls.bases)
+    return False
+
+
+def _bound_to_class(facts, var: str, cls_name: str) -> bool:
+    for assign in facts.assigns:
+        if any(dotted(t.target) == var for t in assign.targets) and isinstance(assign.value, cst.Call):
+            if dotted(assign.value.func) == cls_name:
+                return True
+    return False
+
+
+def _prefix(target: str) -> str:
+    base = target.split(".")[-1]
+    for suffix in ("_dataloader", "_loader", "dataloader", "loader", "_dl", "dl", "_data", "data"):
+        if base.lower().endswith(suffix) and len(base) > len(suffix):
+            return base[: -len(suffix)].rstrip("_")
+    return base if base not in ("loader", "dataloader", "dl") else ""
+
+
+def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.Arg) -> None:
+    facts, plan = ctx.facts, ctx.plan
+    call = loader.site.node
+    target = loader.target or "loader"
+    prefix = _prefix(target)
+    head = "self." if target.startswith("self.") else ""
+    stmt = loader.site.stmt
+    sampler_cls = plan.ref(SAMPLER, "DistributedSampler")
+    dist_flag = ctx.env("DISTRIBUTED")
+
+    ds_expr = dotted(ds_arg.value)
+    new_stmts: list[cst.BaseStatement] = []
+    if ds_expr is None:
+        ds_expr = plan.fresh(f"{prefix}_dataset" if prefix else "dataset")
+        new_stmts += plan.statements("{ds} = {value}", ds=ds_expr, value=code_of(ds_arg.value))
+    sampler_base = f"{prefix}_sampler" if prefix else "sampler"
+    sampler = f"{head}{sampler_base}" if head else plan.fresh(sampler_base)
+
+    shuffle_arg = kwarg(call, "shuffle")
+    shuffle_pos = positional(call, 2)  # DataLoader(dataset, batch_size, shuffle)
+    shuffle = shuffle_arg.value if shuffle_arg is not None else (shuffle_pos.value if shuffle_pos is not None else None)
+    if shuffle is not None and is_literal(shuffle, True):
+        sampler_args = ds_expr
+        loader_shuffle = f"({sampler} is None)"
+    elif shuffle is None or is_literal(shuffle, False):
+        sampler_args = f"{ds_expr}, shuffle=False"
+        loader_shuffle = None
+    else:
+        sampler_args = f"{ds_expr}, shuffle={code_of(shuffle)}"
+        loader_shuffle = f"({sampler} is None and {code_of(shuffle)})"
+    new_stmts += plan.statements("{s} = {cls}({args}) if {d} else None", s=sampler, cls=sampler_cls, args=sampler_args, d=dist_flag)
+    plan.insert_before(stmt, new_stmts, order=40)
+
+    def rewrite(node: cst.Call) -> cst.Call:
+        args = list(node.args)
+        if dotted(ds_arg.value) is None:
+            args = [a.with_changes(value=cst.Name(ds_expr)) if a.value.deep_equals(ds_arg.value) and (a.keyword is None or a.keyword.value == "dataset") else a for a in args]
+            node = node.with_changes(args=args)
+        if loader_shuffle is not None:
+            expr = cst.parse_expression(loader_shuffle)
+            if shuffle_arg is None and shuffle_pos is not None:
+                node = node.with_changes(args=[a.with_changes(value=expr) if a is _same(node, shuffle_pos) else a for a in node.args])
+            else:
+                node = with_kwarg(node, "shuffle", expr)
+        return with_kwarg(node, "sampler", cst.parse_expression(sampler))
+
+    plan.replace(call, rewrite)
+    ctx.shared.setdefault("samplers", []).append((loader, sampler))
+    _add_set_epoch(ctx, loader, batch_loop, sampler)
+
+
+def _same(node: cst.Call, original: cst.Arg) -> cst.Arg | None:
+    for a in node.args:
+        if a.deep_equals(original):
+            return a
+    return None
+
+
+def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.For, sampler: str) -> None:
+    facts = ctx.facts
+    epoch_loop = facts.epoch_loop_for(batch_loop)
+    if epoch_loop is None:
+        return
+    epoch = epoch_name(epoch_loop)
+    if epoch is None:
+        return
+    same_scope = facts.scope_of(epoch_loop) is facts.scope_of(loader.site.node)
+    same_class = sampler.startswith("self.") and facts.enclosing(epoch_loop, cst.ClassDef) is loader.site.cls
+    if same_scope or same_class:
+        stmts = set_epoch_statements(ctx, sampler, epoch, optional=True)
+    else:
+        reach = _loader_in_scope(facts, loader, epoch_loop)
+        if reach is None:
+            return
+        cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
+        stmts = ctx.plan.statements(
+            """
+            if isinstance({l}.sampler, {cls}):
+                {l}.sampler.set_epoch({e})
+            """,
+            l=reach,
+            cls=cls,
+            e=epoch,
+        )
+    ctx.plan.prepend(epoch_loop.body, stmts, order=10)
+
+
+def _loader_in_scope(facts, loader: Loader, loop: cst.For) -> str | None:
+    """How the epoch loop's scope reaches the loader: the attribute a class stores it in."""
+    cls = facts.enclosing(loop, cst.ClassDef)
+    if isinstance(cls, cst.ClassDef):
+        return facts.attribute_holding(cls, loader.target or "")
+    return None

@@ -1,0 +1,80 @@
+"""DDP204: a DistributedSampler whose set_epoch is never called: the same order every epoch."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import epoch_name, set_epoch_statements
+from ..rule import Context, Rule
+from ..syntax import assign_targets, assigned_value, dotted, kwarg, receiver
+
+
+class MissingSetEpoch(Rule):
+    code = "DDP204"
+    name = "missing-set-epoch"
+    message = "DistributedSampler without set_epoch(epoch): every epoch sees the same order"
+    docs = """
+## What
+An epoch loop over a DataLoader whose `DistributedSampler` never gets `set_epoch(epoch)`.
+
+## Why
+`DistributedSampler` seeds its shuffle with `seed + epoch`. Without `set_epoch` the epoch stays 0
+and every epoch iterates the same permutation (PyTorch's docs: call it "at the beginning of each
+epoch before creating the DataLoader iterator").
+
+## Example
+```python
+for epoch in range(epochs):
+    for x, y in loader:
+```
+becomes
+```python
+for epoch in range(epochs):
+    sampler.set_epoch(epoch)
+    for x, y in loader:
+```
+
+## Fix safety
+Safe: `set_epoch` becomes the first statement of the epoch loop (guarded by `is not None` when the
+sampler is built conditionally).
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        called = {dotted(receiver(c)) for c in facts.method_calls("set_epoch") if receiver(c) is not None}
+        for loader, batch_loop in facts.training_loaders:
+            call = loader.site.node
+            sampler_arg = kwarg(call, "sampler")  # type: ignore[arg-type]
+            if sampler_arg is None:
+                continue
+            sampler = dotted(sampler_arg.value)
+            if sampler is None or sampler in called or f"{loader.target}.sampler" in called:
+                continue
+            site = _sampler_site(facts, sampler, call)
+            if site is None:
+                continue
+            epoch_loop = facts.epoch_loop_for(batch_loop)
+            if epoch_loop is None:
+                continue
+            epoch = epoch_name(epoch_loop)
+            same = facts.scope_of(epoch_loop) is facts.scope_of(call) or (
+                sampler.startswith("self.") and facts.enclosing(epoch_loop, cst.ClassDef) is loader.site.cls
+            )
+            if epoch is None or not same:
+                ctx.report(site, f"{sampler} never gets set_epoch(epoch): call it first thing in the epoch loop", fix="none")
+                continue
+            if not ctx.report(site, f"{sampler} never gets set_epoch(epoch): every epoch sees the same order"):
+                continue
+            optional = isinstance(assigned_value(facts.site(site).stmt), cst.IfExp)
+            ctx.plan.prepend(epoch_loop.body, set_epoch_statements(ctx, sampler, epoch, optional=optional), order=10)
+
+
+def _sampler_site(facts, name: str, at: cst.CSTNode) -> cst.Call | None:
+    for site in reversed(facts.assignments(facts.scope_of(at), name) or facts.assignments(facts.module, name)):
+        value = assigned_value(site.stmt)
+        if isinstance(value, cst.IfExp):
+            value = value.body
+        if isinstance(value, cst.Call) and any(value is s for s in facts.sampler_calls) and name in assign_targets(site.stmt):
+            return value
+    return None
+
+

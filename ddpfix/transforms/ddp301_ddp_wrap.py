@@ -1,0 +1,71 @@
+"""DDP301: the trained model is never wrapped in DistributedDataParallel."""
+from __future__ import annotations
+
+from ..edits import cuda_test, raw_handle
+from ..rule import Context, Rule
+from ..syntax import anchor_of
+
+DDP = "torch.nn.parallel.DistributedDataParallel"
+
+
+class MissingDdpWrap(Rule):
+    code = "DDP301"
+    name = "missing-ddp-wrap"
+    message = "trained model is never wrapped in DistributedDataParallel: gradients are not synchronised"
+    requires = ("DDP001",)
+    docs = """
+## What
+A model whose parameters an optimizer updates, with no `DistributedDataParallel(model)`.
+
+## Why
+Without the wrap each rank trains its own copy: gradients are never averaged, parameters drift
+apart and N processes do N independent trainings.
+
+## Example
+```python
+model = Net().to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+```
+becomes
+```python
+model = Net().to(device)
+raw_model = model
+if DISTRIBUTED:
+    model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+```
+The wrap goes after the model is built, moved to its device and any checkpoint is loaded, and
+before the optimizer. `raw_model` keeps a handle on the plain module for saving (no `module.`
+prefix) and for custom methods. `device_ids` is set only on CUDA (`ValueError: DistributedDataParallel
+device_ids and output_device arguments only work with single-device/multiple-device GPU modules or
+CPU modules` otherwise).
+
+## Fix safety
+Safe: a plain run skips the wrap.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        for model in facts.models:
+            if facts.wrapped(model) is not None or facts.dataparallel(model) is not None:
+                continue
+            if not ctx.report(anchor_of(model.definition.stmt)):
+                continue
+            point = facts.wrap_point(model)
+            ddp = ctx.plan.ref(DDP, "DDP")
+            raw = raw_handle(ctx, model)
+            stmts = ctx.plan.statements(
+                """
+                {raw} = {m}
+                if {D}:
+                    {m} = {ddp}({m}, device_ids=[{L}] if {cuda} else None)
+                """,
+                raw=raw,
+                m=model.handle,
+                D=ctx.env("DISTRIBUTED"),
+                ddp=ddp,
+                L=ctx.env("LOCAL_RANK"),
+                cuda=cuda_test(ctx, model.handle, point.anchor),
+            )
+            ctx.plan.insert_after(point.anchor, stmts, order=40)
+            ctx.shared.setdefault("wrapped", {})[model.handle] = raw

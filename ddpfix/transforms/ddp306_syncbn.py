@@ -1,0 +1,77 @@
+"""DDP306: BatchNorm layers trained with DDP but never converted to SyncBatchNorm."""
+from __future__ import annotations
+
+from ..edits import cuda_test
+from ..rule import UNSAFE, Context, Rule
+from ..syntax import assigned_value
+
+
+class MissingSyncBatchNorm(Rule):
+    code = "DDP306"
+    name = "missing-syncbn"
+    message = "BatchNorm statistics stay per rank: convert the model with SyncBatchNorm before the DDP wrap"
+    fix = UNSAFE
+    requires = ("DDP001", "DDP301")
+    docs = """
+## What
+A model with BatchNorm layers trained under DDP without `nn.SyncBatchNorm.convert_sync_batchnorm`.
+
+## Why
+Each rank normalises with the statistics of its own (smaller) batch; DDP only broadcasts rank 0's
+running buffers. With small per-GPU batches this hurts accuracy.
+
+## Example
+```python
+raw_model = model
+if DISTRIBUTED:
+    model = DDP(model, ...)
+```
+becomes
+```python
+if DISTRIBUTED and device.type == "cuda":
+    model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+raw_model = model
+if DISTRIBUTED:
+    model = DDP(model, ...)
+```
+
+## Fix safety
+Unsafe: it changes the numerics of training (that is the point), and SyncBatchNorm runs on CUDA
+only (`ValueError: SyncBatchNorm expected input tensor to be on GPU`), hence the device test.
+Applied with `--unsafe-fixes`.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        if facts.syncbn_calls or not facts.models:
+            return
+        bn = facts.batchnorm_calls[0] if facts.batchnorm_calls else None
+        if bn is None:
+            value = assigned_value(facts.models[0].definition.stmt)
+            q = facts.call_qual(value) if value is not None and hasattr(value, "func") else ""
+            if not (q or "").startswith(("torchvision.models", "timm")):
+                return
+            bn = value
+        if not ctx.report(bn):
+            return
+        nn = ctx.plan.ref("torch.nn", "nn", style="import", via_parent=True)
+        for model in facts.models:
+            existing = facts.wrapped(model)
+            if existing is not None:
+                anchor, where = facts.site(existing).stmt, "before"
+            else:
+                anchor, where = facts.wrap_point(model).anchor, "after"
+            stmts = ctx.plan.statements(
+                """
+                if {D} and {cuda}:
+                    {m} = {nn}.SyncBatchNorm.convert_sync_batchnorm({m})
+                """,
+                D=ctx.env("DISTRIBUTED"),
+                cuda=cuda_test(ctx, model.handle, anchor),
+                m=model.handle,
+                nn=nn,
+            )
+            if where == "after":
+                ctx.plan.insert_after(anchor, stmts, order=30)
+            else:
+                ctx.plan.insert_before(anchor, stmts, order=30)

@@ -1,0 +1,39 @@
+"""DDP401: torch.save on every rank."""
+from __future__ import annotations
+
+from ..edits import guard_site, statement_calls
+from ..rule import Context, Rule
+
+
+class UnguardedSave(Rule):
+    code = "DDP401"
+    name = "unguarded-save"
+    message = "torch.save runs on every rank: all processes write the same file"
+    requires = ()
+    docs = """
+## What
+`torch.save(...)` outside any rank-0 condition.
+
+## Why
+Every process writes the same path at the same time: the checkpoint is clobbered or torn, and N
+processes do the I/O of one.
+
+## Example
+```python
+torch.save(raw_model.state_dict(), "checkpoint.pt")
+```
+becomes
+```python
+if RANK == 0:
+    torch.save(raw_model.state_dict(), "checkpoint.pt")
+```
+Adjacent statements that need the same guard (a print, a log line) share the one `if`. A
+`with open(path, "wb") as f: torch.save(..., f)` is guarded as a whole, since the `open` truncates.
+
+## Fix safety
+Safe. Uses the global `RANK` (one writer per job, not per node).
+"""
+
+    def run(self, ctx: Context) -> None:
+        for call in statement_calls(ctx.facts, lambda c: ctx.facts.call_qual(c) == "torch.save"):
+            guard_site(ctx, call)

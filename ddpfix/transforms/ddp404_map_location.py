@@ -1,0 +1,47 @@
+"""DDP404: torch.load without map_location."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import with_kwarg
+from ..rule import Context, Rule
+from ..syntax import kwarg, positional
+
+
+class LoadWithoutMapLocation(Rule):
+    code = "DDP404"
+    name = "load-without-map-location"
+    message = "torch.load without map_location: every rank loads onto the device the checkpoint was saved from"
+    docs = """
+## What
+`torch.load(path)` with no `map_location`.
+
+## Why
+Tensors are restored to the device they were saved from (usually `cuda:0`), so every rank
+allocates on GPU 0 before copying: memory spikes and imbalance there.
+
+## Example
+```python
+model.load_state_dict(torch.load(args.resume))
+```
+becomes
+```python
+model.load_state_dict(torch.load(args.resume, map_location=device))
+```
+`device` when the script has a device variable in scope, else `"cpu"` (then `load_state_dict`
+copies to the model's device).
+
+## Fix safety
+Safe.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        for call in facts.calls_to("torch.load"):
+            if kwarg(call, "map_location") is not None or positional(call, 1) is not None:
+                continue
+            if not ctx.report(call):
+                continue
+            dev = facts.device_var(call)
+            value = cst.parse_expression(dev[0]) if dev is not None else cst.SimpleString('"cpu"')
+            ctx.plan.replace(call, lambda n, v=value: with_kwarg(n, "map_location", v))

@@ -1,0 +1,40 @@
+"""DDP406: print on every rank."""
+from __future__ import annotations
+
+from ..edits import guard_site, statement_calls
+from ..rule import Context, Rule
+from ..syntax import dotted
+
+
+class UnguardedPrint(Rule):
+    code = "DDP406"
+    name = "unguarded-print"
+    message = "print runs on every rank: output is duplicated once per process"
+    docs = """
+## What
+A `print(...)` statement outside any rank-0 condition.
+
+## Why
+With N processes every line appears N times, interleaved, and per-rank values (a rank's own loss)
+read as if they were global.
+
+## Example
+```python
+print(f"epoch {epoch}: loss {loss.item():.4f}")
+```
+becomes
+```python
+if RANK == 0:
+    print(f"epoch {epoch}: loss {loss.item():.4f}")
+```
+
+## Fix safety
+Safe: a plain run has RANK 0 and prints exactly as before.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        if "print" in facts.aliases:
+            return  # `from rich import print` and friends: leave alone
+        for call in statement_calls(facts, lambda c: dotted(c.func) == "print"):
+            guard_site(ctx, call)
