@@ -1,6 +1,9 @@
 """The Python API every entry point shells over: `fix_source()` and `check_source()`."""
 from __future__ import annotations
 
+import ast
+import io
+import tokenize
 from typing import Iterable
 
 import libcst as cst
@@ -20,6 +23,7 @@ def parse(source: Source, path: str = "<string>") -> cst.Module:
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
+        _check_syntax_only(source, path)  # Python's own message is clearer when it also fails
         raise DdpfixError(f"{path}:{exc.raw_line}:{exc.raw_column + 1}: syntax error: {exc.message.splitlines()[0]}") from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         raise DdpfixError(f"{path}: cannot decode: {exc}") from None
@@ -28,6 +32,25 @@ def parse(source: Source, path: str = "<string>") -> cst.Module:
 def _might_need_ddp(source: Source) -> bool:
     """Cheap pre-filter: a file that never mentions torch is skipped without parsing."""
     return (b"torch" in source) if isinstance(source, bytes) else ("torch" in source)
+
+
+def _check_syntax_only(source: Source, path: str) -> str:
+    """For files the pre-filter skips: still refuse undecodable or syntactically broken input (fast, C parser)."""
+    try:
+        text = source if isinstance(source, str) else _decode(source)
+        ast.parse(source)
+    except SyntaxError as exc:
+        if "encoding" in exc.msg:
+            raise DdpfixError(f"{path}: cannot decode: {exc.msg}") from None
+        raise DdpfixError(f"{path}:{exc.lineno or 1}:{(exc.offset or 0) or 1}: syntax error: {exc.msg}") from None
+    except (UnicodeDecodeError, LookupError, ValueError) as exc:
+        raise DdpfixError(f"{path}: cannot decode: {exc}") from None
+    return text
+
+
+def _decode(data: bytes) -> str:
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding)
 
 
 def run_rules(
@@ -75,7 +98,7 @@ def fix_source(
     bytes). Raises `DdpfixError` on a syntax error or undecodable input.
     """
     if not _might_need_ddp(source):
-        text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+        text = _check_syntax_only(source, path)
         return Result(source=text, code=text, data=source if isinstance(source, bytes) else None)
     module = parse(source, path)
     new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes)

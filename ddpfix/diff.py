@@ -14,8 +14,8 @@ def unified_diff(old: str, new: str, path: str, context: int = 3) -> str:
     lines = difflib.unified_diff(
         old.splitlines(keepends=True),
         new.splitlines(keepends=True),
-        fromfile=f"a/{path}",
-        tofile=f"b/{path}",
+        fromfile=f"a/{path.lstrip('/')}",
+        tofile=f"b/{path.lstrip('/')}",
         n=context,
     )
     out = []
