@@ -89,6 +89,7 @@ class Model:
 class Loader:
     site: Site  # the DataLoader(...) call
     target: str | None  # "train_loader", "self.train_loader"
+    binding: cst.CSTNode | None = None  # the statement binding `target` (a factory's call site, or the loader's own)
 
 
 @dataclass(eq=False)
@@ -300,7 +301,7 @@ class ScriptFacts:
         out = []
         for n in walk(scope):
             if isinstance(n, cst.SimpleStatementLine) and target in assign_targets(n):
-                if n is scope or self.scope_of(n) is (scope if isinstance(scope, cst.FunctionDef) else self.scope_of(n)):
+                if isinstance(scope, cst.ClassDef) or self.scope_of(n) is scope:
                     out.append(self.site(n))
         return out
 
@@ -509,8 +510,22 @@ class ScriptFacts:
             site = self.site(call)
             targets = assign_targets(site.stmt)
             target = targets[0] if len(targets) == 1 and assigned_value(site.stmt) is call else None
-            out.append(Loader(site, target))
+            binding: cst.CSTNode | None = site.stmt if target else None
+            small = site.stmt.body[0] if isinstance(site.stmt, cst.SimpleStatementLine) else None
+            if target is None and isinstance(small, cst.Return) and small.value is call and site.func is not None:
+                target, binding = self._factory_binding(site.func)  # return DataLoader(...) in a factory
+            out.append(Loader(site, target, binding))
         return out
+
+    def _factory_binding(self, func: cst.FunctionDef) -> tuple[str | None, cst.CSTNode | None]:
+        """`train_data = prepare_dataloader(...)`: the name a factory's result is bound to."""
+        for call in self.calls:
+            if self._local_callee(call) is func:
+                stmt = self.site(call).stmt
+                targets = assign_targets(stmt)
+                if len(targets) == 1 and assigned_value(stmt) is call:
+                    return targets[0], stmt
+        return None, None
 
     def training_loop_of(self, loader: Loader) -> cst.For | None:
         """The batch loop that iterates `loader` and trains (calls backward/step inside, maybe via helpers)."""
@@ -646,6 +661,8 @@ class ScriptFacts:
         """A device variable visible from `scope_node`: (spelling, is_torch_device)."""
         scopes: list[cst.CSTNode] = []
         func = self.enclosing(scope_node, cst.FunctionDef) if not isinstance(scope_node, cst.FunctionDef) else scope_node
+        if isinstance(func, cst.FunctionDef) and any(p.name.value == "device" for p in func.params.params):
+            return "device", False  # a parameter: its type is the caller's business
         if func is not None:
             scopes.append(func)
         cls = self.enclosing(scope_node, cst.ClassDef)
@@ -724,7 +741,7 @@ class WrapPoint:
     anchor: cst.BaseStatement
     block: Block
     moves: list[cst.BaseStatement]  # optimizer/scheduler statements between definition and anchor
-    blocked: list[cst.BaseStatement]  # optimizer statements that a preparation step depends on
+    blocked: list[cst.BaseStatement]  # optimizer statements that must stay before a later device move
 
 
 def _wrap_point(facts: ScriptFacts, model: Model) -> WrapPoint:
@@ -750,14 +767,24 @@ def _wrap_point(facts: ScriptFacts, model: Model) -> WrapPoint:
         kind = _model_use(facts, stmt, handle)
         if kind == "prep":
             if any(mentions(stmt, n) for n in moved_names):
-                blocked.extend(pending)
-                pending = []
+                # a resume block loading the optimizer: it cannot move past this; it only matters
+                # when the model still moves device afterwards
+                stuck, pending = pending, []
+                if any(_moves_device(later, handle) for later in body[body.index(stmt) + 1:]):
+                    blocked.extend(stuck)
             anchor = stmt
         elif kind == "use":
             break
     anchor_idx = next(i for i, s in enumerate(body) if s is anchor)
     moves = [s for s in pending if next(i for i, b in enumerate(body) if b is s) < anchor_idx]
     return WrapPoint(anchor, d.block, moves, blocked)
+
+
+def _moves_device(stmt: cst.BaseStatement, handle: str) -> bool:
+    return any(
+        method_name(c) in ("to", "cuda") and (dotted(receiver(c)) if receiver(c) is not None else None) == handle
+        for c in calls_in(stmt)
+    )
 
 
 def _model_use(facts: ScriptFacts, stmt: cst.BaseStatement, handle: str) -> str:

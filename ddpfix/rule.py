@@ -8,6 +8,7 @@ import libcst as cst
 from .diagnostic import NONE, SAFE, UNSAFE, Diagnostic
 from .facts import ScriptFacts
 from .plan import Plan
+from .syntax import assign_targets
 
 ENV_DEFAULTS = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}
 ENV_FALLBACK_NAMES = {"RANK": "GLOBAL_RANK", "LOCAL_RANK": "NODE_LOCAL_RANK", "WORLD_SIZE": "NUM_PROCESSES", "DISTRIBUTED": "IS_DISTRIBUTED"}
@@ -104,8 +105,14 @@ class Context:
                 lines.append(f'{self._env[k]} = int({os_name}.environ.get("{k}", {ENV_DEFAULTS[k]}))')
         stmts = self.plan.statements("\n".join(lines))
         anchor = self.plan.import_anchor()
-        nxt = _next_statement(self.facts.module, anchor)
-        blanks = max(1, sum(1 for l in nxt.leading_lines if l.comment is None)) if nxt is not None else 1
+        body = list(self.facts.module.body)
+        existing = [i for i, st in enumerate(body) if set(assign_targets(st)) & set(self.facts.env_names.values())]
+        if existing and (anchor is None or existing[-1] > body.index(anchor)):
+            anchor = body[existing[-1]]  # after the script's own RANK/WORLD_SIZE, which ours may use
+            blanks = 0  # one block with them
+        else:
+            nxt = _next_statement(self.facts.module, anchor)
+            blanks = max(1, sum(1 for l in nxt.leading_lines if l.comment is None)) if nxt is not None else 1
         stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * blanks)
         if anchor is not None:
             self.plan.insert_after(anchor, stmts, order=10)

@@ -97,11 +97,13 @@ def _bound_to_class(facts, var: str, cls_name: str) -> bool:
 
 
 def _prefix(target: str) -> str:
+    """`train_loader` -> "train"; `loader`, `dataloader`, `data_loader` -> "" (plain `sampler`)."""
     base = target.split(".")[-1]
-    for suffix in ("_dataloader", "_loader", "dataloader", "loader", "_dl", "dl", "_data", "data"):
-        if base.lower().endswith(suffix) and len(base) > len(suffix):
-            return base[: -len(suffix)].rstrip("_")
-    return base if base not in ("loader", "dataloader", "dl") else ""
+    for suffix in ("_dataloader", "_loader", "dataloader", "loader", "_dl", "dl"):
+        if base.lower().endswith(suffix):
+            rest = base[: -len(suffix)].rstrip("_")
+            return "" if rest.lower() in ("", "data") else rest
+    return "" if base.lower() in ("data", "dataset") else base
 
 
 def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.Arg) -> None:
@@ -170,7 +172,7 @@ def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.For, sampler: s
     epoch = epoch_name(epoch_loop)
     if epoch is None:
         return
-    same_scope = facts.scope_of(epoch_loop) is facts.scope_of(loader.site.node)
+    same_scope = facts.scope_of(epoch_loop) is facts.scope_of(loader.site.node) and loader.binding is loader.site.stmt
     same_class = sampler.startswith("self.") and facts.enclosing(epoch_loop, cst.ClassDef) is loader.site.cls
     if same_scope or same_class:
         stmts = set_epoch_statements(ctx, sampler, epoch, optional=True)

@@ -108,6 +108,8 @@ def _write_opens(facts) -> list[cst.With]:
             continue
         if any(facts.is_rank_test(n) for n in walk(call) if isinstance(n, (cst.Name, cst.Attribute))):
             continue  # per-rank file name
+        if facts.enclosing(call, cst.ClassDef) is not None:
+            continue  # a method of a helper class: its callers decide which rank runs it
         body_calls = [c for c in walk(with_node.body) if isinstance(c, cst.Call)]
         if any(method_name(c) == "backward" or (facts.call_qual(c) or "").startswith("torch.distributed") for c in body_calls):
             continue
