@@ -13,7 +13,8 @@ from .diff import unified_diff
 from .errors import DdpfixError
 from .facts import ScriptFacts
 from .rule import Context
-from .transforms import RULES, expand
+from .suppress import might_have, scan, selected
+from .transforms import BY_CODE, RULES, expand
 
 Source = str | bytes
 
@@ -60,17 +61,21 @@ def run_rules(
     ignore: Iterable[str] | None = None,
     fix: bool = True,
     unsafe_fixes: bool = False,
+    source: Source | None = None,
 ) -> tuple[cst.Module, list[Diagnostic]]:
-    """One analysis, every selected rule, one edit pass."""
+    """One analysis, every selected rule, one edit pass. `source` (what `module` was parsed from) only
+    lets a source without `# ddpfix: ignore` comments skip looking for them."""
+    suppressions = scan(module.code) if might_have(source) else None
     facts = ScriptFacts(module)
     if not facts.uses_torch or not (facts.trains or facts.init_calls or facts.ddp_calls):
-        return module, []  # not a training script: nothing here is about DDP
+        return module, _unused(suppressions, [], select, ignore)  # not a training script: nothing here is about DDP
     active = expand(select, ignore)
     fixing = set(active) if fix else set()
     for rule in RULES:  # a fix brings the fixes it depends on (DDP201's sampler needs DDP001's process group)
         if rule.code in fixing:
             fixing.update(rule.requires)
     ctx = Context(facts, fixing, unsafe_fixes)
+    ctx.suppressions = suppressions
     for rule in RULES:
         if rule.code in active or rule.code in fixing:
             ctx.rule = rule
@@ -80,7 +85,15 @@ def run_rules(
                 del ctx.diagnostics[before:]
     ctx.finish()
     new = ctx.plan.apply() if fix else module
-    return new, sorted(ctx.diagnostics, key=lambda d: (d.line, d.col, d.code))
+    diagnostics = ctx.diagnostics + _unused(suppressions, active, select, ignore)
+    return new, sorted(diagnostics, key=lambda d: (d.line, d.col, d.code))
+
+
+def _unused(suppressions, active: list[str], select, ignore) -> list[Diagnostic]:
+    """DDP000 for suppression comments that silenced nothing (when DDP000 is selected)."""
+    if suppressions is None or not selected(select, ignore):
+        return []
+    return suppressions.unused(active, BY_CODE)
 
 
 def fix_source(
@@ -101,7 +114,7 @@ def fix_source(
         text = _check_syntax_only(source, path)
         return Result(source=text, code=text, data=source if isinstance(source, bytes) else None)
     module = parse(source, path)
-    new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes)
+    new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=source)
     old_text, new_text = module.code, new.code
     result = Result(source=old_text, code=new_text, diagnostics=diagnostics)
     if isinstance(source, bytes):

@@ -43,6 +43,7 @@ class Context:
         self.diagnostics: list[Diagnostic] = []
         self.rule: Rule | None = None
         self.shared: dict = {}  # what one rule's fix tells a later one (the raw-model handle, new samplers)
+        self.suppressions = None  # suppress.Suppressions: `# ddpfix: ignore[...]` comments of this source
         self._env: dict[str, str] = {}
         self._env_missing: list[str] = []
 
@@ -53,6 +54,8 @@ class Context:
         assert rule is not None
         level = rule.fix if fix is None else fix
         pos = self.facts.position(node)
+        if self.suppressions is not None and self.suppressions.silences(rule.code, pos.start.line):
+            return False  # silenced: no finding, and no edits
         applied = level != NONE and rule.code in self.fixing and (level == SAFE or self.unsafe_fixes)
         self.diagnostics.append(
             Diagnostic(
