@@ -1,0 +1,1089 @@
+"""In-process probe for ``ddpfix verify``.
+
+Run as ``python ddpfix/verify/probe.py script.py ARGS...`` (the launcher gives torchrun this file's
+path, so that the ``ddpfix`` package itself is never imported into the user's processes) or as
+``python -m ddpfix.verify.probe script.py ARGS...``. It installs observation patches, then runs the
+script with ``runpy.run_path(..., run_name="__main__")`` so that ``sys.argv``, ``__file__``,
+``sys.path[0]`` and the working directory look like a plain ``python script.py ARGS...`` run. It writes
+one JSON object per line to ``rank{RANK}.jsonl`` in the run folder named by the ``DDPFIX_VERIFY_PROBE``
+environment variable, which the launcher sets for the probe only: the probe removes it before the
+script starts.
+
+What it records, per rank: the dataset indices every DataLoader pass draws, optimizer steps with a
+digest of the parameters of every DDP-wrapped module, files written (``torch.save``,
+``logging.FileHandler``, TensorBoard writers, ``wandb.init``, write-mode ``open``), collectives issued
+(including DDP's gradient all-reduce, observed through a comm hook that delegates to the default
+all-reduce hook), process-group set-up and how the script ended. The probe issues no collectives of its
+own. On ``SIGUSR1`` (sent by the launcher at the time limit) and on ``SIGTERM`` (sent by torchrun
+when another rank fails) it dumps every thread's Python stack with :mod:`faulthandler`.
+
+This module runs inside the user's process: it imports only the standard library, and torch lazily
+(when the script imports it).
+"""
+from __future__ import annotations
+
+import builtins
+import datetime
+import faulthandler
+import functools
+import hashlib
+import importlib.abc
+import inspect
+import io
+import json
+import logging
+import os
+import runpy
+import signal
+import sys
+import sysconfig
+import threading
+import time
+import traceback
+import weakref
+
+ENV = "DDPFIX_VERIFY_PROBE"
+PRIVATE_NAME = "_ddpfix_verify_probe"
+MAX_DIGEST_STEPS = 1000  # digest every step up to here, then every DIGEST_EVERY-th step
+DIGEST_EVERY = 100
+
+_T0 = time.time()
+_PROBE_FILE = os.path.abspath(__file__)
+_ORIG_OPEN = builtins.open
+_tls = threading.local()
+
+
+def _depth() -> int:
+    return getattr(_tls, "depth", 0)
+
+
+class _Quiet:
+    """Context: calls made inside are the probe's or torch's own, not the script's."""
+
+    def __enter__(self):
+        _tls.depth = _depth() + 1
+
+    def __exit__(self, *exc):
+        _tls.depth = _depth() - 1
+        return False
+
+
+_quiet = _Quiet()
+
+
+class _State:
+    def __init__(self) -> None:
+        self.fd: int | None = None
+        self.run_dir = ""
+        self.rank = 0
+        self.config: dict = {}
+        self.script = ""
+        self.script_dir = ""
+        self.lib_prefixes: tuple[str, ...] = ()
+        self.steps = 0
+        self.current_pass = None
+        self.open_passes: dict = {}
+        self.loaders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self.loader_sites: dict[str, int] = {}
+        self.loader_count = 0
+        self.ddps: list[dict] = []
+        self.ddp_by_obj: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self.writes: set = set()
+        self.coll_n = 0
+        self.group_names: dict = {}
+        self.keep: list = []  # file objects that must stay open for faulthandler
+
+
+S = _State()
+
+
+# --------------------------------------------------------------------------- trace output
+def emit(ev: str, **fields) -> None:
+    if S.fd is None:
+        return
+    fields = {"ev": ev, "t": round(time.time() - _T0, 4), **fields}
+    try:
+        line = json.dumps(fields, default=str, separators=(",", ":")) + "\n"
+        os.write(S.fd, line.encode("utf-8", "replace"))
+    except Exception:  # never break the user's script because of the trace
+        pass
+
+
+def _warn(what: str, exc: BaseException) -> None:
+    emit("probe_error", what=what, error=f"{type(exc).__name__}: {exc}")
+
+
+def _is_user_file(filename: str) -> bool:
+    if not filename or filename.startswith("<"):
+        return False
+    if filename == _PROBE_FILE:
+        return False
+    return not filename.startswith(S.lib_prefixes)
+
+
+def _site(skip: int = 2) -> str | None:
+    """file:line of the innermost frame of the user's code (outside torch, stdlib and the probe)."""
+    try:
+        f = sys._getframe(skip)
+    except ValueError:
+        return None
+    fallback = None
+    while f is not None:
+        fn = f.f_code.co_filename
+        if _is_user_file(fn):
+            return f"{fn}:{f.f_lineno}"
+        if fallback is None and fn != _PROBE_FILE and not fn.startswith("<"):
+            fallback = f"{fn}:{f.f_lineno}"
+        f = f.f_back
+    return fallback
+
+
+# --------------------------------------------------------------------------- files
+_SKIP_PREFIXES = ("/dev/", "/proc/", "/sys/")
+
+
+def _record_write(api: str, path, extra: dict | None = None) -> None:
+    if _depth():
+        return
+    try:
+        if isinstance(path, int):
+            return
+        p = os.path.abspath(os.fspath(path))
+        if isinstance(p, bytes):
+            p = os.fsdecode(p)
+    except Exception:
+        return
+    if p.startswith(_SKIP_PREFIXES) or (S.run_dir and p.startswith(S.run_dir + os.sep)):
+        return
+    if "__pycache__" in p:
+        return
+    key = p
+    if key in S.writes:
+        return
+    S.writes.add(key)
+    emit("write", api=api, path=p, site=_site(3), **(extra or {}))
+
+
+def _patched_open(file, mode="r", *args, **kwargs):
+    f = _ORIG_OPEN(file, mode, *args, **kwargs)
+    if not _depth() and isinstance(mode, str) and ("w" in mode or "a" in mode or "x" in mode or "+" in mode):
+        _record_write("open", file)
+    return f
+
+
+def _install_stdlib_patches() -> None:
+    builtins.open = _patched_open
+    io.open = _patched_open
+
+    orig_fh_init = logging.FileHandler.__init__
+
+    @functools.wraps(orig_fh_init)
+    def fh_init(self, filename, *args, **kwargs):
+        if _depth():
+            return orig_fh_init(self, filename, *args, **kwargs)
+        with _quiet:
+            orig_fh_init(self, filename, *args, **kwargs)
+        _record_write("logging.FileHandler", getattr(self, "baseFilename", filename))
+
+    logging.FileHandler.__init__ = fh_init
+
+
+# --------------------------------------------------------------------------- post-import hooks
+class _HookLoader(importlib.abc.Loader):
+    def __init__(self, loader, hook):
+        self._loader = loader
+        self._hook = hook
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        # hand the real loader back to the module before it runs
+        module.__loader__ = self._loader
+        if getattr(module, "__spec__", None) is not None:
+            module.__spec__.loader = self._loader
+        self._loader.exec_module(module)
+        try:
+            self._hook(module)
+        except Exception as exc:  # pragma: no cover - defensive
+            _warn(f"patch {module.__name__}", exc)
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    """Runs a hook right after a given module has been executed."""
+
+    def __init__(self, hooks: dict):
+        self.hooks = hooks
+
+    def find_spec(self, fullname, path, target=None):
+        hook = self.hooks.get(fullname)
+        if hook is None:
+            return None
+        after = False
+        for finder in list(sys.meta_path):
+            if finder is self:
+                after = True
+                continue
+            if not after or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                    return None
+                del self.hooks[fullname]
+                spec.loader = _HookLoader(spec.loader, hook)
+                return spec
+        return None
+
+
+# --------------------------------------------------------------------------- torch patches
+def _digest_params(named_params) -> dict:
+    import torch
+
+    h = hashlib.sha1()
+    total = 0.0
+    numel = 0
+    with torch.no_grad():
+        for name, p in named_params:
+            t = p.detach()
+            if t.device.type != "cpu":
+                t = t.cpu()
+            t = t.contiguous().reshape(-1)
+            h.update(name.encode())
+            h.update(str(t.dtype).encode())
+            raw = t.view(torch.uint8) if t.element_size() > 0 else t
+            try:
+                h.update(raw.numpy().tobytes())
+            except Exception:  # numpy missing: slower, same digest
+                h.update(bytes(raw.tolist()))
+            if t.is_floating_point() or t.is_complex():
+                total += float(t.double().sum()) if not t.is_complex() else float(t.abs().double().sum())
+            numel += t.numel()
+    return {"sha1": h.hexdigest()[:16], "sum": total, "numel": numel}
+
+
+def _safe_digest(named) -> dict | None:
+    try:
+        with _quiet:
+            return _digest_params(named)
+    except Exception as exc:
+        _warn("digest", exc)
+        return None
+
+
+def _ddp_digests() -> list:
+    out = []
+    for info in S.ddps:
+        try:
+            with _quiet:
+                d = _digest_params(info["params"])
+            d["ddp"] = info["id"]
+            out.append(d)
+        except Exception as exc:
+            _warn("digest", exc)
+    return out
+
+
+def _describe_tensor(x):
+    try:
+        import torch
+
+        if isinstance(x, torch.Tensor):
+            return {"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
+        if isinstance(x, (list, tuple)):
+            return {"len": len(x)}
+    except Exception:
+        pass
+    return None
+
+
+def _group_name(group) -> str:
+    if group is None:
+        return "world"
+    key = id(group)
+    name = S.group_names.get(key)
+    if name is not None:
+        return name
+    try:
+        import torch.distributed as dist
+
+        if group is dist.GroupMember.WORLD:
+            name = "world"
+        else:
+            ranks = dist.get_process_group_ranks(group)
+            name = "world" if list(ranks) == list(range(dist.get_world_size())) else "ranks" + ",".join(map(str, ranks))
+    except Exception:
+        name = f"group@{key:x}"
+    S.group_names[key] = name
+    return name
+
+
+# op name -> (parameter described by shape/dtype or None, point-to-point?)
+_COLLECTIVES = {
+    "all_reduce": ("tensor", False),
+    "all_reduce_coalesced": ("tensors", False),
+    "broadcast": ("tensor", False),
+    "reduce": ("tensor", False),
+    "all_gather": ("tensor", False),
+    "all_gather_into_tensor": ("input_tensor", False),
+    "all_gather_object": (None, False),
+    "gather": ("tensor", False),
+    "gather_object": (None, False),
+    "scatter": ("tensor", False),
+    "scatter_object_list": (None, False),
+    "broadcast_object_list": ("object_list", False),
+    "reduce_scatter": ("output", False),
+    "reduce_scatter_tensor": ("output", False),
+    "all_to_all": ("input_tensor_list", False),
+    "all_to_all_single": (None, False),
+    "barrier": (None, False),
+    "monitored_barrier": (None, False),
+    "send": ("tensor", True),
+    "recv": ("tensor", True),
+    "isend": ("tensor", True),
+    "irecv": ("tensor", True),
+    "send_object_list": (None, True),
+    "recv_object_list": (None, True),
+    "batch_isend_irecv": (None, True),
+}
+
+
+def _record_collective(op: str, *, group="world", p2p=False, desc=None, reduce_op=None, extra=None) -> None:
+    S.coll_n += 1
+    fields = {"n": S.coll_n, "op": op, "group": group}
+    if p2p:
+        fields["p2p"] = True
+    if desc:
+        fields.update(desc)
+    if reduce_op is not None:
+        fields["reduce_op"] = getattr(reduce_op, "name", None) or str(reduce_op).split(".")[-1]
+    if extra:
+        fields.update(extra)
+    fields["site"] = _site(3)
+    emit("coll", **fields)
+
+
+def _wrap_collective(name: str, orig, arg_name, p2p: bool):
+    try:
+        params = list(inspect.signature(orig).parameters)
+    except (TypeError, ValueError):
+        params = []
+
+    def _arg(args, kwargs, pname):
+        if pname in kwargs:
+            return kwargs[pname]
+        if pname in params:
+            i = params.index(pname)
+            if i < len(args):
+                return args[i]
+        return None
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        if _depth():
+            return orig(*args, **kwargs)
+        with _quiet:
+            try:
+                desc = _describe_tensor(_arg(args, kwargs, arg_name)) if arg_name else None
+                group = _group_name(_arg(args, kwargs, "group"))
+                rop = _arg(args, kwargs, "op") if name in ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_reduce_coalesced") else None
+                _record_collective(name, group=group, p2p=p2p, desc=desc, reduce_op=rop)
+            except Exception as exc:
+                _warn(f"record {name}", exc)
+            return orig(*args, **kwargs)
+
+    wrapper.__ddpfix_probe__ = True
+    return wrapper
+
+
+def _patch_distributed() -> None:
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    import torch.distributed.distributed_c10d as c10d
+
+    for name, (arg_name, p2p) in _COLLECTIVES.items():
+        orig = getattr(c10d, name, None)
+        if orig is None or getattr(orig, "__ddpfix_probe__", False):
+            continue
+        w = _wrap_collective(name, orig, arg_name, p2p)
+        setattr(c10d, name, w)
+        if getattr(dist, name, None) is orig:
+            setattr(dist, name, w)
+
+    orig_init = c10d.init_process_group
+
+    @functools.wraps(orig_init)
+    def init_process_group(*args, **kwargs):
+        if _depth():
+            return orig_init(*args, **kwargs)
+        args = list(args)
+        requested = kwargs.get("backend", args[0] if args else None)
+        forced = S.config.get("backend")
+        if forced:
+            if args:
+                args[0] = forced
+            else:
+                kwargs["backend"] = forced
+        timeout = kwargs.get("timeout", args[2] if len(args) > 2 else None)
+        injected = None
+        pg_timeout = S.config.get("pg_timeout")
+        if timeout is None and pg_timeout:
+            kwargs["timeout"] = datetime.timedelta(seconds=float(pg_timeout))
+            injected = float(pg_timeout)
+        site = _site(2)
+        with _quiet:
+            result = orig_init(*args, **kwargs)
+        try:
+            backend = str(dist.get_backend())
+        except Exception:
+            backend = None
+        emit(
+            "init_pg",
+            requested=None if requested is None else str(requested),
+            forced=forced or None,
+            backend=backend,
+            timeout_s=(timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout) if injected is None else injected,
+            timeout_injected=injected is not None,
+            world_size=dist.get_world_size(),
+            rank=dist.get_rank(),
+            site=site,
+        )
+        return result
+
+    c10d.init_process_group = init_process_group
+    if getattr(dist, "init_process_group", None) is orig_init:
+        dist.init_process_group = init_process_group
+
+    orig_destroy = c10d.destroy_process_group
+
+    @functools.wraps(orig_destroy)
+    def destroy_process_group(*args, **kwargs):
+        if not _depth() and not args and kwargs.get("group") is None:
+            emit("destroy_pg", site=_site(2))
+        with _quiet:
+            return orig_destroy(*args, **kwargs)
+
+    c10d.destroy_process_group = destroy_process_group
+    if getattr(dist, "destroy_process_group", None) is orig_destroy:
+        dist.destroy_process_group = destroy_process_group
+
+
+def _recording_comm_hook_factory(info: dict, user_hook=None):
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
+    target = user_hook or allreduce_hook
+
+    def record(bucket):
+        try:
+            buf = bucket.buffer()
+            _record_collective(
+                "ddp.allreduce",
+                group=info.get("group", "world"),
+                desc={"shape": [buf.numel()], "dtype": str(buf.dtype).replace("torch.", "")},
+                extra={"ddp": info["id"], "bucket": bucket.index()},
+            )
+        except Exception as exc:
+            _warn("record ddp.allreduce", exc)
+
+    if user_hook is None:
+
+        def ddpfix_allreduce_hook(state, bucket):
+            with _quiet:
+                record(bucket)
+                return target(state, bucket)
+
+        return ddpfix_allreduce_hook
+
+    @functools.wraps(user_hook)
+    def wrapped(state, bucket):
+        with _quiet:
+            record(bucket)
+            return target(state, bucket)
+
+    return wrapped
+
+
+def _patch_ddp() -> None:
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    if getattr(DDP.__init__, "__ddpfix_probe__", False):
+        return
+    orig_init = DDP.__init__
+    orig_register = DDP.register_comm_hook
+    orig_builtin = getattr(DDP, "_register_builtin_comm_hook", None)
+
+    def first_forward(module, inputs):
+        info = S.ddp_by_obj.get(module)
+        if info is None:
+            return None
+        info["forwards"] += 1
+        if not info["hooked"]:
+            info["hooked"] = "ddpfix"
+            try:
+                orig_register(module, module.process_group, _recording_comm_hook_factory(info))
+            except Exception as exc:
+                info["hooked"] = "failed"
+                _warn("register comm hook", exc)
+        return None
+
+    @functools.wraps(orig_init)
+    def __init__(self, module, *args, **kwargs):
+        site = _site(2)
+        with _quiet:
+            orig_init(self, module, *args, **kwargs)
+        try:
+            ignored = set(getattr(self, "parameters_to_ignore", ()) or ())
+            named = [(n, p) for n, p in self.module.named_parameters() if n not in ignored and f"module.{n}" not in ignored]
+            first = named[0][1] if named else None
+            info = {
+                "id": len(S.ddps),
+                "module": type(self.module).__name__,
+                "params": named,
+                "forwards": 0,
+                "hooked": None,
+                "group": _group_name(getattr(self, "process_group", None)),
+            }
+            S.ddps.append(info)
+            S.ddp_by_obj[self] = info
+            self.register_forward_pre_hook(first_forward)
+            emit(
+                "ddp",
+                id=info["id"],
+                module=info["module"],
+                module_path=f"{type(self.module).__module__}.{type(self.module).__qualname__}",
+                site=site,
+                n_params=len(named),
+                numel=sum(p.numel() for _, p in named),
+                device=str(first.device) if first is not None else None,
+                device_ids=[str(d) for d in (getattr(self, "device_ids", None) or [])] or None,
+                find_unused_parameters=bool(getattr(self, "find_unused_parameters", False)),
+                broadcast_buffers=bool(getattr(self, "broadcast_buffers", False)),
+                static_graph=bool(getattr(self, "static_graph", False)),
+                group=info["group"],
+                digest=_safe_digest(named),
+            )
+        except Exception as exc:
+            _warn("record DDP", exc)
+
+    __init__.__ddpfix_probe__ = True
+
+    @functools.wraps(orig_register)
+    def register_comm_hook(self, state, hook):
+        info = S.ddp_by_obj.get(self)
+        if info is None or info["hooked"]:
+            return orig_register(self, state, hook)
+        info["hooked"] = "user"
+        emit("ddp_comm_hook", ddp=info["id"], hook=getattr(hook, "__qualname__", repr(hook)))
+        return orig_register(self, state, _recording_comm_hook_factory(info, hook))
+
+    DDP.__init__ = __init__
+    DDP.register_comm_hook = register_comm_hook
+
+    if orig_builtin is not None:
+
+        @functools.wraps(orig_builtin)
+        def _register_builtin_comm_hook(self, comm_hook_type):
+            info = S.ddp_by_obj.get(self)
+            if info is not None and not info["hooked"]:
+                info["hooked"] = "builtin"
+                emit("ddp_comm_hook", ddp=info["id"], hook=str(comm_hook_type), builtin=True)
+            return orig_builtin(self, comm_hook_type)
+
+        DDP._register_builtin_comm_hook = _register_builtin_comm_hook
+
+
+def _on_optimizer_step(optimizer, args, kwargs) -> None:
+    if _depth():
+        return
+    S.steps += 1
+    n = S.steps
+    cur = S.current_pass
+    if cur is not None:
+        cur["steps"] += 1
+    fields = {"n": n, "opt": type(optimizer).__name__, "site": _site(2)}
+    if cur is not None:
+        fields["loader"] = cur["loader"]
+        fields["pass"] = cur["pass"]
+    if S.ddps and (n <= MAX_DIGEST_STEPS or n % DIGEST_EVERY == 0):
+        fields["digests"] = _ddp_digests()
+    emit("step", **fields)
+
+
+def _loader_info(loader) -> dict:
+    info = S.loaders.get(loader)
+    if info is not None:
+        return info
+    site = getattr(loader, "_ddpfix_site", None) or _site(4) or "?"
+    nth = S.loader_sites.get(site, 0)
+    S.loader_sites[site] = nth + 1
+    key = site if nth == 0 else f"{site}#{nth}"
+    info = {"key": key, "site": site, "passes": 0, "id": S.loader_count}
+    S.loader_count += 1
+    S.loaders[loader] = info
+    emit("loader", **_describe_loader(loader, key, site))
+    return info
+
+
+def _class_name(obj) -> str | None:
+    return None if obj is None else type(obj).__name__
+
+
+def _describe_loader(loader, key, site) -> dict:
+    from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler
+    from torch.utils.data.dataloader import _DatasetKind
+
+    d: dict = {"key": key, "site": site}
+    ds = loader.dataset
+    d["dataset"] = _class_name(ds)
+    try:
+        d["dataset_len"] = len(ds)
+    except Exception:
+        d["dataset_len"] = None
+    d["iterable"] = getattr(loader, "_dataset_kind", None) == _DatasetKind.Iterable
+    sampler = getattr(loader, "sampler", None)
+    batch_sampler = getattr(loader, "batch_sampler", None)
+    d["sampler"] = _class_name(sampler)
+    d["batch_sampler"] = _class_name(batch_sampler)
+    d["batch_size"] = getattr(loader, "batch_size", None)
+    d["drop_last"] = bool(getattr(loader, "drop_last", False))
+    d["num_workers"] = getattr(loader, "num_workers", 0)
+    inner = sampler
+    if batch_sampler is not None and type(batch_sampler).__name__ != "BatchSampler":
+        inner = getattr(batch_sampler, "sampler", None)
+        if inner is not None:
+            d["sampler"] = _class_name(inner)
+        bs = getattr(batch_sampler, "batch_size", None)
+        if bs is not None:
+            d["batch_size"] = bs
+        d["drop_last"] = bool(getattr(batch_sampler, "drop_last", d["drop_last"]))
+    shuffle = None
+    full = False
+    if isinstance(inner, DistributedSampler):
+        shuffle = bool(inner.shuffle)
+        full = True
+        d["dist_sampler"] = {
+            "num_replicas": inner.num_replicas,
+            "rank": inner.rank,
+            "total_size": inner.total_size,
+            "num_samples": inner.num_samples,
+            "drop_last": bool(inner.drop_last),
+            "seed": inner.seed,
+            "shuffle": bool(inner.shuffle),
+        }
+    elif isinstance(inner, RandomSampler):
+        shuffle = True
+        full = (not inner.replacement) and inner._num_samples is None
+    elif isinstance(inner, SequentialSampler):
+        shuffle = False
+        full = True
+    elif inner is not None and "Random" in type(inner).__name__:
+        shuffle = True
+    d["shuffle"] = shuffle
+    d["full_coverage"] = full
+    return d
+
+
+def _index_value(x):
+    try:
+        return int(x)
+    except Exception:
+        return str(x)
+
+
+def _flush_pass(rec) -> None:
+    if rec.get("flushed"):
+        return
+    rec["flushed"] = True
+    if S.open_passes.get(rec["loader"]) is rec:
+        del S.open_passes[rec["loader"]]
+    idx = rec.pop("indices")
+    emit(
+        "pass",
+        loader=rec["loader"],
+        n=rec["pass"],
+        epoch=rec["epoch"],
+        complete=rec["complete"],
+        steps=rec["steps"],
+        indices=[_index_value(i) for i in idx] if not rec["iterable"] else None,
+        count=len(idx),
+    )
+
+
+def _start_pass(it, loader) -> None:
+    if _depth():
+        return
+    try:
+        info = _loader_info(loader)
+        old = S.open_passes.get(info["key"])
+        if old is not None:
+            _flush_pass(old)
+        sampler = getattr(loader, "sampler", None)
+        bs = getattr(loader, "batch_sampler", None)
+        epoch = getattr(sampler, "epoch", None)
+        if epoch is None and bs is not None:
+            epoch = getattr(getattr(bs, "sampler", None), "epoch", None)
+        from torch.utils.data.dataloader import _DatasetKind
+
+        rec = {
+            "loader": info["key"],
+            "pass": info["passes"],
+            "epoch": epoch if isinstance(epoch, int) else None,
+            "indices": [],
+            "complete": False,
+            "steps": 0,
+            "iterable": getattr(loader, "_dataset_kind", None) == _DatasetKind.Iterable,
+        }
+        info["passes"] += 1
+        S.open_passes[info["key"]] = rec
+        it._ddpfix_pass = rec
+        emit("pass_start", loader=rec["loader"], n=rec["pass"], epoch=rec["epoch"], site=_site(3))
+    except Exception as exc:
+        _warn("start pass", exc)
+
+
+def _patch_dataloader() -> None:
+    from torch.utils.data import DataLoader
+    from torch.utils.data import dataloader as dl
+
+    base = dl._BaseDataLoaderIter
+    if getattr(base.__init__, "__ddpfix_probe__", False):
+        return
+
+    orig_dl_init = DataLoader.__init__
+
+    @functools.wraps(orig_dl_init)
+    def dl_init(self, *args, **kwargs):
+        orig_dl_init(self, *args, **kwargs)
+        try:
+            object.__setattr__(self, "_ddpfix_site", _site(2))
+        except Exception:
+            pass
+
+    DataLoader.__init__ = dl_init
+
+    orig_init = base.__init__
+    orig_reset = base._reset
+    orig_next_index = base._next_index
+
+    @functools.wraps(orig_init)
+    def it_init(self, loader, *args, **kwargs):
+        orig_init(self, loader, *args, **kwargs)
+        _start_pass(self, loader)
+
+    it_init.__ddpfix_probe__ = True
+
+    @functools.wraps(orig_reset)
+    def it_reset(self, loader, first_iter=False, *args, **kwargs):
+        orig_reset(self, loader, first_iter, *args, **kwargs)
+        if not first_iter:
+            _start_pass(self, loader)
+
+    @functools.wraps(orig_next_index)
+    def it_next_index(self):
+        rec = getattr(self, "_ddpfix_pass", None)
+        try:
+            idx = orig_next_index(self)
+        except StopIteration:
+            if rec is not None:
+                rec["complete"] = True
+                S.current_pass = rec
+                _flush_pass(rec)
+            raise
+        if rec is not None and not rec.get("flushed"):
+            S.current_pass = rec
+            if not rec["iterable"]:
+                if isinstance(idx, (list, tuple)):
+                    rec["indices"].extend(idx)
+                elif hasattr(idx, "tolist") and not isinstance(idx, (int, str)):
+                    v = idx.tolist()
+                    rec["indices"].extend(v if isinstance(v, list) else [v])
+                else:
+                    rec["indices"].append(idx)
+        return idx
+
+    base.__init__ = it_init
+    base._reset = it_reset
+    base._next_index = it_next_index
+
+
+def _patch_save() -> None:
+    import torch
+    import torch.serialization as ser
+
+    orig_save = ser.save
+    if getattr(orig_save, "__ddpfix_probe__", False):
+        return
+
+    @functools.wraps(orig_save)
+    def save(obj, f, *args, **kwargs):
+        if not _depth():
+            if isinstance(f, (str, bytes, os.PathLike)):
+                _record_write("torch.save", f)
+            else:
+                name = getattr(f, "name", None)
+                if isinstance(name, str):
+                    _record_write("torch.save", name)
+        with _quiet:
+            return orig_save(obj, f, *args, **kwargs)
+
+    save.__ddpfix_probe__ = True
+    ser.save = save
+    if torch.save is orig_save:
+        torch.save = save
+
+
+def _patch_summary_writer(module) -> None:
+    cls = getattr(module, "SummaryWriter", None)
+    if cls is None or getattr(cls.__init__, "__ddpfix_probe__", False):
+        return
+    orig = cls.__init__
+
+    @functools.wraps(orig)
+    def __init__(self, *args, **kwargs):
+        given = kwargs.get("log_dir", kwargs.get("logdir", args[0] if args else None))
+        orig(self, *args, **kwargs)
+        log_dir = getattr(self, "log_dir", None) or getattr(self, "logdir", None) or given
+        if given is None:
+            # the default folder is runs/<date>_<host><comment>: the same place on every rank
+            _record_write("SummaryWriter", os.path.join("runs", "<default log_dir>"), {"default": True})
+        elif log_dir is not None:
+            _record_write("SummaryWriter", log_dir)
+
+    __init__.__ddpfix_probe__ = True
+    cls.__init__ = __init__
+
+
+def _patch_wandb(module) -> None:
+    orig = getattr(module, "init", None)
+    if orig is None or getattr(orig, "__ddpfix_probe__", False):
+        return
+
+    @functools.wraps(orig)
+    def init(*args, **kwargs):
+        _record_write("wandb.init", os.path.join(os.getcwd(), "wandb", "<run>"))
+        return orig(*args, **kwargs)
+
+    init.__ddpfix_probe__ = True
+    module.init = init
+
+
+def _on_torch_imported(torch_module) -> None:
+    torch_dir = os.path.dirname(os.path.abspath(torch_module.__file__)) + os.sep
+    S.lib_prefixes = tuple(sorted(set(S.lib_prefixes + (torch_dir,))))
+    for name, fn in (
+        ("torch.save", _patch_save),
+        ("DataLoader", _patch_dataloader),
+        ("torch.distributed", _patch_distributed),
+        ("DistributedDataParallel", _patch_ddp),
+    ):
+        try:
+            fn()
+        except Exception as exc:
+            _warn(f"patch {name}", exc)
+    try:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        register_optimizer_step_post_hook(_on_optimizer_step)
+    except Exception as exc:
+        _warn("optimizer hook", exc)
+
+
+def _install_import_hooks() -> None:
+    hooks = {}
+    if "torch" in sys.modules:
+        _on_torch_imported(sys.modules["torch"])
+    else:
+        hooks["torch"] = _on_torch_imported
+    for mod in ("torch.utils.tensorboard.writer", "tensorboardX.writer"):
+        if mod in sys.modules:
+            _patch_summary_writer(sys.modules[mod])
+        else:
+            hooks[mod] = _patch_summary_writer
+    if "wandb" in sys.modules:
+        _patch_wandb(sys.modules["wandb"])
+    else:
+        hooks["wandb"] = _patch_wandb
+    if hooks:
+        sys.meta_path.insert(0, _PostImportFinder(hooks))
+
+
+# --------------------------------------------------------------------------- set-up and run
+def _load_config() -> dict:
+    raw = os.environ.pop(ENV, None)
+    cfg = {}
+    if raw:
+        try:
+            cfg = json.loads(raw)
+        except ValueError:
+            cfg = {}
+    return cfg
+
+
+def _lib_prefixes() -> tuple:
+    out = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            out.add(os.path.abspath(p) + os.sep)
+    for p in sys.path:
+        if p and ("site-packages" in p or "dist-packages" in p):
+            out.add(os.path.abspath(p) + os.sep)
+    out.add(os.path.dirname(_PROBE_FILE) + os.sep)
+    return tuple(sorted(out))
+
+
+def _open_run_files(cfg: dict) -> None:
+    run_dir = cfg.get("run_dir")
+    if not run_dir:
+        import tempfile
+
+        run_dir = os.path.join(tempfile.gettempdir(), f"ddpfix-probe-{os.environ.get('TORCHELASTIC_RUN_ID', os.getppid())}")
+        os.makedirs(run_dir, exist_ok=True)
+        if S.rank == 0:
+            print(f"ddpfix probe: writing traces to {run_dir}", file=sys.stderr)
+    S.run_dir = os.path.abspath(run_dir)
+    S.fd = os.open(
+        os.path.join(S.run_dir, f"rank{S.rank}.jsonl"),
+        os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0),
+        0o644,
+    )
+    stack = _ORIG_OPEN(os.path.join(S.run_dir, f"stack{S.rank}.txt"), "w")
+    term = _ORIG_OPEN(os.path.join(S.run_dir, f"term{S.rank}.txt"), "w")
+    crash = _ORIG_OPEN(os.path.join(S.run_dir, f"crash{S.rank}.txt"), "w")
+    S.keep += [stack, term, crash]
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=stack, all_threads=True, chain=False)
+        faulthandler.register(signal.SIGTERM, file=term, all_threads=True, chain=True)
+    faulthandler.enable(file=crash, all_threads=True)
+
+
+def _env_int(name: str, default=None):
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return default
+
+
+def _exception_site(tb) -> str | None:
+    best = None
+    for fs in traceback.extract_tb(tb):
+        if _is_user_file(fs.filename):
+            best = f"{fs.filename}:{fs.lineno}"
+    return best
+
+
+def _finish(status: str, **fields) -> None:
+    for rec in list(S.open_passes.values()):
+        _flush_pass(rec)
+    digests = _ddp_digests() if S.ddps else []
+    cuda = None
+    if "torch" in sys.modules:
+        try:
+            cuda = bool(sys.modules["torch"].cuda.is_available())
+        except Exception:
+            cuda = None
+    emit(
+        "end",
+        status=status,
+        steps=S.steps,
+        digests=digests,
+        ddp_forwards={str(i["id"]): i["forwards"] for i in S.ddps},
+        ddp_hooks={str(i["id"]): i["hooked"] for i in S.ddps},
+        cuda_available=cuda,
+        **fields,
+    )
+
+
+class _KeepArgv0:
+    """Stand-in for runpy's argv[0] switch: keep sys.argv[0] as typed, like ``python script.py``."""
+
+    def __init__(self, value):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _run_script(path: str) -> None:
+    """``runpy.run_path(path, run_name="__main__")`` with ``__file__`` absolute and ``sys.argv[0]`` as typed."""
+    saved = getattr(runpy, "_ModifiedArgv0", None)
+    if saved is not None:
+        runpy._ModifiedArgv0 = _KeepArgv0
+    try:
+        runpy.run_path(path, run_name="__main__")
+    finally:
+        if saved is not None:
+            runpy._ModifiedArgv0 = saved
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m ddpfix.verify.probe SCRIPT [ARGS...]", file=sys.stderr)
+        return 2
+    script, args = argv[0], argv[1:]
+    S.config = _load_config()
+    S.rank = _env_int("RANK", 0)
+    S.script = os.path.abspath(script)
+    S.script_dir = os.path.dirname(S.script)
+    S.lib_prefixes = _lib_prefixes()
+    _open_run_files(S.config)
+    emit(
+        "start",
+        rank=S.rank,
+        local_rank=_env_int("LOCAL_RANK"),
+        group_rank=_env_int("GROUP_RANK"),
+        world_size=_env_int("WORLD_SIZE"),
+        local_world_size=_env_int("LOCAL_WORLD_SIZE"),
+        pid=os.getpid(),
+        script=S.script,
+        argv=[script, *args],
+        cwd=os.getcwd(),
+        python=sys.version.split()[0],
+    )
+    _install_stdlib_patches()
+    _install_import_hooks()
+
+    sys.argv = [script, *args]
+    if sys.path and os.path.abspath(sys.path[0] or os.curdir) in (os.getcwd(), os.path.dirname(_PROBE_FILE)):
+        sys.path[0] = S.script_dir
+    else:
+        sys.path.insert(0, S.script_dir)
+    try:
+        _run_script(S.script)
+    except SystemExit as exc:
+        code = exc.code
+        ok = code is None or code == 0
+        _finish("ok" if ok else "exit", code=code if isinstance(code, int) or code is None else str(code))
+        raise
+    except BaseException as exc:
+        _finish(
+            "error",
+            error=type(exc).__name__,
+            message=str(exc)[:2000],
+            site=_exception_site(exc.__traceback__),
+            traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])[-4000:],
+        )
+        raise
+    _finish("ok", code=0)
+    return 0
+
+
+if __name__ == "__main__":
+    # Run under an importable module name (so that the hooks and wrappers pickle by reference) without
+    # importing the ddpfix package: the launcher starts this file by path, not with -m.
+    if __package__:
+        from ddpfix.verify import probe as _probe
+    else:
+        import importlib.util
+
+        _spec = importlib.util.spec_from_file_location(PRIVATE_NAME, _PROBE_FILE)
+        _probe = importlib.util.module_from_spec(_spec)
+        sys.modules[PRIVATE_NAME] = _probe
+        _spec.loader.exec_module(_probe)
+    sys.exit(_probe.main())

@@ -1,0 +1,601 @@
+"""Fast tests of ddpfix verify: checks on synthetic traces, stack parsing, commands, report, CLI, and
+the probe in a plain process (no torch, no torchrun)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import typer
+from rich.console import Console
+from typer.testing import CliRunner
+
+from ddpfix.verify import VerifyUsageError, checks, launcher, verify_script
+from ddpfix.verify.checks import FAIL, NA, PASS, PlainRun, RunData
+from ddpfix.verify.command import CONTEXT_SETTINGS, verify
+from ddpfix.verify.report import render_text, summary, to_json
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+# ----------------------------------------------------------------------------- synthetic traces
+@pytest.fixture
+def script(tmp_path):
+    """A fake training script, so that evidence can quote its lines."""
+    p = tmp_path / "train.py"
+    p.write_text(textwrap.dedent("""\
+        import torch.distributed as dist
+        def main():
+            loader = DataLoader(ds, sampler=sampler)
+            model = DDP(net)
+            for epoch in range(2):
+                for x, y in loader:
+                    loss.backward()
+                    optimizer.step()
+                if rank == 0:
+                    dist.barrier()  # only rank 0
+                    torch.save(sd, "ckpt.pt")
+        main()
+        """))
+    return p
+
+
+def S(script, line):
+    return f"{script}:{line}"
+
+
+def run_of(script, world=2, **kw) -> RunData:
+    traces = kw.pop("traces", None)
+    if traces is None:
+        traces = {r: [start(r)] for r in range(world)}
+    return RunData(script=str(script), cwd=str(Path(script).parent), world_size=world, nproc=world,
+                   traces=traces, duration=3.0, **kw)
+
+
+def start(r, local_rank=None, group_rank=0):
+    return {"ev": "start", "rank": r, "local_rank": r if local_rank is None else local_rank,
+            "group_rank": group_rank, "pid": 1000 + r}
+
+
+def end(r, status="ok", **kw):
+    return {"ev": "end", "status": status, **kw}
+
+
+def loader_ev(script, n_ds=8, **kw):
+    d = {"ev": "loader", "key": S(script, 3), "site": S(script, 3), "dataset_len": n_ds, "iterable": False,
+         "sampler": "DistributedSampler", "batch_size": 2, "drop_last": False, "shuffle": True,
+         "full_coverage": True, "dist_sampler": {"num_replicas": 2, "total_size": n_ds, "drop_last": False}}
+    d.update(kw)
+    return d
+
+
+def pass_ev(script, n, indices, epoch=None, complete=True, steps=1):
+    return {"ev": "pass", "loader": S(script, 3), "n": n, "epoch": n if epoch is None else epoch,
+            "complete": complete, "steps": steps, "indices": list(indices), "count": len(indices)}
+
+
+def step_ev(script, n, sha="a", ssum=1.0, p=0):
+    return {"ev": "step", "n": n, "loader": S(script, 3), "pass": p, "site": S(script, 8),
+            "digests": [{"ddp": 0, "sha1": sha, "sum": ssum}]}
+
+
+def ddp_ev(script, sha="init"):
+    return {"ev": "ddp", "id": 0, "module": "Net", "site": S(script, 4), "digest": {"sha1": sha, "sum": 0.0}}
+
+
+def good_rank(script, r, shards, epochs=2, **end_kw):
+    """A rank that trained correctly over `epochs` epochs reading `shards[epoch]`."""
+    ev = [start(r), ddp_ev(script), loader_ev(script)]
+    n = 0
+    for e in range(epochs):
+        ev.append(pass_ev(script, e, shards[e], steps=2))
+        for _ in range(2):
+            n += 1
+            ev.append(step_ev(script, n, sha=f"s{n}", p=e))
+    ev.append({"ev": "coll", "n": 1, "op": "ddp.allreduce", "group": "world", "shape": [10], "dtype": "float32"})
+    ev.append(end(r, steps=n, digests=[{"ddp": 0, "sha1": "final", "sum": 2.0}], ddp_forwards={"0": n},
+                  **end_kw))
+    return ev
+
+
+def good_run(script, **kw):
+    traces = {
+        0: good_rank(script, 0, [[0, 2, 4, 6], [1, 3, 5, 7]]),
+        1: good_rank(script, 1, [[1, 3, 5, 7], [0, 2, 4, 6]]),
+    }
+    return run_of(script, traces=traces, **kw)
+
+
+def test_good_run_passes_every_check(script):
+    report = checks.evaluate(good_run(script))
+    status = {c.name: c.status for c in report.checks}
+    assert status == {"completes": PASS, "ddp": PASS, "shards": PASS, "epoch_order": PASS, "params": PASS,
+                      "files": NA, "collectives": PASS, "single": NA}
+    assert report.ok
+    assert "union 8/8" in report["shards"].evidence[0]
+    assert "after each of 4 optimizer steps and at exit" in report["params"].evidence[0]
+    json.dumps(report.to_dict())
+
+
+# ----------------------------------------------------------------------------- completes
+DUMP = """\
+Thread 0x00007f0000000001 (most recent call first):
+  File "{lib}/threading.py", line 324 in wait
+  File "{lib}/threading.py", line 1002 in _bootstrap
+
+Current thread 0x00007f0000000002 (most recent call first):
+  File "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 4800 in barrier
+  File "/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", line 83 in wrapper
+  File "{probe}", line 300 in wrapper
+  File "{script}", line 10 in main
+  File "{script}", line 12 in <module>
+  File "{lib}/runpy.py", line 88 in _run_code
+  File "{probe}", line 800 in main
+"""
+
+
+def dump_for(script, line=10, func="main"):
+    import sysconfig
+
+    text = DUMP.format(lib=sysconfig.get_paths()["stdlib"], probe=str(ROOT / "ddpfix/verify/probe.py"), script=script)
+    return text.replace(f"line 10 in main", f"line {line} in {func}")
+
+
+def test_parse_stack_dump_and_wait_point(script):
+    threads = launcher.parse_stack_dump(dump_for(script))
+    assert len(threads) == 2 and threads[1]["current"]
+    assert threads[1]["frames"][0] == {"file": "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
+                                       "line": 4800, "func": "barrier"}
+    run = run_of(script)
+    site, callee = checks.wait_point(threads, run)
+    assert site == f"{script}:10" and callee == "barrier"
+
+
+def test_completes_names_where_each_rank_waits_on_timeout(script):
+    hung_in_backward = dump_for(script, line=7).replace("in barrier", "in backward")
+    run = run_of(script, timed_out=True, returncode=None, timeout=20,
+                 stacks={0: launcher.parse_stack_dump(dump_for(script)),
+                         1: launcher.parse_stack_dump(hung_in_backward)})
+    c = checks.check_completes(run)
+    assert c.status == FAIL
+    assert "no result within the 20 s limit" in c.evidence[0]
+    assert "rank 0 waits in `dist.barrier()` at train.py:10 (in barrier())" in c.evidence
+    assert "rank 1 waits in `loss.backward()` at train.py:7 (in backward())" in c.evidence
+
+
+def test_completes_reports_finished_and_raising_ranks(script):
+    traces = {0: [start(0), end(0, "error", error="RuntimeError", site=S(script, 10),
+                                message="[/__w/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer")],
+              1: [start(1), end(1)]}
+    c = checks.check_completes(run_of(script, traces=traces, returncode=1))
+    assert c.status == FAIL
+    assert c.evidence == ["rank 0 raised RuntimeError at `dist.barrier()` at train.py:10: Connection closed by peer",
+                          "rank 1 finished"]
+
+
+def test_completes_when_torchrun_fails_before_the_script(script):
+    run = run_of(script, traces={}, returncode=1,
+                 output="--- stderr ---\nTraceback...\nModuleNotFoundError: No module named 'ddpfix'\n")
+    c = checks.check_completes(run)
+    assert c.status == FAIL
+    assert "before any rank ran the script: ModuleNotFoundError: No module named 'ddpfix'" in c.evidence[0]
+    assert "rank 0 never started the script" in c.evidence
+
+
+def test_completes_stopped_by_torchrun_and_exit_code(script):
+    traces = {0: [start(0), end(0, "exit", code=3)], 1: [start(1)]}
+    run = run_of(script, traces=traces, returncode=3,
+                 term_stacks={1: launcher.parse_stack_dump(dump_for(script, line=7))})
+    c = checks.check_completes(run)
+    assert "rank 0 exited with code 3" in c.evidence
+    assert any(e.startswith("rank 1 was stopped by torchrun in `loss.backward()` at train.py:7") for e in c.evidence)
+
+
+# ----------------------------------------------------------------------------- shards
+def shards_run(script, sets, world=2, loader=None, complete=True, steps=1, **kw):
+    traces = {}
+    for r in range(world):
+        ev = [start(r), loader or loader_ev(script)]
+        for e, idx in enumerate(sets[r]):
+            ev.append(pass_ev(script, e, idx, complete=complete, steps=steps))
+        traces[r] = ev
+    return run_of(script, world=world, traces=traces, **kw)
+
+
+def test_shards_overlap_names_indices_ranks_and_epoch(script):
+    run = shards_run(script, {0: [[0, 1, 2, 3, 4, 5, 6, 7]], 1: [[7, 6, 5, 4, 3, 2, 1, 0]]})
+    c = checks.check_shards(run)
+    assert c.status == FAIL
+    assert c.evidence[0] == ("loader at train.py:3, epoch 0: indices {0, 1, 2} and 5 more on ranks 0 and 1; "
+                             "the ranks read 16 samples but only 8 distinct ones")
+
+
+def test_shards_allow_distributed_sampler_padding(script):
+    loader = loader_ev(script, n_ds=7, dist_sampler={"num_replicas": 2, "total_size": 8, "drop_last": False})
+    ok = shards_run(script, {0: [[0, 2, 4, 6]], 1: [[1, 3, 5, 0]]}, loader=loader)
+    c = checks.check_shards(ok)
+    assert c.status == PASS and "1 repeated by DistributedSampler padding" in c.evidence[0]
+    bad = shards_run(script, {0: [[0, 2, 4, 6]], 1: [[0, 2, 5, 1]]}, loader=loader)
+    c = checks.check_shards(bad)
+    assert c.status == FAIL and "padding allows 1" in c.evidence[0]
+
+
+def test_shards_coverage(script):
+    run = shards_run(script, {0: [[0, 2]], 1: [[1, 3]]})
+    c = checks.check_shards(run)
+    assert c.status == FAIL and "the ranks together read 4 of 8 samples; never read: {4, 5, 6}" in c.evidence[0]
+    # an early `break` leaves the pass incomplete: only disjointness is judged
+    assert checks.check_shards(shards_run(script, {0: [[0, 2]], 1: [[1, 3]]}, complete=False)).status == PASS
+    # DataLoader(drop_last=True) may leave up to world*(batch_size-1) samples unread
+    loader = loader_ev(script, drop_last=True, batch_size=3)
+    assert checks.check_shards(shards_run(script, {0: [[0, 2, 4]], 1: [[1, 3, 5]]}, loader=loader)).status == PASS
+
+
+def test_shards_not_applicable(script):
+    assert checks.check_shards(run_of(script)).status == NA
+    evaluation = shards_run(script, {0: [[0, 1]], 1: [[0, 1]]}, steps=0)
+    c = checks.check_shards(evaluation)
+    assert c.status == NA and "evaluation passes not judged" in c.evidence[0]
+    assert checks.check_shards(shards_run(script, {0: [[0]]}, world=1)).status == NA
+    iterable = shards_run(script, {0: [[]], 1: [[]]}, loader=loader_ev(script, iterable=True))
+    assert checks.check_shards(iterable).status == NA
+
+
+def test_training_passes_come_from_step_events(script):
+    # a loader with workers draws every index before the first step: the pass event says steps=0
+    run = shards_run(script, {0: [[0, 1, 2, 3, 4, 5, 6, 7]], 1: [[0, 1, 2, 3, 4, 5, 6, 7]]}, steps=0)
+    for r in (0, 1):
+        run.traces[r].append(step_ev(script, 1))
+    assert checks.check_shards(run).status == FAIL
+
+
+# ----------------------------------------------------------------------------- epoch order
+def test_epoch_order_same_order_fails_with_set_epoch_hint(script):
+    run = shards_run(script, {0: [[0, 6, 2, 4], [0, 6, 2, 4]], 1: [[1, 7, 3, 5], [1, 7, 3, 5]]})
+    for r in (0, 1):  # sampler epoch stayed 0
+        for e in run.traces[r]:
+            if e["ev"] == "pass":
+                e["epoch"] = 0
+    c = checks.check_epoch_order(run)
+    assert c.status == FAIL
+    assert c.evidence[0].startswith("loader at train.py:3: ranks 0 and 1 read the same order in epochs 0 and 1 "
+                                    "(DistributedSampler.epoch was 0 both times")
+
+
+def test_epoch_order_pass_and_not_applicable(script):
+    ok = shards_run(script, {0: [[0, 6, 2, 4], [4, 2, 0, 6]], 1: [[1, 7, 3, 5], [5, 1, 7, 3]]})
+    assert checks.check_epoch_order(ok).status == PASS
+    seq = shards_run(script, {0: [[0, 2, 4, 6], [0, 2, 4, 6]], 1: [[1, 3, 5, 7], [1, 3, 5, 7]]},
+                     loader=loader_ev(script, shuffle=False, sampler="SequentialSampler"))
+    c = checks.check_epoch_order(seq)
+    assert c.status == NA and "does not shuffle" in c.evidence[0]
+    once = shards_run(script, {0: [[0, 2, 4, 6]], 1: [[1, 3, 5, 7]]})
+    assert checks.check_epoch_order(once).status == NA
+
+
+# ----------------------------------------------------------------------------- params
+def params_run(script, shas0, shas1, final=("f", "f")):
+    traces = {}
+    for r, shas in ((0, shas0), (1, shas1)):
+        ev = [start(r), ddp_ev(script)]
+        for n, sha in enumerate(shas, 1):
+            ev.append(step_ev(script, n, sha=sha, ssum=float(n + r * len(sha))))
+        ev.append(end(r, steps=len(shas), digests=[{"ddp": 0, "sha1": final[r], "sum": 0.0}], ddp_forwards={"0": 1}))
+        traces[r] = ev
+    return run_of(script, traces=traces)
+
+
+def test_params_names_first_diverging_step(script):
+    c = checks.check_params(params_run(script, ["a", "b", "c", "d"], ["a", "b", "X", "Y"], final=("f", "g")))
+    assert c.status == FAIL
+    assert c.evidence[0].startswith("parameters of Net first differ after optimizer step 3 of 4 "
+                                    "(`optimizer.step()` at train.py:8): rank 0 sum")
+    assert c.data["first_step"] == 3
+
+
+def test_params_step_counts_and_exit(script):
+    c = checks.check_params(params_run(script, ["a", "b", "c"], ["a", "b"]))
+    assert c.status == FAIL and c.evidence == ["optimizer steps differ: rank 0 took 3, rank 1 took 2"]
+    c = checks.check_params(params_run(script, ["a"], ["a"], final=("f", "g")))
+    assert c.status == FAIL and c.evidence[0].startswith("parameters of Net differ at exit")
+    assert checks.check_params(params_run(script, ["a"], ["a"])).status == PASS
+    assert checks.check_params(run_of(script)).status == NA
+
+
+# ----------------------------------------------------------------------------- ddp
+def test_ddp_missing_or_bypassed(script):
+    traces = {r: [start(r), step_ev(script, 1), end(r, steps=1)] for r in (0, 1)}
+    c = checks.check_ddp(run_of(script, traces=traces))
+    assert c.status == FAIL and "no DistributedDataParallel was constructed" in c.evidence[0]
+    traces = {r: [start(r), ddp_ev(script), step_ev(script, 1), end(r, steps=1, ddp_forwards={"0": 0})] for r in (0, 1)}
+    c = checks.check_ddp(run_of(script, traces=traces))
+    assert c.status == FAIL
+    assert "never ran forward on ranks 0 and 1, which took 1 optimizer step" in c.evidence[0]
+    assert checks.check_ddp(run_of(script)).status == NA
+
+
+# ----------------------------------------------------------------------------- files
+def test_files_written_by_several_ranks(script, tmp_path):
+    path = str(tmp_path / "ckpt.pt")
+    traces = {r: [start(r), {"ev": "write", "api": "torch.save", "path": path, "site": S(script, 11)}] for r in (0, 1)}
+    traces[0].append({"ev": "write", "api": "logging.FileHandler", "path": str(tmp_path / "train.log"), "site": None})
+    c = checks.check_files(run_of(script, traces=traces))
+    assert c.status == FAIL
+    assert c.evidence == ["ckpt.pt written by ranks [0, 1] (torch.save at train.py:11)"]
+
+
+def test_files_local_rank_hint_and_pass(script, tmp_path):
+    path = str(tmp_path / "ckpt.pt")
+    traces = {r: [start(r, local_rank=0, group_rank=r), {"ev": "write", "api": "torch.save", "path": path,
+                                                          "site": S(script, 11)}] for r in (0, 1)}
+    run = run_of(script, traces=traces)
+    run.nnodes, run.nproc = 2, 1
+    c = checks.check_files(run)
+    assert "each is LOCAL_RANK 0 on its node" in c.evidence[0]
+    traces[1] = [start(1)]
+    c = checks.check_files(run_of(script, traces=traces))
+    assert c.status == PASS and "ckpt.pt (rank 0)" in c.evidence[0]
+    assert checks.check_files(run_of(script)).status == NA
+
+
+# ----------------------------------------------------------------------------- collectives
+def coll(op, site=None, group="world", **kw):
+    return {"ev": "coll", "op": op, "group": group, "site": site, **kw}
+
+
+def test_collectives_mismatch(script):
+    traces = {
+        0: [start(0), coll("ddp.allreduce", shape=[10], dtype="float32"), coll("barrier", S(script, 10))],
+        1: [start(1), coll("ddp.allreduce", shape=[10], dtype="float32"),
+            coll("ddp.allreduce", S(script, 7), shape=[10], dtype="float32")],
+    }
+    c = checks.check_collectives(run_of(script, traces=traces))
+    assert c.status == FAIL
+    assert c.evidence[0] == ("collective #2 on the default group differs: rank 0 issued barrier at `dist.barrier()` "
+                             "at train.py:10; rank 1 issued ddp.allreduce (10 float32) at `loss.backward()` at train.py:7")
+    traces[1] = traces[1][:2]
+    c = checks.check_collectives(run_of(script, traces=traces))
+    assert "rank 1 issued none (it issued 1 in all)" in c.evidence[0]
+
+
+def test_collectives_groups_and_p2p(script):
+    traces = {
+        0: [start(0), coll("all_reduce", shape=[1], dtype="float32", reduce_op="SUM"), coll("send", p2p=True),
+            coll("broadcast", group="ranks0,1", shape=[2], dtype="int64")],
+        1: [start(1), coll("all_reduce", shape=[1], dtype="float32", reduce_op="SUM"), coll("recv", p2p=True),
+            coll("broadcast", group="ranks0,1", shape=[2], dtype="int64")],
+        2: [start(2), coll("all_reduce", shape=[1], dtype="float32", reduce_op="SUM")],
+    }
+    c = checks.check_collectives(run_of(script, world=3, traces=traces))
+    assert c.status == PASS, c.evidence
+    traces[2][1]["reduce_op"] = "MAX"
+    assert checks.check_collectives(run_of(script, world=3, traces=traces)).status == FAIL
+    assert checks.check_collectives(run_of(script)).status == NA
+
+
+# ----------------------------------------------------------------------------- single
+def test_single(script):
+    run = good_run(script)
+    assert checks.check_single(run).status == NA
+    run.single = True
+    run.plain = PlainRun("python train.py", 0, False, 1.5)
+    assert checks.check_single(run).status == PASS
+    run.plain = PlainRun("python train.py", 1, False, 1.5, stderr="Traceback\nValueError: boom\n")
+    c = checks.check_single(run)
+    assert c.status == FAIL and c.evidence == ["`python train.py` exited with code 1: ValueError: boom"]
+    run.plain = PlainRun("python train.py", None, True, 9.0)
+    assert checks.check_single(run).status == FAIL
+
+
+def test_a_crashing_check_does_not_hide_the_others(script, monkeypatch):
+    def boom(run):
+        raise KeyError("x")
+
+    monkeypatch.setattr(checks, "CHECKS", (checks.check_completes, boom))
+    report = checks.evaluate(good_run(script))
+    assert [c.status for c in report.checks] == [PASS, FAIL]
+    assert "the check itself failed" in report.checks[1].evidence[0]
+
+
+def test_helpers():
+    assert checks.strip_comment("dist.barrier()  # only rank 0") == "dist.barrier()"
+    assert checks.strip_comment('print("# not a comment")') == 'print("# not a comment")'
+    assert checks.fmt_set(range(10)) == "{0, 1, 2} and 7 more"
+    assert checks._short_message("Got error: [/a/b/unbound_buffer.cc:78] Timed out waiting") == "Got error: Timed out waiting"
+
+
+# ----------------------------------------------------------------------------- launcher pieces
+def test_torchrun_commands():
+    (one,) = launcher.torchrun_commands("train.py", ["--epochs", "1"], nproc=2, nnodes=1, python="py")
+    assert one == ["py", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                   str(ROOT / "ddpfix/verify/probe.py"), "train.py", "--epochs", "1"]
+    two = launcher.torchrun_commands("train.py", [], nproc=1, nnodes=2, python="py", port=29999)
+    assert len(two) == 2
+    for i, cmd in enumerate(two):
+        assert f"--node-rank={i}" in cmd and "--nnodes=2" in cmd and "--master-addr=127.0.0.1" in cmd
+        assert "--master-port=29999" in cmd and cmd[-2:] == [str(ROOT / "ddpfix/verify/probe.py"), "train.py"]
+
+
+def test_probe_env_adds_one_variable():
+    env = launcher._probe_env({"PYTHONPATH": "/x"}, "/run", "gloo", 12.0)
+    cfg = json.loads(env.pop("DDPFIX_VERIFY_PROBE"))
+    assert cfg["run_dir"] == "/run" and cfg["backend"] == "gloo" and cfg["pg_timeout"] == 12.0
+    assert env == {"PYTHONPATH": "/x"}
+    assert json.loads(launcher._probe_env({}, "/run", "auto", None)["DDPFIX_VERIFY_PROBE"])["backend"] is None
+
+
+def test_verify_script_input_errors(tmp_path):
+    with pytest.raises(VerifyUsageError, match="script not found"):
+        verify_script(tmp_path / "missing.py")
+    with pytest.raises(VerifyUsageError, match="not a file"):
+        verify_script(tmp_path)
+    (tmp_path / "t.py").write_text("")
+    with pytest.raises(VerifyUsageError, match="unknown backend"):
+        verify_script(tmp_path / "t.py", backend="mpi")
+    with pytest.raises(VerifyUsageError, match="at least 1"):
+        verify_script(tmp_path / "t.py", nproc=0)
+    with pytest.raises(VerifyUsageError, match="positive"):
+        verify_script(tmp_path / "t.py", timeout=0)
+
+
+# ----------------------------------------------------------------------------- report
+def _fail_report(script, tmp_path):
+    path = str(tmp_path / "ckpt.pt")
+    run = good_run(script)
+    for r in (0, 1):
+        run.traces[r].insert(1, {"ev": "write", "api": "torch.save", "path": path, "site": S(script, 11)})
+    run.output = "--- stderr ---\nsome torchrun noise\n"
+    return checks.evaluate(run)
+
+
+def test_text_report(script, tmp_path):
+    report = _fail_report(script, tmp_path)
+    console = Console(record=True, width=200, force_terminal=False)
+    render_text(report, console=console)
+    text = console.export_text()
+    assert "Each file written by one rank" in text and "FAIL" in text
+    assert "ckpt.pt written by ranks [0, 1]" in text  # brackets survive (no markup)
+    assert "some torchrun noise" in text  # torchrun output shown on failure
+    assert summary(report) == "FAILED: files (1 of 7 applicable checks failed; 1 not applicable)"
+    ok = checks.evaluate(good_run(script))
+    console = Console(record=True, width=200)
+    render_text(ok, console=console)
+    assert "torchrun" not in console.export_text()
+
+
+def test_json_report(script, tmp_path):
+    data = json.loads(to_json(_fail_report(script, tmp_path)))
+    assert data["ok"] is False
+    files = next(c for c in data["checks"] if c["name"] == "files")
+    assert files["status"] == "fail" and files["data"]["files"][str(tmp_path / "ckpt.pt")] == [0, 1]
+
+
+# ----------------------------------------------------------------------------- CLI
+def _app():
+    app = typer.Typer()
+    app.command("verify", context_settings=CONTEXT_SETTINGS)(verify)
+
+    @app.command("other")
+    def other():  # a second command, so that `verify` is a subcommand as in the real CLI
+        pass
+
+    return app
+
+
+@pytest.fixture
+def fake_verify(monkeypatch, script, tmp_path):
+    calls = []
+
+    def fake(path, args=(), **kw):
+        calls.append((path, list(args), kw))
+        if "--fail" in args:
+            return _fail_report(script, tmp_path)
+        return checks.evaluate(good_run(script))
+
+    monkeypatch.setattr("ddpfix.verify.command.verify_script", fake)
+    return calls
+
+
+def test_cli_passes_script_args_and_options(fake_verify):
+    r = CliRunner().invoke(_app(), ["verify", "train.py", "--nproc", "3", "--timeout", "20", "--backend", "gloo",
+                                    "--single", "--", "--epochs", "1", "--nproc", "9"])
+    assert r.exit_code == 0, r.output
+    path, args, kw = fake_verify[0]
+    assert path == "train.py" and args == ["--epochs", "1", "--nproc", "9"]
+    assert kw["nproc"] == 3 and kw["timeout"] == 20 and kw["backend"] == "gloo" and kw["single"] is True
+    assert "OK: all" in r.output
+
+
+def test_cli_exit_codes_and_json(fake_verify):
+    r = CliRunner().invoke(_app(), ["verify", "train.py", "--format", "json", "--", "--fail"])
+    assert r.exit_code == 1
+    assert json.loads(r.stdout)["ok"] is False
+    r = CliRunner().invoke(_app(), ["verify", "train.py", "--backend", "mpi"])
+    assert r.exit_code == 2
+
+
+def test_cli_missing_script_is_one_line_exit_2(tmp_path):
+    r = CliRunner().invoke(_app(), ["verify", str(tmp_path / "nope.py")])
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == [f"ddpfix verify: error: script not found: {tmp_path / 'nope.py'}"]
+    assert "Traceback" not in r.output
+
+
+# ----------------------------------------------------------------------------- probe, plain process, no torch
+def run_probe(tmp_path, source, args=(), env_extra=None, as_module=False):
+    script = tmp_path / "s" / "script.py"
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(textwrap.dedent(source))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    env = dict(os.environ)
+    env.pop("RANK", None)
+    env.update(launcher._probe_env(env, str(run_dir), "auto", None))
+    env.update(env_extra or {})
+    cwd = tmp_path / "cwd"
+    cwd.mkdir(exist_ok=True)
+    probe = ["-m", "ddpfix.verify.probe"] if as_module else [launcher.PROBE_FILE]
+    p = subprocess.run([PY, *probe, "../s/script.py", *args], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=60)
+    return p, launcher.read_traces(str(run_dir)).get(0, []), cwd
+
+
+def test_probe_runs_like_a_plain_python_run(tmp_path):
+    p, trace, cwd = run_probe(tmp_path, """\
+        import json, os, sys
+        print(json.dumps({"argv": sys.argv, "file": __file__, "name": __name__, "path0": sys.path[0],
+                          "cwd": os.getcwd(), "env": "DDPFIX_VERIFY_PROBE" in os.environ,
+                          "pythonpath": os.environ.get("PYTHONPATH"),
+                          "loaded": sorted(m for m in ("torch", "ddpfix", "libcst") if m in sys.modules)}))
+        with open("out.txt", "w") as f:
+            f.write("x")
+        with open("out.txt") as f:
+            f.read()
+        """, args=["--epochs", "1"], env_extra={"PYTHONPATH": ""})
+    assert p.returncode == 0, p.stderr
+    seen = json.loads(p.stdout)
+    assert seen["argv"] == ["../s/script.py", "--epochs", "1"]
+    assert seen["file"] == str(tmp_path / "s" / "script.py") and seen["name"] == "__main__"
+    assert seen["path0"] == str(tmp_path / "s") and seen["cwd"] == str(cwd)
+    assert seen["env"] is False and seen["loaded"] == []
+    assert seen["pythonpath"] == ""
+    kinds = [e["ev"] for e in trace]
+    assert kinds[0] == "start" and kinds[-1] == "end"
+    writes = [e for e in trace if e["ev"] == "write"]
+    assert [(w["api"], w["path"]) for w in writes] == [("open", str(cwd / "out.txt"))]
+    assert writes[0]["site"] == f"{tmp_path / 's' / 'script.py'}:6"
+
+
+def test_probe_runs_as_a_module_too(tmp_path):
+    p, trace, _ = run_probe(tmp_path, "import sys\nprint(sys.argv)\n", args=["a"], as_module=True)
+    assert p.returncode == 0 and p.stdout.strip() == "['../s/script.py', 'a']"
+    assert trace[0]["ev"] == "start" and trace[-1]["status"] == "ok"
+
+
+def test_probe_keeps_exit_codes_and_records_errors(tmp_path):
+    p, trace, _ = run_probe(tmp_path, "import sys\nsys.exit(3)\n")
+    assert p.returncode == 3 and trace[-1]["status"] == "exit" and trace[-1]["code"] == 3
+    p, trace, _ = run_probe(tmp_path, "def f():\n    raise ValueError('boom')\nf()\n")
+    assert p.returncode == 1 and "ValueError: boom" in p.stderr
+    end_ev = trace[-1]
+    assert end_ev["status"] == "error" and end_ev["error"] == "ValueError" and end_ev["message"] == "boom"
+    assert end_ev["site"].endswith("script.py:2")
+
+
+def test_probe_and_package_import_light():
+    # the probe file alone: standard library only
+    code = ("import sys, importlib.util as u; s = u.spec_from_file_location('p', sys.argv[1]); m = u.module_from_spec(s);"
+            "s.loader.exec_module(m); print(sorted(k for k in sys.modules if k.split('.')[0] in"
+            " ('torch', 'typer', 'rich', 'libcst', 'ddpfix', 'numpy')))")
+    out = subprocess.run([PY, "-c", code, launcher.PROBE_FILE], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    # the verify package (used by the API and the tests) does not need typer, rich or torch
+    code = ("import sys, ddpfix.verify.checks, ddpfix.verify.launcher;"
+            "print(sorted(m for m in ('torch', 'typer', 'rich') if m in sys.modules))")
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
