@@ -5,7 +5,7 @@ import libcst as cst
 
 from .facts import Model, ScriptFacts
 from .rule import Context
-from .syntax import dotted, kwarg
+from .syntax import assign_targets, assigned_value, dotted, kwarg
 
 
 def guardable(facts: ScriptFacts, stmt: cst.CSTNode) -> bool:
@@ -24,7 +24,7 @@ def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> N
         ctx.report(node, (message or ctx.rule.message) + " (written on one line: guard it by hand)", fix="none")
         return
     if ctx.report(node, message):
-        ctx.plan.guard(stmt, ctx.rank0())
+        ctx.plan.guard(stmt, ctx.rank0(node))
 
 
 def _enclosing_write_with(facts: ScriptFacts, stmt: cst.CSTNode) -> cst.CSTNode:
@@ -110,6 +110,91 @@ def raw_handle(ctx: Context, model: Model) -> str:
     return name
 
 
+def raw_handles(ctx: Context) -> dict[str, str]:
+    """Wrapped model handle -> how to reach the plain module: `raw_model` kept before the wrap
+    (ours, planned in this run, or one the script already has), or `model.module` for an
+    unconditional wrap."""
+    if "raw_handles" in ctx.shared:
+        return ctx.shared["raw_handles"]
+    facts = ctx.facts
+    out: dict[str, str] = dict(ctx.shared.get("wrapped", {}))
+    for model in facts.models:
+        existing = facts.wrapped(model)
+        if model.handle not in out and existing is not None:
+            raw = existing_raw(facts, existing, model.handle)
+            if raw is not None:
+                out[model.handle] = raw
+    ctx.shared["raw_handles"] = out
+    return out
+
+
+def existing_raw(facts: ScriptFacts, wrap: cst.Call, handle: str) -> str | None:
+    """For `model = DDP(model)`: a `raw = model` kept just before, else `model.module` when unconditional."""
+    site = facts.site(wrap)
+
+    def kept_before(block, stmt) -> str | None:
+        body = list(block.body)
+        idx = next((i for i, s in enumerate(body) if s is stmt), 0)
+        for prev in body[max(0, idx - 2): idx]:
+            if dotted(assigned_value(prev) or cst.Name("_")) == handle and assign_targets(prev):
+                return assign_targets(prev)[0]
+        return None
+
+    found = kept_before(site.block, site.stmt)
+    if found:
+        return found
+    owner = facts.parent.get(site.block)
+    if isinstance(owner, cst.If) and owner.body is site.block:
+        outer = facts.site(owner)
+        return kept_before(outer.block, owner)  # a conditional wrap needs a kept handle: `.module` breaks the plain run
+    if handle in assign_targets(site.stmt):
+        return f"{handle}.module"
+    return None
+
+
+def wrappers(ctx: Context) -> dict[str, tuple[str, cst.CSTNode]]:
+    """Every handle that is (or this plan makes) a DDP wrapper -> (how to reach the plain module, the
+    statement from which on the handle is the wrapper). Covers `raw_handles` (our wraps, the script's
+    `model = DDP(model)`, a DataParallel replaced by one) and `ddp_model = DDP(model)`, where `model`
+    stays the plain module."""
+    if "wrappers" in ctx.shared:
+        return ctx.shared["wrappers"]
+    facts = ctx.facts
+    out: dict[str, tuple[str, cst.CSTNode]] = {}
+    by_handle = {m.handle: m for m in facts.models}
+    for handle, raw in raw_handles(ctx).items():
+        stmt = ctx.shared.get("wrap_stmt", {}).get(handle)
+        model = by_handle.get(handle)
+        if stmt is None and model is not None:
+            existing = facts.wrapped(model)
+            stmt = facts.site(existing).stmt if existing is not None else facts.wrap_point(model).anchor
+        if stmt is not None:
+            out[handle] = (raw, stmt)
+    for call in facts.ddp_calls:
+        site = facts.site(call)
+        targets = assign_targets(site.stmt)
+        arg = call.args[0] if call.args and call.args[0].keyword is None else None
+        inner = dotted(arg.value) if arg is not None else None
+        if len(targets) == 1 and assigned_value(site.stmt) is call and inner and targets[0] != inner and targets[0] not in out:
+            out[targets[0]] = (inner, site.stmt)
+    ctx.shared["wrappers"] = out
+    return out
+
+
+def after_wrap(facts: ScriptFacts, node: cst.CSTNode, handle: str, wrap_stmt: cst.CSTNode) -> bool:
+    """Does `node` (a use of `handle`) run when `handle` is the wrapper? Same function: after the wrap;
+    `self.model` in another method than `__init__`: yes; a plain name in another function: unknown, no."""
+    if node is wrap_stmt or any(a is wrap_stmt for a in facts.ancestors(node)):
+        return False  # the wrap statement itself, or the last preparation the wrap follows
+    func = facts.enclosing(node, cst.FunctionDef)
+    wrap_func = facts.enclosing(wrap_stmt, cst.FunctionDef)
+    if func is wrap_func:
+        return facts.before(wrap_stmt, node)
+    if handle.startswith("self.") and isinstance(func, cst.FunctionDef):
+        return func.name.value != "__init__" and facts.enclosing(func, cst.ClassDef) is facts.enclosing(wrap_stmt, cst.ClassDef)
+    return False
+
+
 def set_epoch_statements(ctx: Context, sampler: str, epoch: str, *, optional: bool) -> list[cst.BaseStatement]:
     if optional:
         return ctx.plan.statements(
@@ -149,6 +234,8 @@ __all__ = [
     "cuda_test",
     "torch_name",
     "raw_handle",
+    "wrappers",
+    "after_wrap",
     "set_epoch_statements",
     "epoch_name",
     "has_set_epoch",

@@ -459,9 +459,10 @@ class ScriptFacts:
             if defs:
                 return defs[-1]
         scope = opt.func or self.module
-        defs = [s for s in self.assignments(scope, recv) if not self._is_wrap(s.stmt) and self.before(s.stmt, opt.stmt)]
-        if not defs and scope is not self.module:
-            defs = [s for s in self.assignments(self.module, recv) if not self._is_wrap(s.stmt)]
+        before = [s for s in self.assignments(scope, recv) if self.before(s.stmt, opt.stmt)]
+        if not before and scope is not self.module:
+            before = self.assignments(self.module, recv)
+        defs = [s for s in before if not self._is_wrap(s.stmt)] or before  # `model = DDP(Net())`: the wrap defines it
         return defs[-1] if defs else None
 
     def _class_trains_through(self, cls: cst.ClassDef, handle: str) -> bool:
@@ -488,11 +489,49 @@ class ScriptFacts:
 
     def wrapped(self, model: Model) -> cst.Call | None:
         """An existing `DDP(<model>...)` call for this model, if the script has one."""
+        value = assigned_value(model.definition.stmt)
+        if isinstance(value, cst.Call) and self.call_qual(value) in DDP_NAMES:
+            return value  # `model = DDP(Net())`: built inside the wrap
         return self._wrapper_call(model, self.ddp_calls)
 
     def dataparallel(self, model: Model) -> cst.Call | None:
         """An `nn.DataParallel(<model>)` call for this model, if the script has one."""
         return self._wrapper_call(model, self.calls_matching(lambda q: q in DP_NAMES))
+
+    def model_class(self, name: str, at: cst.CSTNode, _depth: int = 0) -> cst.ClassDef | None:
+        """The class of this file that `name` holds at `at`: `model = Net(...).to(device)` -> Net."""
+        scope = self.scope_of(at)
+        defs = [s for s in self.assignments(scope, name) if self.before(s.stmt, at)] or self.assignments(self.module, name)
+        if name.startswith("self.") and isinstance(self.enclosing(at, cst.ClassDef), cst.ClassDef):
+            defs = self.assignments(self.enclosing(at, cst.ClassDef), name)
+        by_name = {c.name.value: c for c in self.classes}
+        for site in reversed(defs):
+            value = assigned_value(site.stmt)
+            while isinstance(value, cst.Call):
+                if isinstance(value.func, cst.Name) and value.func.value in by_name:
+                    return by_name[value.func.value]
+                value = receiver(value)  # Net().to(device).train()
+            if value is not None and dotted(value) is not None and dotted(value) != name and _depth < 3:
+                return self.model_class(dotted(value), site.stmt, _depth + 1)  # type: ignore[arg-type]
+        return None
+
+    def class_members(self, cls: cst.ClassDef) -> tuple[set[str], set[str]]:
+        """(methods, attributes set on `self`) of a class of this file and its in-file bases."""
+        methods: set[str] = set()
+        attrs: set[str] = set()
+        by_name = {c.name.value: c for c in self.classes}
+        todo, seen = [cls], set()
+        while todo:
+            c = todo.pop()
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            methods |= set(self.methods_of(c))
+            for n in walk(c):
+                if isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Attribute) and dotted(n.target.value) == "self":
+                    attrs.add(n.target.attr.value)
+            todo += [by_name[b] for b in (dotted(a.value) for a in c.bases) if b in by_name]
+        return methods, attrs
 
     def _wrapper_call(self, model: Model, calls: list[cst.Call]) -> cst.Call | None:
         base = model.handle.split(".")[-1]

@@ -140,6 +140,10 @@ class Plan:
         self.moved.add(stmt)
         self._insert(self.after, anchor, order, moved=stmt)
 
+    def move_before(self, stmt: cst.CSTNode, anchor: cst.CSTNode, order: int = 50) -> None:
+        self.moved.add(stmt)
+        self._insert(self.before, anchor, order, moved=stmt)
+
     def guard(self, stmt: cst.CSTNode, condition: str) -> None:
         self.guards.setdefault(stmt, condition)
 

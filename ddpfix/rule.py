@@ -92,8 +92,18 @@ class Context:
                 self._env.setdefault(k, v)
         return self._env[key]
 
-    def rank0(self) -> str:
-        return f"{self.env('RANK')} == 0"
+    def rank0(self, at: cst.CSTNode | None = None) -> str:
+        """The rank-0 test: the script's own global-rank variable where `at` sees one, else RANK."""
+        return f"{self.rank_name(at)} == 0"
+
+    def rank_name(self, at: cst.CSTNode | None = None) -> str:
+        if at is not None:
+            from .ranks import Ranks  # rank analysis is only needed by scripts that already have one
+
+            var = Ranks.of(self.facts).global_rank_var(at)
+            if var is not None:
+                return var
+        return self.env("RANK")
 
     def finish(self) -> None:
         """Emit the module-level environment constants if any rule asked for them."""

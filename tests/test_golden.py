@@ -17,9 +17,13 @@ GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "input.py").exists())
 
 
+FIX_OPTIONS = ("unsafe_fixes", "select", "ignore")  # options.json may also hold runtime flags ("runs", "single")
+
+
 def _options(case: str) -> dict:
     opts = GOLDEN / case / "options.json"
-    return json.loads(opts.read_text()) if opts.exists() else {}
+    data = json.loads(opts.read_text()) if opts.exists() else {}
+    return {k: v for k, v in data.items() if k in FIX_OPTIONS}
 
 
 def _diag_lines(diags) -> list[str]:

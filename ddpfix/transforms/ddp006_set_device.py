@@ -7,7 +7,7 @@ import libcst as cst
 
 from ..edits import torch_name
 from ..rule import Context, Rule
-from ..syntax import assign_targets, assigned_value, code_of
+from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, positional
 
 
 class SetDeviceMissingOrLate(Rule):
@@ -49,17 +49,20 @@ Safe: a `set_device` placed before init moves nothing but the current device of 
             if early:
                 continue
             if late:
-                sd_site = facts.site(late[0])
-                if sd_site.block is facts.site(init).block:
-                    if ctx.report(late[0], "torch.cuda.set_device() runs after init_process_group: move it before"):
-                        ctx.plan.moved.add(sd_site.stmt)
-                        ctx.plan._insert(ctx.plan.before, init_stmt, 30, moved=sd_site.stmt)
-                else:
-                    ctx.report(late[0], "torch.cuda.set_device() runs after init_process_group: move it before", fix="none")
+                late_msg = "torch.cuda.set_device() runs after init_process_group: move it before"
+                pair = _siblings(facts, late[0], init)
+                if pair is None:
+                    ctx.report(late[0], late_msg, fix="none")
+                elif ctx.report(late[0], late_msg):
+                    ctx.plan.move_before(pair[0], pair[1], order=30)
+                continue
+            local = _local_rank_in_scope(ctx, init)
+            if local is None and _is_spawn_target(facts, init):
+                ctx.report(init, self.message + " (pass the process index of mp.spawn to set_device)", fix="none")
                 continue
             if not ctx.report(init):
                 continue
-            local = _local_rank_in_scope(ctx, init) or ctx.env("LOCAL_RANK")
+            local = local or ctx.env("LOCAL_RANK")
             torch = torch_name(ctx)
             stmts = ctx.plan.statements(
                 """
@@ -70,6 +73,27 @@ Safe: a `set_device` placed before init moves nothing but the current device of 
                 L=local,
             )
             ctx.plan.insert_before(init_stmt, stmts, order=30)
+
+
+def _siblings(facts, set_device: cst.Call, init: cst.Call):
+    """(statement holding set_device, statement holding init) in one block, when the first holds
+    nothing but the set_device (an `if torch.cuda.is_available():` around it is fine)."""
+    init_chain = [facts.site(init).stmt] + [a for a in facts.ancestors(init) if isinstance(a, cst.BaseStatement)]
+    for anc in [facts.site(set_device).stmt] + [a for a in facts.ancestors(set_device) if isinstance(a, cst.BaseStatement)]:
+        block = facts.parent.get(anc)
+        for other in init_chain:
+            if facts.parent.get(other) is block and block is not None:
+                if sum(1 for c in calls_in(anc) if c is not set_device and facts.call_qual(c) != "torch.cuda.is_available") == 0 and other is not anc:
+                    return anc, other
+                return None
+    return None
+
+
+def _is_spawn_target(facts, node: cst.CSTNode) -> bool:
+    func = facts.enclosing(node, cst.FunctionDef)
+    if not isinstance(func, cst.FunctionDef):
+        return False
+    return any(positional(c, 0) is not None and dotted(positional(c, 0).value) == func.name.value for c in facts.spawn_calls)
 
 
 def _local_rank_in_scope(ctx: Context, node: cst.CSTNode) -> str | None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..edits import cuda_test
 from ..rule import UNSAFE, Context, Rule
-from ..syntax import assigned_value
+from ..syntax import assigned_value, dotted
 
 
 class MissingSyncBatchNorm(Rule):
@@ -52,6 +52,10 @@ Applied with `--unsafe-fixes`.
             if not (q or "").startswith(("torchvision.models", "timm")):
                 return
             bn = value
+        wrapped_inline = [m for m in facts.models if _built_inside_wrap(facts, m)]
+        if wrapped_inline:
+            ctx.report(bn, self.message + " (the model is built inside DDP(...): convert it before wrapping)", fix="none")
+            return
         if not ctx.report(bn):
             return
         nn = ctx.plan.ref("torch.nn", "nn", style="import", via_parent=True)
@@ -75,3 +79,11 @@ Applied with `--unsafe-fixes`.
                 ctx.plan.insert_after(anchor, stmts, order=30)
             else:
                 ctx.plan.insert_before(anchor, stmts, order=30)
+
+
+def _built_inside_wrap(facts, model) -> bool:
+    existing = facts.wrapped(model)
+    if existing is None:
+        return False
+    first = existing.args[0].value if existing.args else None
+    return dotted(first) != model.handle if first is not None else True

@@ -4,7 +4,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ..rule import Context, Rule
-from ..syntax import assign_targets, assigned_value, dotted, method_name, receiver
+from ..edits import raw_handles
+from ..syntax import dotted, method_name, receiver
 
 
 class WrappedStateDict(Rule):
@@ -36,25 +37,18 @@ Safe: the unwrapped model's keys are what a plain run saves.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        planned: dict[str, str] = ctx.shared.get("wrapped", {})
-        raw_for: dict[str, tuple[str, cst.CSTNode]] = {}
+        raws = raw_handles(ctx)
+        wrap_at: dict[str, cst.CSTNode] = {}
         for model in facts.models:
-            if model.handle in planned:
-                raw_for[model.handle] = (planned[model.handle], facts.wrap_point(model).anchor)
-                continue
             existing = facts.wrapped(model)
-            if existing is not None:
-                raw = _existing_raw(facts, existing, model.handle)
-                if raw is not None:
-                    raw_for[model.handle] = (raw, facts.site(existing).stmt)
-        if not raw_for:
-            return
+            if model.handle in raws:
+                wrap_at[model.handle] = facts.site(existing).stmt if existing is not None else facts.wrap_point(model).anchor
         for call in facts.method_calls("state_dict"):
             handle = dotted(receiver(call)) if receiver(call) is not None else None
-            if handle not in raw_for:
+            if handle not in wrap_at:
                 continue
-            raw, wrap_stmt = raw_for[handle]
-            if not self._after_wrap(facts, call, wrap_stmt) or _inside_load(facts, call):
+            raw = raws[handle]
+            if not self._after_wrap(facts, call, wrap_at[handle]) or _inside_load(facts, call):
                 continue
             if ctx.report(call, f"{handle}.state_dict() saves the DDP wrapper ('module.' keys): use {raw}.state_dict()"):
                 ctx.plan.replace(call.func, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
@@ -70,26 +64,3 @@ Safe: the unwrapped model's keys are what a plain run saves.
 
 def _inside_load(facts, call: cst.CSTNode) -> bool:
     return any(isinstance(a, cst.Call) and method_name(a) == "load_state_dict" for a in facts.ancestors(call))
-
-
-def _existing_raw(facts, wrap: cst.Call, handle: str) -> str | None:
-    """For `model = DDP(model)`: a `raw = model` kept just before, else `model.module` when unconditional."""
-    site = facts.site(wrap)
-    body = list(site.block.body)
-    idx = next((i for i, s in enumerate(body) if s is site.stmt), None)
-    stmt = site.stmt
-    for prev in body[max(0, (idx or 0) - 2): idx or 0]:
-        if dotted(assigned_value(prev) or cst.Name("_")) == handle and assign_targets(prev):
-            return assign_targets(prev)[0]
-    owner = facts.parent.get(site.block)
-    if isinstance(owner, cst.If) and owner.body is site.block:
-        grand = facts.site(owner)
-        gbody = list(grand.block.body)
-        gidx = next((i for i, s in enumerate(gbody) if s is owner), 0)
-        for prev in gbody[max(0, gidx - 2): gidx]:
-            if dotted(assigned_value(prev) or cst.Name("_")) == handle and assign_targets(prev):
-                return assign_targets(prev)[0]
-        return None  # conditional wrap without a raw handle: `.module` would break the plain run
-    if handle in assign_targets(stmt):
-        return f"{handle}.module"
-    return None

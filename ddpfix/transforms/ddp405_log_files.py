@@ -75,9 +75,9 @@ Safe. A file handler used anywhere but in plain statements of the same block get
             ctx.report(call, f"{name} writes a log file on every rank: create and use it on rank 0 only", fix="none")
             return
         if ctx.report(call):
-            ctx.plan.guard(site.stmt, ctx.rank0())
+            ctx.plan.guard(site.stmt, ctx.rank0(call))
             for s in users:
-                ctx.plan.guard(s, ctx.rank0())
+                ctx.plan.guard(s, ctx.rank0(call))
 
 
 def _is_statement_call(stmt: cst.CSTNode) -> bool:

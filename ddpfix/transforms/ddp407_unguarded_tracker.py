@@ -50,7 +50,7 @@ Safe.
             if targets and site.stmt.body[0].value is call and not facts.rank_guarded(call):  # type: ignore[attr-defined]
                 writers.update(targets)
                 if ctx.report(call):
-                    cond = ctx.rank0()
+                    cond = ctx.rank0(call)
                     ctx.plan.replace(call, lambda n, cond=cond: cst.IfExp(
                         test=cst.parse_expression(cond), body=n, orelse=cst.Name("None"),
                         whitespace_before_if=cst.SimpleWhitespace(" "), whitespace_after_if=cst.SimpleWhitespace(" "),

@@ -1,0 +1,56 @@
+"""DDP003: rank/world_size/init_method passed to init_process_group under torchrun."""
+from __future__ import annotations
+
+from ..edits import without_kwarg
+from ..rule import Context, Rule
+from ..syntax import kwarg, string_value
+
+DROPPED = ("rank", "world_size", "init_method")
+
+
+class InitArgsMismatch(Rule):
+    code = "DDP003"
+    name = "init-args-mismatch"
+    message = "init_process_group gets rank/world_size/init_method by hand: under torchrun they come from the environment"
+    docs = """
+## What
+`init_process_group(..., rank=..., world_size=..., init_method="tcp://...")` in a script launched
+by `torchrun` (no `mp.spawn`).
+
+## Why
+torchrun sets `RANK`, `WORLD_SIZE`, `MASTER_ADDR` and `MASTER_PORT`; values given by hand disagree
+as soon as the process count changes. A `world_size=4` under 2 processes, or every process passing
+`rank=0`, waits until `DistStoreError: wait timeout after ...ms, keys: /default_pg/0//cpu//0/2`.
+
+## Example
+```python
+dist.init_process_group("gloo", rank=args.rank, world_size=4)
+```
+becomes
+```python
+dist.init_process_group("gloo")
+```
+
+## Fix safety
+Safe under torchrun (`env://`). Scripts that start their own processes with `mp.spawn` are left
+alone (see DDP004).
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        if facts.spawn_calls:
+            return
+        for call in facts.init_calls:
+            present = [name for name in DROPPED if kwarg(call, name) is not None]
+            method = kwarg(call, "init_method")
+            if method is not None and string_value(method.value) == "env://":
+                present.remove("init_method")
+            if not present:
+                continue
+            if ctx.report(kwarg(call, present[0]), f"init_process_group gets {', '.join(present)} by hand: under torchrun they come from the environment"):
+                def drop(node, names=tuple(present)):
+                    for name in names:
+                        node = without_kwarg(node, name)
+                    return node
+
+                ctx.plan.replace(call, drop)

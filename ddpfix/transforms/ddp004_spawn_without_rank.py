@@ -1,0 +1,59 @@
+"""DDP004: an mp.spawn target that does not take the process index first."""
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..rule import NONE, Context, Rule
+from ..syntax import dotted, kwarg, positional
+
+RANKISH = re.compile(r"rank|gpu|proc|idx|index|^i$|^pid$|device|local", re.IGNORECASE)
+
+
+class SpawnWithoutRank(Rule):
+    code = "DDP004"
+    name = "spawn-without-rank"
+    message = "mp.spawn calls fn(i, *args): the target's first parameter must be the process index"
+    fix = NONE
+    docs = """
+## What
+`mp.spawn(fn, args=(...), nprocs=n)` where `fn` does not take the process index as its first
+parameter, or takes a different number of parameters than `1 + len(args)`.
+
+## Why
+`mp.spawn` calls `fn(i, *args)`. A target without the index fails at start with
+`TypeError: main() takes 1 positional argument but 2 were given`; a target whose first parameter
+is something else silently receives the index there (a swapped world size and rank).
+
+## Example
+```python
+def main(world_size, rank): ...
+mp.spawn(main, args=(world_size,), nprocs=world_size)
+```
+should be
+```python
+def main(rank, world_size): ...
+```
+or, better, drop `mp.spawn` and launch with `torchrun --nproc_per_node=N train.py`, reading
+`RANK`/`LOCAL_RANK`/`WORLD_SIZE` from the environment.
+
+## Fix safety
+None (converting to torchrun restructures the launch).
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        for call in facts.spawn_calls:
+            target = positional(call, 0) or kwarg(call, "fn")
+            name = dotted(target.value) if target is not None else None
+            func = facts.func_by_name.get(name or "")
+            if func is None:
+                continue
+            params = [p.name.value for p in func.params.params]
+            args = kwarg(call, "args")
+            n_args = len(args.value.elements) if args is not None and isinstance(args.value, cst.Tuple) else (0 if args is None else None)
+            if n_args is not None and len(params) != n_args + 1 and not func.params.star_arg:
+                ctx.report(call, f"mp.spawn calls {name}(i, *args) with {n_args + 1} argument(s) but {name} takes {len(params)}; make the process index its first parameter (or launch with torchrun)")
+            elif params and not RANKISH.search(params[0]):
+                ctx.report(call, f"mp.spawn passes the process index as {name}'s first argument, here `{params[0]}`; make the rank the first parameter (or launch with torchrun)")

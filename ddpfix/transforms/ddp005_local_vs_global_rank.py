@@ -1,0 +1,108 @@
+"""DDP005: the global RANK used as a device, or LOCAL_RANK used to pick the one writer / the shard."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import without_kwarg
+from ..ranks import Ranks
+from ..rule import Context, Rule
+from ..syntax import calls_in, dotted, kwarg, method_name, positional, walk
+
+SIDE_EFFECTS = ("torch.save", "print", "logging.", "SummaryWriter", "wandb.")
+
+
+class LocalVsGlobalRank(Rule):
+    code = "DDP005"
+    name = "local-vs-global-rank"
+    message = "local and global rank mixed up: devices follow LOCAL_RANK, writers and shards follow RANK"
+    docs = """
+## What
+The global rank used as a CUDA device (`torch.cuda.set_device(rank)`, `.to(rank)`,
+`device_ids=[rank]`), or the local rank used where the global one is meant: the single writer
+(`if local_rank == 0: torch.save(...)`) or the sampler's shard (`DistributedSampler(ds, rank=local_rank)`).
+
+## Why
+On one node RANK == LOCAL_RANK, so this only breaks multi-node: `set_device(rank)` gives
+`CUDA error: invalid device ordinal` on the second node; `local_rank == 0` elects one writer per
+node, which clobber each other on a shared filesystem; a sampler keyed on the local rank makes every
+node train the same shard.
+
+## Example
+```python
+torch.cuda.set_device(rank)
+...
+if local_rank == 0:
+    torch.save(model.module.state_dict(), "ckpt.pt")
+```
+becomes
+```python
+torch.cuda.set_device(local_rank)
+...
+if RANK == 0:
+    torch.save(model.module.state_dict(), "ckpt.pt")
+```
+
+## Fix safety
+Safe for names recognised as ranks (environment variables, `dist.get_rank()`, argparse
+`--local_rank`); the sampler's `rank=`/`num_replicas=` are dropped so the process group decides.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        ranks = Ranks.of(facts)
+        for expr in _device_uses(facts):
+            if ranks.is_global_rank(expr):
+                if ctx.report(expr, f"the global rank `{dotted(expr)}` picks the GPU: use the local rank (device ordinals restart on every node)"):
+                    local = _local_name(ctx, expr)
+                    ctx.plan.replace(expr, lambda n, local=local: cst.parse_expression(local))
+        for node in facts.ifs:
+            if not any(ranks.is_local_rank(n) for n in walk(node.test) if isinstance(n, (cst.Name, cst.Attribute))):
+                continue
+            take0, _ = ranks.takes(node.test)
+            if take0 is not True or not _has_side_effect(facts, node.body):
+                continue
+            if ctx.report(node.test, "the local rank elects the writer: one per node; use the global rank"):
+                cond = ctx.rank0(node)
+                ctx.plan.replace(node.test, lambda n, c=cond: cst.parse_expression(c))
+        for call in facts.sampler_calls:
+            arg = kwarg(call, "rank")
+            if arg is not None and ranks.is_local_rank(arg.value):
+                if ctx.report(arg, "DistributedSampler keyed on the local rank: every node trains the same shard"):
+                    ctx.plan.replace(call, lambda n: without_kwarg(without_kwarg(n, "rank"), "num_replicas"))
+
+
+def _device_uses(facts):
+    for call in facts.calls:
+        q = facts.call_qual(call) or ""
+        if q == "torch.cuda.set_device" or method_name(call) in ("to", "cuda"):
+            arg = positional(call, 0)
+            if arg is not None and isinstance(arg.value, (cst.Name, cst.Attribute)):
+                yield arg.value
+        if q == "torch.device" and len(call.args) == 2 and isinstance(call.args[1].value, (cst.Name, cst.Attribute)):
+            yield call.args[1].value
+        ids = kwarg(call, "device_ids")
+        if ids is not None and isinstance(ids.value, cst.List) and len(ids.value.elements) == 1:
+            el = ids.value.elements[0].value
+            if isinstance(el, (cst.Name, cst.Attribute)):
+                yield el
+
+
+def _local_name(ctx: Context, at: cst.CSTNode) -> str:
+    facts = ctx.facts
+    for name in ("local_rank", "args.local_rank"):
+        if facts.assignments(facts.scope_of(at), name):
+            return name
+    func = facts.enclosing(at, cst.FunctionDef)
+    if isinstance(func, cst.FunctionDef) and any(p.name.value == "local_rank" for p in func.params.params):
+        return "local_rank"
+    return ctx.env("LOCAL_RANK")
+
+
+def _has_side_effect(facts, body) -> bool:
+    for call in calls_in(body):
+        q = facts.call_qual(call) or dotted(call.func) or ""
+        if q in ("torch.save", "print") or q.startswith(("logging.", "wandb.")) or "SummaryWriter" in q:
+            return True
+        if method_name(call) in ("info", "warning", "add_scalar", "save"):
+            return True
+    return False

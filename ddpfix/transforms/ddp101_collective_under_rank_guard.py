@@ -1,0 +1,122 @@
+"""DDP101: a collective that only some ranks reach."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..ranks import Ranks
+from ..rule import UNSAFE, Context, Rule
+from ..syntax import expr_call
+
+
+class CollectiveUnderRankGuard(Rule):
+    code = "DDP101"
+    name = "collective-under-rank-guard"
+    message = "collective reached by some ranks only: the others never join it and every rank hangs"
+    fix = UNSAFE
+    docs = """
+## What
+A `dist.barrier()`, `all_reduce`, `broadcast`, ... (or a helper of the script that issues one)
+inside a branch that depends on the rank, with no matching call on the other ranks.
+
+## Why
+A collective completes only when every rank calls it. Rank 0 waits in the barrier until the timeout:
+`RuntimeError: [...] Timed out waiting 1800000ms for recv operation to complete` (gloo) or the NCCL
+watchdog's `Watchdog caught collective operation timeout: WorkNCCL(... OpType=ALLREDUCE ...)`; with
+`TORCH_DISTRIBUTED_DEBUG=DETAIL`, `Detected mismatch between collectives on ranks`.
+
+Collectives are counted per rank path, so the "main process first" idiom is not flagged:
+```python
+if rank != 0:
+    dist.barrier()      # others wait while rank 0 prepares the data
+prepare_data()
+if rank == 0:
+    dist.barrier()      # rank 0 releases them
+```
+
+## Example
+```python
+if rank == 0:
+    torch.save(model.module.state_dict(), path)
+    dist.barrier()
+```
+becomes (with `--unsafe-fixes`)
+```python
+if rank == 0:
+    torch.save(model.module.state_dict(), path)
+dist.barrier()
+```
+
+## Fix safety
+Unsafe: the collective is hoisted out of the guard only when it is the last statement of a branch
+that has other work and no `else`; otherwise the diagnostic says what to do.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        ranks = Ranks.of(facts)
+        by_scope: dict[int, list[tuple[cst.If, cst.Call, str, tuple]]] = {}
+        for node in ranks.rank_ifs():
+            take0, take_n = ranks.takes(node.test)
+            branches = [(node.body, (take0, take_n))]
+            if isinstance(node.orelse, cst.Else):
+                branches.append((node.orelse.body, (_neg(take0), _neg(take_n))))
+            for body, taken in branches:
+                for call, op in ranks.collectives_in(body):
+                    if _inner_rank_if(facts, ranks, call, node):
+                        continue  # counted at the innermost rank-dependent branch
+                    by_scope.setdefault(id(facts.scope_of(node)), []).append((node, call, op, taken))
+        for entries in by_scope.values():
+            for node, call, op in _unpaired(entries):
+                self._report(ctx, node, call, op)
+
+    def _report(self, ctx: Context, node: cst.If, call: cst.Call, op: str) -> None:
+        facts = ctx.facts
+        site = facts.site(call)
+        stmt = site.stmt
+        hoistable = (
+            expr_call(stmt) is call
+            and site.block is node.body
+            and node.orelse is None
+            and len(node.body.body) > 1
+            and node.body.body[-1] is stmt
+            and not call.args
+        )
+        message = f"{op} is reached by some ranks only: the others never join it and every rank hangs"
+        if not hoistable:
+            ctx.report(call, message + "; call it on every rank (outside the rank condition)", fix="none")
+            return
+        ctx.shared.setdefault("hoisted", []).append(call)
+        if ctx.report(call, message):
+            ctx.plan.moved.add(stmt)
+            ctx.plan.insert_after(node, [stmt.with_changes(leading_lines=[])], order=60)
+
+
+def _unpaired(entries):
+    """Collectives no other rank path matches. A branch only rank 0 takes pairs with the next (or
+    previous) one only the other ranks take, for the same op: the "main process first" idiom."""
+    zero_only: dict[str, list] = {}
+    other_only: dict[str, list] = {}
+    for node, call, op, (t0, tn) in entries:
+        if t0 is not False and tn is False:
+            zero_only.setdefault(op, []).append((node, call, op))
+        elif tn is not False and t0 is False:
+            other_only.setdefault(op, []).append((node, call, op))
+    out = []
+    for op in set(zero_only) | set(other_only):
+        a, b = zero_only.get(op, []), other_only.get(op, [])
+        n = min(len(a), len(b))
+        out += a[n:] + b[n:]
+    return out
+
+
+def _neg(v):
+    return None if v is None else not v
+
+
+def _inner_rank_if(facts, ranks: Ranks, call: cst.CSTNode, outer: cst.If) -> bool:
+    for anc in facts.ancestors(call):
+        if anc is outer:
+            return False
+        if isinstance(anc, cst.If) and ranks.depends_on_rank(anc.test):
+            return True
+    return False

@@ -1,0 +1,63 @@
+"""DDP103: the DDP wrapper's forward run on rank 0 only (evaluation, sampling)."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import raw_handles
+from ..ranks import Ranks
+from ..rule import Context, Rule
+from ..syntax import calls_in, dotted
+
+
+class Rank0ForwardThroughDdp(Rule):
+    code = "DDP103"
+    name = "rank0-forward-through-ddp"
+    message = "forward of the DDP wrapper on rank 0 only: DDP's forward can issue collectives the other ranks never join"
+    requires = ("DDP301",)
+    docs = """
+## What
+`model(x)` (or `evaluate(model, ...)`, a helper of the script that calls it) inside an
+`if rank == 0:` block, where `model` is the `DistributedDataParallel` wrapper.
+
+## Why
+DDP's forward broadcasts buffers (BatchNorm statistics) and, in training mode, prepares the gradient
+reduction. Run on rank 0 alone it waits for the other ranks:
+`gloo::EnforceNotMet ... Received data size doesn't match expected size. Is there a distributed
+collective mismatch in your code?`, or a hang.
+
+## Example
+```python
+if rank == 0:
+    acc = evaluate(model, val_loader)
+```
+becomes
+```python
+if rank == 0:
+    acc = evaluate(raw_model, val_loader)
+```
+
+## Fix safety
+Safe: the unwrapped module computes the same outputs without collectives.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        ranks = Ranks.of(facts)
+        raws = raw_handles(ctx)
+        if not raws:
+            return
+        for node in ranks.rank_ifs():
+            take0, take_n = ranks.takes(node.test)
+            if take_n is not False:
+                continue
+            for call in calls_in(node.body):
+                hits = []
+                if dotted(call.func) in raws:
+                    hits.append(call.func)
+                callee = facts._local_callee(call)
+                if callee is not None:
+                    hits += [a.value for a in call.args if dotted(a.value) in raws]
+                for handle in hits:
+                    raw = raws[dotted(handle)]
+                    if ctx.report(handle, f"`{dotted(handle)}` is the DDP wrapper: on rank 0 alone use `{raw}`"):
+                        ctx.plan.replace(handle, lambda n, raw=raw: cst.parse_expression(raw))

@@ -1,0 +1,79 @@
+"""DDP104: hand-sharded data or an IterableDataset without Join: ranks run different step counts."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..ranks import Ranks
+from ..rule import NONE, Context, Rule
+from ..syntax import code_of, dotted, kwarg, positional, walk
+
+
+class UnevenInputs(Rule):
+    code = "DDP104"
+    name = "uneven-inputs"
+    message = "ranks may get different numbers of batches: the ones that finish first leave the others hanging"
+    fix = NONE
+    docs = """
+## What
+Training data sharded by hand (`data[rank::world_size]`, `Subset(ds, range(rank, n, world))`) or an
+`IterableDataset` in a DDP script, with no `DistributedSampler` and no `Join` context.
+
+## Why
+When one rank runs out of batches first, the others block in their next gradient all-reduce:
+a hang, or `Connection closed by peer` once the finished rank exits. `DistributedSampler` pads every
+rank to the same length; `torch.distributed.algorithms.Join` lets ranks that finish early shadow
+the collectives of the others.
+
+## Example
+```python
+shard = Subset(dataset, range(rank, len(dataset), world_size))
+```
+becomes
+```python
+sampler = DistributedSampler(dataset)
+loader = DataLoader(dataset, sampler=sampler, ...)
+```
+or, for an IterableDataset, the loop runs under `with Join([model]):`.
+
+## Fix safety
+None: which one fits depends on the data pipeline.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        if not (facts.ddp_calls or facts.init_calls):
+            return
+        if any(dotted(c.func) and (dotted(c.func) or "").endswith("Join") for c in facts.calls):
+            return
+        ranks = Ranks.of(facts)
+        for node in _subscripts(facts):
+            ctx.report(node, "data sharded by hand with the rank: shard sizes can differ; use a DistributedSampler or Join")
+        for call in facts.calls:
+            if (dotted(call.func) or "").split(".")[-1] == "Subset":
+                idx = positional(call, 1) or kwarg(call, "indices")
+                if idx is not None and ranks.depends_on_rank(idx.value):
+                    ctx.report(call, "Subset built from the rank: shard sizes can differ; use a DistributedSampler or Join")
+        for loader, _ in facts.training_loaders:
+            ds = positional(loader.site.node, 0) or kwarg(loader.site.node, "dataset")  # type: ignore[arg-type]
+            if ds is not None and _is_iterable(facts, ds.value):
+                ctx.report(loader.site.node, "training loader over an IterableDataset: ranks may get different numbers of batches; wrap the loop in Join")
+
+
+def _subscripts(facts):
+    seen = set()
+    ranks = Ranks.of(facts)
+    for assign in facts.assigns:
+        for n in walk(assign.value):
+            if isinstance(n, cst.Subscript) and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Slice):
+                sl = n.slice[0].slice
+                if sl.lower is not None and sl.step is not None and ranks.depends_on_rank(sl.lower) and id(n) not in seen:
+                    seen.add(id(n))
+                    yield n
+
+
+def _is_iterable(facts, expr) -> bool:
+    name = dotted(expr.func) if isinstance(expr, cst.Call) else dotted(expr)
+    for cls in facts.classes:
+        if cls.name.value == name or (name and any(dotted(a.value.func) == cls.name.value for a in facts.assigns if isinstance(a.value, cst.Call) and any(dotted(t.target) == name for t in a.targets))):
+            return any("IterableDataset" in code_of(b.value) for b in cls.bases)
+    return False

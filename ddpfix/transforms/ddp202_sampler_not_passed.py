@@ -1,0 +1,159 @@
+"""DDP202: a DistributedSampler is built, but the DataLoader never receives it."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import epoch_name, set_epoch_statements, with_kwarg, without_kwarg
+from ..rule import Context, Rule
+from ..syntax import assign_targets, assigned_value, dotted, is_literal, kwarg, method_name, positional, walk
+
+
+class SamplerNotPassed(Rule):
+    code = "DDP202"
+    name = "sampler-not-passed"
+    message = "DistributedSampler is built but never passed to the DataLoader: every rank still iterates the whole dataset"
+    docs = """
+## What
+A `DistributedSampler` assigned to a name that no DataLoader ever receives: the loader over the same
+dataset has no `sampler=`.
+
+## Why
+Building the sampler does nothing by itself. The DataLoader keeps its default sampler, so each of
+the N processes iterates the full dataset (N times the work per epoch, duplicated gradients), and
+`sampler.set_epoch(epoch)` reshuffles an object nobody reads. Nothing fails: the script just trains
+on unsharded data.
+
+## Example
+```python
+train_sampler = DistributedSampler(train_dataset) if DISTRIBUTED else None
+train_loader = DataLoader(train_dataset, batch_size=32, shuffle=True)
+for epoch in range(epochs):
+    for xb, yb in train_loader:
+```
+becomes
+```python
+train_sampler = DistributedSampler(train_dataset) if DISTRIBUTED else None
+train_loader = DataLoader(train_dataset, batch_size=32, shuffle=(train_sampler is None), sampler=train_sampler)
+for epoch in range(epochs):
+    if train_sampler is not None:
+        train_sampler.set_epoch(epoch)
+    for xb, yb in train_loader:
+```
+`shuffle=True` cannot stay next to a sampler (`ValueError: sampler option is mutually exclusive with
+shuffle`): with a conditional sampler it becomes `shuffle=(sampler is None)`, so a plain run keeps
+its order; with an unconditional one it is dropped (the sampler shuffles). When the epoch loop
+never calls `set_epoch`, it is added as the loop's first statement.
+
+## Fix safety
+Safe when exactly one DataLoader in the sampler's scope iterates the sampler's dataset and is built
+after it. Otherwise (no such loader, several, or a loader built before the sampler) the diagnostic
+says where to pass it by hand.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        for sampler_call in facts.sampler_calls:
+            site = facts.site(sampler_call)
+            value = assigned_value(site.stmt)
+            conditional = isinstance(value, cst.IfExp) and value.body is sampler_call
+            targets = assign_targets(site.stmt)
+            if len(targets) != 1 or not (value is sampler_call or conditional):
+                continue  # inline in a DataLoader call, or handed on directly
+            name = targets[0]
+            if _is_used(facts, name, site.stmt):
+                continue
+            ds = positional(sampler_call, 0) or kwarg(sampler_call, "dataset")
+            if ds is None:
+                continue
+            scope = facts.scope_of(site.stmt)
+            loaders = [
+                c
+                for c in facts.loader_calls
+                if facts.scope_of(c) is scope
+                and kwarg(c, "sampler") is None
+                and kwarg(c, "batch_sampler") is None
+                and (lambda a: a is not None and a.value.deep_equals(ds.value))(positional(c, 0) or kwarg(c, "dataset"))
+            ]
+            if len(loaders) != 1:
+                ctx.report(sampler_call, f"{name} is built but never passed to a DataLoader: pass it as sampler={name}", fix="none")
+                continue
+            loader = loaders[0]
+            if not facts.before(site.stmt, loader):
+                ctx.report(sampler_call, f"{name} is never passed to the DataLoader built before it: build it first and pass sampler={name}", fix="none")
+                continue
+            if not ctx.report(sampler_call):
+                continue
+            self._pass(ctx, loader, sampler_call, name, conditional)
+            self._set_epoch(ctx, loader, site.stmt, name, conditional)
+
+    @staticmethod
+    def _pass(ctx: Context, loader: cst.Call, sampler_call: cst.Call, name: str, conditional: bool) -> None:
+        shuffle_kw = kwarg(loader, "shuffle")
+        shuffle_pos = positional(loader, 2)  # DataLoader(dataset, batch_size, shuffle)
+        shuffle = shuffle_kw.value if shuffle_kw is not None else (shuffle_pos.value if shuffle_pos is not None else None)
+        dynamic = shuffle is not None and not is_literal(shuffle, True) and not is_literal(shuffle, False)
+        replacement: cst.BaseExpression | None = None  # new value for the loader's shuffle
+        if shuffle is not None and is_literal(shuffle, True):
+            replacement = cst.parse_expression(f"({name} is None)") if conditional else None
+        elif dynamic:
+            shuffle_code = cst.Module(body=[]).code_for_node(shuffle)
+            replacement = cst.parse_expression(f"({name} is None and {shuffle_code})") if conditional else None
+            if kwarg(sampler_call, "shuffle") is None:  # the loader's choice moves into the sampler
+                ctx.plan.replace(sampler_call, lambda n, v=shuffle: with_kwarg(n, "shuffle", v))
+
+        def rewrite(node: cst.Call) -> cst.Call:
+            if shuffle is not None and not is_literal(shuffle, False):
+                if shuffle_kw is not None:
+                    node = with_kwarg(node, "shuffle", replacement) if replacement is not None else without_kwarg(node, "shuffle")
+                else:  # positional: keep the position, change the value
+                    new = replacement if replacement is not None else cst.Name("False")
+                    node = node.with_changes(args=[a.with_changes(value=new) if a.deep_equals(shuffle_pos) else a for a in node.args])
+            return with_kwarg(node, "sampler", cst.parse_expression(name))
+
+        ctx.plan.replace(loader, rewrite)
+
+    @staticmethod
+    def _set_epoch(ctx: Context, loader_call: cst.Call, sampler_stmt: cst.CSTNode, name: str, conditional: bool) -> None:
+        facts = ctx.facts
+        if any(dotted(c.func) == f"{name}.set_epoch" for c in facts.method_calls("set_epoch")):
+            return
+        for loader, batch_loop in facts.training_loaders:
+            if loader.site.node is not loader_call:
+                continue
+            epoch_loop = facts.epoch_loop_for(batch_loop)
+            if epoch_loop is None or epoch_name(epoch_loop) is None:
+                return
+            same = facts.scope_of(epoch_loop) is facts.scope_of(sampler_stmt) or (
+                name.startswith("self.") and facts.enclosing(epoch_loop, cst.ClassDef) is facts.enclosing(sampler_stmt, cst.ClassDef)
+            )
+            if same:
+                stmts = set_epoch_statements(ctx, name, epoch_name(epoch_loop), optional=conditional)  # type: ignore[arg-type]
+                ctx.plan.prepend(epoch_loop.body, stmts, order=10)
+            return
+
+
+def _is_used(facts, name: str, binding: cst.CSTNode) -> bool:
+    """Is the sampler handed to anything? Its own binding, `.set_epoch(...)` and `is None` tests do not count."""
+    root = facts.scope_of(binding) if not name.startswith("self.") else (facts.enclosing(binding, cst.ClassDef) or facts.module)
+    for node in walk(root):
+        if not isinstance(node, (cst.Name, cst.Attribute)) or dotted(node) != name:
+            continue
+        parent = facts.parent.get(node)
+        if isinstance(parent, cst.AssignTarget) and facts.site(node).stmt is binding:
+            continue
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            grand = facts.parent.get(parent)
+            if isinstance(grand, cst.Call) and method_name(grand) == "set_epoch":
+                continue
+            if parent.attr.value in ("set_epoch",):
+                continue
+            return True  # sampler.num_samples, sampler.indices...: read, treat as used
+        if isinstance(parent, cst.Comparison) and any(
+            isinstance(t.operator, (cst.Is, cst.IsNot)) and isinstance(t.comparator, cst.Name) and t.comparator.value == "None"
+            for t in parent.comparisons
+        ):
+            continue
+        if isinstance(parent, cst.Arg) and isinstance(facts.parent.get(parent), cst.Call) and method_name(facts.parent.get(parent)) == "set_epoch":
+            continue
+        return True
+    return False

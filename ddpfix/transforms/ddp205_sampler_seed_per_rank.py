@@ -1,0 +1,102 @@
+"""DDP205: a DistributedSampler seed that differs per rank: the shards overlap and miss samples."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import without_kwarg
+from ..rule import Context, Rule
+from ..syntax import assigned_value, dotted, kwarg
+
+
+class SamplerSeedPerRank(Rule):
+    code = "DDP205"
+    name = "sampler-seed-per-rank"
+    message = "DistributedSampler seed depends on the rank: every rank shuffles differently, so shards overlap and samples are skipped"
+    docs = """
+## What
+`DistributedSampler(ds, seed=seed + rank)`, or a `seed=` variable computed from the rank.
+
+## Why
+Each rank shuffles the whole index list with `seed + epoch` and then takes every N-th index of
+*its* permutation. PyTorch's docs: the seed "should be identical across all processes in the
+distributed group". With a per-rank seed the permutations differ, so the shards overlap (some
+samples are trained on twice per epoch) and others are never seen. Nothing fails; accuracy suffers.
+
+## Example
+```python
+sampler = DistributedSampler(dataset, seed=args.seed + RANK)
+```
+becomes
+```python
+sampler = DistributedSampler(dataset, seed=args.seed)
+```
+A per-rank offset belongs to augmentation and dropout RNG (`torch.manual_seed(args.seed + RANK)`),
+never to the sampler. A seed variable shared with `torch.manual_seed` keeps its rank offset there;
+only the sampler gets the rank-free part.
+
+## Fix safety
+Safe: a plain run has rank 0, so its seed is unchanged. A seed whose rank term cannot be separated
+(`seed=hash(rank)`) gets the diagnostic only.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        for call in facts.sampler_calls:
+            seed = kwarg(call, "seed")
+            if seed is None:
+                continue
+            expr = seed.value
+            source = expr
+            name = dotted(expr)
+            if name is not None and not facts.is_rank_test(expr):
+                source = _value_of(facts, name, call)  # seed = args.seed + rank; DistributedSampler(..., seed=seed)
+                if source is None:
+                    continue
+            if not facts.is_rank_test(source):
+                continue
+            base = _without_rank(facts, source)
+            if base is False:
+                ctx.report(seed, "DistributedSampler seed depends on the rank: use the same seed on every rank", fix="none")
+                continue
+            if source is not expr and base is not None and not isinstance(base, (cst.Name, cst.Attribute, cst.Integer)):
+                ctx.report(seed, f"seed {name} depends on the rank: give the sampler the rank-free part", fix="none")
+                continue
+            if not ctx.report(seed):
+                continue
+            if base is None:
+                ctx.plan.replace(call, lambda n: without_kwarg(n, "seed"))
+            else:
+                ctx.plan.replace(seed, lambda n, b=base: n.with_changes(value=b))
+
+
+def _value_of(facts, name: str, at: cst.CSTNode) -> cst.BaseExpression | None:
+    """The value `name` last had before `at`, from a plain assignment in the same scope."""
+    defs = [s for s in facts.assignments(facts.scope_of(at), name) if facts.before(s.stmt, at)]
+    return assigned_value(defs[-1].stmt) if defs else None
+
+
+def _without_rank(facts, expr: cst.BaseExpression):
+    """`base + rank` -> base; `rank` -> None (no seed); False when the rank term is not separable."""
+    if not facts.is_rank_test(expr):
+        return expr
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call)):
+        return None  # the whole seed is the rank: the default seed is the same everywhere
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.BitXor)):
+        left, right = facts.is_rank_test(expr.left), facts.is_rank_test(expr.right)
+        if left and right:
+            return False
+        if right:
+            if isinstance(expr.right, cst.BinaryOperation) and not isinstance(expr.right.operator, cst.Multiply):
+                return False
+            return _unparen(expr.left)
+        if isinstance(expr.operator, cst.Subtract):
+            return False  # base - (rank ...) ... rank - base: no rank-free part worth keeping
+        inner = _without_rank(facts, expr.left) if isinstance(expr.left, cst.BinaryOperation) else None
+        if isinstance(expr.left, cst.BinaryOperation) and inner not in (None, False):
+            return False
+        return _unparen(expr.right)
+    return False
+
+
+def _unparen(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.with_changes(lpar=[], rpar=[]) if getattr(expr, "lpar", None) else expr

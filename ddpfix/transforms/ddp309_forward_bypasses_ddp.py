@@ -1,0 +1,90 @@
+"""DDP309: the training forward runs through `model.module(...)`, around the DDP wrapper."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import after_wrap, wrappers
+from ..rule import Context, Rule
+from ..syntax import calls_in, dotted, method_name
+
+NO_GRAD = ("no_grad", "inference_mode")
+
+
+class ForwardBypassesDdp(Rule):
+    code = "DDP309"
+    name = "forward-bypasses-ddp"
+    message = "training forward through the unwrapped module: DDP never synchronises these gradients"
+    fix = "none"
+    docs = """
+## What
+A forward pass through `model.module(...)` (or through the handle kept before wrapping) inside a
+loop that calls `backward()`, when `model` is the `DistributedDataParallel` wrapper.
+
+## Why
+DDP synchronises gradients from its own `forward`: that is where it prepares the reducer for the
+coming backward. A forward that goes around the wrapper trains each rank on its own gradients. The
+weights drift apart silently, and stay apart: DDP broadcasts parameters only once, at construction.
+Nothing fails; the ranks end up with different models and rank 0 saves just one of them.
+
+## Example
+```python
+for xb, yb in loader:
+    loss = F.cross_entropy(model.module(xb), yb)
+    loss.backward()
+```
+should be
+```python
+for xb, yb in loader:
+    loss = F.cross_entropy(model(xb), yb)
+    loss.backward()
+```
+
+## Fix safety
+No automatic fix: the script may call the inner module on purpose (a second forward whose
+gradients must not be averaged, or inside `no_sync()` accumulation). Forwards under
+`torch.no_grad()` or `torch.inference_mode()` (evaluation) are not reported.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        for handle, (raw, wrap_stmt) in wrappers(ctx).items():
+            inner = {f"{handle}.module", raw}
+            for call in facts.calls:
+                name = dotted(call.func)
+                if name not in inner:
+                    continue
+                if not after_wrap(facts, call, handle, wrap_stmt) or not _in_training_loop(facts, call) or _no_grad(facts, call):
+                    continue
+                ctx.report(call, f"forward through {name}(...) bypasses the DDP wrapper: gradients are not synchronised; call {handle}(...)")
+
+
+def _in_training_loop(facts, node: cst.CSTNode) -> bool:
+    """Inside the loop that itself runs `backward()` (not an outer epoch loop), on every rank."""
+    if facts.rank_guarded(node):
+        return False
+    loop = _loop_of(facts, node)
+    return loop is not None and any(method_name(c) == "backward" and _loop_of(facts, c) is loop for c in calls_in(loop.body))
+
+
+def _loop_of(facts, node: cst.CSTNode) -> cst.CSTNode | None:
+    for anc in facts.ancestors(node):
+        if isinstance(anc, (cst.For, cst.While)):
+            return anc
+        if isinstance(anc, cst.FunctionDef):
+            return None
+    return None
+
+
+def _no_grad(facts, node: cst.CSTNode) -> bool:
+    for anc in facts.ancestors(node):
+        if isinstance(anc, cst.With):
+            for item in anc.items:
+                expr = item.item.func if isinstance(item.item, cst.Call) else item.item
+                if (dotted(expr) or "").split(".")[-1] in NO_GRAD:
+                    return True
+        if isinstance(anc, cst.FunctionDef):
+            for dec in anc.decorators:
+                expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+                if (dotted(expr) or "").split(".")[-1] in NO_GRAD:
+                    return True
+    return False

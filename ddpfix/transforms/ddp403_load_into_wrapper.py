@@ -1,0 +1,75 @@
+"""DDP403: load_state_dict on the DDP wrapper: plain checkpoint keys lack the `module.` prefix."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import after_wrap, wrappers
+from ..rule import Context, Rule
+from ..syntax import dotted, receiver
+
+
+class LoadIntoWrapper(Rule):
+    code = "DDP403"
+    name = "load-into-wrapper"
+    message = "load_state_dict() on the DDP wrapper: plain checkpoint keys miss the 'module.' prefix; load through the unwrapped model"
+    docs = """
+## What
+`model.load_state_dict(...)` where `model` is (or becomes, once wrapped) the
+`DistributedDataParallel` wrapper: typically restoring the best checkpoint after training, or a
+resume placed after the wrap.
+
+## Why
+The wrapper's keys are `module.fc.weight`, ...; a checkpoint saved by a plain run (or through the
+unwrapped model) has `fc.weight`. Under `torchrun` the load fails with
+`RuntimeError: Error(s) in loading state_dict for DistributedDataParallel: Missing key(s) in
+state_dict: "module.fc.weight", ... Unexpected key(s) in state_dict: "fc.weight", ...`, while a plain
+run works, so the bug only shows on the cluster. With `strict=False` nothing fails and nothing is
+loaded. A load on rank 0 only, after the wrap, leaves the ranks with different weights: DDP
+broadcasts parameters once, at construction.
+
+## Example
+```python
+model = Net().to(device)
+raw_model = model
+if DISTRIBUTED:
+    model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+...
+model.load_state_dict(torch.load("best.pt", map_location=device))
+```
+becomes
+```python
+raw_model.load_state_dict(torch.load("best.pt", map_location=device))
+```
+(`raw_model` is the handle kept before wrapping; for an unconditional wrap the script already had,
+`model.module`.) Loads before the wrap are already correct and are left alone.
+
+## Fix safety
+Safe: the unwrapped model takes exactly the keys a plain run saves, in both launch modes, and DDP
+shares its parameters, so the wrapper sees the loaded weights. A rank-0-only load after the wrap
+gets the diagnostic only (load on every rank, before wrapping).
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        handles = wrappers(ctx)
+        if not handles:
+            return
+        for call in facts.method_calls("load_state_dict"):
+            recv = receiver(call)
+            handle = dotted(recv) if recv is not None else None
+            if handle not in handles:
+                continue
+            raw, wrap_stmt = handles[handle]
+            if not after_wrap(facts, call, handle, wrap_stmt):
+                continue
+            if facts.rank_guarded(call):
+                ctx.report(
+                    call,
+                    f"{handle}.load_state_dict() on rank 0 only, after the DDP wrap: the other ranks keep the old weights; "
+                    f"load on every rank through {raw}, or before wrapping",
+                    fix="none",
+                )
+                continue
+            message = f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected): use {raw}.load_state_dict()"
+            if ctx.report(call, message):
+                ctx.plan.replace(call.func, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))

@@ -1,0 +1,44 @@
+"""DDP408: tqdm progress bars on every rank."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import with_kwarg
+from ..rule import Context, Rule
+from ..syntax import kwarg
+
+
+class UnguardedProgressBar(Rule):
+    code = "DDP408"
+    name = "unguarded-progress-bar"
+    message = "tqdm progress bar on every rank: N bars overwrite each other"
+    docs = """
+## What
+A `tqdm(...)` progress bar with no `disable=` argument.
+
+## Why
+Every process draws its own bar on the same terminal: N bars fighting over one line, and log
+files full of carriage returns.
+
+## Example
+```python
+for x, y in tqdm(train_loader):
+```
+becomes
+```python
+for x, y in tqdm(train_loader, disable=RANK != 0):
+```
+
+## Fix safety
+Safe: the loop still iterates on every rank; only the drawing is limited to rank 0. A plain run
+has RANK 0 and draws the bar as before.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        for call in facts.calls_matching(lambda q: q in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.tqdm.tqdm", "tqdm.autonotebook.tqdm") or q == "tqdm.trange" or q.endswith(".trange") and q.startswith("tqdm")):
+            if kwarg(call, "disable") is not None or facts.rank_guarded(call):
+                continue
+            if ctx.report(call):
+                expr = cst.parse_expression(f"{ctx.rank_name(call)} != 0")
+                ctx.plan.replace(call, lambda n, e=expr: with_kwarg(n, "disable", e))

@@ -1,0 +1,60 @@
+"""DDP409: a per-rank loss or accuracy logged as if it were global."""
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..ranks import Ranks
+from ..rule import NONE, Context, Rule
+from ..syntax import calls_in, code_of, dotted
+
+METRIC = re.compile(r"\b(loss|acc|accuracy|correct|total_loss|running_loss|val_loss|metric)\w*", re.IGNORECASE)
+
+
+class MetricsNotReduced(Rule):
+    code = "DDP409"
+    name = "metrics-not-reduced"
+    message = "metric printed on rank 0 covers rank 0's shard only: all-reduce it first"
+    fix = NONE
+    docs = """
+## What
+In a DDP script that shards its data, a loss or accuracy printed or logged from rank 0 with no
+`all_reduce` anywhere in the script.
+
+## Why
+With a `DistributedSampler` each rank sees 1/N of the data; rank 0's running loss or accuracy is
+computed over its shard alone, so the number in the log is not the number the single-process run
+reports.
+
+## Example
+```python
+if rank == 0:
+    print(f"val acc {correct / total:.3f}")
+```
+becomes
+```python
+stats = torch.tensor([correct, total], device=device, dtype=torch.float64)
+dist.all_reduce(stats)
+if rank == 0:
+    print(f"val acc {stats[0] / stats[1]:.3f}")
+```
+
+## Fix safety
+None: which values are sums and which are means is the script's business.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        if not (facts.init_calls and facts.sampler_calls):
+            return
+        ranks = Ranks.of(facts)
+        if any(op in ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object") for _, op in ranks.collectives_in(facts.module)):
+            return
+        for call in facts.calls:
+            name = dotted(call.func) or ""
+            if name != "print" and not name.endswith((".info", ".log", ".add_scalar")):
+                continue
+            if not facts.rank_guarded(call) or not METRIC.search(code_of(call)):
+                continue
+            ctx.report(call)

@@ -1,0 +1,73 @@
+"""DDP410: a file saved on rank 0 and read by every rank with no barrier in between."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..ranks import Ranks
+from ..rule import Context, Rule
+from ..syntax import code_of, positional, kwarg
+
+
+class SaveLoadRace(Rule):
+    code = "DDP410"
+    name = "save-load-race"
+    message = "file saved on rank 0 and loaded by every rank without a barrier: the others can read it half-written"
+    docs = """
+## What
+`torch.save(obj, path)` on rank 0, then `torch.load(path)` on every rank, with no
+`dist.barrier()` between them.
+
+## Why
+The other ranks reach the load while rank 0 is still writing: they read a missing or truncated
+file (`PytorchStreamReader failed reading zip archive`), or an old checkpoint.
+
+## Example
+```python
+if rank == 0:
+    torch.save(model.module.state_dict(), path)
+model.module.load_state_dict(torch.load(path, map_location=device))
+```
+becomes
+```python
+if rank == 0:
+    torch.save(model.module.state_dict(), path)
+if DISTRIBUTED:
+    dist.barrier()
+model.module.load_state_dict(torch.load(path, map_location=device))
+```
+
+## Fix safety
+Safe: every rank reaches the barrier (it is outside any rank condition).
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        ranks = Ranks.of(facts)
+        saves = []
+        for call in facts.calls_to("torch.save"):
+            path = positional(call, 1) or kwarg(call, "f")
+            if path is not None and facts.rank_guarded(call):
+                saves.append((call, code_of(path.value)))
+        if not saves:
+            return
+        hoisted = ctx.shared.get("hoisted", [])
+        barriers = [
+            c for c, op in ranks.collectives_in(facts.module)
+            if op in ("barrier", "monitored_barrier") and (not facts.rank_guarded(c) or any(c is h for h in hoisted))
+        ]
+        for load in facts.calls_to("torch.load"):
+            path = positional(load, 0) or kwarg(load, "f")
+            if path is None or facts.rank_guarded(load):
+                continue
+            for save, text in saves:
+                if text != code_of(path.value) or not facts.before(save, load):
+                    continue
+                if facts.scope_of(save) is not facts.scope_of(load):
+                    continue
+                if any(facts.before(save, b) and facts.before(b, load) for b in barriers):
+                    continue
+                if ctx.report(load):
+                    dist = ctx.plan.ref("torch.distributed", "dist", style="import")
+                    stmts = ctx.plan.statements("if {D}:\n    {dist}.barrier()", D=ctx.env("DISTRIBUTED"), dist=dist)
+                    ctx.plan.insert_before(facts.site(load).stmt, stmts, order=60)
+                break

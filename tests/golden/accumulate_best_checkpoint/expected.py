@@ -1,0 +1,87 @@
+"""Gradient accumulation, a model with its own helper method, and the best weights restored at the end."""
+import copy
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+RANK = int(os.environ.get("RANK", 0))
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+DISTRIBUTED = WORLD_SIZE > 1
+
+ACCUM_STEPS = 4
+
+
+class Regressor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(5, 16), nn.ReLU())
+        self.head = nn.Linear(16, 1)
+        self.scale = 2.0
+
+    def forward(self, x):
+        return self.head(self.body(x)) * self.scale
+
+    def predict(self, x):
+        with torch.no_grad():
+            return self.forward(x)
+
+
+def main():
+    if DISTRIBUTED:
+        if torch.cuda.is_available():
+            torch.cuda.set_device(LOCAL_RANK)
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)
+    data = TensorDataset(torch.randn(96, 5), torch.randn(96, 1))
+    sampler = DistributedSampler(data) if DISTRIBUTED else None
+    loader = DataLoader(data, batch_size=8, shuffle=(sampler is None), sampler=sampler)
+    probe = torch.randn(4, 5, device=device)
+
+    model = Regressor().to(device)
+    model.load_state_dict(model.state_dict())  # warm start (a no-op here)
+    raw_model = model
+    if DISTRIBUTED:
+        model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    best, best_state = float("inf"), None
+    for epoch in range(2):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        model.train()
+        total = 0.0
+        for step, (xb, yb) in enumerate(loader):
+            if DISTRIBUTED:
+                model.require_backward_grad_sync = (step + 1) % ACCUM_STEPS == 0
+            xb, yb = xb.to(device), yb.to(device)
+            loss = F.mse_loss(model(xb), yb) / ACCUM_STEPS
+            loss.backward()
+            total += loss.item()
+            if (step + 1) % ACCUM_STEPS == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+        if RANK == 0:
+            print(f"epoch {epoch} loss {total:.4f} scale {raw_model.scale}")
+        if total < best:
+            best = total
+            best_state = copy.deepcopy(raw_model.state_dict())
+
+    raw_model.load_state_dict(best_state)
+    model.eval()
+    if RANK == 0:
+        print("probe", [round(v, 3) for v in raw_model.predict(probe).squeeze(1).tolist()])
+
+    if DISTRIBUTED:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
