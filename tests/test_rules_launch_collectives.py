@@ -1,0 +1,245 @@
+"""Finer cases for the launch, collective and checkpoint rules: what they catch, what they fix, and
+the near misses they must leave alone."""
+from __future__ import annotations
+
+import textwrap
+
+from ddpfix import check_source, fix_source
+
+HEAD = """\
+import os
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+"""
+
+
+def script(body: str) -> str:
+    return HEAD + textwrap.dedent(body)
+
+
+def codes(src: str, select=None) -> list[str]:
+    return [d.code for d in check_source(src, select=select)]
+
+
+TRAIN = """
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        loss = model(torch.randn(4, 2)).sum()
+        loss.backward()
+        opt.step()
+{extra}
+"""
+
+
+def train(extra: str) -> str:
+    return script(TRAIN.format(extra=textwrap.indent(textwrap.dedent(extra), "    ")))
+
+
+# --------------------------------------------------------------------------- DDP101
+def test_main_process_first_is_not_flagged():
+    src = train("""
+        if rank != 0:
+            dist.barrier()
+        data = torch.randn(4)
+        if rank == 0:
+            dist.barrier()
+    """)
+    assert "DDP101" not in codes(src)
+
+
+def test_barrier_on_rank0_only_is_flagged_and_hoisted_with_unsafe_fixes():
+    src = train("""
+        if rank == 0:
+            torch.save(model.module.state_dict(), "c.pt")
+            dist.barrier()
+    """)
+    assert "DDP101" in codes(src)
+    assert "dist.barrier()" in fix_source(src).code.split("if rank == 0:")[1].split("\n")[2]  # safe run: untouched
+    fixed = fix_source(src, unsafe_fixes=True).code
+    assert 'if rank == 0:\n        torch.save(model.module.state_dict(), "c.pt")\n    dist.barrier()\n' in fixed
+
+
+def test_lone_guarded_collective_has_no_fix():
+    src = train("""
+        if rank == 0:
+            dist.all_reduce(torch.ones(1))
+    """)
+    diags = [d for d in check_source(src) if d.code == "DDP101"]
+    assert diags and diags[0].fix == "none"
+
+
+def test_collective_through_a_helper_is_flagged():
+    src = script("""
+    def sync():
+        dist.barrier()
+
+
+    def main():
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+        model = DDP(nn.Linear(2, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.randn(2, 2)).sum().backward()
+        opt.step()
+        if rank == 0:
+            sync()
+    """)
+    assert "DDP101" in codes(src)
+
+
+def test_balanced_branches_are_not_flagged():
+    src = train("""
+        if rank == 0:
+            dist.broadcast(torch.ones(1), 0)
+        else:
+            dist.broadcast(torch.zeros(1), 0)
+    """)
+    assert "DDP101" not in codes(src)
+
+
+# --------------------------------------------------------------------------- DDP102 / DDP105
+def test_nan_skip_is_flagged_step_limit_is_not():
+    src = train("""
+        for i in range(3):
+            loss = model(torch.randn(4, 2)).sum()
+            if torch.isnan(loss):
+                continue
+            if i >= 2:
+                break
+            loss.backward()
+    """)
+    found = [d for d in check_source(src) if d.code == "DDP102"]
+    assert len(found) == 1 and "continue" in found[0].message
+
+
+def test_step_under_rank_guard():
+    src = train("""
+        if rank == 0:
+            opt.step()
+    """)
+    assert "DDP105" in codes(src)
+    assert "DDP105" not in codes(train("opt.step()\n"))
+
+
+# --------------------------------------------------------------------------- DDP002 / DDP003
+def test_nccl_literal_fixed_gloo_left_alone():
+    src = script("""
+    dist.init_process_group(backend="nccl")
+    model = DDP(nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(2, 2)).sum().backward()
+    """)
+    out = fix_source(src, select=["DDP002"]).code
+    assert 'backend="nccl" if torch.cuda.is_available() else "gloo"' in out
+    assert "DDP002" not in codes(src.replace('"nccl"', '"gloo"'))
+
+
+def test_init_args_dropped_under_torchrun_kept_under_spawn():
+    src = script("""
+    def main(rank, world_size):
+        dist.init_process_group("gloo", rank=rank, world_size=world_size, init_method="tcp://127.0.0.1:23456")
+        model = DDP(nn.Linear(2, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.randn(2, 2)).sum().backward()
+    """)
+    out = fix_source(src, select=["DDP003"]).code
+    assert 'dist.init_process_group("gloo")' in out
+    spawned = src + "\nimport torch.multiprocessing as mp\nmp.spawn(main, args=(2,), nprocs=2)\n"
+    assert "DDP003" not in codes(spawned)
+    assert "DDP003" not in codes(src.replace('init_method="tcp://127.0.0.1:23456"', 'init_method="env://"').replace("rank=rank, world_size=world_size, ", ""))
+
+
+# --------------------------------------------------------------------------- DDP004
+def test_spawn_signature():
+    ok = script("""
+    import torch.multiprocessing as mp
+    def worker(rank, world_size):
+        dist.init_process_group("gloo", rank=rank, world_size=world_size)
+        model = DDP(nn.Linear(2, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.randn(2, 2)).sum().backward()
+    mp.spawn(worker, args=(2,), nprocs=2)
+    """)
+    assert "DDP004" not in codes(ok)
+    assert "DDP004" in codes(ok.replace("def worker(rank, world_size):", "def worker(world_size):"))
+
+
+# --------------------------------------------------------------------------- DDP005
+def test_global_rank_as_device_is_fixed_local_rank_is_not_flagged():
+    src = script("""
+    def main():
+        rank = int(os.environ["RANK"])
+        local_rank = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(rank)
+        dist.init_process_group("nccl")
+        model = DDP(nn.Linear(2, 1).cuda(), device_ids=[local_rank])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.randn(2, 2)).sum().backward()
+    """)
+    out = fix_source(src, select=["DDP005"]).code
+    assert "torch.cuda.set_device(local_rank)" in out
+    assert "device_ids=[local_rank]" in out
+    assert [d.code for d in check_source(out, select=["DDP005"])] == []
+
+
+def test_local_rank_writer_becomes_global():
+    src = train("""
+        local_rank = int(os.environ.get("LOCAL_RANK", 0))
+        if local_rank == 0:
+            torch.save(model.module.state_dict(), "c.pt")
+    """)
+    out = fix_source(src, select=["DDP005"]).code
+    assert "if rank == 0:\n        torch.save" in out
+
+
+# --------------------------------------------------------------------------- DDP103 / DDP410 / DDP408 / DDP409
+def test_rank0_eval_uses_the_plain_module():
+    src = train("""
+        if rank == 0:
+            print(model(torch.randn(1, 2)))
+    """)
+    out = fix_source(src, select=["DDP103"]).code
+    assert "print(model.module(torch.randn(1, 2)))" in out
+
+
+def test_save_load_race_gets_a_barrier_unless_one_is_there():
+    body = """
+        if rank == 0:
+            torch.save(model.module.state_dict(), "c.pt")
+        {barrier}model.module.load_state_dict(torch.load("c.pt", map_location="cpu"))
+    """
+    src = train(body.format(barrier=""))
+    out = fix_source(src, select=["DDP410"]).code
+    assert "    if DISTRIBUTED:\n        dist.barrier()\n    model.module.load_state_dict" in out
+    assert "DDP410" not in codes(train(body.format(barrier="dist.barrier()\n        ")))
+
+
+def test_tqdm_gets_disable_unless_it_has_one():
+    src = train("""
+        from tqdm import tqdm
+        for i in tqdm(range(3)):
+            pass
+        for i in tqdm(range(3), disable=rank != 0):
+            pass
+    """)
+    out = fix_source(src, select=["DDP408"]).code
+    assert out.count("disable=rank != 0") == 2
+    assert [d.code for d in check_source(out, select=["DDP408"])] == []
+
+
+def test_unreduced_metric_flagged_only_without_all_reduce():
+    base = """
+        from torch.utils.data.distributed import DistributedSampler
+        sampler = DistributedSampler(list(range(8)))
+        if rank == 0:
+            print(f"loss {{loss.item():.3f}}")
+        {reduce}
+    """
+    assert "DDP409" in codes(train(base.format(reduce="")))
+    assert "DDP409" not in codes(train(base.format(reduce="dist.all_reduce(loss)")))
