@@ -650,7 +650,7 @@ def _describe_loader(loader, key, site) -> dict:
     d["drop_last"] = bool(getattr(loader, "drop_last", False))
     d["num_workers"] = getattr(loader, "num_workers", 0)
     inner = sampler
-    if batch_sampler is not None and type(batch_sampler).__name__ != "BatchSampler":
+    if batch_sampler is not None and getattr(loader, "batch_size", None) is None:  # a user-given batch_sampler
         inner = getattr(batch_sampler, "sampler", None)
         if inner is not None:
             d["sampler"] = _class_name(inner)
