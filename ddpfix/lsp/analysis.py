@@ -1,0 +1,70 @@
+"""One analysis per document version, shared by diagnostics and every code action.
+
+`Analysis` holds the text of one document version, its rule options and the `fix_source` results
+asked for so far (diagnostics first, then whatever fixes code actions need), so a code action on an
+unchanged document never re-runs what the diagnostics already ran, and one fix is computed once.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from ..api import fix_source
+from ..diagnostic import Diagnostic, Result
+from ..errors import DdpfixError
+from .settings import RuleOptions
+
+log = logging.getLogger(__name__)
+
+FixKey = tuple[tuple[str, ...] | None, bool]  # (selected codes or None for the configured set, unsafe)
+
+
+@dataclass
+class Analysis:
+    text: str
+    version: int | None
+    options: RuleOptions
+    path: str = "<editor>"
+    error: str | None = None  # syntax error, undecodable text or an internal error: no diagnostics
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    fixes: dict[FixKey, Result | None] = field(default_factory=dict)
+
+    @classmethod
+    def run(cls, text: str, version: int | None, options: RuleOptions, path: str = "<editor>") -> "Analysis":
+        a = cls(text=text, version=version, options=options, path=path)
+        try:
+            result = fix_source(text, path=path, select=options.select, ignore=options.ignore, fix=False)
+        except DdpfixError as exc:
+            a.error = str(exc)
+        except (RecursionError, MemoryError) as exc:
+            a.error = f"{path}: cannot analyse: {type(exc).__name__}"
+        except Exception as exc:  # an engine bug must not take the server down
+            log.exception("internal error analysing %s", path)
+            a.error = f"{path}: internal error ({type(exc).__name__}: {exc})"
+        else:
+            a.diagnostics = result.diagnostics
+        return a
+
+    def matches(self, text: str, version: int | None, options: RuleOptions) -> bool:
+        return self.version == version and self.options == options and self.text == text
+
+    def fixed(self, codes: tuple[str, ...] | None, unsafe: bool) -> Result | None:
+        """The document with these rules' fixes (None: the configured rules) applied; cached.
+
+        A single rule's fix brings the fixes it needs (DDP201's sampler brings DDP001's process
+        group); that is the engine's job. None when the fix cannot be computed."""
+        key: FixKey = (codes, unsafe)
+        if key not in self.fixes:
+            try:
+                if codes is None:
+                    res = fix_source(self.text, path=self.path, select=self.options.select, ignore=self.options.ignore, unsafe_fixes=unsafe)
+                else:
+                    res = fix_source(self.text, path=self.path, select=list(codes), unsafe_fixes=unsafe)
+            except Exception:  # DdpfixError cannot happen for a text that analysed; anything else is a bug
+                log.exception("internal error fixing %s with %s", self.path, key)
+                res = None
+            self.fixes[key] = res
+        return self.fixes[key]
+
+
+__all__ = ["Analysis"]
