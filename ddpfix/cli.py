@@ -185,6 +185,14 @@ def rules(code: Annotated[Optional[str], typer.Argument(help="Show one rule's do
     typer.echo(f"# {rule.code} {rule.name}\n\n{rule.message}\n\nFix: {rule.fix}\n{rule.docs}")
 
 
+@app.command()
+def lsp() -> None:
+    """Run the language server over stdio (editor setup: docs/ide.md)."""
+    from .lsp import main as serve
+
+    serve()
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"ddpfix {__version__}")
