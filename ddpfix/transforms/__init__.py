@@ -22,6 +22,8 @@ from .ddp203_sampler_with_shuffle import SamplerWithShuffle
 from .ddp204_set_epoch import MissingSetEpoch
 from .ddp205_sampler_seed_per_rank import SamplerSeedPerRank
 from .ddp301_ddp_wrap import MissingDdpWrap
+from .ddp303_device_ids_mismatch import DeviceIdsMismatch
+from .ddp304_wrapped_container import WrappedContainer
 from .ddp305_optimizer_order import OptimizerBeforeWrap
 from .ddp306_syncbn import MissingSyncBatchNorm
 from .ddp307_grad_accum_no_sync import GradAccumWithoutNoSync
@@ -58,6 +60,8 @@ RULES: list[Rule] = [
     SamplerSeedPerRank(),
     MissingSyncBatchNorm(),
     MissingDdpWrap(),
+    DeviceIdsMismatch(),
+    WrappedContainer(),
     OptimizerBeforeWrap(),
     GradAccumWithoutNoSync(),
     WrapperAttributeAccess(),
