@@ -29,11 +29,17 @@ FIX_TITLES = {
     "DDP202": "pass the sampler to the DataLoader",
     "DDP203": "drop shuffle= (the sampler shuffles)",
     "DDP204": "call sampler.set_epoch(epoch) each epoch",
+    "DDP205": "give the sampler the same seed on every rank",
     "DDP301": "wrap the model in DistributedDataParallel",
+    "DDP303": "derive device_ids from the model's device",
+    "DDP304": "wrap the model itself",
     "DDP305": "build the optimizer after the DDP wrap",
     "DDP306": "convert BatchNorm to SyncBatchNorm",
+    "DDP307": "skip the gradient all-reduce between accumulation steps",
+    "DDP308": "reach the attribute through the unwrapped model",
     "DDP401": "save on rank 0 only",
     "DDP402": "save the unwrapped model's state_dict()",
+    "DDP403": "load into the unwrapped model",
     "DDP404": "load with map_location",
     "DDP405": "write the log file on rank 0 only",
     "DDP406": "print on rank 0 only",
@@ -53,7 +59,7 @@ def rule_name(code: str) -> str | None:
 
 def fix_title(code: str, fix: str, count: int, added: list[str] | None = None) -> str:
     """'DDP204: call train_sampler.set_epoch(epoch)', '... (unsafe fix)', '... (3 places)'."""
-    what = FIX_TITLES.get(code) or f"fix {rule_name(code) or code}"
+    what = FIX_TITLES.get(code) or f"fix {(rule_name(code) or code).replace('-', ' ')}"
     if code == "DDP204" and added:  # name the sampler and the epoch variable the fix uses
         for line in added:
             m = _SET_EPOCH.match(line)
