@@ -58,13 +58,12 @@ def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call
     if not args:
         return call.with_changes(args=[new])
     last = args[-1]
-    if isinstance(last.comma, cst.Comma):  # trailing comma: copy its layout to the new last argument
+    if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument takes the same layout
         args.append(new.with_changes(comma=last.comma))
-        prev_ws = last.comma.whitespace_after
-        args[-2] = last.with_changes(comma=last.comma.with_changes(whitespace_after=prev_ws))
-    else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(new)
+    else:  # the separator between the last two arguments (a newline in a multi-line call) is reused
+        sep = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args[-1] = last.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace(""))
+        args.append(new.with_changes(whitespace_after_arg=last.whitespace_after_arg))
     return call.with_changes(args=args)
 
 

@@ -268,14 +268,35 @@ class ScriptFacts:
                     return True
         return False
 
-    def rank_guarded(self, node: cst.CSTNode) -> bool:
-        """Is `node` inside a branch that depends on the rank (`if rank == 0:`, `if is_main_process():`)?"""
+    def rank_guarded(self, node: cst.CSTNode, _depth: int = 0) -> bool:
+        """Is `node` inside a branch that depends on the rank (`if rank == 0:`, `if is_main_process():`),
+        or in a function of this file that is only ever called from such branches?"""
         for anc in self.ancestors(node):
             if isinstance(anc, (cst.If, cst.IfExp, cst.While)) and self.is_rank_test(anc.test):
                 return True
-            if isinstance(anc, cst.FunctionDef) and self.is_rank_test(anc.name):
-                return True  # def save_on_master(...): the helper itself is rank-0 only
+            if isinstance(anc, cst.FunctionDef):
+                if self.is_rank_test(anc.name):
+                    return True  # def save_on_master(...): the helper itself is rank-0 only
+                if _depth < 3:
+                    callers = [c for c in self.calls if self._local_callee(c) is anc]
+                    if callers and all(self.rank_guarded(c, _depth + 1) for c in callers):
+                        return True
+                return False
         return False
+
+    def loader_reach(self, loader: "Loader", loop: cst.CSTNode) -> str | None:
+        """How code at `loop` names the loader: its variable in the same scope, or the attribute
+        a class stores it in (`Trainer(model, train_loader)` -> `self.train_data`)."""
+        if loader.target is None or loader.binding is None:
+            return None
+        if self.scope_of(loop) is self.scope_of(loader.binding):
+            return loader.target
+        cls = self.enclosing(loop, cst.ClassDef)
+        if isinstance(cls, cst.ClassDef):
+            if loader.target.startswith("self.") and loader.site.cls is cls:
+                return loader.target
+            return self.attribute_holding(cls, loader.target)
+        return None
 
     def calls_to(self, *qualified: str) -> list[cst.Call]:
         wanted = set(qualified)

@@ -106,8 +106,20 @@ class Ranks:
         return None
 
     def is_local_rank(self, expr: cst.BaseExpression) -> bool:
+        """`local_rank`, `args.local_rank`, or any name bound to the LOCAL_RANK environment variable
+        (`self.gpu_id = int(os.environ["LOCAL_RANK"])`)."""
         name = dotted(expr) or ""
-        return name.split(".")[-1].lower() in ("local_rank", "localrank") or name == self.facts.env_names.get("LOCAL_RANK")
+        if name.split(".")[-1].lower() in ("local_rank", "localrank") or name == self.facts.env_names.get("LOCAL_RANK"):
+            return True
+        return name in self.local_rank_names
+
+    @cached_property
+    def local_rank_names(self) -> set[str]:
+        out = set()
+        for assign in self.facts.assigns:
+            if re.search(r"environ(?:\.get\(|\[)\s*['\"]LOCAL_RANK['\"]", code_of(assign.value)):
+                out.update(d for t in assign.targets if (d := dotted(t.target)))
+        return out
 
     # ------------------------------------------------------------------ conditions
     def takes(self, test: cst.BaseExpression) -> tuple[bool | None, bool | None]:

@@ -3,6 +3,7 @@ every rewrite must keep (re-parses, idempotent, checks clean, comments/encoding/
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import tokenize
@@ -44,15 +45,21 @@ def case(request):
     return request.param, (d / "input.py").read_bytes(), (d / "expected.py").read_bytes(), _options(request.param)
 
 
+@functools.lru_cache(maxsize=None)
+def _fixed(name: str, src: bytes):
+    """One run per case, shared by the tests that look at it."""
+    return fix_source(src, path="input.py", **_options(name))
+
+
 def test_output_matches_expected(case):
     name, src, expected, opts = case
-    result = fix_source(src, path="input.py", **opts)
+    result = _fixed(name, src)
     assert result.data == expected, f"{name}: output differs from expected.py\n{result.diff}"
 
 
 def test_diagnostics_match(case):
     name, src, _, opts = case
-    result = fix_source(src, path="input.py", **opts)
+    result = _fixed(name, src)
     want = (GOLDEN / name / "diagnostics.txt").read_text().splitlines()
     assert _diag_lines(result.diagnostics) == want
 

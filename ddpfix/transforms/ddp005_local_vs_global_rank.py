@@ -56,14 +56,12 @@ Safe for names recognised as ranks (environment variables, `dist.get_rank()`, ar
                     local = _local_name(ctx, expr)
                     ctx.plan.replace(expr, lambda n, local=local: cst.parse_expression(local))
         for node in facts.ifs:
-            if not any(ranks.is_local_rank(n) for n in walk(node.test) if isinstance(n, (cst.Name, cst.Attribute))):
+            if not _has_side_effect(facts, node.body):
                 continue
-            take0, _ = ranks.takes(node.test)
-            if take0 is not True or not _has_side_effect(facts, node.body):
-                continue
-            if ctx.report(node.test, "the local rank elects the writer: one per node; use the global rank"):
-                cond = ctx.rank0(node)
-                ctx.plan.replace(node.test, lambda n, c=cond: cst.parse_expression(c))
+            for comp in _local_rank_zero_tests(ranks, node.test):
+                if ctx.report(comp, "the local rank elects the writer: one per node; use the global rank"):
+                    cond = ctx.rank0(node)
+                    ctx.plan.replace(comp, lambda n, c=cond: cst.parse_expression(c).with_changes(lpar=n.lpar, rpar=n.rpar))
         for call in facts.sampler_calls:
             arg = kwarg(call, "rank")
             if arg is not None and ranks.is_local_rank(arg.value):
@@ -106,3 +104,13 @@ def _has_side_effect(facts, body) -> bool:
         if method_name(call) in ("info", "warning", "add_scalar", "save"):
             return True
     return False
+
+
+def _local_rank_zero_tests(ranks: Ranks, test: cst.BaseExpression) -> list[cst.Comparison]:
+    """`local_rank == 0`, `args.local_rank in [-1, 0]`, ... inside an if-test (possibly within and/or)."""
+    out = []
+    for n in walk(test):
+        if isinstance(n, cst.Comparison) and len(n.comparisons) == 1 and ranks.is_local_rank(n.left):
+            if ranks.takes(n) == (True, False) or ranks.takes(n)[0] is True:
+                out.append(n)
+    return out

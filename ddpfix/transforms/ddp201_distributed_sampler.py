@@ -56,6 +56,9 @@ diagnostic only.
             assert isinstance(call, cst.Call)
             if kwarg(call, "sampler") is not None or _has_unpassed_sampler(facts, call):
                 continue
+            if any(a.star == "**" for a in call.args):
+                ctx.report(call, "training DataLoader without a DistributedSampler, its arguments come from **kwargs: pass sampler=DistributedSampler(dataset) and move shuffle into it by hand", fix="none")
+                continue
             if kwarg(call, "batch_sampler") is not None:
                 ctx.report(call, "training DataLoader with a batch_sampler: shard the batches per rank by hand", fix="none")
                 continue
@@ -99,7 +102,7 @@ def _bound_to_class(facts, var: str, cls_name: str) -> bool:
 def _prefix(target: str) -> str:
     """`train_loader` -> "train"; `loader`, `dataloader`, `data_loader` -> "" (plain `sampler`)."""
     base = target.split(".")[-1]
-    for suffix in ("_dataloader", "_loader", "dataloader", "loader", "_dl", "dl"):
+    for suffix in ("_dataloader", "_loader", "dataloader", "loader", "_dl", "dl", "_data"):
         if base.lower().endswith(suffix):
             rest = base[: -len(suffix)].rstrip("_")
             return "" if rest.lower() in ("", "data") else rest
@@ -177,7 +180,7 @@ def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.For, sampler: s
     if same_scope or same_class:
         stmts = set_epoch_statements(ctx, sampler, epoch, optional=True)
     else:
-        reach = _loader_in_scope(facts, loader, epoch_loop)
+        reach = facts.loader_reach(loader, epoch_loop)
         if reach is None:
             return
         cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
@@ -191,11 +194,3 @@ def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.For, sampler: s
             e=epoch,
         )
     ctx.plan.prepend(epoch_loop.body, stmts, order=10)
-
-
-def _loader_in_scope(facts, loader: Loader, loop: cst.For) -> str | None:
-    """How the epoch loop's scope reaches the loader: the attribute a class stores it in."""
-    cls = facts.enclosing(loop, cst.ClassDef)
-    if isinstance(cls, cst.ClassDef):
-        return facts.attribute_holding(cls, loader.target or "")
-    return None

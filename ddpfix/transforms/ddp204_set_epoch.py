@@ -46,25 +46,36 @@ sampler is built conditionally).
             sampler_arg = kwarg(call, "sampler")  # type: ignore[arg-type]
             if sampler_arg is None:
                 continue
-            sampler = dotted(sampler_arg.value)
-            if sampler is None or sampler in called or f"{loader.target}.sampler" in called:
-                continue
-            site = _sampler_site(facts, sampler, call)
-            if site is None:
-                continue
             epoch_loop = facts.epoch_loop_for(batch_loop)
+            reach = facts.loader_reach(loader, epoch_loop) if epoch_loop is not None else None
+            if reach is not None and f"{reach}.sampler" in called:
+                continue
+            sampler = dotted(sampler_arg.value)
+            inline = isinstance(sampler_arg.value, cst.Call) and any(sampler_arg.value is s for s in facts.sampler_calls)
+            if inline:
+                site, optional = sampler_arg.value, False
+                sampler = f"{reach}.sampler" if reach is not None else None  # DataLoader(ds, sampler=DistributedSampler(ds))
+            else:
+                if sampler is None or sampler in called:
+                    continue
+                site = _sampler_site(facts, sampler, call)
+                if site is None:
+                    continue
+                optional = isinstance(assigned_value(facts.site(site).stmt), cst.IfExp)
+                same = epoch_loop is not None and (
+                    facts.scope_of(epoch_loop) is facts.scope_of(call)
+                    or (sampler.startswith("self.") and facts.enclosing(epoch_loop, cst.ClassDef) is loader.site.cls)
+                )
+                if not same:
+                    sampler = None
             if epoch_loop is None:
                 continue
             epoch = epoch_name(epoch_loop)
-            same = facts.scope_of(epoch_loop) is facts.scope_of(call) or (
-                sampler.startswith("self.") and facts.enclosing(epoch_loop, cst.ClassDef) is loader.site.cls
-            )
-            if epoch is None or not same:
-                ctx.report(site, f"{sampler} never gets set_epoch(epoch): call it first thing in the epoch loop", fix="none")
+            if epoch is None or sampler is None:
+                ctx.report(site, "DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop", fix="none")
                 continue
             if not ctx.report(site, f"{sampler} never gets set_epoch(epoch): every epoch sees the same order"):
                 continue
-            optional = isinstance(assigned_value(facts.site(site).stmt), cst.IfExp)
             ctx.plan.prepend(epoch_loop.body, set_epoch_statements(ctx, sampler, epoch, optional=optional), order=10)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..edits import guard_site, statement_calls
 from ..rule import Context, Rule
+from ..syntax import dotted, method_name
 
 
 class UnguardedSave(Rule):
@@ -35,5 +36,25 @@ Safe. Uses the global `RANK` (one writer per job, not per node).
 """
 
     def run(self, ctx: Context) -> None:
-        for call in statement_calls(ctx.facts, lambda c: ctx.facts.call_qual(c) == "torch.save"):
-            guard_site(ctx, call)
+        facts = ctx.facts
+        for call in statement_calls(facts, lambda c: _writes_file(facts, c)):
+            name = "torch.save" if facts.call_qual(call) == "torch.save" else (dotted(call.func) or "this call")
+            guard_site(ctx, call, None if name == "torch.save" else f"{name} runs on every rank: all processes write the same file")
+
+
+WRITERS = {
+    "torch.save",
+    "torchvision.utils.save_image",
+    "numpy.save",
+    "numpy.savez",
+    "numpy.savez_compressed",
+    "numpy.savetxt",
+    "matplotlib.pyplot.savefig",
+}
+
+
+def _writes_file(facts, call) -> bool:
+    """torch.save and the other common writers of checkpoints and artefacts (`save_pretrained` too)."""
+    if facts.call_qual(call) in WRITERS:
+        return True
+    return method_name(call) == "save_pretrained"

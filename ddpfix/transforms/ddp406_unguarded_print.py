@@ -37,4 +37,6 @@ Safe: a plain run has RANK 0 and prints exactly as before.
         if "print" in facts.aliases:
             return  # `from rich import print` and friends: leave alone
         for call in statement_calls(facts, lambda c: dotted(c.func) == "print"):
+            if any(facts.is_rank_test(a.value) for a in call.args):
+                continue  # print(f"[rank {rank}] ...") reports per rank on purpose
             guard_site(ctx, call)

@@ -77,8 +77,8 @@ def load_train_objs():
 
 
 def prepare_dataloader(dataset, batch_size):
-    train_data_sampler = DistributedSampler(dataset) if DISTRIBUTED else None
-    return DataLoader(dataset, batch_size=batch_size, pin_memory=True, shuffle=(train_data_sampler is None), sampler=train_data_sampler)
+    train_sampler = DistributedSampler(dataset) if DISTRIBUTED else None
+    return DataLoader(dataset, batch_size=batch_size, pin_memory=True, shuffle=(train_sampler is None), sampler=train_sampler)
 
 
 def main(device, total_epochs, save_every, batch_size):
