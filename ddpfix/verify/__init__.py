@@ -26,13 +26,13 @@ class VerifyUsageError(ValueError):
     """Bad input to verify (missing script, bad option, no torch): reported in one line, exit code 2."""
 
 
-def verify_script(path, args=(), nproc: int | None = 2, nnodes: int = 1, timeout: float = DEFAULT_TIMEOUT,
+def verify_script(path, args=(), nproc: int | None = None, nnodes: int = 1, timeout: float = DEFAULT_TIMEOUT,
                   backend: str = "auto", single: bool = False, *, cwd=None, python: str | None = None,
                   env: dict | None = None, keep_run_dir: bool = False):
     """Run ``path`` under torchrun with the probe in every rank and judge it. Returns a VerifyReport.
 
-    ``nproc`` is the number of processes per node (torchrun's ``--nproc-per-node``); with
-    ``nnodes > 1`` one torchrun agent per node runs on this host. ``timeout`` bounds each run (the
+    ``nproc`` is the number of processes per node (torchrun's ``--nproc-per-node``; default 2, or 1
+    with ``nnodes > 1``); with ``nnodes > 1`` one torchrun agent per node runs on this host. ``timeout`` bounds each run (the
     torchrun run and, with ``single``, the plain ``python path ARGS`` run). ``cwd`` is the working
     directory of the runs (default: the current one); relative ``path`` is taken relative to it.
     """

@@ -84,8 +84,8 @@ class _State:
         self.current_pass = None
         self.open_passes: dict = {}
         self.loaders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-        self.loader_sites: dict[str, int] = {}
-        self.loader_count = 0
+        self.loader_sites: dict[str, dict] = {}  # site -> {dataset fingerprint: ordinal}
+        self.loader_keys: dict[str, dict] = {}  # loader key -> shared info (pass counter)
         self.ddps: list[dict] = []
         self.ddp_by_obj: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self.writes: set = set()
@@ -616,13 +616,22 @@ def _loader_info(loader) -> dict:
     if info is not None:
         return info
     site = getattr(loader, "_ddpfix_site", None) or _site(4) or "?"
-    nth = S.loader_sites.get(site, 0)
-    S.loader_sites[site] = nth + 1
+    # A loader rebuilt at the same place every epoch continues the same key (its passes are epochs);
+    # loaders over different datasets built at the same place (a helper) get keys of their own.
+    try:
+        size = len(loader.dataset)
+    except Exception:
+        size = None
+    fingerprint = (type(loader.dataset).__name__, size)
+    ordinals = S.loader_sites.setdefault(site, {})
+    nth = ordinals.setdefault(fingerprint, len(ordinals))
     key = site if nth == 0 else f"{site}#{nth}"
-    info = {"key": key, "site": site, "passes": 0, "id": S.loader_count}
-    S.loader_count += 1
+    info = S.loader_keys.get(key)
+    if info is None:
+        info = {"key": key, "site": site, "passes": 0}
+        S.loader_keys[key] = info
+        emit("loader", **_describe_loader(loader, key, site))
     S.loaders[loader] = info
-    emit("loader", **_describe_loader(loader, key, site))
     return info
 
 
@@ -956,7 +965,18 @@ def _open_run_files(cfg: dict) -> None:
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, file=stack, all_threads=True, chain=False)
         faulthandler.register(signal.SIGTERM, file=term, all_threads=True, chain=True)
+        if hasattr(os, "register_at_fork"):
+            # forked children (DataLoader workers) keep the default signal behaviour and dump nothing
+            os.register_at_fork(after_in_child=_forget_signals)
     faulthandler.enable(file=crash, all_threads=True)
+
+
+def _forget_signals() -> None:
+    try:
+        faulthandler.unregister(signal.SIGUSR1)
+        faulthandler.unregister(signal.SIGTERM)
+    except Exception:
+        pass
 
 
 def _env_int(name: str, default=None):

@@ -1,0 +1,207 @@
+"""Real torchrun runs of ddpfix verify over hand-written scripts in tests/verify_cases/.
+
+Each broken script breaks one invariant; the verifier must fail exactly the matching check(s) with
+evidence that names it, and pass the rest. About 10-20 s per run on two CPU cores.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ddpfix.verify import launcher, verify_script
+
+pytestmark = pytest.mark.slow
+
+CASES = Path(__file__).resolve().parent / "verify_cases"
+RUN_TIMEOUT = 240  # generous: a loaded two-core machine runs these several times slower
+HANG_TIMEOUT = 30
+
+
+def line_of(name: str, text: str) -> int:
+    for i, line in enumerate((CASES / name).read_text().splitlines(), 1):
+        if text in line:
+            return i
+    raise AssertionError(f"{text!r} not in {name}")
+
+
+def describe(report) -> str:
+    lines = [f"{c.status:5} {c.name}: {' / '.join(c.evidence)}" for c in report.checks]
+    return "\n".join(lines) + "\n" + report.output[-3000:]
+
+
+def failing(report) -> set:
+    return {c.name for c in report.failed}
+
+
+def run_case(name, tmp_path, **kw):
+    kw.setdefault("timeout", RUN_TIMEOUT)
+    return verify_script(CASES / name, cwd=tmp_path, **kw)
+
+
+def test_correct_script_passes_through_the_cli(tmp_path):
+    """The contract example, 3 ranks (DistributedSampler pads 512 to 513), --single, JSON output."""
+    cmd = [sys.executable, "-m", "ddpfix.verify", str(CASES / "train_after.py"), "--nproc", "3", "--single",
+           "--timeout", str(RUN_TIMEOUT), "--format", "json", "--", "--epochs", "2"]
+    p = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=2 * RUN_TIMEOUT + 60)
+    data = json.loads(p.stdout)
+    status = {c["name"]: c["status"] for c in data["checks"]}
+    assert p.returncode == 0, (status, data["output"][-2000:], p.stderr[-2000:])
+    assert set(status.values()) == {"pass"}
+    shards = next(c for c in data["checks"] if c["name"] == "shards")
+    assert "3 ranks x 171 indices, disjoint, 1 repeated by DistributedSampler padding, union 512/512" in shards["evidence"][0]
+    assert data["meta"]["backend_used"] == "gloo" and data["meta"]["world_size"] == 3
+    assert [r["rank"] for r in data["ranks"]] == [0, 1, 2]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint.pt", "train.log"]  # nothing of ours in the cwd
+
+
+def test_no_sampler_overlapping_shards(tmp_path):
+    report = run_case("no_sampler.py", tmp_path)
+    assert failing(report) == {"shards"}, describe(report)
+    ev = report["shards"].evidence[0]
+    assert ev.startswith("loader at no_sampler.py:18, epoch 0: indices {0, 1, 2} and 61 more on ranks 0 and 1")
+    assert "the ranks read 128 samples but only 64 distinct ones" in ev
+
+
+def test_sampler_without_set_epoch(tmp_path):
+    report = run_case("no_set_epoch.py", tmp_path, backend="gloo")
+    assert failing(report) == {"epoch_order"}, describe(report)
+    assert "read the same order in epochs 0 and 1 (DistributedSampler.epoch was 0 both times" in \
+        report["epoch_order"].evidence[0]
+    assert report.meta["backend_option"] == "gloo" and report.meta["backend_used"] == "gloo"
+
+
+def test_every_rank_saves(tmp_path):
+    report = run_case("all_ranks_save.py", tmp_path)
+    assert failing(report) == {"files"}, describe(report)
+    line = line_of("all_ranks_save.py", "torch.save(")
+    assert report["files"].evidence == [f"checkpoint.pt written by ranks [0, 1] (torch.save at all_ranks_save.py:{line})"]
+
+
+def test_barrier_on_rank0_hangs_and_names_the_lines(tmp_path):
+    t0 = time.monotonic()
+    report = run_case("barrier_rank0.py", tmp_path, timeout=HANG_TIMEOUT)
+    wall = time.monotonic() - t0
+    assert wall < HANG_TIMEOUT + 10, wall  # never outlives the limit
+    assert report.meta["timed_out"] and report.meta["duration"] < HANG_TIMEOUT + 6
+    assert {"completes", "collectives"} <= failing(report), describe(report)
+    barrier = line_of("barrier_rank0.py", "dist.barrier()")
+    backward = line_of("barrier_rank0.py", "loss.backward()")
+    ev = report["completes"].evidence
+    assert f"rank 0 waits in `dist.barrier()` at barrier_rank0.py:{barrier} (in barrier())" in ev, describe(report)
+    assert f"rank 1 waits in `loss.backward()` at barrier_rank0.py:{backward} (in backward())" in ev, describe(report)
+    assert f"rank 0 issued barrier at `dist.barrier()` at barrier_rank0.py:{barrier}" in report["collectives"].evidence[0]
+    # every rank process is gone
+    pids = [r["pid"] for r in report.ranks if r["pid"]]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5
+    while any(launcher._alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(launcher._alive(p) for p in pids)
+
+
+def test_step_skipped_on_one_rank(tmp_path):
+    report = run_case("skip_step.py", tmp_path)
+    assert failing(report) == {"params"}, describe(report)
+    step = line_of("skip_step.py", "optimizer.step()")
+    ev = report["params"].evidence
+    assert ev[0].startswith(f"parameters of Linear first differ after optimizer step 3 of 8 "
+                            f"(`optimizer.step()` at skip_step.py:{step}): rank 0 sum")
+    assert ev[1] == "optimizer steps differ: rank 0 took 8, rank 1 took 7"
+
+
+def test_forward_through_module_diverges(tmp_path):
+    report = run_case("module_forward.py", tmp_path)
+    assert failing(report) == {"params", "ddp"}, describe(report)
+    assert report["params"].evidence[0].startswith("parameters of Linear first differ after optimizer step 1 of 8")
+    assert "never ran forward on ranks 0 and 1" in report["ddp"].evidence[0]
+    assert report["collectives"].evidence[0] == "2 ranks issued the same 1 collective: 1 barrier"
+
+
+def test_two_nodes_expose_local_rank_saves(tmp_path):
+    report = run_case("local_rank_save.py", tmp_path, nnodes=2)
+    assert failing(report) == {"files"}, describe(report)
+    assert "(each is LOCAL_RANK 0 on its node: guard on the global rank, not LOCAL_RANK)" in report["files"].evidence[0]
+    assert [(r["rank"], r["local_rank"], r["group_rank"]) for r in report.ranks] == [(0, 0, 0), (1, 0, 1)]
+    assert len(report.meta["commands"]) == 2
+
+
+def test_probe_in_a_plain_process_records_loaders_steps_and_files(tmp_path):
+    """No torchrun, no DDP: workers, a batch_sampler and the default sampler all report their indices."""
+    script = tmp_path / "plain.py"
+    script.write_text(textwrap.dedent("""\
+        import logging
+        import torch
+        from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, TensorDataset
+
+        def main():
+            logging.basicConfig(filename="plain.log", level=logging.INFO)
+            data = TensorDataset(torch.arange(12.0).unsqueeze(1), torch.zeros(12, 1))
+            model = torch.nn.Linear(1, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            workers = DataLoader(data, batch_size=4, num_workers=2)
+            batches = DataLoader(data, batch_sampler=BatchSampler(SequentialSampler(data), 5, drop_last=True))
+            for _ in range(2):
+                for x, y in workers:
+                    opt.zero_grad()
+                    torch.nn.functional.mse_loss(model(x), y).backward()
+                    opt.step()
+            for x, y in batches:
+                pass
+            for epoch in range(2):  # rebuilt every epoch: still one loader, two epochs
+                rebuilt = DataLoader(data, batch_size=6, shuffle=True)
+                for x, y in rebuilt:
+                    pass
+            torch.save(model.state_dict(), "plain.pt")
+
+        if __name__ == "__main__":
+            main()
+        """))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    env = launcher._probe_env({k: v for k, v in os.environ.items() if k != "RANK"}, str(run_dir), "auto", None)
+    p = subprocess.run([sys.executable, launcher.PROBE_FILE, str(script)], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert p.returncode == 0, p.stderr
+    trace = launcher.read_traces(str(run_dir))[0]
+    passes = [e for e in trace if e["ev"] == "pass"]
+    assert [(e["n"], e["indices"], e["complete"]) for e in passes[:3]] == [
+        (0, list(range(12)), True), (1, list(range(12)), True), (0, list(range(10)), True)]
+    assert [e["n"] for e in passes[3:]] == [0, 1] and passes[3]["loader"] == passes[4]["loader"]
+    assert sorted(passes[3]["indices"]) == list(range(12)) and passes[3]["indices"] != passes[4]["indices"]
+    assert len({e["loader"] for e in passes}) == 3
+    loaders = [e for e in trace if e["ev"] == "loader"]
+    assert len(loaders) == 3 and loaders[0]["num_workers"] == 2 and loaders[1]["batch_size"] == 5 and loaders[1]["drop_last"]
+    steps = [e for e in trace if e["ev"] == "step"]
+    assert len(steps) == 6 and all("digests" not in s for s in steps)
+    writes = {Path(e["path"]).name: e["api"] for e in trace if e["ev"] == "write"}
+    assert writes == {"plain.log": "logging.FileHandler", "plain.pt": "torch.save"}
+    assert not [e for e in trace if e["ev"] in ("ddp", "coll", "probe_error")]
+    assert trace[-1]["ev"] == "end" and trace[-1]["status"] == "ok"
+
+
+def test_private_names_the_probe_relies_on():
+    """Pinned per torch version: the probe patches or reads these."""
+    import runpy
+
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: F401
+    from torch.utils.data import RandomSampler
+    from torch.utils.data import dataloader as dl
+
+    for name in ("__init__", "_reset", "_next_index"):
+        assert callable(getattr(dl._BaseDataLoaderIter, name))
+    assert hasattr(dl._DatasetKind, "Iterable")
+    assert hasattr(RandomSampler(range(3)), "_num_samples")
+    assert callable(DistributedDataParallel._register_builtin_comm_hook)
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook  # noqa: F401
+
+    assert hasattr(runpy, "_ModifiedArgv0")
+    assert torch.distributed.is_available()
