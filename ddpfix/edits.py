@@ -190,7 +190,12 @@ def after_wrap(facts: ScriptFacts, node: cst.CSTNode, handle: str, wrap_stmt: cs
     if func is wrap_func:
         return facts.before(wrap_stmt, node)
     if handle.startswith("self.") and isinstance(func, cst.FunctionDef):
-        return func.name.value != "__init__" and facts.enclosing(func, cst.ClassDef) is facts.enclosing(wrap_stmt, cst.ClassDef)
+        if func.name.value == "__init__" or facts.enclosing(func, cst.ClassDef) is not facts.enclosing(wrap_stmt, cst.ClassDef):
+            return False
+        callers = [c for c in facts.calls if facts._local_callee(c) is func]
+        if callers and all(facts.enclosing(c, cst.FunctionDef) is wrap_func and facts.before(c, wrap_stmt) for c in callers):
+            return False  # `self._load_snapshot()` called from __init__ before the wrap
+        return True
     return False
 
 

@@ -18,6 +18,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from .syntax import (
     assign_targets,
+    index_module,
     assigned_value,
     call_name,
     calls_in,
@@ -104,6 +105,8 @@ class _Collector(cst.CSTVisitor):
     def __init__(self) -> None:
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
         self.order: dict[cst.CSTNode, int] = {}
+        self.nodes: list[cst.CSTNode] = []  # pre-order
+        self.spans: dict[int, list[int]] = {}  # id(node) -> [start, end) in `nodes`
         self.stack: list[cst.CSTNode] = []
         self.calls: list[cst.Call] = []
         self.loops: list[cst.For | cst.While] = []
@@ -118,7 +121,9 @@ class _Collector(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.stack:
             self.parent[node] = self.stack[-1]
-        self.order[node] = len(self.order)
+        self.order[node] = len(self.nodes)
+        self.spans[id(node)] = [len(self.nodes), 0]
+        self.nodes.append(node)
         self.stack.append(node)
         if isinstance(node, cst.Call):
             self.calls.append(node)
@@ -155,6 +160,7 @@ class _Collector(cst.CSTVisitor):
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self.stack.pop()
+        self.spans[id(original_node)][1] = len(self.nodes)
 
 
 class ScriptFacts:
@@ -166,6 +172,7 @@ class ScriptFacts:
         module.visit(c)
         self.parent = c.parent
         self.order = c.order
+        index_module(c.nodes, c.spans)
         self.calls = c.calls
         self.loops = c.loops
         self.funcs = c.funcs
@@ -479,10 +486,25 @@ class ScriptFacts:
             defs = [s for s in self.assignments(cls, handle) if not self._is_wrap(s.stmt)]
             if defs:
                 return defs[-1]
-        scope = opt.func or self.module
-        before = [s for s in self.assignments(scope, recv) if self.before(s.stmt, opt.stmt)]
+        return self._local_definition(recv, opt.stmt, opt.func, depth=0)
+
+    def _local_definition(self, name: str, at: cst.CSTNode, func: cst.FunctionDef | None, depth: int) -> Site | None:
+        """The last assignment of `name` before `at` in `func`; for a parameter of `func`, the
+        definition of the argument its caller passes (`train(args, model)` -> `model = Net()` in main)."""
+        scope = func or self.module
+        before = [s for s in self.assignments(scope, name) if self.before(s.stmt, at)]
+        if not before and isinstance(func, cst.FunctionDef) and depth < 2 and "." not in name:
+            for call in self.calls:
+                if self._local_callee(call) is not func:
+                    continue
+                arg = _argument_for(func, call, name)
+                caller_name = dotted(arg) if arg is not None else None
+                if caller_name:
+                    found = self._local_definition(caller_name, call, self.enclosing(call, cst.FunctionDef), depth + 1)  # type: ignore[arg-type]
+                    if found is not None:
+                        return found
         if not before and scope is not self.module:
-            before = self.assignments(self.module, recv)
+            before = self.assignments(self.module, name)
         defs = [s for s in before if not self._is_wrap(s.stmt)] or before  # `model = DDP(Net())`: the wrap defines it
         return defs[-1] if defs else None
 
@@ -522,7 +544,7 @@ class ScriptFacts:
     def model_class(self, name: str, at: cst.CSTNode, _depth: int = 0) -> cst.ClassDef | None:
         """The class of this file that `name` holds at `at`: `model = Net(...).to(device)` -> Net."""
         scope = self.scope_of(at)
-        defs = [s for s in self.assignments(scope, name) if self.before(s.stmt, at)] or self.assignments(self.module, name)
+        defs = [s for s in self.assignments(scope, name) if not self.before(at, s.stmt)] or self.assignments(self.module, name)
         if name.startswith("self.") and isinstance(self.enclosing(at, cst.ClassDef), cst.ClassDef):
             defs = self.assignments(self.enclosing(at, cst.ClassDef), name)
         by_name = {c.name.value: c for c in self.classes}
@@ -602,6 +624,10 @@ class ScriptFacts:
         target = loader.target or ""
         if target in names:
             return True
+        for name in names:  # `pbar = tqdm(train_loader)` ... `for batch in pbar:`
+            if name and any(mentions(assigned_value(s.stmt) or cst.Name("_"), target)
+                            for s in self.assignments(self.scope_of(loop), name) if self.before(s.stmt, loop)):
+                return True
         # reached through a parameter: f(model, train_loader) -> def f(model, loader): for b in loader
         func = self.enclosing(loop, cst.FunctionDef)
         if isinstance(func, cst.FunctionDef):
@@ -785,6 +811,20 @@ class ScriptFacts:
                     if name == cls.name.value and self._trains_in(cls):
                         return True
         return False
+
+
+def _argument_for(func: cst.FunctionDef, call: cst.Call, param: str) -> cst.BaseExpression | None:
+    """The expression `call` passes for `func`'s parameter `param` (positional or keyword)."""
+    params = [p.name.value for p in func.params.params]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        params = params[1:]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param:
+            return arg.value
+    positional_args = [a for a in call.args if a.keyword is None and not a.star]
+    if param in params and params.index(param) < len(positional_args):
+        return positional_args[params.index(param)].value
+    return None
 
 
 PREP_METHODS = {

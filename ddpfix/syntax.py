@@ -1,6 +1,7 @@
 """Small, pure helpers over LibCST nodes that the analysis and the rules share."""
 from __future__ import annotations
 
+import threading
 from typing import Iterator, Sequence
 
 import libcst as cst
@@ -55,8 +56,30 @@ def positional(call: cst.Call, index: int) -> cst.Arg | None:
     return pos[index] if index < len(pos) else None
 
 
+class _Index(threading.local):
+    """Pre-order node list of the module being analysed, so walks are slices instead of re-visits
+    (LibCST computes `.children` by visiting). Set by the analysis; per thread."""
+
+    nodes: list = []
+    spans: dict = {}
+
+
+_INDEX = _Index()
+
+
+def index_module(nodes: list, spans: dict) -> None:
+    _INDEX.nodes, _INDEX.spans = nodes, spans
+
+
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node below `node` (inclusive), depth first."""
+    """Every node below `node` (inclusive), depth first, in source order."""
+    span = _INDEX.spans.get(id(node))
+    if span is not None and _INDEX.nodes[span[0]] is node:
+        return iter(_INDEX.nodes[span[0]:span[1]])
+    return _walk(node)
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         cur = stack.pop()

@@ -138,3 +138,11 @@ def test_shared_example_matches_contract():
     if not contract.exists():
         pytest.skip("shared design examples not present")
     assert fix_source(src, unsafe_fixes=True).data == contract.read_bytes()
+
+
+def test_check_reports_what_fix_reports(case):
+    """`check` (no edits planned) and `diff`/`apply` agree on every finding and its fix level."""
+    name, src, _, opts = case
+    fixed = _fixed(name, src)
+    checked = check_source(src, path="input.py", **{k: v for k, v in opts.items() if k in ("select", "ignore")})
+    assert [(d.code, d.line, d.col, d.fix) for d in checked] == [(d.code, d.line, d.col, d.fix) for d in fixed.diagnostics]

@@ -96,8 +96,12 @@ def _local_name(ctx: Context, at: cst.CSTNode) -> str:
     return ctx.env("LOCAL_RANK")
 
 
-def _has_side_effect(facts, body) -> bool:
+def _has_side_effect(facts, body, depth: int = 0) -> bool:
+    """Does `body` write files or print/log (directly or through a helper of this file)?"""
     for call in calls_in(body):
+        callee = facts._local_callee(call)
+        if callee is not None and depth < 2 and _has_side_effect(facts, callee.body, depth + 1):
+            return True
         q = facts.call_qual(call) or dotted(call.func) or ""
         if q in ("torch.save", "print") or q.startswith(("logging.", "wandb.")) or "SummaryWriter" in q:
             return True

@@ -6,7 +6,7 @@ import libcst as cst
 from ..edits import epoch_name, set_epoch_statements, with_kwarg
 from ..facts import Loader
 from ..rule import Context, Rule
-from ..syntax import code_of, dotted, is_literal, kwarg, positional
+from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -54,7 +54,10 @@ diagnostic only.
         for loader, batch_loop in facts.training_loaders:
             call = loader.site.node
             assert isinstance(call, cst.Call)
-            if kwarg(call, "sampler") is not None or _has_unpassed_sampler(facts, call):
+            if kwarg(call, "sampler") is not None:
+                _swap_local_sampler(ctx, loader, batch_loop, kwarg(call, "sampler"))
+                continue
+            if _has_unpassed_sampler(facts, call):
                 continue
             if any(a.star == "**" for a in call.args):
                 ctx.report(call, "training DataLoader without a DistributedSampler, its arguments come from **kwargs: pass sampler=DistributedSampler(dataset) and move shuffle into it by hand", fix="none")
@@ -69,6 +72,48 @@ diagnostic only.
             if not ctx.report(call):
                 continue
             _add_sampler(ctx, loader, batch_loop, ds_arg)
+
+
+LOCAL_SAMPLERS = {
+    "torch.utils.data.RandomSampler": "",
+    "torch.utils.data.sampler.RandomSampler": "",
+    "torch.utils.data.SequentialSampler": ", shuffle=False",
+    "torch.utils.data.sampler.SequentialSampler": ", shuffle=False",
+}
+
+
+def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: cst.Arg) -> None:
+    """`sampler=RandomSampler(ds)` (inline or through a variable): every rank still draws from the
+    whole dataset. Distributed runs get a DistributedSampler instead; plain runs keep theirs."""
+    facts = ctx.facts
+    ctor, var = arg.value, None
+    if not isinstance(ctor, cst.Call):
+        var = dotted(ctor)
+        sites = facts.assignments(facts.scope_of(loader.site.node), var) if var else []
+        value = assigned_value(sites[-1].stmt) if sites else None
+        ctor = value if isinstance(value, cst.Call) else None
+    if ctor is None or facts.call_qual(ctor) not in LOCAL_SAMPLERS:
+        return
+    ds = positional(ctor, 0) or kwarg(ctor, "data_source")
+    if ds is None or not ctx.report(ctor, "training DataLoader samples the whole dataset on every rank: use a DistributedSampler when distributed"):
+        return
+    cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
+    dist_flag = ctx.env("DISTRIBUTED")
+    extra = LOCAL_SAMPLERS[facts.call_qual(ctor) or ""]
+    ctx.plan.replace(ctor, lambda n: cst.parse_expression(f"{cls}({code_of(ds.value)}{extra}) if {dist_flag} else {code_of(n)}"))
+    epoch_loop = facts.epoch_loop_for(batch_loop)
+    epoch = epoch_name(epoch_loop) if epoch_loop is not None else None
+    if epoch is None:
+        return
+    if var is not None and facts.scope_of(epoch_loop) is facts.scope_of(loader.site.node):
+        target = var
+    else:
+        reach = facts.loader_reach(loader, epoch_loop)
+        if reach is None:
+            return
+        target = f"{reach}.sampler"
+    stmts = ctx.plan.statements("if {d}:\n    {s}.set_epoch({e})", d=dist_flag, s=target, e=epoch)
+    ctx.plan.prepend(epoch_loop.body, stmts, order=10)
 
 
 def _has_unpassed_sampler(facts, call: cst.Call) -> bool:

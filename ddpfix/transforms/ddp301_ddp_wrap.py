@@ -49,11 +49,12 @@ Safe: a plain run skips the wrap.
         for model in facts.models:
             if facts.wrapped(model) is not None or facts.dataparallel(model) is not None:
                 continue
+            raw = raw_handle(ctx, model)
+            ctx.shared.setdefault("wrapped", {})[model.handle] = raw  # later rules see the wrap, fixed or not
             if not ctx.report(anchor_of(model.definition.stmt)):
                 continue
             point = facts.wrap_point(model)
             ddp = ctx.plan.ref(DDP, "DDP")
-            raw = raw_handle(ctx, model)
             stmts = ctx.plan.statements(
                 """
                 {raw} = {m}
@@ -68,4 +69,3 @@ Safe: a plain run skips the wrap.
                 cuda=cuda_test(ctx, model.handle, point.anchor),
             )
             ctx.plan.insert_after(point.anchor, stmts, order=40)
-            ctx.shared.setdefault("wrapped", {})[model.handle] = raw

@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..rule import Context, Rule
-from ..edits import raw_handles
+from ..edits import after_wrap, raw_handles
 from ..syntax import dotted, method_name, receiver
 
 
@@ -45,21 +45,30 @@ Safe: the unwrapped model's keys are what a plain run saves.
                 wrap_at[model.handle] = facts.site(existing).stmt if existing is not None else facts.wrap_point(model).anchor
         for call in facts.method_calls("state_dict"):
             handle = dotted(receiver(call)) if receiver(call) is not None else None
-            if handle not in wrap_at:
+            if handle not in wrap_at or _inside_load(facts, call):
                 continue
             raw = raws[handle]
-            if not self._after_wrap(facts, call, wrap_at[handle]) or _inside_load(facts, call):
-                continue
-            if ctx.report(call, f"{handle}.state_dict() saves the DDP wrapper ('module.' keys): use {raw}.state_dict()"):
-                ctx.plan.replace(call.func, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
+            if after_wrap(facts, call, handle, wrap_at[handle]):
+                if ctx.report(call, f"{handle}.state_dict() saves the DDP wrapper ('module.' keys): use {raw}.state_dict()"):
+                    ctx.plan.replace(call.func, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
+            elif _receives_wrapper(facts, call, handle, wrap_at[handle]):
+                ctx.report(
+                    call,
+                    f"`{handle}` is the DDP wrapper here (passed in after the wrap): its state_dict() has 'module.' keys; "
+                    f"save `{handle}.module.state_dict()` when distributed",
+                    fix="none",
+                )
 
-    @staticmethod
-    def _after_wrap(facts, call: cst.CSTNode, wrap_stmt: cst.CSTNode) -> bool:
-        func = facts.enclosing(call, cst.FunctionDef)
-        wrap_func = facts.enclosing(wrap_stmt, cst.FunctionDef)
-        if func is not wrap_func:
-            return not (isinstance(func, cst.FunctionDef) and func.name.value == "__init__")
-        return facts.before(wrap_stmt, call)
+
+def _receives_wrapper(facts, call: cst.CSTNode, handle: str, wrap_stmt: cst.CSTNode) -> bool:
+    """`def train(model): torch.save(model.state_dict())` called with the wrapped model."""
+    func = facts.enclosing(call, cst.FunctionDef)
+    if not isinstance(func, cst.FunctionDef) or "." in handle:
+        return False
+    if handle not in [p.name.value for p in func.params.params]:
+        return False
+    callers = [c for c in facts.calls if facts._local_callee(c) is func]
+    return any(facts.enclosing(c, cst.FunctionDef) is facts.enclosing(wrap_stmt, cst.FunctionDef) and facts.before(wrap_stmt, c) for c in callers)
 
 
 def _inside_load(facts, call: cst.CSTNode) -> bool:
