@@ -51,7 +51,13 @@ diagnostic only.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
+        # Sharding the data is only right once gradients are synchronised: a model left in
+        # nn.DataParallel (its conversion, DDP302, is an unsafe fix) would train per-rank copies.
+        unsynced = any(facts.dataparallel(m) is not None for m in facts.models) and not ctx.unsafe_fixes
         for loader, batch_loop in facts.training_loaders:
+            if unsynced:
+                ctx.report(loader.site.node, "training DataLoader without a DistributedSampler; the model is still nn.DataParallel: convert it to DDP first (DDP302, --unsafe-fixes), then shard the data", fix="none")
+                continue
             call = loader.site.node
             assert isinstance(call, cst.Call)
             if kwarg(call, "sampler") is not None:
