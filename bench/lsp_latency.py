@@ -20,7 +20,6 @@ import queue
 import statistics
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path

@@ -18,7 +18,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 import ddpfix
-from ddpfix.transforms import BY_CODE, RULES
+from ddpfix.transforms import RULES
 
 DATA = Path(__file__).parent / "lsp_data"
 BEFORE = (DATA / "train_before.py").read_text(encoding="utf-8")
@@ -254,13 +254,6 @@ async def client(request, lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-@pytest_lsp.fixture(config=SERVER, scope="module")
-async def vscode_client(lsp_client: LanguageClient):
-    await start(lsp_client, "visual-studio-code")
-    yield
-    await lsp_client.shutdown_session()
-
-
 @pytest.fixture(scope="module")
 def editor(client: LanguageClient) -> "Editor":
     """The same test in VS Code, Neovim 0.11 and Emacs 29 (utf-16, utf-8, utf-32)."""
@@ -268,9 +261,12 @@ def editor(client: LanguageClient) -> "Editor":
 
 
 @pytest.fixture(scope="module")
-def vscode(vscode_client: LanguageClient) -> "Editor":
-    """Behaviour that does not depend on the client: one server, VS Code's capabilities."""
-    return vscode_client.editor
+def vscode(client: LanguageClient) -> "Editor":
+    """Behaviour that does not depend on the client: VS Code's server only (see `vscode_only`)."""
+    return client.editor
+
+
+vscode_only = pytest.mark.parametrize("client", ["visual-studio-code"], indirect=True)
 
 
 def uri_for(tmp_path: Path, name: str = "train.py") -> str:
@@ -436,6 +432,7 @@ async def test_ignore_on_this_line(editor: Editor, tmp_path: Path):
 
 
 # ------------------------------------------------------------------ one client is enough
+@vscode_only
 async def test_set_epoch_title_and_moved_optimizer(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path)
     vscode.open(uri, UNICODE)
@@ -450,6 +447,7 @@ async def test_set_epoch_title_and_moved_optimizer(vscode: Editor, tmp_path: Pat
     assert "DDP305" not in [x.code for x in await vscode.diagnostics(uri)]
 
 
+@vscode_only
 async def test_convert_whole_file(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path)
     vscode.open(uri, UNICODE)
@@ -463,6 +461,7 @@ async def test_convert_whole_file(vscode: Editor, tmp_path: Path):
     assert len(await vscode.diagnostics(uri)) == len(check_source(text)) == 0
 
 
+@vscode_only
 async def test_suppression_comment_merges_into_an_existing_one(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path)
     src = SMALL.replace('    torch.save(model.state_dict(), "model.pt")', '    torch.save(model.state_dict(), "model.pt"); print("saved")  # ddpfix: ignore[DDP401]')
@@ -475,6 +474,7 @@ async def test_suppression_comment_merges_into_an_existing_one(vscode: Editor, t
     assert [x.line for x in check_source(text) if x.code in ("DDP401", "DDP406")] == [16]
 
 
+@vscode_only
 async def test_syntax_error_clears_and_recovers(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path)
     vscode.open(uri, SMALL)
@@ -488,6 +488,7 @@ async def test_syntax_error_clears_and_recovers(vscode: Editor, tmp_path: Path):
     assert len(await vscode.diagnostics(uri)) == len(check_source(SMALL))
 
 
+@vscode_only
 async def test_close_clears(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path)
     vscode.open(uri, SMALL)
@@ -496,6 +497,7 @@ async def test_close_clears(vscode: Editor, tmp_path: Path):
     assert len(await vscode.diagnostics(uri, version=None)) == 0
 
 
+@vscode_only
 async def test_fast_typing_is_debounced(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path)
     vscode.open(uri, SMALL)
@@ -509,6 +511,7 @@ async def test_fast_typing_is_debounced(vscode: Editor, tmp_path: Path):
     assert len([p for p in vscode.published[first:] if p.uri == uri]) < 5  # not one analysis per keystroke
 
 
+@vscode_only
 async def test_settings_from_workspace_pyproject(vscode: Editor, tmp_path: Path):
     project = tmp_path / "proj"
     (project / "src").mkdir(parents=True)
@@ -552,6 +555,7 @@ async def send_raw(editor: Editor, payload: bytes, msg_id) -> Exception | object
         return exc
 
 
+@vscode_only
 async def test_malformed_requests_get_errors_and_the_server_keeps_serving(vscode: Editor, tmp_path: Path):
     # params that do not decode as CodeActionParams
     bad = json.dumps({"jsonrpc": "2.0", "id": "bad-1", "method": "textDocument/codeAction", "params": {"textDocument": 42}})
@@ -584,12 +588,14 @@ async def test_malformed_requests_get_errors_and_the_server_keeps_serving(vscode
     assert await vscode.actions(uri_for(tmp_path, "never_opened.py"), ZERO, []) == []
 
 
+@vscode_only
 async def test_not_a_training_script(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path, "util.py")
     vscode.open(uri, "import json\n\nprint(json.dumps({}))\n")
     assert len(await vscode.diagnostics(uri)) == 0
 
 
+@vscode_only
 async def test_crlf_document(vscode: Editor, tmp_path: Path):
     src = SMALL.replace("\n", "\r\n")
     uri = uri_for(tmp_path)
@@ -601,6 +607,7 @@ async def test_crlf_document(vscode: Editor, tmp_path: Path):
     assert "\n" not in text.replace("\r\n", "")
 
 
+@vscode_only
 async def test_apply_action_command(vscode: Editor, tmp_path: Path):
     """For clients that only take bare Commands: the server computes the edit and sends workspace/applyEdit."""
     uri = uri_for(tmp_path)

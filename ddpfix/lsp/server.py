@@ -14,12 +14,12 @@ import asyncio
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcParseError
+from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -88,7 +88,6 @@ class Document:
     path: str | None  # file system path (None for untitled: and other non-file URIs)
     analysis: Analysis | None = None
     timer: asyncio.TimerHandle | None = None
-    published: tuple = field(default_factory=tuple)  # (version, [lsp Diagnostic]) last sent
 
 
 @dataclass
@@ -141,7 +140,8 @@ class DdpfixServer(LanguageServer):
             self.protocol._send_data({"jsonrpc": "2.0", "id": None, "error": err})
             return
         log.error("%s: %s", getattr(source, "__name__", source), error)
-        self._log(f"ddpfix: {error}", types.MessageType.Error)
+        if source is not FeatureRequestError:  # a failed request already carries its error to the client
+            self._log(f"ddpfix: {error}", types.MessageType.Error)
 
     def _log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
         try:
@@ -201,7 +201,6 @@ class DdpfixServer(LanguageServer):
             doc.timer = None
         a = self.analysis(doc)
         diags = self.lsp_diagnostics(doc, a)
-        doc.published = (doc.version, diags)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diags, version=doc.version))
 
     def publish_later(self, doc: Document) -> None:
@@ -404,10 +403,7 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
     a = ls.analysis(doc)
     if a.error or not a.diagnostics:
         return []
-    if doc.published and doc.published[0] == doc.version:
-        lsp_diags = doc.published[1]
-    else:
-        lsp_diags = ls.lsp_diagnostics(doc, a)
+    lsp_diags = ls.lsp_diagnostics(doc, a)  # the same objects as published for this analysis
     only = list(params.context.only) if params.context.only else None
     lazy = ls.client.resolve_edit
 
@@ -446,7 +442,8 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
             added = None
             if d.code == "DDP204":  # the title names the sampler and the epoch variable the fix uses
                 res = a.fixed((d.code,), d.fix == UNSAFE)
-                added = res.code.splitlines() if res is not None else None
+                if res is not None:  # only the lines the fix adds, not set_epoch calls already there
+                    added = [line for e in text_edits(doc.text, res.code, "utf-32") for line in e.new_text.splitlines()]
             title = A.fix_title(d.code, d.fix, len(same), added)
             make(title, A.QUICKFIX, {"action": "fix", "code": d.code, "unsafe": d.fix == UNSAFE}, same, preferred=d.fix == SAFE)
         seen: set[tuple[str, int]] = set()
