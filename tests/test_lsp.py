@@ -153,13 +153,14 @@ class Editor:
             self._set(uri, apply_edits(self.texts[uri], self.last_edits, self.encoding))
             return types.ApplyWorkspaceEditResult(applied=True)
 
-    async def diagnostics(self, uri: str, version: int | None | str = "current") -> list[types.Diagnostic]:
-        """Wait for the diagnostics of `uri` at `version` (default: its current version)."""
+    async def diagnostics(self, uri: str, version: int | None | str = "current", since: int = 0) -> list[types.Diagnostic]:
+        """Wait for the diagnostics of `uri` at `version` (default: its current version), published
+        as notification number `since` or later."""
         version = self.versions.get(uri) if version == "current" else version
 
         async def wait():
             while True:
-                for p in reversed(self.published):
+                for p in reversed(self.published[since:]):
                     if p.uri == uri and p.version == version:
                         return list(p.diagnostics)
                 self.event.clear()
@@ -242,7 +243,7 @@ async def start(lsp_client: LanguageClient, kind: str) -> None:
     result = await lsp_client.initialize_session(
         types.InitializeParams(capabilities=client_capabilities(kind), initialization_options={"docsUrl": DOCS})
     )
-    encoding = str(result.capabilities.position_encoding or "utf-16")
+    encoding = str(getattr(result.capabilities.position_encoding, "value", result.capabilities.position_encoding) or "utf-16")
     lsp_client.editor = Editor(lsp_client, kind, encoding)
     lsp_client.editor.registrations = registrations
 
@@ -622,3 +623,19 @@ async def test_apply_action_command(vscode: Editor, tmp_path: Path):
     assert len(vscode.applied) == before + 1
     assert vscode.texts[uri] == fix_source(SMALL, select=["DDP401"]).code
     assert "DDP401" not in [d.code for d in await vscode.diagnostics(uri)]
+
+
+@vscode_only
+async def test_stale_ignore_action_does_nothing_and_save_republishes(vscode: Editor, tmp_path: Path):
+    uri = uri_for(tmp_path)
+    vscode.open(uri, SMALL)
+    d = find(await vscode.diagnostics(uri), "DDP406")
+    (ignore,) = [a for a in await vscode.actions(uri, d.range, [d]) if a.title == "Ignore DDP406 on this line"]
+    vscode.type_at(uri, ZERO.start, "# a new first line\n")  # every line moves down by one
+    await vscode.diagnostics(uri)
+    resolved = await asyncio.wait_for(vscode.client.code_action_resolve_async(ignore), TIMEOUT)
+    assert not resolved.edit.changes and not resolved.edit.document_changes  # not applied to the wrong line
+
+    before = len(vscode.published)
+    vscode.client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert [d.code for d in await vscode.diagnostics(uri, since=before)] == [d.code for d in check_source(vscode.texts[uri])]

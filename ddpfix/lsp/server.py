@@ -103,7 +103,7 @@ class ClientFeatures:
 
     @classmethod
     def read(cls, caps: types.ClientCapabilities | None, encoding: str | None) -> "ClientFeatures":
-        f = cls(encoding=str(encoding or UTF16))
+        f = cls(encoding=str(getattr(encoding, "value", encoding) or UTF16))  # pygls' default is an enum member
         td = caps.text_document if caps else None
         pd = td.publish_diagnostics if td else None
         f.code_description = bool(pd and pd.code_description_support)
@@ -239,6 +239,8 @@ class DdpfixServer(LanguageServer):
             return None
         kind = data.get("action")
         if kind == "ignore":
+            if data.get("version") != doc.version:
+                return None  # picked on an older text: its line number may point elsewhere now
             diag = Diagnostic(code=str(data["code"]), message="", line=int(data["line"]), col=1, end_line=int(data["line"]), end_col=1)
             spot = A.suppression_edit(doc.text, diag)
             if spot is None:
