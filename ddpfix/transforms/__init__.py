@@ -21,7 +21,9 @@ from .ddp202_sampler_not_passed import SamplerNotPassed
 from .ddp203_sampler_with_shuffle import SamplerWithShuffle
 from .ddp204_set_epoch import MissingSetEpoch
 from .ddp205_sampler_seed_per_rank import SamplerSeedPerRank
+from .ddp207_batch_size_semantics import BatchSizeSemantics
 from .ddp301_ddp_wrap import MissingDdpWrap
+from .ddp302_dataparallel import DataParallelToDdp
 from .ddp303_device_ids_mismatch import DeviceIdsMismatch
 from .ddp304_wrapped_container import WrappedContainer
 from .ddp305_optimizer_order import OptimizerBeforeWrap
@@ -58,7 +60,9 @@ RULES: list[Rule] = [
     SamplerWithShuffle(),
     MissingSetEpoch(),
     SamplerSeedPerRank(),
+    BatchSizeSemantics(),
     MissingSyncBatchNorm(),
+    DataParallelToDdp(),
     MissingDdpWrap(),
     DeviceIdsMismatch(),
     WrappedContainer(),

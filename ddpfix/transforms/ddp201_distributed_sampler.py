@@ -53,10 +53,11 @@ diagnostic only.
         facts = ctx.facts
         # Sharding the data is only right once gradients are synchronised: a model left in
         # nn.DataParallel (its conversion, DDP302, is an unsafe fix) would train per-rank copies.
-        unsynced = any(facts.dataparallel(m) is not None for m in facts.models) and not ctx.unsafe_fixes
+        # So with a DataParallel model the sampler is as unsafe as that conversion, in check and fix alike.
+        dataparallel = any(facts.dataparallel(m) is not None for m in facts.models)
         for loader, batch_loop in facts.training_loaders:
-            if unsynced:
-                ctx.report(loader.site.node, "training DataLoader without a DistributedSampler; the model is still nn.DataParallel: convert it to DDP first (DDP302, --unsafe-fixes), then shard the data", fix="none")
+            if dataparallel and not ctx.unsafe_fixes:
+                ctx.report(loader.site.node, "training DataLoader without a DistributedSampler; the model is still nn.DataParallel: convert it to DDP first (DDP302, --unsafe-fixes), then shard the data", fix="unsafe")
                 continue
             call = loader.site.node
             assert isinstance(call, cst.Call)
@@ -75,7 +76,7 @@ diagnostic only.
             if ds_arg is None or _is_iterable_dataset(facts, ds_arg.value):
                 ctx.report(call, "training DataLoader over an IterableDataset: shard it per rank inside the dataset", fix="none")
                 continue
-            if not ctx.report(call):
+            if not ctx.report(call, fix="unsafe" if dataparallel else None):
                 continue
             _add_sampler(ctx, loader, batch_loop, ds_arg)
 

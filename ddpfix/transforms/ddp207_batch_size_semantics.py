@@ -1,0 +1,69 @@
+"""DDP207: batch size and gradient scale mean something else per process than in one process (info)."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..diagnostic import NONE
+from ..facts import DP_NAMES
+from ..rule import Context, Rule
+from ..syntax import code_of, kwarg, positional, string_value
+
+
+class BatchSizeSemantics(Rule):
+    code = "DDP207"
+    name = "batch-size-semantics"
+    message = "batch_size is per process under DDP: the global batch is batch_size x WORLD_SIZE"
+    fix = NONE
+    docs = """
+## What
+An information finding where the single-process meaning of the batch does not carry over:
+- the training DataLoader's `batch_size` in a script that used `nn.DataParallel`, whose batch was
+  global (split across the GPUs), while under DDP every process loads `batch_size` samples;
+- a loss with `reduction="sum"` in a script trained through DDP.
+
+## Why
+DDP's `batch_size` is per process, so N processes train on a global batch of N x `batch_size`:
+coming from DataParallel with the same number, the global batch grows N-fold, and so does the number
+of samples per optimizer step. DDP *averages* gradients across processes; with a summed loss each
+step's gradient is 1/N of the summed gradient one process would compute over the same global batch.
+Both change the effective learning rate; neither raises an error.
+
+## Example
+```python
+loader = DataLoader(dataset, batch_size=256, sampler=sampler)  # was DataParallel over 4 GPUs
+```
+Decide explicitly: keep the global batch (`batch_size=256 // WORLD_SIZE`) or keep 256 per process
+and scale the learning rate (the linear-scaling rule of Goyal et al., "Accurate, Large Minibatch
+SGD", is a judgement call, not a law). For a summed loss, multiply it by `WORLD_SIZE` or switch to
+`reduction="mean"` and retune.
+
+## Fix safety
+No automatic fix: which policy is right is a training decision, not a code defect.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        if facts.calls_matching(lambda q: q in DP_NAMES):
+            for loader, _ in facts.training_loaders:
+                call = loader.site.node
+                assert isinstance(call, cst.Call)
+                bs = kwarg(call, "batch_size") or positional(call, 1)
+                where = bs.value if bs is not None else call
+                size = code_of(bs.value) if bs is not None else "1"
+                ctx.report(
+                    where,
+                    f"batch_size={size} was split across GPUs by DataParallel; under DDP each process loads {size}: "
+                    "the global batch grows by WORLD_SIZE (keep it with batch_size // WORLD_SIZE, or scale the learning rate)",
+                )
+        if not (facts.ddp_calls or facts.models):
+            return
+        for call in facts.calls:
+            reduction = kwarg(call, "reduction")
+            q = facts.call_qual(call) or ""
+            if reduction is None or string_value(reduction.value) != "sum" or not q.startswith("torch.nn"):
+                continue
+            ctx.report(
+                reduction,
+                "reduction=\"sum\" under DDP: gradients are averaged across processes, so each step's gradient is "
+                "1/WORLD_SIZE of the single-process sum over the same global batch",
+            )

@@ -1,0 +1,116 @@
+"""DDP302: `nn.DataParallel`: single-process multi-GPU, replaced by DistributedDataParallel."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..diagnostic import UNSAFE
+from ..edits import after_wrap, cuda_test, raw_handle
+from ..facts import DP_NAMES
+from ..rule import Context, Rule
+from ..syntax import assign_targets, assigned_value, code_of, dotted, positional, kwarg, walk
+
+DDP = "torch.nn.parallel.DistributedDataParallel"
+
+
+class DataParallelToDdp(Rule):
+    code = "DDP302"
+    name = "dataparallel"
+    message = "nn.DataParallel: one process drives every GPU; use DistributedDataParallel under torchrun"
+    fix = UNSAFE
+    requires = ("DDP001",)
+    docs = """
+## What
+`model = nn.DataParallel(model)` (also with `device_ids=`, a trailing `.to(device)` / `.cuda()`, or
+inside `if torch.cuda.device_count() > 1:`).
+
+## Why
+DataParallel is single-process and multi-threaded: it scatters every batch from GPU 0, replicates
+the model on each forward and gathers the outputs back, so GPU 0 is the bottleneck, and the GIL
+limits the rest. PyTorch recommends DistributedDataParallel even on a single machine. Under
+`torchrun`, a DataParallel script starts N processes that each grab every GPU.
+
+## Example
+```python
+model = Net().to(device)
+if torch.cuda.device_count() > 1:
+    model = nn.DataParallel(model)
+...
+torch.save(model.module.state_dict(), "model.pt")
+```
+becomes
+```python
+model = Net().to(device)
+raw_model = model
+if DISTRIBUTED:
+    model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+...
+torch.save(raw_model.state_dict(), "model.pt")
+```
+`model.module` (which a plain run no longer has) becomes the kept `raw_model`; the process group,
+`DistributedSampler` and the rank-0 guards come from the other rules.
+
+## Fix safety
+Unsafe: the batch size changes meaning. DataParallel splits one batch of `batch_size` across the
+GPUs; under DDP every process loads `batch_size` samples, so the global batch grows by the number of
+processes (see DDP207). Halve the per-process batch or scale the learning rate deliberately. A
+plain `python train.py` now runs on one GPU only. Not fixed when the wrap shares an `if` block with
+other statements.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        models = {m.handle: m for m in facts.models}
+        for call in facts.calls_matching(lambda q: q in DP_NAMES):
+            site = facts.site(call)
+            stmt = site.stmt
+            value = assigned_value(stmt)
+            targets = assign_targets(stmt)
+            module = positional(call, 0) or kwarg(call, "module")
+            if len(targets) != 1 or value is None or module is None or not _chain_holds(value, call) or facts.in_one_line_suite(stmt):
+                ctx.report(call, fix="none")
+                continue
+            handle = targets[0]
+            target = stmt
+            owner = facts.parent.get(site.block)
+            if isinstance(owner, cst.If) and owner.body is site.block:
+                if len(site.block.body) != 1 or owner.orelse is not None:
+                    ctx.report(call, self.message + " (the wrap shares its if block: convert it by hand)", fix="none")
+                    continue
+                target = owner  # `if torch.cuda.device_count() > 1:` goes: torchrun decides the process count
+            if not ctx.report(call, f"{self.message}; DataParallel's batch is global, DDP's is per process"):
+                continue
+            model = models.get(handle)
+            raw = raw_handle(ctx, model) if model is not None else ctx.plan.fresh("raw_model")
+            unwrapped = code_of(value.deep_replace(call, module.value))  # type: ignore[arg-type]
+            lines = [] if unwrapped == handle else [f"{handle} = {unwrapped}"]
+            lines.append(f"{raw} = {handle}")
+            before = ctx.plan.statements("\n".join(lines))
+            wrap = ctx.plan.statements(
+                """
+                if {D}:
+                    {m} = {ddp}({m}, device_ids=[{L}] if {cuda} else None)
+                """,
+                D=ctx.env("DISTRIBUTED"),
+                m=handle,
+                ddp=ctx.plan.ref(DDP, "DDP"),
+                L=ctx.env("LOCAL_RANK"),
+                cuda=cuda_test(ctx, handle, target),
+            )[0]
+            if isinstance(stmt, cst.SimpleStatementLine) and target is stmt and isinstance(wrap, cst.If):
+                wrap = wrap.with_changes(body=wrap.body.with_changes(header=stmt.trailing_whitespace))  # keep a trailing comment
+            ctx.plan.insert_before(target, before, order=40)
+            ctx.plan.replace(target, lambda n, wrap=wrap: wrap.with_changes(leading_lines=n.leading_lines))
+            ctx.shared.setdefault("wrapped", {})[handle] = raw
+            ctx.shared.setdefault("wrap_stmt", {})[handle] = target
+            for node in walk(facts.module):  # model.module: a plain run has no .module any more
+                if isinstance(node, cst.Attribute) and dotted(node) == f"{handle}.module" and after_wrap(facts, node, handle, target):
+                    ctx.plan.replace(node, lambda n, raw=raw: cst.parse_expression(raw))
+
+
+def _chain_holds(value: cst.BaseExpression, call: cst.Call) -> bool:
+    """`DataParallel(m)`, `DataParallel(m).to(device)`, `DataParallel(m).cuda()`: the wrap and device moves only."""
+    while value is not call:
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda")):
+            return False
+        value = value.func.value
+    return True
