@@ -21,6 +21,7 @@ from .ddp202_sampler_not_passed import SamplerNotPassed
 from .ddp203_sampler_with_shuffle import SamplerWithShuffle
 from .ddp204_set_epoch import MissingSetEpoch
 from .ddp205_sampler_seed_per_rank import SamplerSeedPerRank
+from .ddp206_padded_eval_metrics import PaddedEvalMetrics
 from .ddp207_batch_size_semantics import BatchSizeSemantics
 from .ddp301_ddp_wrap import MissingDdpWrap
 from .ddp302_dataparallel import DataParallelToDdp
@@ -31,6 +32,7 @@ from .ddp306_syncbn import MissingSyncBatchNorm
 from .ddp307_grad_accum_no_sync import GradAccumWithoutNoSync
 from .ddp308_wrapper_attribute_access import WrapperAttributeAccess
 from .ddp309_forward_bypasses_ddp import ForwardBypassesDdp
+from .ddp310_unused_parameters import UnusedParameters
 from .ddp401_unguarded_save import UnguardedSave
 from .ddp402_wrapped_state_dict import WrappedStateDict
 from .ddp403_load_into_wrapper import LoadIntoWrapper
@@ -60,6 +62,7 @@ RULES: list[Rule] = [
     SamplerWithShuffle(),
     MissingSetEpoch(),
     SamplerSeedPerRank(),
+    PaddedEvalMetrics(),
     BatchSizeSemantics(),
     MissingSyncBatchNorm(),
     DataParallelToDdp(),
@@ -70,6 +73,7 @@ RULES: list[Rule] = [
     GradAccumWithoutNoSync(),
     WrapperAttributeAccess(),
     ForwardBypassesDdp(),
+    UnusedParameters(),
     UnguardedSave(),
     WrappedStateDict(),
     LoadIntoWrapper(),
