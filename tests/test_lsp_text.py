@@ -158,3 +158,24 @@ def test_server_announces_code_actions_and_resolve():
     opts = ls.protocol.fm.feature_options[types.TEXT_DOCUMENT_CODE_ACTION]
     assert opts.resolve_provider is True
     assert set(opts.code_action_kinds) == {"quickfix", "source.fixAll.ddpfix", "source.convertToDdp.ddpfix"}
+
+
+def test_automatic_code_action_requests_do_not_analyse_a_changed_text(tmp_path):
+    """VS Code asks for code actions on every keystroke (triggerKind Automatic): only an explicit
+    request may run the engine on a text the debounced analysis has not seen yet."""
+    from ddpfix.lsp.server import ClientFeatures, Document, code_actions, create_server
+
+    ls = create_server()
+    ls.client = ClientFeatures(resolve_edit=True)
+    text = (__import__("pathlib").Path(__file__).parent / "lsp_data" / "train_small.py").read_text()
+    doc = Document(uri=(tmp_path / "t.py").as_uri(), text=text, version=1, path=str(tmp_path / "t.py"))
+    here = types.Range(start=pos(15, 8), end=pos(15, 8))
+
+    def ask(kind):
+        ctx = types.CodeActionContext(diagnostics=[], trigger_kind=kind)
+        return code_actions(ls, doc, types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), range=here, context=ctx))
+
+    assert ask(types.CodeActionTriggerKind.Automatic) == [] and doc.analysis is None
+    titles = [a.title for a in ask(types.CodeActionTriggerKind.Invoked)]
+    assert "DDP406: print on rank 0 only" in titles and doc.analysis is not None
+    assert [a.title for a in ask(types.CodeActionTriggerKind.Automatic)] == titles  # analysed: answered

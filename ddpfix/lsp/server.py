@@ -257,9 +257,6 @@ class DdpfixServer(LanguageServer):
         return self.workspace_edit(doc, res.code)
 
 
-server = None  # the running server (set by create_server)
-
-
 def default_docs_url() -> str | None:
     """Where rule documentation lives: the package's Documentation URL, else docs/rules.md beside a
     source checkout; None (no codeDescription) when neither exists."""
@@ -396,12 +393,16 @@ def create_server() -> DdpfixServer:
         await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=str(data.get("title", "ddpfix"))))
         return None
 
-    global server
-    server = ls
     return ls
 
 
 def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams) -> list:
+    a = doc.analysis
+    fresh = a is not None and a.matches(doc.text, doc.version, ls.options_for(doc))
+    if not fresh and params.context.trigger_kind == types.CodeActionTriggerKind.Automatic:
+        # VS Code asks on every cursor move and keystroke; analysing a changed text here would run the
+        # engine once per keystroke. The debounced analysis publishes soon, and the editor asks again.
+        return []
     a = ls.analysis(doc)
     if a.error or not a.diagnostics:
         return []
