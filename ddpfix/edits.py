@@ -130,6 +130,10 @@ def raw_handles(ctx: Context) -> dict[str, str]:
 def existing_raw(facts: ScriptFacts, wrap: cst.Call, handle: str) -> str | None:
     """For `model = DDP(model)`: a `raw = model` kept just before, else `model.module` when unconditional."""
     site = facts.site(wrap)
+    arg = wrap.args[0].value if wrap.args and wrap.args[0].keyword is None else None
+    inner = dotted(arg) if arg is not None else None
+    if inner and inner != handle and handle in assign_targets(site.stmt):
+        return inner  # `ddp_model = DDP(model)`: `model` stays the plain module
 
     def kept_before(block, stmt) -> str | None:
         body = list(block.body)

@@ -553,6 +553,9 @@ class ScriptFacts:
             while isinstance(value, cst.Call):
                 if isinstance(value.func, cst.Name) and value.func.value in by_name:
                     return by_name[value.func.value]
+                if self.call_qual(value) in DDP_NAMES | DP_NAMES and value.args:
+                    value = value.args[0].value  # ddp_model = DDP(model)
+                    continue
                 value = receiver(value)  # Net().to(device).train()
             if value is not None and dotted(value) is not None and dotted(value) != name and _depth < 3:
                 return self.model_class(dotted(value), site.stmt, _depth + 1)  # type: ignore[arg-type]

@@ -79,7 +79,7 @@ def _without_rank(facts, expr: cst.BaseExpression):
     """`base + rank` -> base; `rank` -> None (no seed); False when the rank term is not separable."""
     if not facts.is_rank_test(expr):
         return expr
-    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call)):
+    if isinstance(expr, (cst.Name, cst.Attribute)) or (isinstance(expr, cst.Call) and (facts.call_qual(expr) or "").endswith("rank")):
         return None  # the whole seed is the rank: the default seed is the same everywhere
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.BitXor)):
         left, right = facts.is_rank_test(expr.left), facts.is_rank_test(expr.right)

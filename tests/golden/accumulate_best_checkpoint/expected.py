@@ -1,4 +1,4 @@
-"""Gradient accumulation, a model with its own helper method, and the best weights restored at the end."""
+"""Gradient accumulation, a model with its own helper method, and the first epoch's weights restored at the end."""
 import copy
 import os
 
@@ -52,7 +52,7 @@ def main():
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    best, best_state = float("inf"), None
+    snapshot = None
     for epoch in range(2):
         if sampler is not None:
             sampler.set_epoch(epoch)
@@ -70,11 +70,10 @@ def main():
                 optimizer.zero_grad()
         if RANK == 0:
             print(f"epoch {epoch} loss {total:.4f} scale {raw_model.scale}")
-        if total < best:
-            best = total
-            best_state = copy.deepcopy(raw_model.state_dict())
+        if epoch == 0:
+            snapshot = copy.deepcopy(raw_model.state_dict())
 
-    raw_model.load_state_dict(best_state)
+    raw_model.load_state_dict(snapshot)
     model.eval()
     if RANK == 0:
         print("probe", [round(v, 3) for v in raw_model.predict(probe).squeeze(1).tolist()])
