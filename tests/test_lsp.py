@@ -168,10 +168,10 @@ class Editor:
 
         return await asyncio.wait_for(wait(), TIMEOUT)
 
-    def open(self, uri: str, text: str) -> None:
+    def open(self, uri: str, text: str, language_id: str = "python") -> None:
         self.texts[uri], self.versions[uri] = text, 1
         self.client.text_document_did_open(
-            types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+            types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id=language_id, version=1, text=text))
         )
 
     def _set(self, uri: str, text: str, changes=None) -> None:
@@ -594,6 +594,9 @@ async def test_not_a_training_script(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path, "util.py")
     vscode.open(uri, "import json\n\nprint(json.dumps({}))\n")
     assert len(await vscode.diagnostics(uri)) == 0
+    notes = uri_for(tmp_path, "NOTES.md")  # not Python at all, whatever it says
+    vscode.open(notes, SMALL, language_id="markdown")
+    assert len(await vscode.diagnostics(notes)) == 0
 
 
 @vscode_only

@@ -326,6 +326,10 @@ def create_server() -> DdpfixServer:
         old = ls.docs.pop(item.uri, None)
         if old is not None and old.timer is not None:
             old.timer.cancel()
+        if item.language_id not in ("python", "") and not item.uri.endswith((".py", ".pyi")):
+            # an editor configured to send every file: nothing here is Python
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=item.uri, diagnostics=[], version=item.version))
+            return
         doc = ls.docs[item.uri] = Document(item.uri, item.text, item.version, _path_of(item.uri))
         ls.publish(doc)
 
