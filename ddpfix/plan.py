@@ -67,15 +67,30 @@ class Plan:
         self._seq = 0
 
     # ------------------------------------------------------------------ naming
+    # When the preferred name is taken, a descriptive variant reads better than a number.
+    VARIANTS = {"dist": "torch_dist", "DDP": "TorchDDP", "sampler": "dist_sampler", "raw_model": "unwrapped_model",
+                "dataset": "base_dataset", "os": "_os", "DistributedSampler": "TorchDistributedSampler"}
+
     def fresh(self, preferred: str) -> str:
         """A name not used by the script nor by anything this plan introduced."""
         taken = self.facts.names | self.introduced
-        name, i = preferred, 2
-        while name in taken:
+        candidates = [preferred, self._variant(preferred)]
+        name = next((c for c in candidates if c and c not in taken), None)
+        i = 2
+        while name is None or name in taken:
             name = f"{preferred}_{i}"
             i += 1
         self.introduced.add(name)
         return name
+
+    def _variant(self, preferred: str) -> str | None:
+        if preferred in self.VARIANTS:
+            return self.VARIANTS[preferred]
+        if preferred.endswith("sampler"):
+            return f"dist_{preferred}"  # train_sampler -> dist_train_sampler
+        if preferred.startswith("raw_"):
+            return f"unwrapped_{preferred[4:]}"
+        return None
 
     def ref(self, qualified: str, preferred: str, *, style: str = "from", via_parent: bool = False) -> str:
         """Local spelling for a module/object, importing it once if the script does not have it.
