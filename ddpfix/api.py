@@ -67,7 +67,7 @@ def run_rules(
     lets a source without `# ddpfix: ignore` comments skip looking for them."""
     suppressions = scan(module.code) if might_have(source) else None
     facts = ScriptFacts(module)
-    if not facts.uses_torch or not (facts.trains or facts.init_calls or facts.ddp_calls):
+    if not facts.uses_torch or facts.other_launcher or not (facts.trains or facts.init_calls or facts.ddp_calls):
         return module, _unused(suppressions, [], select, ignore)  # not a training script: nothing here is about DDP
     active = expand(select, ignore)
     fixing = set(active) if fix else set()

@@ -63,6 +63,7 @@ DDP_NAMES = {
 DP_NAMES = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
 LOADER_NAMES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 SAMPLER_NAMES = {"torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"}
+FRAMEWORKS = {"accelerate", "lightning", "pytorch_lightning", "deepspeed", "horovod", "torch_xla", "colossalai", "fairscale"}
 BATCHNORM = re.compile(r"^torch\.nn\.(modules\.batchnorm\.)?BatchNorm[123]d$|^torch\.nn\.BatchNorm$")
 
 
@@ -222,6 +223,16 @@ class ScriptFacts:
     @cached_property
     def uses_torch(self) -> bool:
         return any(v == "torch" or v.startswith("torch.") for v in self.aliases.values())
+
+    @cached_property
+    def other_launcher(self) -> str | None:
+        """A library that distributes the script itself (Accelerate, Lightning, DeepSpeed, FSDP,
+        Horovod, XLA): its own setup, samplers and wrappers are not DDP's to rewrite."""
+        for full in self.aliases.values():
+            top = full.split(".")[0]
+            if top in FRAMEWORKS or full.startswith(("torch.distributed.fsdp", "torch.distributed._composable.fsdp")):
+                return top if top in FRAMEWORKS else "FSDP"
+        return None
 
     # ----------------------------------------------------------------- structure
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -243,3 +243,25 @@ def test_unreduced_metric_flagged_only_without_all_reduce():
     """
     assert "DDP409" in codes(train(base.format(reduce="")))
     assert "DDP409" not in codes(train(base.format(reduce="dist.all_reduce(loss)")))
+
+
+def test_scripts_distributed_by_another_library_are_left_alone():
+    body = """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+    {imp}
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(8, 2), torch.randn(8, 1)), batch_size=2, shuffle=True)
+    for epoch in range(2):
+        for x, y in loader:
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        print(epoch)
+    """
+    assert check_source(textwrap.dedent(body.format(imp="")))  # a plain script is converted
+    for imp in ("from accelerate import Accelerator", "import lightning as L", "import deepspeed",
+                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP"):
+        src = textwrap.dedent(body.format(imp=imp))
+        assert check_source(src) == [] and not fix_source(src).changed, imp
