@@ -31,6 +31,7 @@ FIX_TITLES = {
     "DDP204": "call sampler.set_epoch(epoch) each epoch",
     "DDP205": "give the sampler the same seed on every rank",
     "DDP301": "wrap the model in DistributedDataParallel",
+    "DDP302": "replace DataParallel with DistributedDataParallel",
     "DDP303": "derive device_ids from the model's device",
     "DDP304": "wrap the model itself",
     "DDP305": "build the optimizer after the DDP wrap",
