@@ -878,7 +878,7 @@ def _wrap_point(facts: ScriptFacts, model: Model) -> WrapPoint:
             break
         if not mentions(stmt, handle):
             continue
-        kind = _model_use(facts, stmt, handle)
+        kind = model_use(facts, stmt, handle)
         if kind == "prep":
             if any(mentions(stmt, n) for n in moved_names):
                 # a resume block loading the optimizer: it cannot move past this; it only matters
@@ -901,7 +901,7 @@ def _moves_device(stmt: cst.BaseStatement, handle: str) -> bool:
     )
 
 
-def _model_use(facts: ScriptFacts, stmt: cst.BaseStatement, handle: str) -> str:
+def model_use(facts: ScriptFacts, stmt: cst.BaseStatement, handle: str) -> str:
     """"prep" (moves/loads/converts the model), "use" (runs or hands it on), or "benign" (prints it)."""
     prep = False
     for call in calls_in(stmt):

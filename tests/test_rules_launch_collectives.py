@@ -235,14 +235,21 @@ def test_tqdm_gets_disable_unless_it_has_one():
 
 def test_unreduced_metric_flagged_only_without_all_reduce():
     base = """
+        from torch.utils.data import DataLoader
         from torch.utils.data.distributed import DistributedSampler
-        sampler = DistributedSampler(list(range(8)))
-        if rank == 0:
-            print(f"loss {{loss.item():.3f}}")
+        data = torch.randn(8, 2)
+        sampler = DistributedSampler(data)
+        loader = DataLoader(data, sampler=sampler)
+        total = 0.0
+        for x in loader:
+            total += model(x).sum().item()
         {reduce}
+        if rank == 0:
+            print(f"sum {{total:.3f}} last {{loss.item():.3f}}")
     """
-    assert "DDP409" in codes(train(base.format(reduce="")))
-    assert "DDP409" not in codes(train(base.format(reduce="dist.all_reduce(loss)")))
+    found = [d for d in check_source(train(base.format(reduce=""))) if d.code == "DDP409"]
+    assert len(found) == 1 and found[0].message.startswith("total summed")
+    assert "DDP409" not in codes(train(base.format(reduce="dist.all_reduce(torch.tensor(total))")))
 
 
 def test_scripts_distributed_by_another_library_are_left_alone():

@@ -5,9 +5,9 @@ import libcst as cst
 
 from ..diagnostic import UNSAFE
 from ..edits import after_wrap, cuda_test, raw_handle
-from ..facts import DP_NAMES
+from ..facts import DP_NAMES, model_use
 from ..rule import Context, Rule
-from ..syntax import assign_targets, assigned_value, code_of, dotted, positional, kwarg, walk
+from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, kwarg, mentions, method_name, positional, receiver, walk
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 
@@ -98,13 +98,43 @@ other statements.
             )[0]
             if isinstance(stmt, cst.SimpleStatementLine) and target is stmt and isinstance(wrap, cst.If):
                 wrap = wrap.with_changes(body=wrap.body.with_changes(header=stmt.trailing_whitespace))  # keep a trailing comment
-            ctx.plan.insert_before(target, before, order=40)
-            ctx.plan.replace(target, lambda n, wrap=wrap: wrap.with_changes(leading_lines=n.leading_lines))
+            later = _later_device_move(facts, target, handle)
+            if later is not None and unwrapped == handle:
+                # `model = nn.DataParallel(model)` then `model.to(device)`: DDP must wrap the moved
+                # module, so the DataParallel line goes and the wrap follows the move
+                ctx.plan.moved.add(target)
+                ctx.plan.insert_after(later, [*before, wrap.with_changes(leading_lines=[])], order=40)
+                target = later
+            else:
+                ctx.plan.insert_before(target, before, order=40)
+                ctx.plan.replace(target, lambda n, wrap=wrap: wrap.with_changes(leading_lines=n.leading_lines))
             ctx.shared.setdefault("wrapped", {})[handle] = raw
             ctx.shared.setdefault("wrap_stmt", {})[handle] = target
             for node in walk(facts.module):  # model.module: a plain run has no .module any more
                 if isinstance(node, cst.Attribute) and dotted(node) == f"{handle}.module" and after_wrap(facts, node, handle, target):
                     ctx.plan.replace(node, lambda n, raw=raw: cst.parse_expression(raw))
+
+
+def _later_device_move(facts, target: cst.CSTNode, handle: str) -> cst.BaseStatement | None:
+    """The last statement after `target` in its block that moves `handle` to a device, before the
+    model is first used (`model = model.to(device)`, `model.cuda()`)."""
+    block = facts.parent.get(target)
+    body = list(getattr(block, "body", []))
+    idx = next((i for i, s in enumerate(body) if s is target), None)
+    if idx is None:
+        return None
+    found = None
+    for stmt in body[idx + 1:]:
+        if isinstance(stmt, (cst.For, cst.While)):
+            break
+        if not mentions(stmt, handle):
+            continue
+        kind = model_use(facts, stmt, handle)
+        if kind == "use":
+            break
+        if kind == "prep" and any(method_name(c) in ("to", "cuda") and dotted(receiver(c) or cst.Name("_")) == handle for c in calls_in(stmt)):
+            found = stmt
+    return found
 
 
 def _chain_holds(value: cst.BaseExpression, call: cst.Call) -> bool:

@@ -1,15 +1,12 @@
 """DDP409: a per-rank loss or accuracy logged as if it were global."""
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from ..ranks import Ranks
 from ..rule import NONE, Context, Rule
-from ..syntax import calls_in, code_of, dotted
+from ..syntax import dotted, kwarg, walk
 
-METRIC = re.compile(r"\b(loss|acc|accuracy|correct|total_loss|running_loss|val_loss|metric)\w*", re.IGNORECASE)
 
 
 class MetricsNotReduced(Rule):
@@ -51,10 +48,30 @@ None: which values are sums and which are means is the script's business.
         ranks = Ranks.of(facts)
         if any(op in ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object") for _, op in ranks.collectives_in(facts.module)):
             return
+        sharded = _sharded_totals(facts)
+        if not sharded:
+            return
         for call in facts.calls:
             name = dotted(call.func) or ""
             if name != "print" and not name.endswith((".info", ".log", ".add_scalar")):
                 continue
-            if not facts.rank_guarded(call) or not METRIC.search(code_of(call)):
+            if not facts.rank_guarded(call):
                 continue
-            ctx.report(call)
+            used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
+            if used:
+                ctx.report(call, f"{', '.join(sorted(used))} summed over this rank's shard only, logged as if global: all-reduce it first")
+
+
+def _sharded_totals(facts) -> set[str]:
+    """Names accumulated (`total += ...`) inside a loop over a loader whose sampler shards the data."""
+    out: set[str] = set()
+    for loader in facts.loaders:
+        sampler = kwarg(loader.site.node, "sampler")
+        if sampler is None or loader.target is None:
+            continue
+        for loop in facts.loops:
+            if isinstance(loop, cst.For) and facts._iterates(loop, loader):
+                for n in walk(loop.body):
+                    if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name):
+                        out.add(n.target.value)
+    return out

@@ -5,7 +5,7 @@ import libcst as cst
 
 from ..ranks import Ranks
 from ..rule import Context, Rule
-from ..syntax import code_of, positional, kwarg
+from ..syntax import code_of, dotted, kwarg, positional
 
 
 class SaveLoadRace(Rule):
@@ -43,10 +43,13 @@ Safe: every rank reaches the barrier (it is outside any rank condition).
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         ranks = Ranks.of(facts)
+        # Saves on rank 0: guarded already, or about to be (DDP401 guards every save of a script
+        # that runs distributed; an unguarded save races the same way, with every rank writing).
+        distributed = bool(facts.init_calls or facts.ddp_calls or facts.models)
         saves = []
         for call in facts.calls_to("torch.save"):
             path = positional(call, 1) or kwarg(call, "f")
-            if path is not None and facts.rank_guarded(call):
+            if path is not None and (facts.rank_guarded(call) or distributed):
                 saves.append((call, code_of(path.value)))
         if not saves:
             return
@@ -57,7 +60,7 @@ Safe: every rank reaches the barrier (it is outside any rank condition).
         ]
         for load in facts.calls_to("torch.load"):
             path = positional(load, 0) or kwarg(load, "f")
-            if path is None or facts.rank_guarded(load):
+            if path is None or facts.rank_guarded(load) or _inside_print(facts, load):
                 continue
             for save, text in saves:
                 if text != code_of(path.value) or not facts.before(save, load):
@@ -71,3 +74,8 @@ Safe: every rank reaches the barrier (it is outside any rank condition).
                     stmts = ctx.plan.statements("if {D}:\n    {dist}.barrier()", D=ctx.env("DISTRIBUTED"), dist=dist)
                     ctx.plan.insert_before(facts.site(load).stmt, stmts, order=60)
                 break
+
+
+def _inside_print(facts, node) -> bool:
+    """`print(torch.load(p))`: the print (and so the load) goes to rank 0 only (DDP406)."""
+    return any(isinstance(a, cst.Call) and dotted(a.func) == "print" for a in facts.ancestors(node))
