@@ -448,3 +448,21 @@ def test_ddp310_flag_already_set_for_unused():
 def test_ddp310_dynamic_access_is_skipped():
     fwd = "        return sum(m(x) for m in self.children() if isinstance(m, nn.Linear))"
     assert found(script(UNUSED.format(forward=fwd, args="")), "DDP310") == []
+
+
+def test_dataparallel_before_the_device_move_is_wrapped_after_it():
+    src = (
+        "import torch\nimport torch.nn as nn\n\n\ndef main():\n"
+        "    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "    model = nn.Linear(2, 1)\n"
+        "    if torch.cuda.device_count() > 1:\n"
+        "        model = nn.DataParallel(model)\n"
+        "    model = model.to(device)\n"
+        "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    model(torch.randn(2, 2)).sum().backward()\n"
+        "    opt.step()\n"
+    )
+    out = fix_source(src, unsafe_fixes=True).code
+    assert "nn.DataParallel" not in out
+    moved = out.index("model = model.to(device)")
+    assert moved < out.index("raw_model = model") < out.index("model = DDP(model")
