@@ -10,6 +10,8 @@ from .syntax import assign_targets, assigned_value, dotted, kwarg
 
 def guardable(facts: ScriptFacts, stmt: cst.CSTNode) -> bool:
     """A statement that can be wrapped in `if RANK == 0:` on its own line."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) > 1:
+        return False  # `msg = f(x); print(msg)`: a guard would hide the assignment from other ranks
     return not facts.in_one_line_suite(stmt) and isinstance(facts.parent.get(stmt), (cst.IndentedBlock, cst.Module))
 
 
@@ -21,7 +23,7 @@ def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> N
     stmt = facts.site(node).stmt
     stmt = _enclosing_write_with(facts, stmt)
     if not guardable(facts, stmt):
-        ctx.report(node, (message or ctx.rule.message) + " (written on one line: guard it by hand)", fix="none")
+        ctx.report(node, (message or ctx.rule.message) + " (shares its line with other code: guard it by hand)", fix="none")
         return
     if ctx.report(node, message):
         ctx.plan.guard(stmt, ctx.rank0(node))

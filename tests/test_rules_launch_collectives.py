@@ -272,3 +272,14 @@ def test_scripts_distributed_by_another_library_are_left_alone():
                 "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP"):
         src = textwrap.dedent(body.format(imp=imp))
         assert check_source(src) == [] and not fix_source(src).changed, imp
+
+
+def test_a_print_sharing_its_line_is_not_guarded():
+    src = train("""
+        msg = f"step {step}"; print(msg)
+        history = [msg]
+    """)
+    out = fix_source(src, select=["DDP406"])
+    assert not out.changed
+    found = [d for d in out.diagnostics if d.code == "DDP406"]
+    assert found and found[0].fix == "none"
