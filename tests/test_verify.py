@@ -600,3 +600,14 @@ def test_probe_and_package_import_light():
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
+
+
+def test_params_sampled_digests_say_when_last_equal(script):
+    run = params_run(script, ["a", "b", "c", "d", "e"], ["a", "b", "c", "X", "Y"])
+    for r in (0, 1):  # steps 3 and 4 were not digested (time budget)
+        for e in run.traces[r]:
+            if e["ev"] == "step" and e["n"] in (3, 4):
+                e.pop("digests")
+    c = checks.check_params(run)
+    assert c.status == FAIL and c.evidence[0].startswith(
+        "parameters of Net first differ after optimizer step 5 of 5 (`optimizer.step()` at train.py:8, equal after step 2)")

@@ -622,7 +622,11 @@ def check_params(run: RunData) -> CheckResult:
         name = next((e.get("module") for e in ddps[with_ddp[0]] if e.get("id") == ddp_id), "the model")
         total = max(counts.values()) if counts else n
         site = next((e.get("site") for e in events(run, with_ddp[0], "step") if e.get("n") == n), None)
-        at = f" ({fmt_site(site, run)})" if site else ""
+        notes = [fmt_site(site, run)] if site else []
+        before = [m for m in common if m < n]
+        if (before[-1] if before else 0) != n - 1:  # steps in between were not digested
+            notes.append(f"equal after step {before[-1]}" if before else "equal after the wrap")
+        at = f" ({', '.join(notes)})" if notes else ""
         evidence.insert(0, f"parameters of {name} first differ after optimizer step {n} of {total}{at}: {_sums(digs)}")
         return _result("params", FAIL, evidence, first_step=n)
     final = {r: {d["ddp"]: d for d in (e.get("digests") or [])} for r, e in ends.items() if e}

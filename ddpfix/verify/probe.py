@@ -23,15 +23,10 @@ This module runs inside the user's process: it imports only the standard library
 from __future__ import annotations
 
 import builtins
-import datetime
 import faulthandler
 import functools
-import hashlib
-import importlib.abc
-import inspect
 import io
 import json
-import logging
 import os
 import runpy
 import signal
@@ -39,13 +34,15 @@ import sys
 import sysconfig
 import threading
 import time
-import traceback
 import weakref
+
+# Imported lazily, to keep the start-up cost in every rank small: hashlib, inspect, datetime and
+# traceback (when torch or an error needs them), logging (patched when the script imports it).
 
 ENV = "DDPFIX_VERIFY_PROBE"
 PRIVATE_NAME = "_ddpfix_verify_probe"
-MAX_DIGEST_STEPS = 1000  # digest every step up to here, then every DIGEST_EVERY-th step
-DIGEST_EVERY = 100
+ALWAYS_DIGEST_STEPS = 20  # parameter digests after each of the first steps, then within a time budget:
+DIGEST_BUDGET = 0.1  # digests may take at most this share of the time since the first step
 
 _T0 = time.time()
 _PROBE_FILE = os.path.abspath(__file__)
@@ -81,6 +78,8 @@ class _State:
         self.script_dir = ""
         self.lib_prefixes: tuple[str, ...] = ()
         self.steps = 0
+        self.first_step_t = None
+        self.digest_time = 0.0
         self.current_pass = None
         self.open_passes: dict = {}
         self.loaders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -175,6 +174,8 @@ def _install_stdlib_patches() -> None:
     builtins.open = _patched_open
     io.open = _patched_open
 
+
+def _patch_logging(logging) -> None:
     orig_fh_init = logging.FileHandler.__init__
 
     @functools.wraps(orig_fh_init)
@@ -189,7 +190,7 @@ def _install_stdlib_patches() -> None:
 
 
 # --------------------------------------------------------------------------- post-import hooks
-class _HookLoader(importlib.abc.Loader):
+class _HookLoader:
     def __init__(self, loader, hook):
         self._loader = loader
         self._hook = hook
@@ -209,7 +210,7 @@ class _HookLoader(importlib.abc.Loader):
             _warn(f"patch {module.__name__}", exc)
 
 
-class _PostImportFinder(importlib.abc.MetaPathFinder):
+class _PostImportFinder:
     """Runs a hook right after a given module has been executed."""
 
     def __init__(self, hooks: dict):
@@ -238,6 +239,8 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 
 # --------------------------------------------------------------------------- torch patches
 def _digest_params(named_params) -> dict:
+    import hashlib
+
     import torch
 
     h = hashlib.sha1()
@@ -251,13 +254,15 @@ def _digest_params(named_params) -> dict:
             t = t.contiguous().reshape(-1)
             h.update(name.encode())
             h.update(str(t.dtype).encode())
-            raw = t.view(torch.uint8) if t.element_size() > 0 else t
+            raw = t.view(torch.uint8)
             try:
-                h.update(raw.numpy().tobytes())
+                h.update(raw.numpy())  # the buffer itself, no copy
             except Exception:  # numpy missing: slower, same digest
                 h.update(bytes(raw.tolist()))
-            if t.is_floating_point() or t.is_complex():
-                total += float(t.double().sum()) if not t.is_complex() else float(t.abs().double().sum())
+            if t.is_floating_point():
+                total += float(t.sum(dtype=torch.float64))
+            elif t.is_complex():
+                total += float(t.abs().sum(dtype=torch.float64))
             numel += t.numel()
     return {"sha1": h.hexdigest()[:16], "sum": total, "numel": numel}
 
@@ -364,6 +369,8 @@ def _record_collective(op: str, *, group="world", p2p=False, desc=None, reduce_o
 
 
 def _wrap_collective(name: str, orig, arg_name, p2p: bool):
+    import inspect
+
     try:
         params = list(inspect.signature(orig).parameters)
     except (TypeError, ValueError):
@@ -430,6 +437,8 @@ def _patch_distributed() -> None:
         injected = None
         pg_timeout = S.config.get("pg_timeout")
         if timeout is None and pg_timeout:
+            import datetime
+
             kwargs["timeout"] = datetime.timedelta(seconds=float(pg_timeout))
             injected = float(pg_timeout)
         site = _site(2)
@@ -606,9 +615,21 @@ def _on_optimizer_step(optimizer, args, kwargs) -> None:
     if cur is not None:
         fields["loader"] = cur["loader"]
         fields["pass"] = cur["pass"]
-    if S.ddps and (n <= MAX_DIGEST_STEPS or n % DIGEST_EVERY == 0):
+    if S.ddps and _digest_due(n):
+        t0 = time.perf_counter()
         fields["digests"] = _ddp_digests()
+        S.digest_time += time.perf_counter() - t0
     emit("step", **fields)
+
+
+def _digest_due(n: int) -> bool:
+    """Digest the first steps, then as often as DIGEST_BUDGET of the run time allows."""
+    now = time.perf_counter()
+    if S.first_step_t is None:
+        S.first_step_t = now
+    if n <= ALWAYS_DIGEST_STEPS:
+        return True
+    return S.digest_time <= DIGEST_BUDGET * (now - S.first_step_t)
 
 
 def _loader_info(loader) -> dict:
@@ -914,6 +935,10 @@ def _install_import_hooks() -> None:
         _patch_wandb(sys.modules["wandb"])
     else:
         hooks["wandb"] = _patch_wandb
+    if "logging" in sys.modules:
+        _patch_logging(sys.modules["logging"])
+    else:
+        hooks["logging"] = _patch_logging
     if hooks:
         sys.meta_path.insert(0, _PostImportFinder(hooks))
 
@@ -987,6 +1012,8 @@ def _env_int(name: str, default=None):
 
 
 def _exception_site(tb) -> str | None:
+    import traceback
+
     best = None
     for fs in traceback.extract_tb(tb):
         if _is_user_file(fs.filename):
@@ -1082,6 +1109,8 @@ def main(argv: list[str] | None = None) -> int:
         _finish("ok" if ok else "exit", code=code if isinstance(code, int) or code is None else str(code))
         raise
     except BaseException as exc:
+        import traceback
+
         _finish(
             "error",
             error=type(exc).__name__,
