@@ -115,10 +115,12 @@ def fix_source(
         return Result(source=text, code=text, data=source if isinstance(source, bytes) else None)
     module = parse(source, path)
     new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=source)
-    old_text, new_text = module.code, new.code
+    # LibCST round-trips exactly, so the original text is the source itself: no re-render.
+    old_text = source.decode(module.encoding) if isinstance(source, bytes) else source
+    new_text = old_text if new is module else new.code
     result = Result(source=old_text, code=new_text, diagnostics=diagnostics)
     if isinstance(source, bytes):
-        result.data = new.bytes if new is not module else source
+        result.data = source if new is module else new.bytes
     result.diff = unified_diff(old_text, new_text, path) if new_text != old_text else ""
     return result
 

@@ -18,6 +18,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from .syntax import (
     assign_targets,
+    child_nodes,
     index_module,
     assigned_value,
     call_name,
@@ -102,13 +103,37 @@ class EpochLoop:
     loader_expr: str | None  # how the loader is reached from the loop's scope
 
 
-class _Collector(cst.CSTVisitor):
+class _PositionSink:
+    """What LibCST's position-recording codegen writes into (the part of a provider it uses)."""
+
+    def __init__(self) -> None:
+        self._computed: dict = {}
+
+
+def _positions(module: cst.Module) -> dict:
+    """PositionProvider's ranges from one codegen pass, without MetadataWrapper's extra visit of
+    the whole tree (which rebuilds and re-validates every node: most of the cost)."""
+    try:
+        from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+        sink = _PositionSink()
+        module._codegen(PositionProvidingCodegenState(
+            default_indent=module.default_indent, default_newline=module.default_newline, provider=sink,  # type: ignore[arg-type]
+        ))
+        return sink._computed
+    except (ImportError, TypeError, AttributeError):  # another LibCST layout: the public, slower way
+        return dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+
+
+class _Collector:
+    """One pass over the tree (syntax nodes only, no whitespace), recording parents, source order
+    and the node kinds the rules ask about."""
+
     def __init__(self) -> None:
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
         self.order: dict[cst.CSTNode, int] = {}
         self.nodes: list[cst.CSTNode] = []  # pre-order
         self.spans: dict[int, list[int]] = {}  # id(node) -> [start, end) in `nodes`
-        self.stack: list[cst.CSTNode] = []
         self.calls: list[cst.Call] = []
         self.loops: list[cst.For | cst.While] = []
         self.funcs: list[cst.FunctionDef] = []
@@ -118,50 +143,52 @@ class _Collector(cst.CSTVisitor):
         self.assigns: list[cst.Assign] = []
         self.aliases: dict[str, str] = {}
         self.names: set[str] = set()
+        self._kinds = {
+            cst.Call: self.calls, cst.For: self.loops, cst.While: self.loops, cst.FunctionDef: self.funcs,
+            cst.ClassDef: self.classes, cst.If: self.ifs, cst.SimpleString: self.strings, cst.Assign: self.assigns,
+        }
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.stack:
-            self.parent[node] = self.stack[-1]
-        self.order[node] = len(self.nodes)
-        self.spans[id(node)] = [len(self.nodes), 0]
-        self.nodes.append(node)
-        self.stack.append(node)
-        if isinstance(node, cst.Call):
-            self.calls.append(node)
-        elif isinstance(node, cst.Name):
-            self.names.add(node.value)
-        elif isinstance(node, (cst.For, cst.While)):
-            self.loops.append(node)
-        elif isinstance(node, cst.FunctionDef):
-            self.funcs.append(node)
-        elif isinstance(node, cst.ClassDef):
-            self.classes.append(node)
-        elif isinstance(node, cst.If):
-            self.ifs.append(node)
-        elif isinstance(node, cst.SimpleString):
-            self.strings.append(node)
-        elif isinstance(node, cst.Assign):
-            self.assigns.append(node)
-        elif isinstance(node, cst.Import):
-            for alias in node.names:
+    def run(self, module: cst.Module) -> None:
+        stack: list = [(module, None)]
+        nodes, spans, parent, order = self.nodes, self.spans, self.parent, self.order
+        while stack:
+            node, up = stack.pop()
+            if up is _LEAVE:
+                spans[id(node)][1] = len(nodes)
+                continue
+            if up is not None:
+                parent[node] = up
+            order[node] = len(nodes)
+            spans[id(node)] = [len(nodes), 0]
+            nodes.append(node)
+            self._record(node)
+            stack.append((node, _LEAVE))
+            stack.extend((child, node) for child in reversed(child_nodes(node)))
+
+    def _record(self, node: cst.CSTNode) -> None:
+        kind = self._kinds.get(type(node))
+        if kind is not None:
+            kind.append(node)
+        elif type(node) is cst.Name:
+            self.names.add(node.value)  # type: ignore[attr-defined]
+        elif type(node) is cst.Import:
+            for alias in node.names:  # type: ignore[attr-defined]
                 full = dotted(alias.name) or ""
                 if alias.asname is not None:
                     self.aliases[alias.asname.name.value] = full  # type: ignore[union-attr]
                 else:
                     head = full.split(".")[0]
                     self.aliases[head] = head
-        elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
-            mod = dotted(node.module) or ""
-            if not isinstance(node.names, cst.ImportStar):
-                for alias in node.names:
+        elif type(node) is cst.ImportFrom and node.module is not None and not node.relative:  # type: ignore[attr-defined]
+            mod = dotted(node.module) or ""  # type: ignore[attr-defined]
+            if not isinstance(node.names, cst.ImportStar):  # type: ignore[attr-defined]
+                for alias in node.names:  # type: ignore[attr-defined]
                     name = dotted(alias.name) or ""
                     local = alias.asname.name.value if alias.asname is not None else name  # type: ignore[union-attr]
                     self.aliases[local] = f"{mod}.{name}"
-        return True
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
-        self.spans[id(original_node)][1] = len(self.nodes)
+
+_LEAVE = object()
 
 
 class ScriptFacts:
@@ -170,7 +197,7 @@ class ScriptFacts:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         c = _Collector()
-        module.visit(c)
+        c.run(module)
         self.parent = c.parent
         self.order = c.order
         index_module(c.nodes, c.spans)
@@ -189,7 +216,7 @@ class ScriptFacts:
     def position(self, node: cst.CSTNode) -> CodeRange:
         """1-based line, 0-based column range of `node` (computed once, only when asked)."""
         if self._positions is None:
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._positions = _positions(self.module)
         return self._positions[node]
 
     # ----------------------------------------------------------------- names

@@ -1,6 +1,7 @@
 """Small, pure helpers over LibCST nodes that the analysis and the rules share."""
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Iterator, Sequence
 
@@ -84,7 +85,44 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         cur = stack.pop()
         yield cur
-        stack.extend(reversed(cur.children))
+        stack.extend(reversed(child_nodes(cur)))
+
+
+# Fields that hold only layout (whitespace, commas, brackets): walks skip them.
+_LAYOUT = {
+    "leading_lines", "lines_after_decorators", "lpar", "rpar", "comma", "header", "footer", "semicolon", "equal",
+    "dot", "colon", "lbracket", "rbracket", "lbrace", "rbrace", "trailing_whitespace", "asynchronous", "star",
+    "indent", "default_indent", "default_newline", "encoding", "has_trailing_newline", "start", "end", "relative",
+    "posonly_ind", "operator", "newline",
+}
+# Where dataclass field order is not source order.
+_SOURCE_ORDER = {
+    cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.ExceptHandler: ("type", "name", "body"),
+}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The syntax children of `node` in source order, without layout nodes. Much cheaper than
+    LibCST's `.children`, which runs a visitor."""
+    cls = type(node)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _SOURCE_ORDER.get(cls) or tuple(
+            f.name for f in dataclasses.fields(cls) if f.name not in _LAYOUT and not f.name.startswith("whitespace")
+        )
+        _FIELDS[cls] = names
+    out: list[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            out.append(value)
+        elif isinstance(value, (tuple, list)):
+            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return out
 
 
 def calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:

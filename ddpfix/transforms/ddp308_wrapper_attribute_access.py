@@ -5,7 +5,7 @@ import libcst as cst
 
 from ..edits import after_wrap, wrappers
 from ..rule import Context, Rule
-from ..syntax import dotted
+from ..syntax import dotted, walk
 
 # What the wrapper answers itself: nn.Module's API and DistributedDataParallel's own members.
 WRAPPER_API = {
@@ -91,12 +91,7 @@ function that receives the wrapper as a parameter gets the diagnostic only.
 
 
 def _attributes(module: cst.Module):
-    stack: list[cst.CSTNode] = [module]
-    while stack:
-        cur = stack.pop()
-        if isinstance(cur, cst.Attribute):
-            yield cur
-        stack.extend(reversed(cur.children))
+    return (n for n in walk(module) if isinstance(n, cst.Attribute))
 
 
 def _only_called_wrapped(facts, func: cst.FunctionDef, handle: str, wrap_stmt: cst.CSTNode) -> bool:
