@@ -511,6 +511,13 @@ def test_cli_passes_script_args_and_options(fake_verify):
     assert "OK: all" in r.output
 
 
+def test_cli_unknown_options_go_to_the_script_too(fake_verify):
+    r = CliRunner().invoke(_app(), ["verify", "train.py", "--epochs", "2", "--nnodes", "2"])
+    assert r.exit_code == 0, r.output
+    path, args, kw = fake_verify[0]
+    assert args == ["--epochs", "2"] and kw["nnodes"] == 2 and kw["nproc"] is None
+
+
 def test_cli_exit_codes_and_json(fake_verify):
     r = CliRunner().invoke(_app(), ["verify", "train.py", "--format", "json", "--", "--fail"])
     assert r.exit_code == 1
