@@ -1,12 +1,14 @@
-"""Files in, results out: discovery (.gitignore aware), reading, and atomic in-place writes."""
+"""Files in, results out: discovery (.gitignore and config aware), parallel workers, atomic writes."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 import stat
+import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import pathspec
 
@@ -16,6 +18,7 @@ from .errors import DdpfixError
 
 STDIN = "-"
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", "site-packages"}
+POOL_MIN_FILES = 8  # below this a process pool costs more than it saves
 
 
 @dataclass
@@ -24,6 +27,9 @@ class FileResult:
     result: Result | None = None
     error: str | None = None
     original: bytes | None = None
+    fixes: dict[str, list[dict]] = field(default_factory=dict)  # code -> edits of that rule's fix (formats)
+    seconds: float = 0.0
+    stdin: bool = False  # read from standard input (apply writes it to standard output)
 
 
 @dataclass
@@ -33,9 +39,22 @@ class Options:
     unsafe_fixes: bool = False
 
 
-def discover(paths: Iterable[str]) -> Iterator[str]:
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# ---------------------------------------------------------------------------------------- discovery
+def discover(
+    paths: Iterable[str],
+    excluded: Callable[[str, bool], bool] | None = None,
+    on_skip: Callable[[str], None] | None = None,
+) -> Iterator[str]:
     """Expand the user's paths: files as given, directories walked for *.py (skipping VCS folders,
-    virtualenvs and what .gitignore files ignore). A missing path raises DdpfixError."""
+    virtualenvs and what .gitignore files ignore). `excluded(path, is_dir)` (the config's `exclude`)
+    applies to walked and to explicitly named paths alike. A missing path raises DdpfixError."""
     for raw in paths:
         if raw == STDIN:
             yield raw
@@ -43,8 +62,13 @@ def discover(paths: Iterable[str]) -> Iterator[str]:
         p = Path(raw)
         if not p.exists() and not p.is_symlink():
             raise DdpfixError(f"{raw}: no such file or directory")
-        if p.is_dir():
-            yield from _walk(p)
+        is_dir = p.is_dir()
+        if excluded is not None and excluded(raw, is_dir):
+            if on_skip is not None:
+                on_skip(raw)
+            continue
+        if is_dir:
+            yield from _walk(p, excluded, on_skip)
         else:
             yield raw
 
@@ -53,7 +77,7 @@ def _is_venv(d: Path) -> bool:
     return (d / "pyvenv.cfg").exists() or (d / "conda-meta").is_dir()
 
 
-def _walk(root: Path) -> Iterator[str]:
+def _walk(root: Path, excluded: Callable[[str, bool], bool] | None, on_skip: Callable[[str], None] | None) -> Iterator[str]:
     specs: list[tuple[Path, pathspec.PathSpec]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         d = Path(dirpath)
@@ -73,6 +97,10 @@ def _walk(root: Path) -> Iterator[str]:
                     continue
                 if spec.match_file(rel + ("/" if is_dir else "")):
                     return True
+            if excluded is not None and excluded(str(path), is_dir):
+                if on_skip is not None:
+                    on_skip(str(path))
+                return True
             return False
 
         dirnames[:] = sorted(
@@ -83,6 +111,7 @@ def _walk(root: Path) -> Iterator[str]:
                 yield str(d / name)
 
 
+# ---------------------------------------------------------------------------------------- one file
 def read(path: str) -> bytes:
     try:
         with open(path, "rb") as f:
@@ -115,6 +144,108 @@ def run_path(path: str, options: Options, *, fix: bool = True) -> FileResult:
     return process(path, data, options, fix=fix)
 
 
+def fix_edits(data: bytes | str, path: str, code: str) -> list[dict]:
+    """The edits that fix the findings of one rule in this source (with the fixes that fix needs),
+    as 1-based line/column ranges over the original text with their replacement text."""
+    from .formats import edits_between  # formats imports this module
+
+    try:
+        res = fix_source(data, path=path, select=[code], unsafe_fixes=True)
+    except Exception:  # the file already produced diagnostics; a failing single-rule run just has no edits
+        return []
+    return edits_between(res.source, res.code)
+
+
+def with_fixes(res: FileResult) -> FileResult:
+    """Attach each fixable rule's edits (for JSON/SARIF output)."""
+    if res.result is None or res.original is None:
+        return res
+    for code in sorted({d.code for d in res.result.diagnostics if d.fixable}):
+        res.fixes[code] = fix_edits(res.original, res.path, code)
+    return res
+
+
+# ---------------------------------------------------------------------------------------- many files
+@dataclass
+class Task:
+    path: str
+    options: Options
+    fix: bool = True
+    keep: str = "all"  # what the caller needs back: "all", "diff" (no texts), "diagnostics" (no texts, no diff)
+    fixes: bool = False  # attach per-rule fix edits
+
+
+def run_task(task: Task, data: bytes | None = None) -> FileResult:
+    import time
+
+    start = time.perf_counter()
+    res = process(task.path, data, task.options, fix=task.fix) if data is not None else run_path(task.path, task.options, fix=task.fix)
+    if task.fixes:
+        with_fixes(res)
+    res.seconds = time.perf_counter() - start
+    return _trim(res, task.keep)
+
+
+def _trim(res: FileResult, keep: str) -> FileResult:
+    """Send back only what the caller uses (pickling whole sources back from workers costs)."""
+    if keep == "all" or res.result is None:
+        if keep != "all":
+            res.original = None
+        return res
+    r = res.result
+    res.result = Result(source="", code="", diagnostics=r.diagnostics, diff=r.diff if keep == "diff" else "")
+    res.original = None
+    return res
+
+
+def _pool_init() -> None:  # workers leave Ctrl-C to the parent, which stops them
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def run_many(tasks: list[Task], *, jobs: int | None = None, on_done: Callable[[FileResult], None] | None = None) -> Iterator[FileResult]:
+    """Run every task, in a process pool when there are enough files; results come back in task order."""
+    jobs = default_jobs() if not jobs or jobs < 1 else jobs
+    jobs = min(jobs, len(tasks))
+    if jobs <= 1 or len(tasks) < POOL_MIN_FILES:
+        for task in tasks:
+            res = run_task(task)
+            if on_done is not None:
+                on_done(res)
+            yield res
+        return
+    # fork where it is safe and cheap (workers inherit the imported parser); the platform default elsewhere
+    method = "fork" if sys.platform.startswith("linux") else None
+    ctx = multiprocessing.get_context(method)
+    # biggest files first (longest-processing-time scheduling): a large file started last would
+    # leave every other worker idle at the end; results are still handed back in task order
+    order = sorted(range(len(tasks)), key=lambda i: -_size(tasks[i].path))
+    chunk = 1 if len(tasks) <= 4000 else 4
+    done: dict[int, FileResult] = {}
+    next_out = 0
+    with ctx.Pool(jobs, initializer=_pool_init) as pool:
+        for i, res in pool.imap_unordered(_run_indexed, [(i, tasks[i]) for i in order], chunksize=chunk):
+            if on_done is not None:
+                on_done(res)
+            done[i] = res
+            while next_out in done:
+                yield done.pop(next_out)
+                next_out += 1
+
+
+def _run_indexed(item: tuple[int, Task]) -> tuple[int, FileResult]:
+    return item[0], run_task(item[1])
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+# ---------------------------------------------------------------------------------------- writing
 def write_atomic(path: str, data: bytes, expected: bytes | None = None) -> None:
     """Replace `path` with `data` through a temp file in the same folder; keep permissions; refuse if
     the file is read-only or changed on disk since it was read. The original survives any failure."""

@@ -1,0 +1,240 @@
+"""Output formats for `ddpfix check`: text, json, sarif (2.1.0) and github (workflow annotations)."""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from pathlib import Path
+from typing import Iterable
+from urllib.parse import quote
+
+from . import __version__
+from .diagnostic import NONE, SAFE, Diagnostic
+from .engine import FileResult
+from .rule import Rule
+from .suppress import NEWLINE, UNUSED
+from .transforms import RULES
+
+FORMATS = ("text", "json", "sarif", "github")
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def all_rules() -> list[Rule]:
+    return [UNUSED, *sorted(RULES, key=lambda r: r.code)]
+
+
+def rule_by_code() -> dict[str, Rule]:
+    return {r.code: r for r in all_rules()}
+
+
+# ---------------------------------------------------------------------------------------- edits
+def _lines(text: str) -> list[str]:
+    """Lines with their line breaks, split where Python splits lines (\\r\\n, \\r, \\n)."""
+    out, pos = [], 0
+    for m in NEWLINE.finditer(text):
+        out.append(text[pos:m.end()])
+        pos = m.end()
+    if pos < len(text):
+        out.append(text[pos:])
+    return out
+
+
+def edits_between(old: str, new: str) -> list[dict]:
+    """Line-granular edits turning `old` into `new`: 1-based `line`/`col` to `end_line`/`end_col`
+    (exclusive, code points) in `old`, replaced by `content`. Applied back to front they give `new`."""
+    a, b = _lines(old), _lines(new)
+    edits = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        edits.append({"line": i1 + 1, "col": 1, "end_line": i2 + 1, "end_col": 1, "content": "".join(b[j1:j2])})
+    if edits and a and not a[-1].endswith(("\n", "\r")):
+        # the old text ends without a line break: a range up to "the line after" ends at the last line's end
+        last = len(a)
+        for e in edits:
+            for key in ("", "end_"):
+                if e[f"{key}line"] == last + 1:
+                    e[f"{key}line"], e[f"{key}col"] = last, len(a[-1]) + 1
+    return edits
+
+
+def apply_edits(old: str, edits: list[dict]) -> str:
+    """Inverse of `edits_between` (used by tests and by consumers of the JSON output)."""
+    lines = _lines(old)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        return (starts[line - 1] if line - 1 < len(starts) else starts[-1]) + col - 1
+
+    out = old
+    for e in sorted(edits, key=lambda e: (e["line"], e["col"]), reverse=True):
+        out = out[: offset(e["line"], e["col"])] + e["content"] + out[offset(e["end_line"], e["end_col"]):]
+    return out
+
+
+# ---------------------------------------------------------------------------------------- records
+def _fix_of(res: FileResult, d: Diagnostic) -> dict | None:
+    if d.fix == NONE:
+        return None
+    rule = rule_by_code().get(d.code)
+    return {
+        "applicability": d.fix,
+        "message": f"apply {d.code}'s fix" + (" (unsafe: needs --unsafe-fixes)" if d.fix != SAFE else "")
+        + (f": {rule.name}" if rule else ""),
+        # the edits fix every finding of this rule in the file (and the fixes it needs, e.g. the process group)
+        "edits": res.fixes.get(d.code, []),
+    }
+
+
+def records(results: Iterable[FileResult]) -> list[dict]:
+    """One JSON-ready dict per diagnostic, fix included."""
+    by_code = rule_by_code()
+    out = []
+    for res in results:
+        if res.result is None:
+            continue
+        for d in res.result.diagnostics:
+            rule = by_code.get(d.code)
+            out.append(
+                {
+                    "path": res.path,
+                    "code": d.code,
+                    "name": rule.name if rule else None,
+                    "message": d.message,
+                    "line": d.line,
+                    "col": d.col,
+                    "end_line": d.end_line,
+                    "end_col": d.end_col,
+                    "fix": _fix_of(res, d),
+                }
+            )
+    return out
+
+
+def to_json(results: Iterable[FileResult]) -> str:
+    return json.dumps(records(results), indent=2, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------------------- SARIF
+def _uri(path: str) -> tuple[str, str | None]:
+    """(uri, uriBaseId): relative paths are relative to %SRCROOT% (the working directory)."""
+    if path == "-":
+        return "stdin", None
+    p = Path(path)
+    if p.is_absolute():
+        return p.as_uri(), None
+    return quote(p.as_posix()), "%SRCROOT%"
+
+
+def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
+    return {"startLine": line, "startColumn": col, "endLine": end_line, "endColumn": end_col}
+
+
+def _what(rule: Rule) -> str:
+    """The first paragraph of the rule's `## What` section."""
+    text = rule.docs.split("## What", 1)[-1].split("##", 1)[0].strip()
+    return " ".join(text.split("\n\n", 1)[0].split()) or rule.message
+
+
+def to_sarif(results: list[FileResult], errors: Iterable[str] = ()) -> dict:
+    rules = all_rules()
+    index = {r.code: i for i, r in enumerate(rules)}
+    sarif_rules = [
+        {
+            "id": r.code,
+            "name": r.name,
+            "shortDescription": {"text": r.message},
+            "fullDescription": {"text": _what(r)},
+            "help": {"text": r.docs.strip(), "markdown": r.docs.strip()},
+            "defaultConfiguration": {"level": "note" if r.code == UNUSED.code else "error"},
+            "properties": {"fix": r.fix},
+        }
+        for r in rules
+    ]
+    sarif_results = []
+    for res in results:
+        if res.result is None:
+            continue
+        uri, base = _uri(res.path)
+        artifact = {"uri": uri, **({"uriBaseId": base} if base else {})}
+        for d in res.result.diagnostics:
+            item: dict = {
+                "ruleId": d.code,
+                "level": "note" if d.code == UNUSED.code else "error",
+                "message": {"text": d.message},
+                "locations": [{"physicalLocation": {"artifactLocation": artifact, "region": _region(d.line, d.col, d.end_line, d.end_col)}}],
+                "properties": {"fix": d.fix},
+            }
+            if d.code in index:
+                item["ruleIndex"] = index[d.code]
+            edits = res.fixes.get(d.code) if d.fix != NONE else None
+            if edits:
+                item["fixes"] = [
+                    {
+                        "description": {"text": f"{d.code} fix ({d.fix})"},
+                        "artifactChanges": [
+                            {
+                                "artifactLocation": artifact,
+                                "replacements": [
+                                    {
+                                        "deletedRegion": _region(e["line"], e["col"], e["end_line"], e["end_col"]),
+                                        "insertedContent": {"text": e["content"]},
+                                    }
+                                    for e in edits
+                                ],
+                            }
+                        ],
+                    }
+                ]
+            sarif_results.append(item)
+    errors = list(errors)
+    run = {
+        "tool": {"driver": {"name": "ddpfix", "version": __version__, "semanticVersion": __version__, "rules": sarif_rules}},
+        "results": sarif_results,
+        "columnKind": "unicodeCodePoints",
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri() + "/"}},
+        "invocations": [
+            {
+                "executionSuccessful": not errors,
+                "toolExecutionNotifications": [{"level": "error", "message": {"text": e}} for e in errors],
+            }
+        ],
+    }
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+# ---------------------------------------------------------------------------------------- GitHub
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def to_github(results: Iterable[FileResult]) -> list[str]:
+    """`::error file=…,line=…::message` workflow commands (GitHub shows them on the diff)."""
+    out = []
+    for res in results:
+        if res.result is None:
+            continue
+        for d in res.result.diagnostics:
+            level = "warning" if d.code == UNUSED.code else "error"
+            props = ",".join(
+                f"{k}={_escape_property(str(v))}"
+                for k, v in (
+                    ("title", f"ddpfix ({d.code})"),
+                    ("file", res.path),
+                    ("line", d.line),
+                    ("col", d.col),
+                    ("endLine", d.end_line),
+                    ("endColumn", d.end_col),
+                )
+            )
+            out.append(f"::{level} {props}::{_escape_data(d.format(res.path))}")
+    return out
+
+
+__all__ = ["FORMATS", "records", "to_json", "to_sarif", "to_github", "edits_between", "apply_edits", "all_rules"]
