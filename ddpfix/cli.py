@@ -16,6 +16,8 @@ from .config import Overrides, Resolver, check_codes, effective, is_excluded
 from .diff import stats
 from .engine import STDIN, FileResult, Options, Task, discover, read, run_many, run_task, write_atomic
 from .errors import DdpfixError
+from .verify.command import CONTEXT_SETTINGS as VERIFY_CONTEXT
+from .verify.command import verify
 from .formats import FORMATS, all_rules, rule_by_code, to_github, to_json, to_sarif
 
 app = typer.Typer(
@@ -153,11 +155,24 @@ class Run:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        with Progress(
-            TextColumn("ddpfix"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console, transient=True
-        ) as bar:
-            task = bar.add_task("files", total=total)
-            yield lambda res: bar.advance(task)
+        bar = Progress(TextColumn("ddpfix"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console, transient=True)
+        task = bar.add_task("files", total=total)
+        started = False
+
+        def advance(res: FileResult) -> None:
+            # the bar (and its refresh thread) starts with the first result, after the worker pool has
+            # forked: forking a process that already runs threads can deadlock the children
+            nonlocal started
+            if not started:
+                bar.start()
+                started = True
+            bar.advance(task)
+
+        try:
+            yield advance
+        finally:
+            if started:
+                bar.stop()
 
 
 def _start(**kwargs) -> Run:
@@ -384,6 +399,9 @@ def explain_cmd(
         _fail(str(exc))
         raise typer.Exit(2)
     raise typer.Exit(code)
+
+
+app.command("verify", context_settings=VERIFY_CONTEXT)(verify)
 
 
 @app.command()

@@ -284,6 +284,8 @@ def test_progress_bar_only_on_a_terminal_for_many_files(work, monkeypatch):
     monkeypatch.setenv("FORCE_COLOR", "1")
     shown = invoke("check", "-j", "1", ".")
     assert "ddpfix" in shown.stderr and "12/12" in shown.stderr and "━" in shown.stderr
+    pooled = invoke("check", "-j", "2", ".")  # the bar starts after the workers are forked
+    assert "12/12" in pooled.stderr
     assert invoke("check", "-q", ".").stderr == ""
     few = invoke("check", "f1.py", "f2.py")
     assert few.stderr == ""

@@ -105,6 +105,10 @@ def test_hooks_on_files_like_pre_commit_passes_them(tmp_path, monkeypatch):
 @pytest.mark.timeout(600)
 def test_try_repo_end_to_end(tmp_path):
     """pre-commit installs ddpfix into its own environment (needs PyPI for the dependencies) and runs the hooks."""
+    probe = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(tmp_path / "probe"), "setuptools>=77"],
+                           capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        pytest.skip("no package index reachable: pre-commit cannot build the hook environment")
     repo = tmp_path / "user"
     repo.mkdir()
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
