@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 import stat
 import sys
 import tempfile
@@ -220,22 +222,74 @@ def run_many(tasks: list[Task], *, jobs: int | None = None, on_done: Callable[[F
     ctx = multiprocessing.get_context(method)
     # biggest files first (longest-processing-time scheduling): a large file started last would
     # leave every other worker idle at the end; results are still handed back in task order
-    order = sorted(range(len(tasks)), key=lambda i: -_size(tasks[i].path))
-    chunk = 1 if len(tasks) <= 4000 else 4
+    todo = sorted(range(len(tasks)), key=lambda i: -_size(tasks[i].path))
     done: dict[int, FileResult] = {}
     next_out = 0
-    with ctx.Pool(jobs, initializer=_pool_init) as pool:
-        for i, res in pool.imap_unordered(_run_indexed, [(i, tasks[i]) for i in order], chunksize=chunk):
+    while todo:
+        # At most 2 x jobs files are in flight. If a worker dies (a crash in native code, the OOM
+        # killer), the pool breaks: the files in flight are re-run one per process, so the one that
+        # crashes is reported as an error, and the rest go on in a fresh pool.
+        suspects: list[int] = []
+        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_pool_init) as pool:
+            queue = list(reversed(todo))
+            running: dict = {}
+            while queue or running:
+                while queue and len(running) < 2 * jobs:
+                    i = queue.pop()
+                    running[pool.submit(run_task, tasks[i])] = i
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                broken = False
+                for fut in finished:
+                    try:
+                        res = fut.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        continue
+                    i = running.pop(fut)
+                    if on_done is not None:
+                        on_done(res)
+                    done[i] = res
+                if broken:
+                    suspects = sorted(running.values())
+                    todo = list(reversed(queue))
+                    break
+                while next_out in done:
+                    yield done.pop(next_out)
+                    next_out += 1
+            else:
+                todo = []
+        for i in suspects:
+            res = _run_isolated(ctx, tasks[i])
             if on_done is not None:
                 on_done(res)
             done[i] = res
-            while next_out in done:
-                yield done.pop(next_out)
-                next_out += 1
+        while next_out in done:
+            yield done.pop(next_out)
+            next_out += 1
 
 
-def _run_indexed(item: tuple[int, Task]) -> tuple[int, FileResult]:
-    return item[0], run_task(item[1])
+def _run_isolated(ctx, task: Task) -> FileResult:
+    """Run one task in a process of its own; a crash there becomes this file's error."""
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_isolated_main, args=(task, send), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        res = receive.recv()
+    except EOFError:
+        res = None
+    proc.join()
+    if res is None:
+        code = proc.exitcode
+        why = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        return FileResult(task.path, error=f"{task.path}: internal error (the analysis crashed: {why}); please report it")
+    return res
+
+
+def _isolated_main(task: Task, send) -> None:
+    _pool_init()
+    send.send(run_task(task))
+    send.close()
 
 
 def _size(path: str) -> int:

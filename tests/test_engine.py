@@ -171,3 +171,27 @@ def test_write_atomic_through_a_symlink_rewrites_the_target(tmp_path):
     link.symlink_to(target)
     write_atomic(str(link), b"x = 2\n")
     assert link.is_symlink() and target.read_text() == "x = 2\n"
+
+
+def test_a_worker_crash_is_one_file_error_not_a_hang(tmp_path, monkeypatch):
+    """A crash in native code (the parser on pathological input) kills a worker: that file is an
+    error, every other file still gets its result, and the run ends."""
+    import signal
+
+    names = [f"f{i:02d}.py" for i in range(16)]
+    tree(tmp_path, {n: TRAIN for n in names})
+    real = engine.fix_source
+
+    def crashing(data, *, path, **kw):
+        if path.endswith("f07.py"):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(data, path=path, **kw)
+
+    monkeypatch.setattr(engine, "fix_source", crashing)
+    tasks = [Task(str(tmp_path / n), Options(), fix=False, keep="diagnostics") for n in names]
+    out = list(run_many(tasks, jobs=2))
+    assert [Path(r.path).name for r in out] == names
+    bad = [r for r in out if r.error]
+    assert [Path(r.path).name for r in bad] == ["f07.py"]
+    assert "the analysis crashed: signal 11" in bad[0].error
+    assert all(r.result and r.result.diagnostics for r in out if not r.error)
