@@ -139,6 +139,8 @@ def _site(skip: int = 2) -> str | None:
 
 # --------------------------------------------------------------------------- files
 _SKIP_PREFIXES = ("/dev/", "/proc/", "/sys/")
+# compiler and library caches, written by design from every process
+_CACHE_PARTS = ("__pycache__", "/torchinductor_", "/.triton/", "/.cache/")
 
 
 def _record_write(api: str, path, extra: dict | None = None) -> None:
@@ -154,7 +156,7 @@ def _record_write(api: str, path, extra: dict | None = None) -> None:
         return
     if p.startswith(_SKIP_PREFIXES) or (S.run_dir and p.startswith(S.run_dir + os.sep)):
         return
-    if "__pycache__" in p:
+    if any(part in p for part in _CACHE_PARTS):
         return
     key = p
     if key in S.writes:
