@@ -911,7 +911,7 @@ def _wrap_point(facts: ScriptFacts, model: Model) -> WrapPoint:
                 # a resume block loading the optimizer: it cannot move past this; it only matters
                 # when the model still moves device afterwards
                 stuck, pending = pending, []
-                if any(_moves_device(later, handle) for later in body[body.index(stmt) + 1:]):
+                if any(moves_device(later, handle) for later in body[body.index(stmt) + 1:]):
                     blocked.extend(stuck)
             anchor = stmt
         elif kind == "use":
@@ -921,7 +921,8 @@ def _wrap_point(facts: ScriptFacts, model: Model) -> WrapPoint:
     return WrapPoint(anchor, d.block, moves, blocked)
 
 
-def _moves_device(stmt: cst.BaseStatement, handle: str) -> bool:
+def moves_device(stmt: cst.BaseStatement, handle: str) -> bool:
+    """Does `stmt` move `handle` to a device (`handle.to(...)`, `handle.cuda()`)?"""
     return any(
         method_name(c) in ("to", "cuda") and (dotted(receiver(c)) if receiver(c) is not None else None) == handle
         for c in calls_in(stmt)

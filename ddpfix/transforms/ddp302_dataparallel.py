@@ -5,9 +5,9 @@ import libcst as cst
 
 from ..diagnostic import UNSAFE
 from ..edits import after_wrap, cuda_test, raw_handle
-from ..facts import DP_NAMES, model_use
+from ..facts import DP_NAMES, model_use, moves_device
 from ..rule import Context, Rule
-from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, kwarg, mentions, method_name, positional, receiver, walk
+from ..syntax import assign_targets, assigned_value, code_of, dotted, kwarg, mentions, positional, walk
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 
@@ -132,7 +132,7 @@ def _later_device_move(facts, target: cst.CSTNode, handle: str) -> cst.BaseState
         kind = model_use(facts, stmt, handle)
         if kind == "use":
             break
-        if kind == "prep" and any(method_name(c) in ("to", "cuda") and dotted(receiver(c) or cst.Name("_")) == handle for c in calls_in(stmt)):
+        if kind == "prep" and moves_device(stmt, handle):
             found = stmt
     return found
 
