@@ -44,8 +44,9 @@ Safe: every rank reaches the barrier (it is outside any rank condition).
         facts = ctx.facts
         ranks = Ranks.of(facts)
         # Saves on rank 0: guarded already, or about to be (DDP401 guards every save of a script
-        # that runs distributed; an unguarded save races the same way, with every rank writing).
-        distributed = bool(facts.init_calls or facts.ddp_calls or facts.models)
+        # that runs distributed, or that trains and so gets a process group from DDP001; an unguarded
+        # save races the same way, with every rank writing).
+        distributed = bool(facts.init_calls or facts.ddp_calls or facts.models or facts.trains)
         saves = []
         for call in facts.calls_to("torch.save"):
             path = positional(call, 1) or kwarg(call, "f")
