@@ -19,8 +19,28 @@ from .transforms import BY_CODE, RULES, expand
 Source = str | bytes
 
 
+MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
+
+
 def parse(source: Source, path: str = "<string>") -> cst.Module:
-    """Parse with LibCST; a syntax error or an undecodable file becomes a one-line DdpfixError."""
+    """Parse with LibCST; a syntax error or an undecodable file becomes a one-line DdpfixError.
+
+    Python's own parser looks first: it refuses nesting deeper than CPython allows (which LibCST's
+    native parser can crash on, taking the process with it) at a fraction of LibCST's cost. Its
+    other complaints are left to LibCST, which may know newer syntax than the running Python.
+    """
+    try:
+        tree = ast.parse(source)
+        longest = max((len(n.values) for n in ast.walk(tree) if isinstance(n, ast.BoolOp)), default=0)
+        if longest > MAX_CHAIN:  # flat for Python, one nesting level a term for LibCST
+            raise DdpfixError(f"{path}: too deeply nested to analyse (an and/or chain of {longest} terms)")
+    except SyntaxError as exc:
+        if "too many nested" in exc.msg or "too many levels" in exc.msg:
+            raise DdpfixError(f"{path}:{exc.lineno or 1}:{exc.offset or 1}: syntax error: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise DdpfixError(f"{path}: too deeply nested to analyse") from None
+    except (ValueError, UnicodeDecodeError, LookupError):
+        pass  # LibCST reports decoding problems in its own words below
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:

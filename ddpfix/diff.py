@@ -2,18 +2,26 @@
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 from unidiff import PatchSet
 
 NO_EOL = "\\ No newline at end of file\n"
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as git and Python's tokenizer see them: broken at \\n, \\r\\n or \\r only (not at form
+    feeds or U+2028, where `str.splitlines` also breaks), each with its ending."""
+    return _LINE.findall(text)
 
 
 def unified_diff(old: str, new: str, path: str, context: int = 3) -> str:
     """`git apply`-compatible unified diff of two texts (with the no-newline marker difflib omits)."""
     lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
+        split_lines(old),
+        split_lines(new),
         fromfile=f"a/{path.lstrip('/')}",
         tofile=f"b/{path.lstrip('/')}",
         n=context,

@@ -9,10 +9,11 @@ from typing import Iterable
 from urllib.parse import quote
 
 from . import __version__
+from .diff import split_lines
 from .diagnostic import NONE, SAFE, Diagnostic
 from .engine import FileResult
 from .rule import Rule
-from .suppress import NEWLINE, UNUSED
+from .suppress import UNUSED
 from .transforms import RULES
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -28,21 +29,10 @@ def rule_by_code() -> dict[str, Rule]:
 
 
 # ---------------------------------------------------------------------------------------- edits
-def _lines(text: str) -> list[str]:
-    """Lines with their line breaks, split where Python splits lines (\\r\\n, \\r, \\n)."""
-    out, pos = [], 0
-    for m in NEWLINE.finditer(text):
-        out.append(text[pos:m.end()])
-        pos = m.end()
-    if pos < len(text):
-        out.append(text[pos:])
-    return out
-
-
 def edits_between(old: str, new: str) -> list[dict]:
     """Line-granular edits turning `old` into `new`: 1-based `line`/`col` to `end_line`/`end_col`
     (exclusive, code points) in `old`, replaced by `content`. Applied back to front they give `new`."""
-    a, b = _lines(old), _lines(new)
+    a, b = split_lines(old), split_lines(new)
     edits = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
@@ -60,7 +50,7 @@ def edits_between(old: str, new: str) -> list[dict]:
 
 def apply_edits(old: str, edits: list[dict]) -> str:
     """Inverse of `edits_between` (used by tests and by consumers of the JSON output)."""
-    lines = _lines(old)
+    lines = split_lines(old)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))

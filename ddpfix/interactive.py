@@ -22,7 +22,7 @@ from unidiff.patch import Hunk as UHunk
 from .api import fix_source
 from .diagnostic import Result
 from .diff import NO_EOL
-from .formats import _lines
+from .diff import split_lines as _lines  # noqa: I001
 from .transforms import BY_CODE
 
 BUILTINS = set(dir(builtins))

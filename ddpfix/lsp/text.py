@@ -15,6 +15,8 @@ from typing import Iterable, Sequence
 
 from lsprotocol import types
 
+from ..diff import split_lines  # noqa: F401  (one line splitter for diffs, edits and positions)
+
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 
 _EOL = re.compile(r"\r\n|\r|\n")
@@ -40,17 +42,6 @@ def chars_for_units(line: str, n: int, encoding: str) -> int:
         return len(data[:n].decode("utf-8", "ignore"))
     data = line.encode("utf-16-le", "surrogatepass")
     return len(data[: 2 * n].decode("utf-16-le", "ignore"))
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their terminators, split only where LSP splits (a trailing '' line is dropped)."""
-    out, start = [], 0
-    for m in _EOL.finditer(text):
-        out.append(text[start : m.end()])
-        start = m.end()
-    if start < len(text):
-        out.append(text[start:])
-    return out
 
 
 class Text:
