@@ -201,6 +201,7 @@ class ScriptFacts:
         self.parent = c.parent
         self.order = c.order
         index_module(c.nodes, c.spans)
+        self._spans = c.spans
         self.calls = c.calls
         self.loops = c.loops
         self.funcs = c.funcs
@@ -360,16 +361,29 @@ class ScriptFacts:
         return {f.name.value: f for f in self.funcs if self.parent.get(self.parent.get(f)) is None or self.parent.get(f) is self.module}
 
     def methods_of(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
-        return {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}  # type: ignore[union-attr]
+        cache = self.__dict__.setdefault("_methods", {})
+        if cls not in cache:
+            cache[cls] = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}  # type: ignore[union-attr]
+        return cache[cls]
+
+    @cached_property
+    def _assigning(self) -> dict[str, list[cst.SimpleStatementLine]]:
+        """Every statement line of the module by the targets it assigns, in source order."""
+        out: dict[str, list[cst.SimpleStatementLine]] = {}
+        for n in walk(self.module):
+            if isinstance(n, cst.SimpleStatementLine):
+                for target in dict.fromkeys(assign_targets(n)):
+                    out.setdefault(target, []).append(n)
+        return out
 
     def assignments(self, scope: cst.CSTNode, target: str) -> list[Site]:
         """Statements in `scope` (not nested functions) that assign `target`, in source order."""
-        out = []
-        for n in walk(scope):
-            if isinstance(n, cst.SimpleStatementLine) and target in assign_targets(n):
-                if isinstance(scope, cst.ClassDef) or self.scope_of(n) is scope:
-                    out.append(self.site(n))
-        return out
+        span = self._spans.get(id(scope))
+        if span is not None and self.order.get(scope) == span[0]:  # a node of this module: ask the index
+            lines = [n for n in self._assigning.get(target, ()) if span[0] <= self.order[n] < span[1]]
+        else:
+            lines = [n for n in walk(scope) if isinstance(n, cst.SimpleStatementLine) and target in assign_targets(n)]
+        return [self.site(n) for n in lines if isinstance(scope, cst.ClassDef) or self.scope_of(n) is scope]
 
     def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
         """Does `a` start before `b` in the source?"""
@@ -741,6 +755,12 @@ class ScriptFacts:
 
     def _local_callee(self, call: cst.Call) -> cst.FunctionDef | None:
         """The function or method of this file that `call` invokes, when that can be told by name."""
+        cache = self.__dict__.setdefault("_callees", {})
+        if call not in cache:
+            cache[call] = self._find_callee(call)
+        return cache[call]
+
+    def _find_callee(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func
         if isinstance(func, cst.Name):
             return self.func_by_name.get(func.value)
