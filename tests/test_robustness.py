@@ -29,3 +29,26 @@ def test_save_then_load_in_a_script_that_only_calls_backward():
             return torch.load("m.pt")
         """
     )
+
+
+@pytest.mark.xfail(strict=True, reason="DDP006's fix adds `if torch.cuda.is_available():`, which makes DDP303 see a "
+                   "CPU-capable script on the second pass and rewrite device_ids then")
+def test_ddp_on_an_explicit_cuda_module_with_a_process_group_but_no_set_device():
+    # torch/testing/_internal/distributed/ddp_under_dist_autograd_test.py and distributed_test.py
+    assert_sound(
+        """\
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def main(rank):
+            dist.init_process_group("gloo")
+            model = nn.Linear(2, 2).cuda(rank)
+            ddp = DDP(model, device_ids=[rank])
+            opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+            ddp(torch.randn(1, 2)).sum().backward()
+            opt.step()
+        """
+    )
