@@ -20,6 +20,7 @@ from ddpfix.verify import launcher, verify_script
 pytestmark = pytest.mark.slow
 
 CASES = Path(__file__).resolve().parent / "verify_cases"
+CONTRACT = Path(__file__).resolve().parent / "golden" / "example_unsafe" / "expected.py"  # the contract's train_after.py
 RUN_TIMEOUT = 240  # generous: a loaded two-core machine runs these several times slower
 HANG_TIMEOUT = 30
 
@@ -47,7 +48,7 @@ def run_case(name, tmp_path, **kw):
 
 def test_correct_script_passes_through_the_cli(tmp_path):
     """The contract example, 3 ranks (DistributedSampler pads 512 to 513), --single, JSON output."""
-    cmd = [sys.executable, "-m", "ddpfix.verify", str(CASES / "train_after.py"), "--nproc", "3", "--single",
+    cmd = [sys.executable, "-m", "ddpfix.verify", str(CONTRACT), "--nproc", "3", "--single",
            "--timeout", str(RUN_TIMEOUT), "--format", "json", "--", "--epochs", "2"]
     p = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=2 * RUN_TIMEOUT + 60)
     data = json.loads(p.stdout)

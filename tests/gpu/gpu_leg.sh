@@ -2,7 +2,7 @@
 # GPU leg of `ddpfix verify`, for a machine with one NVIDIA GPU and torch installed.
 #
 # Run from the repository root:   OUT=/some/dir bash tests/gpu/gpu_leg.sh
-# For every tests/golden/*/expected.py (and tests/verify_cases/train_after.py) it runs
+# For every tests/golden/*/expected.py (example_unsafe/expected.py is the contract's train_after.py) it runs
 #   ddpfix verify SCRIPT --backend nccl --nproc 1
 #   ddpfix verify SCRIPT --backend gloo --nproc 2     (gloo with CUDA tensors, one GPU)
 # each in a fresh temporary working directory, and writes
@@ -39,7 +39,7 @@ import torch  # noqa: E402
 
 print(f"python {sys.version.split()[0]}, torch {torch.__version__}, cuda {torch.version.cuda}, "
       f"available {torch.cuda.is_available()}, devices {torch.cuda.device_count()}", flush=True)
-scripts = sorted(root.glob("tests/golden/*/expected.py")) + [root / "tests/verify_cases/train_after.py"]
+scripts = sorted(root.glob("tests/golden/*/expected.py"))
 legs = [("nccl", 1), ("gloo", 2)]
 reports, start = [], time.monotonic()
 counts = {"PASS": 0, "FAIL": 0, "SKIP": 0, "ERROR": 0}
