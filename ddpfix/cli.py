@@ -217,6 +217,7 @@ def diff(
     quiet: Quiet = False,
     verbose: Verbose = False,
     stdin_filename: StdinName = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when there are changes (errors still exit 2).")] = False,
 ) -> None:
     """Print the unified diff `apply` would make, with the same flags (exit 1 when it would change something)."""
     run = _start(select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, config=config, isolated=isolated, exclude=exclude,
@@ -231,7 +232,7 @@ def diff(
         out.print(Syntax(res.result.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
         if not run.quiet:
             err.print(_summary(res), markup=False)
-    raise typer.Exit(2 if run.errors else (1 if changed else 0))
+    raise typer.Exit(2 if run.errors else (1 if changed and not exit_zero else 0))
 
 
 @app.command()

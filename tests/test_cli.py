@@ -328,3 +328,19 @@ def test_module_entry_point(work):
 
 def test_cli_module_exports():
     assert cli.main and cli.app
+
+
+def test_diff_exit_zero_still_prints_the_diff(tmp_path):
+    from typer.testing import CliRunner
+
+    from ddpfix.cli import app
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "model(torch.randn(2, 2)).sum().backward()\nopt.step()\nprint('done')\n"
+    )
+    plain = CliRunner().invoke(app, ["diff", str(script)])
+    zero = CliRunner().invoke(app, ["diff", "--exit-zero", str(script)])
+    assert plain.exit_code == 1 and zero.exit_code == 0
+    assert "+if RANK == 0:" in zero.stdout and zero.stdout == plain.stdout
