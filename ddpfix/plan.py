@@ -243,6 +243,14 @@ class _Applier(cst.CSTTransformer):
     def __init__(self, plan: Plan) -> None:
         super().__init__()
         self.plan = plan
+        # Only subtrees that hold an edit are visited; the rest is kept as it is.
+        self.touched: set[cst.CSTNode] = set()
+        for key in (*plan.replacements, *plan.before, *plan.after, *plan.prepends, *plan.guards, *plan.moved):
+            self.touched.add(key)
+            self.touched.update(plan.facts.ancestors(key))
+
+    def on_visit(self, node) -> bool:
+        return node in self.touched
 
     def on_leave(self, original_node, updated_node):
         fns = self.plan.replacements.get(original_node)
