@@ -8,13 +8,15 @@ and cached, so no rule re-walks the tree.
 """
 from __future__ import annotations
 
+import bisect
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from .syntax import (
     assign_targets,
@@ -103,26 +105,72 @@ class EpochLoop:
     loader_expr: str | None  # how the loader is reached from the loop's scope
 
 
-class _PositionSink:
-    """What LibCST's position-recording codegen writes into (the part of a provider it uses)."""
-
-    def __init__(self) -> None:
-        self._computed: dict = {}
-
-
-def _positions(module: cst.Module) -> dict:
-    """PositionProvider's ranges from one codegen pass, without MetadataWrapper's extra visit of
-    the whole tree (which rebuilds and re-validates every node: most of the cost)."""
+def _positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
+    """PositionProvider's ranges from one codegen pass that records plain character offsets (lines
+    and columns are worked out only for the nodes reported), without MetadataWrapper's extra visit
+    of the whole tree."""
     try:
-        from libcst.metadata.position_provider import PositionProvidingCodegenState
-
-        sink = _PositionSink()
-        module._codegen(PositionProvidingCodegenState(
-            default_indent=module.default_indent, default_newline=module.default_newline, provider=sink,  # type: ignore[arg-type]
-        ))
-        return sink._computed
+        return _OffsetPositions(module)
     except (ImportError, TypeError, AttributeError):  # another LibCST layout: the public, slower way
         return dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+
+
+class _OffsetPositions:
+    """Node -> CodeRange, the same ranges as LibCST's PositionProvider (syntactic positions)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        from libcst._nodes.internal import CodegenState
+
+        spans: dict[cst.CSTNode, tuple[int, int]] = {}
+
+        class State(CodegenState):  # what PositionProvidingCodegenState records, as offsets
+            __slots__ = ("offset", "stack", "popped")
+
+            def add_indent_tokens(self) -> None:
+                self.tokens.extend(self.indent_tokens)
+                self.offset += sum(map(len, self.indent_tokens))
+
+            def add_token(self, value: str) -> None:
+                self.tokens.append(value)
+                self.offset += len(value)
+
+            def pop_trailing_newline(self) -> None:  # gone from the text, not from the positions
+                if self.tokens:
+                    self.popped = self.tokens.pop()
+
+            def before_codegen(self, node: cst.CSTNode) -> None:
+                self.stack.append(self.offset)
+
+            def after_codegen(self, node: cst.CSTNode) -> None:
+                start = self.stack.pop()
+                if node not in spans:
+                    spans[node] = (start, self.offset)
+
+            @contextmanager
+            def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+                start = self.offset
+                try:
+                    yield
+                finally:
+                    spans[node] = (spans[start_node][0] if start_node is not None else start, spans[end_node][1] if end_node is not None else self.offset)
+
+        state = State(default_indent=module.default_indent, default_newline=module.default_newline)
+        state.offset, state.stack, state.popped = 0, [], ""
+        module._codegen(state)
+        self._spans = spans
+        text = "".join(state.tokens) + state.popped
+        self._breaks = [m.end() for m in _LINE_BREAK.finditer(text)]  # where each line after the first starts
+
+    def _at(self, offset: int) -> CodePosition:
+        line = bisect.bisect_right(self._breaks, offset)
+        return CodePosition(line + 1, offset - (self._breaks[line - 1] if line else 0))
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        start, end = self._spans[node]
+        return CodeRange(self._at(start), self._at(end))
+
+
+_LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
 class _Collector:
