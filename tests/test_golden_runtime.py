@@ -93,4 +93,21 @@ def test_golden_expected_runs(case, tmp_path):
     cwd = tmp_path / "verify"
     cwd.mkdir()
     report = verify_script(expected, args, nproc=2, timeout=VERIFY_TIMEOUT, cwd=cwd)
+    if not report.ok and _only_teardown_abort(report):
+        # Every rank finished the script and every other check passed, but a worker aborted while the
+        # interpreter shut down ("terminate called without an active exception", a rare gloo thread
+        # teardown race on a loaded machine): run once more before calling it a failure.
+        cwd = tmp_path / "verify-again"
+        cwd.mkdir()
+        report = verify_script(expected, args, nproc=2, timeout=VERIFY_TIMEOUT, cwd=cwd)
     assert report.ok, _describe(report)
+
+
+def _only_teardown_abort(report) -> bool:
+    failed = report.failed
+    return (
+        len(failed) == 1
+        and failed[0].name == "completes"
+        and all("finished" in ev or "exited with code" in ev for ev in failed[0].evidence)
+        and "terminate called" in (report.output or "")
+    )
