@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from invariants import problems
 
 hypothesmith = pytest.importorskip("hypothesmith")
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # generated programs like `1()`
 
 EXAMPLES = int(os.environ.get("DDPFIX_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(

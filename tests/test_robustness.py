@@ -60,6 +60,21 @@ def test_ddp_on_an_explicit_cuda_module_with_a_process_group_but_no_set_device()
     )
 
 
+
+@pytest.mark.xfail(strict=True, reason="DDP001's process group adds `torch.cuda.is_available()`, which makes DDP303 see a "
+                   "CPU-capable script on the second pass and rewrite device_ids then")
+def test_ddp_with_device_ids_and_no_process_group():
+    # found by the fuzzer (training scripts assembled from fragments)
+    assert_sound(
+        """\
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(model, device_ids=[local_rank])
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        """
+    )
+
 LAYOUTS = [
     "import torch\r\nx = (1,\r\n     2)\r\n",
     'import torch\rx = 1\rif x:\r\ty = """a\rb"""\r',
