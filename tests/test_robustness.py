@@ -37,8 +37,6 @@ def test_save_then_load_in_a_script_that_only_calls_backward():
     )
 
 
-@pytest.mark.xfail(strict=True, reason="DDP006's fix adds `if torch.cuda.is_available():`, which makes DDP303 see a "
-                   "CPU-capable script on the second pass and rewrite device_ids then")
 def test_ddp_on_an_explicit_cuda_module_with_a_process_group_but_no_set_device():
     # torch/testing/_internal/distributed/ddp_under_dist_autograd_test.py and distributed_test.py
     assert_sound(
@@ -61,8 +59,6 @@ def test_ddp_on_an_explicit_cuda_module_with_a_process_group_but_no_set_device()
 
 
 
-@pytest.mark.xfail(strict=True, reason="DDP001's process group adds `torch.cuda.is_available()`, which makes DDP303 see a "
-                   "CPU-capable script on the second pass and rewrite device_ids then")
 def test_ddp_with_device_ids_and_no_process_group():
     # found by the fuzzer (training scripts assembled from fragments)
     assert_sound(

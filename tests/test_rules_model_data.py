@@ -30,8 +30,8 @@ def found(src: str, code: str) -> list:
     return [d for d in check_source(src) if d.code == code]
 
 
-def fixed(src: str, code: str, **kw) -> str:
-    return fix_source(src, select=[code], **kw).code
+def fixed(src: str, *codes: str, **kw) -> str:
+    return fix_source(src, select=list(codes), **kw).code
 
 
 # --------------------------------------------------------------------------- DDP202
@@ -281,6 +281,35 @@ def test_ddp303_cuda_only_script_keeps_device_ids():
         """
     )
     assert found(src, "DDP303") == []
+
+
+def test_ddp303_module_moved_with_cuda_keeps_device_ids_in_a_cpu_capable_script():
+    for module in ("model.cuda(LOCAL_RANK)", "nn.Linear(2, 1).to(f\"cuda:{LOCAL_RANK}\")"):
+        src = script(WRAP.format(args=", device_ids=[LOCAL_RANK]").replace("DDP(model", f"DDP({module}"))
+        assert found(src, "DDP303") == [], module
+    bound = script(WRAP.format(args=", device_ids=[LOCAL_RANK]").replace(".to(device)", ".cuda(LOCAL_RANK)"))
+    assert found(bound, "DDP303") == []
+
+
+def test_ddp303_module_that_is_not_a_name_uses_the_device_or_reports_only():
+    with_device = fixed(script(WRAP.format(args=", device_ids=[LOCAL_RANK]").replace("DDP(model", "DDP(copy.deepcopy(model)")), "DDP303")
+    assert 'DDP(copy.deepcopy(model), device_ids=[LOCAL_RANK] if device.type == "cuda" else None)' in with_device
+    no_device = script(
+        """
+        def main():
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            model = DDP(nn.Linear(2, 1).float(), device_ids=[0, 1])
+        """
+    )
+    [d] = found(no_device, "DDP303")
+    assert d.fix == "none" and ".parameters()" not in fixed(no_device, "DDP303")
+
+
+def test_ddp303_composes_with_the_rank_fix_inside_device_ids():
+    src = script(WRAP.format(args=", device_ids=[RANK], output_device=RANK"))
+    out = fixed(src, "DDP303", "DDP005")
+    assert 'DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None, output_device=LOCAL_RANK if device.type == "cuda" else None)' in out
+    assert fixed(out, "DDP303", "DDP005") == out
 
 
 # --------------------------------------------------------------------------- DDP304

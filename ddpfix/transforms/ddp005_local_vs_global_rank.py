@@ -18,7 +18,7 @@ class LocalVsGlobalRank(Rule):
     docs = """
 ## What
 The global rank used as a CUDA device (`torch.cuda.set_device(rank)`, `.to(rank)`,
-`device_ids=[rank]`), or the local rank used where the global one is meant: the single writer
+`device_ids=[rank]`, `output_device=rank`), or the local rank used where the global one is meant: the single writer
 (`if local_rank == 0: torch.save(...)`) or the sampler's shard (`DistributedSampler(ds, rank=local_rank)`).
 
 ## Why
@@ -83,6 +83,9 @@ def _device_uses(facts):
             el = ids.value.elements[0].value
             if isinstance(el, (cst.Name, cst.Attribute)):
                 yield el
+        out = kwarg(call, "output_device")
+        if ids is not None and out is not None and isinstance(out.value, (cst.Name, cst.Attribute)):
+            yield out.value
 
 
 def _local_name(ctx: Context, at: cst.CSTNode) -> str:

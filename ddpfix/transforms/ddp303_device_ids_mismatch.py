@@ -5,7 +5,7 @@ import libcst as cst
 
 from ..edits import cuda_test
 from ..rule import Context, Rule
-from ..syntax import code_of, dotted, is_literal, kwarg, positional, receiver
+from ..syntax import assigned_value, calls_in, code_of, dotted, is_literal, kwarg, method_name, positional, receiver, string_value
 
 
 class DeviceIdsMismatch(Rule):
@@ -47,8 +47,8 @@ for a module on a single device.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        cpu_capable = any(s.evaluated_value == "cpu" for s in facts.strings if isinstance(s.evaluated_value, str)) or bool(
-            facts.calls_to("torch.cuda.is_available")
+        cpu_capable = any(s.evaluated_value == "cpu" for s in facts.strings if isinstance(s.evaluated_value, str)) or any(
+            _chooses_device(facts, c) for c in facts.calls_to("torch.cuda.is_available")
         )
         for call in facts.ddp_calls:
             ids = kwarg(call, "device_ids") or positional(call, 1)
@@ -59,13 +59,13 @@ for a module on a single device.
                 continue
             handle = _base(module.value)
             several = _several(ids.value)
-            if not several and not cpu_capable:
+            if not several and (not cpu_capable or _on_cuda(facts, module.value, call)):
                 continue
             dev = facts.device_var(call)
             if (dev is None or not dev[1]) and handle is None:
                 ctx.report(ids, "device_ids set on a module that may be on CPU: pass them only when it is on CUDA", fix="none")
                 continue
-            cuda = cuda_test(ctx, handle or "model", call)
+            cuda = cst.parse_expression(cuda_test(ctx, handle or "model", call))
             if several:
                 message = f"device_ids={code_of(ids.value)}: one DDP process drives one GPU; use [LOCAL_RANK] on CUDA, None on CPU"
             else:
@@ -75,32 +75,72 @@ for a module on a single device.
                 )
             if not ctx.report(ids, message):
                 continue
-            value = f"[{ctx.env('LOCAL_RANK')}]" if several else code_of(ids.value)
-            new_ids = cst.parse_expression(f"{value} if {cuda} else None")
+            local_rank = cst.parse_expression(ctx.env("LOCAL_RANK")) if several else None
+            ctx.plan.replace(ids.value, _on_cuda_only(cuda, cst.List([cst.Element(local_rank)]) if local_rank else None))
             out = kwarg(call, "output_device") or positional(call, 2)
-            new_out = None
             if out is not None and not is_literal(out.value, None) and not isinstance(out.value, cst.IfExp):
-                out_value = ctx.env("LOCAL_RANK") if several else code_of(out.value)
-                new_out = cst.parse_expression(f"{out_value} if {cuda} else None")
+                ctx.plan.replace(out.value, _on_cuda_only(cuda, local_rank))
 
-            def rewrite(node: cst.Call, ids=ids, out=out, new_ids=new_ids, new_out=new_out) -> cst.Call:
-                args = []
-                for a in node.args:
-                    if a.deep_equals(ids):
-                        a = a.with_changes(value=new_ids)
-                    elif new_out is not None and out is not None and a.deep_equals(out):
-                        a = a.with_changes(value=new_out)
-                    args.append(a)
-                return node.with_changes(args=args)
 
-            ctx.plan.replace(call, rewrite)
+def _on_cuda_only(cuda: cst.BaseExpression, value: cst.BaseExpression | None):
+    """`x` -> `x if <cuda> else None` (or `value if <cuda> else None`), on the node as other fixes left it."""
+
+    def rewrite(node: cst.BaseExpression) -> cst.BaseExpression:
+        return cst.IfExp(test=cuda, body=value or node, orelse=cst.Name("None"))
+
+    return rewrite
+
+
+MODULE_METHODS = {"to", "cuda", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_"}
 
 
 def _base(expr: cst.BaseExpression) -> str | None:
-    """`model`, `model.to(device)`, `model.cuda()` -> "model"."""
-    while isinstance(expr, cst.Call) and receiver(expr) is not None:
+    """`model`, `model.to(device)`, `model.cuda()` -> "model"; None when the module is not a name."""
+    while isinstance(expr, cst.Call) and method_name(expr) in MODULE_METHODS:
         expr = receiver(expr)  # type: ignore[assignment]
     return dotted(expr)
+
+
+def _on_cuda(facts, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
+    """The module is moved to CUDA unconditionally: `net.cuda(rank)`, `net.to("cuda:0")`, or a name
+    last bound to such an expression before `at` in the same scope."""
+    while isinstance(expr, cst.Call) and method_name(expr) in MODULE_METHODS:
+        if method_name(expr) == "cuda" or (method_name(expr) == "to" and _names_cuda(facts, expr)):
+            return True
+        expr = receiver(expr)  # type: ignore[assignment]
+    name = dotted(expr)
+    if name is None or depth > 0:
+        return False
+    here = facts.site(at).stmt
+    defs = [d for d in facts.assignments(facts.scope_of(at), name) if facts.before(d.stmt, at) and d.stmt is not here]
+    value = assigned_value(defs[-1].stmt) if defs else None
+    return value is not None and _on_cuda(facts, value, at, depth + 1)
+
+
+def _names_cuda(facts, call: cst.Call) -> bool:
+    arg = positional(call, 0) or kwarg(call, "device")
+    if arg is None:
+        return False
+    value = arg.value
+    if isinstance(value, cst.Call) and facts.call_qual(value) == "torch.device":
+        first = positional(value, 0)
+        value = first.value if first is not None else value
+    if isinstance(value, cst.FormattedString) and value.parts and isinstance(value.parts[0], cst.FormattedStringText):
+        return value.parts[0].value.startswith("cuda")
+    text = string_value(value)
+    return text is not None and text.startswith("cuda")
+
+
+def _chooses_device(facts, test: cst.Call) -> bool:
+    """False for the two CUDA tests that choose no device for the model: the guard around
+    `torch.cuda.set_device(...)` and the backend choice `"nccl" if torch.cuda.is_available() else "gloo"`."""
+    parent = facts.parent.get(test)
+    if isinstance(parent, cst.IfExp) and parent.test is test:
+        return not all(isinstance(v, cst.SimpleString) and v.evaluated_value in ("nccl", "gloo") for v in (parent.body, parent.orelse))
+    if isinstance(parent, cst.If) and parent.test is test and not parent.orelse:
+        calls = [facts.call_qual(c) for c in calls_in(parent.body)]
+        return calls != ["torch.cuda.set_device"]
+    return True
 
 
 def _several(expr: cst.BaseExpression) -> bool:
