@@ -42,7 +42,10 @@ model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 ## Fix safety
 Safe: on CUDA the arguments are unchanged (or name the process's own GPU), on CPU they are `None`,
 which is what DDP requires. A wrap without `device_ids` is not reported: PyTorch accepts `None`
-for a module on a single device.
+for a module on a single device. Neither is a module moved with `.cuda(...)` or `.to("cuda...")`
+(in the call or where its name was last bound): it is on CUDA whatever else the script does.
+Without a `torch.device` in scope and with a module that is not a plain name
+(`DDP(copy.deepcopy(net), ...)`), the finding has no fix.
 """
 
     def run(self, ctx: Context) -> None:
