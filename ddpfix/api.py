@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from typing import Iterable
 
@@ -19,6 +20,7 @@ from .transforms import BY_CODE, RULES, expand
 Source = str | bytes
 
 
+_BOOL_WORDS = (re.compile(r"\b(?:and|or)\b"), re.compile(rb"\b(?:and|or)\b"))
 MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
 
 
@@ -29,9 +31,18 @@ def parse(source: Source, path: str = "<string>") -> cst.Module:
     native parser can crash on, taking the process with it) at a fraction of LibCST's cost. Its
     other complaints are left to LibCST, which may know newer syntax than the running Python.
     """
+    return _parse(source, path)[0]
+
+
+def _parse(source: Source, path: str) -> tuple[cst.Module, ast.Module | None]:
+    """`parse`, also returning Python's tree of the source when Python could parse it."""
+    tree = None
     try:
         tree = ast.parse(source)
-        longest = max((len(n.values) for n in ast.walk(tree) if isinstance(n, ast.BoolOp)), default=0)
+        words = _BOOL_WORDS[isinstance(source, bytes)]
+        longest = 0
+        if len(words.findall(source)) > MAX_CHAIN:  # a long chain needs that many `and`/`or` words
+            longest = max((len(n.values) for n in ast.walk(tree) if isinstance(n, ast.BoolOp)), default=0)
         if longest > MAX_CHAIN:  # flat for Python, one nesting level a term for LibCST
             raise DdpfixError(f"{path}: too deeply nested to analyse (an and/or chain of {longest} terms)")
     except SyntaxError as exc:
@@ -42,7 +53,7 @@ def parse(source: Source, path: str = "<string>") -> cst.Module:
     except (ValueError, UnicodeDecodeError, LookupError):
         pass  # LibCST reports decoding problems in its own words below
     try:
-        return cst.parse_module(source)
+        return cst.parse_module(source), tree
     except cst.ParserSyntaxError as exc:
         _check_syntax_only(source, path)  # Python's own message is clearer when it also fails
         raise DdpfixError(f"{path}:{exc.raw_line}:{exc.raw_column + 1}: syntax error: {exc.message.splitlines()[0]}") from None
@@ -82,11 +93,14 @@ def run_rules(
     fix: bool = True,
     unsafe_fixes: bool = False,
     source: Source | None = None,
+    tree: ast.Module | None = None,
 ) -> tuple[cst.Module, list[Diagnostic]]:
-    """One analysis, every selected rule, one edit pass. `source` (what `module` was parsed from) only
-    lets a source without `# ddpfix: ignore` comments skip looking for them."""
+    """One analysis, every selected rule, one edit pass. `source` (what `module` was parsed from) and
+    `tree` (Python's parse of it) are optional: they let a source without `# ddpfix: ignore` comments
+    skip looking for them and make positions cheaper to find."""
     suppressions = scan(module.code) if might_have(source) else None
-    facts = ScriptFacts(module)
+    text = source.decode(module.encoding) if isinstance(source, bytes) else source
+    facts = ScriptFacts(module, text, tree)
     if not facts.uses_torch or facts.other_launcher or not (facts.trains or facts.init_calls or facts.ddp_calls):
         return module, _unused(suppressions, [], select, ignore)  # not a training script: nothing here is about DDP
     active = expand(select, ignore)
@@ -133,8 +147,8 @@ def fix_source(
     if not _might_need_ddp(source):
         text = _check_syntax_only(source, path)
         return Result(source=text, code=text, data=source if isinstance(source, bytes) else None)
-    module = parse(source, path)
-    new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=source)
+    module, tree = _parse(source, path)
+    new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=source, tree=tree)
     # LibCST round-trips exactly, so the original text is the source itself: no re-render.
     old_text = source.decode(module.encoding) if isinstance(source, bytes) else source
     new_text = old_text if new is module else new.code

@@ -8,16 +8,16 @@ and cached, so no rule re-walks the tree.
 """
 from __future__ import annotations
 
-import bisect
+import ast
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterable, Iterator, Mapping
 
 import libcst as cst
-from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
+from .positions import StatementPositions, module_positions
 from .syntax import (
     assign_targets,
     child_nodes,
@@ -105,74 +105,6 @@ class EpochLoop:
     loader_expr: str | None  # how the loader is reached from the loop's scope
 
 
-def _positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
-    """PositionProvider's ranges from one codegen pass that records plain character offsets (lines
-    and columns are worked out only for the nodes reported), without MetadataWrapper's extra visit
-    of the whole tree."""
-    try:
-        return _OffsetPositions(module)
-    except (ImportError, TypeError, AttributeError):  # another LibCST layout: the public, slower way
-        return dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
-
-
-class _OffsetPositions:
-    """Node -> CodeRange, the same ranges as LibCST's PositionProvider (syntactic positions)."""
-
-    def __init__(self, module: cst.Module) -> None:
-        from libcst._nodes.internal import CodegenState
-
-        spans: dict[cst.CSTNode, tuple[int, int]] = {}
-
-        class State(CodegenState):  # what PositionProvidingCodegenState records, as offsets
-            __slots__ = ("offset", "stack", "popped")
-
-            def add_indent_tokens(self) -> None:
-                self.tokens.extend(self.indent_tokens)
-                self.offset += sum(map(len, self.indent_tokens))
-
-            def add_token(self, value: str) -> None:
-                self.tokens.append(value)
-                self.offset += len(value)
-
-            def pop_trailing_newline(self) -> None:  # gone from the text, not from the positions
-                if self.tokens:
-                    self.popped = self.tokens.pop()
-
-            def before_codegen(self, node: cst.CSTNode) -> None:
-                self.stack.append(self.offset)
-
-            def after_codegen(self, node: cst.CSTNode) -> None:
-                start = self.stack.pop()
-                if node not in spans:
-                    spans[node] = (start, self.offset)
-
-            @contextmanager
-            def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
-                start = self.offset
-                try:
-                    yield
-                finally:
-                    spans[node] = (spans[start_node][0] if start_node is not None else start, spans[end_node][1] if end_node is not None else self.offset)
-
-        state = State(default_indent=module.default_indent, default_newline=module.default_newline)
-        state.offset, state.stack, state.popped = 0, [], ""
-        module._codegen(state)
-        self._spans = spans
-        text = "".join(state.tokens) + state.popped
-        self._breaks = [m.end() for m in _LINE_BREAK.finditer(text)]  # where each line after the first starts
-
-    def _at(self, offset: int) -> CodePosition:
-        line = bisect.bisect_right(self._breaks, offset)
-        return CodePosition(line + 1, offset - (self._breaks[line - 1] if line else 0))
-
-    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
-        start, end = self._spans[node]
-        return CodeRange(self._at(start), self._at(end))
-
-
-_LINE_BREAK = re.compile(r"\r\n?|\n")
-
-
 class _Collector:
     """One pass over the tree (syntax nodes only, no whitespace), recording parents, source order
     and the node kinds the rules ask about."""
@@ -237,13 +169,17 @@ class _Collector:
 
 
 _LEAVE = object()
+_UNKNOWN = object()
 
 
 class ScriptFacts:
     """What a script is, computed once and shared by every rule."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, text: str | None = None, tree: ast.Module | None = None) -> None:
+        """`text`, the source `module` was parsed from, and `tree`, Python's parse of it, make reported
+        positions cheaper to find (see positions.py); both are optional."""
         self.module = module
+        self._text, self._tree = text, tree
         c = _Collector()
         c.run(module)
         self.parent = c.parent
@@ -265,7 +201,10 @@ class ScriptFacts:
     def position(self, node: cst.CSTNode) -> CodeRange:
         """1-based line, 0-based column range of `node` (computed once, only when asked)."""
         if self._positions is None:
-            self._positions = _positions(self.module)
+            if self._text is None:
+                self._positions = module_positions(self.module)
+            else:
+                self._positions = StatementPositions(self.module, self._text, self.parent, self._tree)
         return self._positions[node]
 
     # ----------------------------------------------------------------- names
@@ -280,8 +219,13 @@ class ScriptFacts:
             return f"{full}.{rest}" if rest else full
         return d
 
+    @cached_property
+    def _call_quals(self) -> dict[cst.Call, str | None]:
+        return {c: self.qualname(c.func) for c in self.calls}
+
     def call_qual(self, call: cst.Call) -> str | None:
-        return self.qualname(call.func)
+        q = self._call_quals.get(call, _UNKNOWN)
+        return self.qualname(call.func) if q is _UNKNOWN else q  # type: ignore[return-value]
 
     def alias_for(self, qualified: str, *, via_parent: bool = False) -> str | None:
         """Local spelling of a module or object the script already imports (`dist` for torch.distributed).
@@ -394,10 +338,10 @@ class ScriptFacts:
 
     def calls_to(self, *qualified: str) -> list[cst.Call]:
         wanted = set(qualified)
-        return [c for c in self.calls if self.call_qual(c) in wanted]
+        return [c for c, q in self._call_quals.items() if q in wanted]
 
     def calls_matching(self, pred) -> list[cst.Call]:
-        return [c for c in self.calls if pred(self.call_qual(c) or "")]
+        return [c for c, q in self._call_quals.items() if pred(q or "")]
 
     def method_calls(self, *methods: str) -> list[cst.Call]:
         wanted = set(methods)
@@ -478,6 +422,22 @@ class ScriptFacts:
         return self.calls_matching(lambda q: bool(BATCHNORM.match(q)))
 
     @cached_property
+    def _env_string_lines(self) -> set[cst.CSTNode]:
+        """Statement lines holding a string literal that names a torchrun variable (`"LOCAL_RANK"`): the
+        only ones whose text the environment lookups need to read."""
+        out = set()
+        for string in self.strings:
+            if "RANK" in string.value or "WORLD_SIZE" in string.value:
+                line = next((a for a in self.ancestors(string) if isinstance(a, cst.SimpleStatementLine)), None)
+                if line is not None:
+                    out.add(line)
+        return out
+
+    def reads_environment(self, stmt: cst.CSTNode) -> bool:
+        """Might `stmt` (a statement line) read RANK, LOCAL_RANK or WORLD_SIZE from the environment?"""
+        return stmt in self._env_string_lines
+
+    @cached_property
     def env_names(self) -> dict[str, str]:
         """Module-level names already bound to torchrun's environment: {"RANK": "RANK", ...}.
 
@@ -487,7 +447,7 @@ class ScriptFacts:
         for stmt in self.module.body:
             targets = assign_targets(stmt)
             value = assigned_value(stmt)
-            if len(targets) != 1 or value is None:
+            if len(targets) != 1 or value is None or not (self.reads_environment(stmt) or isinstance(value, cst.Comparison)):
                 continue
             text = code_of(value)
             m = re.search(r"environ(?:\.get\(|\[)\s*['\"](RANK|LOCAL_RANK|WORLD_SIZE)['\"]", text)

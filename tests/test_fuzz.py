@@ -19,6 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ddpfix.facts import ScriptFacts
+from ddpfix.positions import StatementPositions
 from invariants import problems
 
 hypothesmith = pytest.importorskip("hypothesmith")
@@ -33,6 +38,18 @@ FUZZ = settings(
     suppress_health_check=list(HealthCheck),
     print_blob=True,
 )
+
+
+def assert_positions_agree(source: str) -> None:
+    """Every node's range from rendering only its statement equals LibCST's PositionProvider."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = StatementPositions(module, source, ScriptFacts(module).parent)
+    wrong = [(type(n).__name__, positions[n], rng) for n, rng in expected.items() if positions[n] != rng]
+    assert not wrong, f"{wrong[:3]}\n--- program ---\n{source}"
 
 
 def assert_sound(source: str | bytes, *, unsafe_fixes: bool = False) -> None:
@@ -279,3 +296,10 @@ def test_fuzz_hypothesmith_nodes(source):
 @given(spliced(hypothesmith.from_grammar()))
 def test_fuzz_hypothesmith_with_torch_spliced_in(source):
     assert_sound(source, unsafe_fixes=True)
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=max(10, EXAMPLES // 2))
+@given(st.one_of(hypothesmith.from_grammar(), hypothesmith.from_node(), training_scripts()))
+def test_fuzz_positions(source):
+    assert_positions_agree(source)

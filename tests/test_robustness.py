@@ -5,11 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ddpfix.facts import ScriptFacts
 from invariants import problems
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -70,21 +67,3 @@ def test_ddp_with_device_ids_and_no_process_group():
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         """
     )
-
-LAYOUTS = [
-    "import torch\r\nx = (1,\r\n     2)\r\n",
-    'import torch\rx = 1\rif x:\r\ty = """a\rb"""\r',
-    "\ufeffimport torch\nx = 1",
-    "import torch\n\x0c\ndef f():\n\treturn [\n\t\t1,  # c\n\t]\n",
-    "",
-    "\n\n",
-    "x = f'{1}' \\\n    'a'\n@dec\nclass A: pass\n",
-]
-
-
-@pytest.mark.parametrize("source", [p.read_bytes() for p in sorted(GOLDEN.glob("*/input.py"))] + LAYOUTS)
-def test_positions_match_libcst_position_provider(source):
-    module = cst.parse_module(source)
-    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    facts = ScriptFacts(module)
-    assert all(facts.position(node) == rng for node, rng in expected.items())
