@@ -117,7 +117,7 @@ class Ranks:
     def local_rank_names(self) -> set[str]:
         out = set()
         for assign in self.facts.assigns:
-            if re.search(r"environ(?:\.get\(|\[)\s*['\"]LOCAL_RANK['\"]", code_of(assign.value)):
+            if self.facts.reads_environment(self.facts.parent[assign]) and re.search(r"environ(?:\.get\(|\[)\s*['\"]LOCAL_RANK['\"]", code_of(assign.value)):
                 out.update(d for t in assign.targets if (d := dotted(t.target)))
         return out
 
