@@ -154,7 +154,7 @@ def fix_source(
     new_text = old_text if new is module else new.code
     result = Result(source=old_text, code=new_text, diagnostics=diagnostics)
     if isinstance(source, bytes):
-        result.data = source if new is module else new.bytes
+        result.data = source if new is module else new_text.encode(new.encoding)  # `new.bytes` would render again
     result.diff = unified_diff(old_text, new_text, path) if new_text != old_text else ""
     return result
 
