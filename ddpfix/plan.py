@@ -8,6 +8,8 @@ same guard share one `if`.
 """
 from __future__ import annotations
 
+import functools
+
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -126,7 +128,7 @@ class Plan:
         indent = self.module.default_indent
         if indent != "    ":
             text = "\n".join(_reindent(line, indent) for line in text.split("\n"))
-        parsed = [_clean_blank_lines(s) for s in cst.parse_module(text).body]
+        parsed = list(_parse_template(text))
         if lead and parsed:
             parsed[0] = parsed[0].with_changes(leading_lines=[blank()] * lead)
         return parsed
@@ -212,6 +214,13 @@ class Plan:
             if isinstance(single_small(stmt), (cst.Import, cst.ImportFrom)):
                 last = stmt
         return last
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_template(text: str) -> tuple[cst.BaseStatement, ...]:
+    """Templates repeat from file to file; LibCST nodes are immutable and the plan keys its edits on
+    the original tree's nodes only, so one parse can be inserted wherever the text is the same."""
+    return tuple(_clean_blank_lines(s) for s in cst.parse_module(text).body)
 
 
 def _reindent(line: str, indent: str) -> str:
