@@ -421,6 +421,17 @@ class ScriptFacts:
     def batchnorm_calls(self) -> list[cst.Call]:
         return self.calls_matching(lambda q: bool(BATCHNORM.match(q)))
 
+    def string_literals(self, needle: str) -> list[tuple[cst.SimpleString, str]]:
+        """(node, value) of the text string literals whose source mentions `needle` (evaluating every
+        literal of a file costs a Python parse each)."""
+        out = []
+        for string in self.strings:
+            if needle in string.value:
+                value = string.evaluated_value
+                if isinstance(value, str):
+                    out.append((string, value))
+        return out
+
     @cached_property
     def _env_string_lines(self) -> set[cst.CSTNode]:
         """Statement lines holding a string literal that names a torchrun variable (`"LOCAL_RANK"`): the

@@ -42,8 +42,8 @@ gets the diagnostic only.
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         sites: list[tuple[cst.CSTNode, int, str]] = []  # node, index, kind
-        for s in facts.strings:
-            m = CUDA_LITERAL.match(s.evaluated_value) if isinstance(s.evaluated_value, str) else None
+        for s, value in facts.string_literals("cuda"):
+            m = CUDA_LITERAL.match(value)
             if m and "f" not in s.prefix.lower() and "b" not in s.prefix.lower():
                 sites.append((s, int(m.group(1)), "string"))
         for call in facts.calls:

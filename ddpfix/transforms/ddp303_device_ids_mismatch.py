@@ -50,7 +50,7 @@ Without a `torch.device` in scope and with a module that is not a plain name
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        cpu_capable = any(s.evaluated_value == "cpu" for s in facts.strings if isinstance(s.evaluated_value, str)) or any(
+        cpu_capable = any(value == "cpu" for _, value in facts.string_literals("cpu")) or any(
             _chooses_device(facts, c) for c in facts.calls_to("torch.cuda.is_available")
         )
         for call in facts.ddp_calls:
