@@ -5,6 +5,7 @@ import ast
 import io
 import re
 import tokenize
+from dataclasses import dataclass
 from typing import Iterable
 
 import libcst as cst
@@ -130,6 +131,28 @@ def _unused(suppressions, active: list[str], select, ignore) -> list[Diagnostic]
     return suppressions.unused(active, BY_CODE)
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """A source parsed once, for several rule runs (the language server's diagnostics, then the fixes
+    its code actions ask for). LibCST trees are immutable, so runs cannot disturb one another."""
+
+    source: Source
+    path: str
+    text: str
+    module: cst.Module | None  # None: the text never mentions torch, so no rule has anything to say
+    tree: ast.Module | None = None
+
+
+def parse_source(source: Source, path: str = "<string>") -> Parsed:
+    """Parse `source` for `fix_parsed`. Raises `DdpfixError` on a syntax error or undecodable input."""
+    if not _might_need_ddp(source):
+        return Parsed(source, path, _check_syntax_only(source, path), None)
+    module, tree = _parse(source, path)
+    # LibCST round-trips exactly, so the original text is the source itself: no re-render.
+    text = source.decode(module.encoding) if isinstance(source, bytes) else source
+    return Parsed(source, path, text, module, tree)
+
+
 def fix_source(
     source: Source,
     *,
@@ -144,18 +167,27 @@ def fix_source(
     `source` may be `str` or `bytes` (bytes keep their PEP 263 encoding; `Result.data` holds the new
     bytes). Raises `DdpfixError` on a syntax error or undecodable input.
     """
-    if not _might_need_ddp(source):
-        text = _check_syntax_only(source, path)
-        return Result(source=text, code=text, data=source if isinstance(source, bytes) else None)
-    module, tree = _parse(source, path)
-    new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=source, tree=tree)
-    # LibCST round-trips exactly, so the original text is the source itself: no re-render.
-    old_text = source.decode(module.encoding) if isinstance(source, bytes) else source
+    return fix_parsed(parse_source(source, path), select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, fix=fix)
+
+
+def fix_parsed(
+    parsed: Parsed,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    unsafe_fixes: bool = False,
+    fix: bool = True,
+) -> Result:
+    """`fix_source` on a source already parsed by `parse_source`."""
+    source, module, old_text = parsed.source, parsed.module, parsed.text
+    if module is None:
+        return Result(source=old_text, code=old_text, data=source if isinstance(source, bytes) else None)
+    new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=source, tree=parsed.tree)
     new_text = old_text if new is module else new.code
     result = Result(source=old_text, code=new_text, diagnostics=diagnostics)
     if isinstance(source, bytes):
         result.data = source if new is module else new_text.encode(new.encoding)  # `new.bytes` would render again
-    result.diff = unified_diff(old_text, new_text, path) if new_text != old_text else ""
+    result.diff = unified_diff(old_text, new_text, parsed.path) if new_text != old_text else ""
     return result
 
 

@@ -179,3 +179,26 @@ def test_automatic_code_action_requests_do_not_analyse_a_changed_text(tmp_path):
     titles = [a.title for a in ask(types.CodeActionTriggerKind.Invoked)]
     assert "DDP406: print on rank 0 only" in titles and doc.analysis is not None
     assert [a.title for a in ask(types.CodeActionTriggerKind.Automatic)] == titles  # analysed: answered
+
+
+def test_code_action_fixes_reuse_the_diagnostics_parse(monkeypatch):
+    """Diagnostics parse the document once; every fix a code action asks for runs on that parse."""
+    from ddpfix import api
+    from ddpfix.lsp.analysis import Analysis
+    from ddpfix.lsp.settings import RuleOptions
+
+    text = (__import__("pathlib").Path(__file__).parent / "lsp_data" / "train_small.py").read_text()
+    analysis = Analysis.run(text, 1, RuleOptions())
+    assert analysis.diagnostics and analysis.parsed is not None
+    expected = api.fix_source(text).code
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(api, "_parse", no_parse)
+    every = analysis.fixed(None, False)
+    one = analysis.fixed(("DDP406",), False)
+    assert every is not None and one is not None
+    assert every.code == expected
+    assert one.diagnostics and all(d.code == "DDP406" for d in one.diagnostics)
+    assert one.code != text and one.code != every.code

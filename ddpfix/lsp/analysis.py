@@ -1,15 +1,16 @@
 """One analysis per document version, shared by diagnostics and every code action.
 
-`Analysis` holds the text of one document version, its rule options and the `fix_source` results
-asked for so far (diagnostics first, then whatever fixes code actions need), so a code action on an
-unchanged document never re-runs what the diagnostics already ran, and one fix is computed once.
+`Analysis` holds the text of one document version, its parse, its rule options and the results asked
+for so far (diagnostics first, then whatever fixes code actions need), so a code action on an
+unchanged document neither re-parses it nor re-runs what the diagnostics already ran, and one fix is
+computed once.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
 
-from ..api import fix_source
+from ..api import Parsed, fix_parsed, parse_source
 from ..diagnostic import Diagnostic, Result
 from ..errors import DdpfixError
 from .settings import RuleOptions
@@ -28,12 +29,14 @@ class Analysis:
     error: str | None = None  # syntax error, undecodable text or an internal error: no diagnostics
     diagnostics: list[Diagnostic] = field(default_factory=list)
     fixes: dict[FixKey, Result | None] = field(default_factory=dict)
+    parsed: Parsed | None = None
 
     @classmethod
     def run(cls, text: str, version: int | None, options: RuleOptions, path: str = "<editor>") -> "Analysis":
         a = cls(text=text, version=version, options=options, path=path)
         try:
-            result = fix_source(text, path=path, select=options.select, ignore=options.ignore, fix=False)
+            a.parsed = parse_source(text, path)
+            result = fix_parsed(a.parsed, select=options.select, ignore=options.ignore, fix=False)
         except DdpfixError as exc:
             a.error = str(exc)
         except (RecursionError, MemoryError) as exc:
@@ -56,10 +59,11 @@ class Analysis:
         key: FixKey = (codes, unsafe)
         if key not in self.fixes:
             try:
+                parsed = self.parsed if self.parsed is not None else parse_source(self.text, self.path)
                 if codes is None:
-                    res = fix_source(self.text, path=self.path, select=self.options.select, ignore=self.options.ignore, unsafe_fixes=unsafe)
+                    res = fix_parsed(parsed, select=self.options.select, ignore=self.options.ignore, unsafe_fixes=unsafe)
                 else:
-                    res = fix_source(self.text, path=self.path, select=list(codes), unsafe_fixes=unsafe)
+                    res = fix_parsed(parsed, select=list(codes), unsafe_fixes=unsafe)
             except Exception:  # DdpfixError cannot happen for a text that analysed; anything else is a bug
                 log.exception("internal error fixing %s with %s", self.path, key)
                 res = None
