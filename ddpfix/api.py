@@ -22,6 +22,9 @@ Source = str | bytes
 
 
 _BOOL_WORDS = (re.compile(r"\b(?:and|or)\b"), re.compile(rb"\b(?:and|or)\b"))
+# A training script, a process group or a DDP wrap (ScriptFacts.trains / init_calls / ddp_calls) cannot
+# be written without one of these words.
+_MIGHT_TRAIN = re.compile(r"parameters|backward|init_process_group|DistributedDataParallel")
 MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
 
 
@@ -101,6 +104,8 @@ def run_rules(
     skip looking for them and make positions cheaper to find."""
     suppressions = scan(module.code) if might_have(source) else None
     text = source.decode(module.encoding) if isinstance(source, bytes) else source
+    if text is not None and not _MIGHT_TRAIN.search(text):  # what the test below needs is not even in the text
+        return module, _unused(suppressions, [], select, ignore)
     facts = ScriptFacts(module, text, tree)
     if not facts.uses_torch or facts.other_launcher or not (facts.trains or facts.init_calls or facts.ddp_calls):
         return module, _unused(suppressions, [], select, ignore)  # not a training script: nothing here is about DDP
