@@ -67,3 +67,17 @@ def test_ddp_with_device_ids_and_no_process_group():
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         """
     )
+
+
+def test_ddp_with_device_ids_and_a_checkpoint_load():
+    # found by the fuzzer: DDP404's map_location="cpu" is not a CPU device for the model
+    assert_sound(
+        """\
+        from torch.nn.parallel import DistributedDataParallel
+
+        model = DistributedDataParallel(model, device_ids=[0], output_device=0)
+        model.load_state_dict(torch.load('ckpt.pt'))
+        for x, y in loader:
+            optimizer.zero_grad()
+        """
+    )

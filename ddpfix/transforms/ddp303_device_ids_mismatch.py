@@ -50,7 +50,7 @@ Without a `torch.device` in scope and with a module that is not a plain name
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        cpu_capable = any(value == "cpu" for _, value in facts.string_literals("cpu")) or any(
+        cpu_capable = any(value == "cpu" and not _loads_onto(facts, node) for node, value in facts.string_literals("cpu")) or any(
             _chooses_device(facts, c) for c in facts.calls_to("torch.cuda.is_available")
         )
         for call in facts.ddp_calls:
@@ -132,6 +132,12 @@ def _names_cuda(facts, call: cst.Call) -> bool:
         return value.parts[0].value.startswith("cuda")
     text = string_value(value)
     return text is not None and text.startswith("cuda")
+
+
+def _loads_onto(facts, string: cst.SimpleString) -> bool:
+    """`torch.load(..., map_location="cpu")` says where a checkpoint's tensors land, not the model."""
+    arg = facts.parent.get(string)
+    return isinstance(arg, cst.Arg) and arg.keyword is not None and arg.keyword.value == "map_location"
 
 
 def _chooses_device(facts, test: cst.Call) -> bool:
