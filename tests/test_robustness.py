@@ -81,3 +81,23 @@ def test_ddp_with_device_ids_and_a_checkpoint_load():
             optimizer.zero_grad()
         """
     )
+
+
+def test_process_group_in_an_mp_spawn_target_without_a_process_index():
+    # found by the fuzzer: the LOCAL_RANK constant another fix adds is not the index mp.spawn passes
+    assert_sound(
+        """\
+        import os
+        import torch.multiprocessing as mp
+
+        def main():
+            torch.distributed.init_process_group(backend='nccl', rank=rank, world_size=world_size)
+            model = nn.Linear(4, 2)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                optimizer.zero_grad()
+            mp.spawn(main, nprocs=2)
+
+        main()
+        """
+    )

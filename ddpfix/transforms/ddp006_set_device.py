@@ -56,8 +56,9 @@ Safe: a `set_device` placed before init moves nothing but the current device of 
                 elif ctx.report(late[0], late_msg):
                     ctx.plan.move_before(pair[0], pair[1], order=30)
                 continue
-            local = _local_rank_in_scope(ctx, init)
-            if local is None and _is_spawn_target(facts, init):
+            spawned = _is_spawn_target(facts, init)
+            local = _local_rank_in_scope(ctx, init, module_level=not spawned)  # mp.spawn sets no LOCAL_RANK
+            if local is None and spawned:
                 ctx.report(init, self.message + " (pass the process index of mp.spawn to set_device)", fix="none")
                 continue
             if not ctx.report(init):
@@ -96,8 +97,9 @@ def _is_spawn_target(facts, node: cst.CSTNode) -> bool:
     return any(positional(c, 0) is not None and dotted(positional(c, 0).value) == func.name.value for c in facts.spawn_calls)
 
 
-def _local_rank_in_scope(ctx: Context, node: cst.CSTNode) -> str | None:
-    """A variable of the init call's function that holds LOCAL_RANK (`local_rank = int(os.environ[...])`)."""
+def _local_rank_in_scope(ctx: Context, node: cst.CSTNode, *, module_level: bool = True) -> str | None:
+    """A variable of the init call's function that holds LOCAL_RANK (`local_rank = int(os.environ[...])`),
+    or with `module_level`, one of the module's."""
     facts = ctx.facts
     scope = facts.scope_of(node)
     for stmt in facts.assignments(scope, "local_rank") + facts.assignments(scope, "args.local_rank"):
@@ -108,7 +110,7 @@ def _local_rank_in_scope(ctx: Context, node: cst.CSTNode) -> str | None:
         for p in func.params.params:
             if re.fullmatch(r"(local_rank|gpu|gpu_id|device_id)", p.name.value):
                 return p.name.value
-    for s in facts.module.body:
+    for s in facts.module.body if module_level else ():
         value = assigned_value(s)
         if value is not None and "LOCAL_RANK" in code_of(value) and len(assign_targets(s)) == 1:
             return assign_targets(s)[0]
