@@ -12,7 +12,7 @@ import ast
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -23,7 +23,6 @@ from .syntax import (
     child_nodes,
     index_module,
     assigned_value,
-    call_name,
     calls_in,
     code_of,
     dotted,

@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
-
-import pytest
 
 from invariants import problems
-
-GOLDEN = Path(__file__).parent / "golden"
 
 
 def assert_sound(source: str, **kwargs) -> None:
