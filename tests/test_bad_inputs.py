@@ -48,18 +48,6 @@ TRAIN = textwrap.dedent(
 COMMANDS = ["check", "diff", "apply"]
 
 
-@pytest.fixture(autouse=True)
-def _plain(monkeypatch):
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
-    monkeypatch.delenv("NO_COLOR", raising=False)
-
-
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def run(*args: str):
     return CliRunner().invoke(app, list(args))
 

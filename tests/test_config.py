@@ -31,12 +31,6 @@ TRAIN = textwrap.dedent(
 )
 
 
-@pytest.fixture(autouse=True)
-def _plain(monkeypatch):
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
-    monkeypatch.delenv("NO_COLOR", raising=False)
-
-
 def project(tmp_path: Path, table: str, files=("train.py",)) -> Path:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n\n[tool.ddpfix]\n" + textwrap.dedent(table))
     for f in files:

@@ -37,12 +37,6 @@ TRAIN = textwrap.dedent(
 )
 
 
-@pytest.fixture(autouse=True)
-def _plain(monkeypatch):
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
-    monkeypatch.delenv("NO_COLOR", raising=False)
-
-
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

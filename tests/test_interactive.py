@@ -18,12 +18,6 @@ EXAMPLE = (Path(__file__).resolve().parent.parent / "examples" / "train.py").rea
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
-@pytest.fixture(autouse=True)
-def _plain(monkeypatch):
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
-    monkeypatch.delenv("NO_COLOR", raising=False)
-
-
 @pytest.fixture
 def train(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

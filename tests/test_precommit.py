@@ -40,12 +40,6 @@ TRAIN = textwrap.dedent(
 needs_pre_commit = pytest.mark.skipif(PRE_COMMIT is None, reason="pre-commit is not installed")
 
 
-@pytest.fixture(autouse=True)
-def _plain(monkeypatch):
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
-    monkeypatch.delenv("NO_COLOR", raising=False)
-
-
 def hooks() -> dict[str, dict]:
     return {h["id"]: h for h in yaml.safe_load(MANIFEST.read_text())}
 
