@@ -9,7 +9,6 @@ same guard share one `if`.
 from __future__ import annotations
 
 import functools
-
 import sys
 import textwrap
 from dataclasses import dataclass, field

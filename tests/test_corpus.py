@@ -3,7 +3,7 @@ golden inputs. Zero crashes, every proposed output re-parses, applying twice cha
 
 CI runs a deterministic subset: every golden input, every CORPUS_STRIDE-th torch file, and every
 torch file up to CI_MAX_BYTES that reaches the rules (it mentions backward, DDP, process groups or
-parameters). The whole package (about 25 minutes on 2 cores):
+parameters). The whole package (about 5 minutes on 2 cores):
 
     DDPFIX_CORPUS=full python -m pytest tests/test_corpus.py        # every .py file of torch
     DDPFIX_CORPUS=7 python -m pytest tests/test_corpus.py           # every 7th file, plus the above
