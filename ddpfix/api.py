@@ -187,7 +187,7 @@ def fix_parsed(
     source, module, old_text = parsed.source, parsed.module, parsed.text
     if module is None:
         return Result(source=old_text, code=old_text, data=source if isinstance(source, bytes) else None)
-    new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=source, tree=parsed.tree)
+    new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=old_text, tree=parsed.tree)
     new_text = old_text if new is module else new.code
     result = Result(source=old_text, code=new_text, diagnostics=diagnostics)
     if isinstance(source, bytes):
