@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from ddpfix.verify import verify_script
+from teardown import verify_with_one_rerun
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CASES = sorted(p.parent.name for p in GOLDEN.glob("*/expected.py"))
@@ -90,24 +91,6 @@ def test_golden_expected_runs(case, tmp_path):
 
     if opts.get("verify", True) is False or not _uses_torch(expected):
         return
-    cwd = tmp_path / "verify"
-    cwd.mkdir()
-    report = verify_script(expected, args, nproc=2, timeout=VERIFY_TIMEOUT, cwd=cwd)
-    if not report.ok and _only_teardown_abort(report):
-        # Every rank finished the script and every other check passed, but a worker aborted while the
-        # interpreter shut down ("terminate called without an active exception", a rare gloo thread
-        # teardown race on a loaded machine): run once more before calling it a failure.
-        cwd = tmp_path / "verify-again"
-        cwd.mkdir()
-        report = verify_script(expected, args, nproc=2, timeout=VERIFY_TIMEOUT, cwd=cwd)
+    report = verify_with_one_rerun(
+        lambda cwd: verify_script(expected, args, nproc=2, timeout=VERIFY_TIMEOUT, cwd=cwd), tmp_path / "verify")
     assert report.ok, _describe(report)
-
-
-def _only_teardown_abort(report) -> bool:
-    failed = report.failed
-    return (
-        len(failed) == 1
-        and failed[0].name == "completes"
-        and all("finished" in ev or "exited with code" in ev for ev in failed[0].evidence)
-        and "terminate called" in (report.output or "")
-    )

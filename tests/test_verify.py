@@ -196,6 +196,22 @@ def test_completes_stopped_by_torchrun_and_exit_code(script):
     assert any(e.startswith("rank 1 was stopped by torchrun in `loss.backward()` at train.py:7") for e in c.evidence)
 
 
+def test_completes_names_a_crash_after_the_script_finished(script):
+    """A rank that ended the script and then aborted while exiting is told apart from a clean finish."""
+    crash = "Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call first):\n  <no Python frame>\n"
+    run = run_of(script, traces={0: [start(0), end(0)], 1: [start(1), end(1)]}, returncode=1, crashes={1: crash},
+                 output="--- stderr ---\nterminate called without an active exception\n")
+    c = checks.check_completes(run)
+    assert c.status == FAIL
+    assert c.evidence == [
+        "rank 1 finished the script, then its process crashed while exiting (Fatal Python error: Aborted; "
+        "terminate called without an active exception): a crash in shutdown code (the interpreter's or a library's), "
+        "after the script's last line",
+        "rank 0 finished"]
+    assert c.data["ranks"] == {0: "finished", 1: "exit_crash"}
+    assert checks.rank_state(run_of(script, traces={0: [start(0), end(0)]}, crashes={}), 0)["state"] == "finished"
+
+
 # ----------------------------------------------------------------------------- shards
 def shards_run(script, sets, world=2, loader=None, complete=True, steps=1, **kw):
     traces = {}
@@ -618,3 +634,29 @@ def test_params_sampled_digests_say_when_last_equal(script):
     c = checks.check_params(run)
     assert c.status == FAIL and c.evidence[0].startswith(
         "parameters of Net first differ after optimizer step 5 of 5 (`optimizer.step()` at train.py:8, equal after step 2)")
+
+
+def test_tests_rerun_only_for_a_crash_after_every_rank_finished():
+    from teardown import crashed_only_at_exit
+
+    assert crashed_only_at_exit({0: "finished", 1: "exit_crash"})
+    assert crashed_only_at_exit({0: "exit_stopped", 1: "exit_crash"})
+    assert not crashed_only_at_exit({0: "finished", 1: "finished"})
+    assert not crashed_only_at_exit({0: "exit_stopped", 1: "finished"})
+    assert not crashed_only_at_exit({0: "crashed", 1: "exit_crash"})
+    assert not crashed_only_at_exit({0: "waiting", 1: "exit_crash"})
+
+
+def test_completes_reads_the_signals_from_torchruns_summary(script):
+    """No faulthandler dump (the abort came after Python's shutdown): torchrun's summary names the signals."""
+    summary = ("Failures:\n[1]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : -15 (pid: 1000)  (SIGTERM)\n"
+               "  traceback : Signal 15 (SIGTERM) received by PID 1000\n"
+               "Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n"
+               "  exitcode  : -6 (pid: 1001)  (SIGABRT)\n  traceback : Signal 6 (SIGABRT) received by PID 1001\n")
+    run = run_of(script, traces={0: [start(0), end(0)], 1: [start(1), end(1)]}, returncode=1, output=summary)
+    c = checks.check_completes(run)
+    assert c.data["ranks"] == {0: "exit_stopped", 1: "exit_crash"}
+    assert c.evidence[0].startswith("rank 1 finished the script, then its process crashed while exiting (SIGABRT): ")
+    assert c.evidence[1] == "rank 0 finished the script; torchrun stopped its process while it was exiting"
+    killed = run_of(script, traces={0: [start(0), end(0)], 1: [start(1)]}, returncode=1, output=summary)
+    assert checks.rank_state(killed, 1)["text"] == "rank 1 was ended by SIGABRT before the end of the script"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ddpfix.verify import launcher, verify_script
+from teardown import crashed_only_at_exit, verify_with_one_rerun
 
 pytestmark = pytest.mark.slow
 
@@ -43,23 +44,27 @@ def failing(report) -> set:
 
 def run_case(name, tmp_path, **kw):
     kw.setdefault("timeout", RUN_TIMEOUT)
-    return verify_script(CASES / name, cwd=tmp_path, **kw)
+    return verify_with_one_rerun(lambda cwd: verify_script(CASES / name, cwd=cwd, **kw), tmp_path / "run")
 
 
 def test_correct_script_passes_through_the_cli(tmp_path):
     """The contract example, 3 ranks (DistributedSampler pads 512 to 513), --single, JSON output."""
     cmd = [sys.executable, "-m", "ddpfix.verify", str(CONTRACT), "--nproc", "3", "--single",
            "--timeout", str(RUN_TIMEOUT), "--format", "json", "--", "--epochs", "2"]
-    p = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=2 * RUN_TIMEOUT + 60)
-    data = json.loads(p.stdout)
+    for cwd in (tmp_path / "run", tmp_path / "run-again"):  # the second only after a crash at exit
+        cwd.mkdir()
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=2 * RUN_TIMEOUT + 60)
+        data = json.loads(p.stdout)
+        if not crashed_only_at_exit(data["checks"][0]["data"].get("ranks", {})):
+            break
     status = {c["name"]: c["status"] for c in data["checks"]}
-    assert p.returncode == 0, (status, data["output"][-2000:], p.stderr[-2000:])
+    assert p.returncode == 0, (data["checks"], data["output"][-4000:], p.stderr[-2000:])
     assert set(status.values()) == {"pass"}
     shards = next(c for c in data["checks"] if c["name"] == "shards")
     assert "3 ranks x 171 indices, disjoint, 1 repeated by DistributedSampler padding, union 512/512" in shards["evidence"][0]
     assert data["meta"]["backend_used"] == "gloo" and data["meta"]["world_size"] == 3
     assert [r["rank"] for r in data["ranks"]] == [0, 1, 2]
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint.pt", "train.log"]  # nothing of ours in the cwd
+    assert sorted(os.listdir(cwd)) == ["checkpoint.pt", "train.log"]  # nothing of ours in the cwd
 
 
 def test_no_sampler_overlapping_shards(tmp_path):
@@ -123,6 +128,20 @@ def test_forward_through_module_diverges(tmp_path):
     assert report["params"].evidence[0].startswith("parameters of Linear first differ after optimizer step 1 of 8")
     assert "never ran forward on ranks 0 and 1" in report["ddp"].evidence[0]
     assert report["collectives"].evidence[0] == "2 ranks issued the same 1 collective: 1 barrier"
+
+
+def test_crash_at_exit_is_named_as_one(tmp_path):
+    """Rank 1 aborts in exit(), after Python's shutdown: no Python frame and no faulthandler dump to go by,
+    only torchrun's failure summary. The report must say the script finished and the crash came after."""
+    report = verify_script(CASES / "abort_at_exit.py", cwd=tmp_path, timeout=RUN_TIMEOUT)
+    assert failing(report) == {"completes"}, describe(report)
+    ev = report["completes"].evidence
+    assert ev[0] == ("rank 1 finished the script, then its process crashed while exiting (SIGABRT): a crash in "
+                     "shutdown code (the interpreter's or a library's), after the script's last line"), describe(report)
+    states = report["completes"].data["ranks"]
+    assert states[1] == "exit_crash" and states[0] in ("finished", "exit_stopped"), states
+    assert crashed_only_at_exit(states)
+    assert [r["state"] for r in report.ranks][1] == "exit_crash"
 
 
 def test_two_nodes_expose_local_rank_saves(tmp_path):

@@ -275,6 +275,32 @@ def _short_message(msg: str | None, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+_SIGNAL_RE = re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID (\d+)")
+
+
+def _signalled(run: RunData) -> dict:
+    """rank -> the signal that ended its process, from torchrun's failure summary (pids from the probe's start)."""
+    ranks = {}
+    for r in all_ranks(run):
+        s = first(run, r, "start")
+        if s and isinstance(s.get("pid"), int):
+            ranks[s["pid"]] = r
+    return {ranks[int(m.group(3))]: m.group(2) for m in _SIGNAL_RE.finditer(run.output) if int(m.group(3)) in ranks}
+
+
+def _crash_cause(run: RunData, r: int) -> str:
+    """The fatal error of a rank, and the C++ runtime's own word for it when the output has one."""
+    lines = run.crashes.get(r, "").strip().splitlines()
+    if lines:
+        cause = lines[0].strip()
+    else:
+        cause = _signalled(run).get(r, "a signal")
+    native = re.search(r"^.*?(terminate called [^\n]*)$", run.output, re.M)
+    if native:
+        cause += f"; {native.group(1).strip()}"
+    return cause
+
+
 def rank_state(run: RunData, r: int) -> dict:
     """What became of one rank: finished, exited, failed, waiting at the limit, stopped, never started."""
     start = first(run, r, "start")
@@ -282,6 +308,13 @@ def rank_state(run: RunData, r: int) -> dict:
     if end is not None:
         st = end.get("status")
         if st == "ok":
+            if r not in run.crashes and _signalled(run).get(r) in ("SIGTERM", "SIGKILL"):
+                return {"state": "exit_stopped", "text": f"rank {r} finished the script; torchrun stopped its "
+                        "process while it was exiting"}
+            if r in run.crashes or r in _signalled(run):
+                return {"state": "exit_crash", "text": f"rank {r} finished the script, then its process crashed while "
+                        f"exiting ({_crash_cause(run, r)}): a crash in shutdown code (the interpreter's or a library's), "
+                        "after the script's last line"}
             return {"state": "finished", "text": f"rank {r} finished"}
         if st == "exit":
             return {"state": "exit", "text": f"rank {r} exited with code {end.get('code')}"}
@@ -311,6 +344,9 @@ def rank_state(run: RunData, r: int) -> dict:
         return {"state": "missing", "text": f"rank {r} never started the script"}
     if run.timed_out:
         return {"state": "waiting", "text": f"rank {r} was still running (no stack dump)"}
+    sig = _signalled(run).get(r)
+    if sig:
+        return {"state": "killed", "text": f"rank {r} was ended by {sig} before the end of the script"}
     return {"state": "killed", "text": f"rank {r} ended without a report (killed?)"}
 
 
@@ -342,7 +378,8 @@ def check_completes(run: RunData) -> CheckResult:
         hint = _output_hint(run)
         evidence.append(f"torchrun exited with code {run.returncode} before any rank ran the script"
                         + (f": {hint}" if hint else ""))
-    order = {"waiting": 0, "error": 1, "crashed": 2, "stopped": 3, "exit": 4, "killed": 5, "missing": 6, "finished": 7}
+    order = {"waiting": 0, "error": 1, "crashed": 2, "stopped": 3, "exit": 4, "killed": 5, "missing": 6,
+             "exit_crash": 7, "exit_stopped": 8, "finished": 9}
     evidence += [states[r]["text"] for r in sorted(states, key=lambda r: (order.get(states[r]["state"], 9), r))]
     if not run.timed_out and run.returncode not in (0, None) and all(s["state"] == "finished" for s in states.values()):
         evidence.append(f"torchrun exited with code {run.returncode}")
