@@ -210,6 +210,9 @@ def test_completes_names_a_crash_after_the_script_finished(script):
         "rank 0 finished"]
     assert c.data["ranks"] == {0: "finished", 1: "exit_crash"}
     assert checks.rank_state(run_of(script, traces={0: [start(0), end(0)]}, crashes={}), 0)["state"] == "finished"
+    # the same dump with torchrun exiting 0 was written by a forked child (a DataLoader worker)
+    clean = run_of(script, traces={0: [start(0), end(0)], 1: [start(1), end(1)]}, returncode=0, crashes={1: crash})
+    assert checks.check_completes(clean).status == PASS
 
 
 # ----------------------------------------------------------------------------- shards

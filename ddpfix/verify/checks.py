@@ -308,10 +308,13 @@ def rank_state(run: RunData, r: int) -> dict:
     if end is not None:
         st = end.get("status")
         if st == "ok":
-            if r not in run.crashes and _signalled(run).get(r) in ("SIGTERM", "SIGKILL"):
+            signal = _signalled(run).get(r)
+            # a dump with a clean exit came from a forked child (a DataLoader worker), not from the rank
+            crashed = r in run.crashes and run.returncode not in (0, None)
+            if not crashed and signal in ("SIGTERM", "SIGKILL"):
                 return {"state": "exit_stopped", "text": f"rank {r} finished the script; torchrun stopped its "
                         "process while it was exiting"}
-            if r in run.crashes or r in _signalled(run):
+            if crashed or signal:
                 return {"state": "exit_crash", "text": f"rank {r} finished the script, then its process crashed while "
                         f"exiting ({_crash_cause(run, r)}): a crash in shutdown code (the interpreter's or a library's), "
                         "after the script's last line"}
