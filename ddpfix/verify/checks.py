@@ -288,13 +288,10 @@ def _signalled(run: RunData) -> dict:
     return {ranks[int(m.group(3))]: m.group(2) for m in _SIGNAL_RE.finditer(run.output) if int(m.group(3)) in ranks}
 
 
-def _crash_cause(run: RunData, r: int) -> str:
+def _crash_cause(run: RunData, r: int, signal: str | None) -> str:
     """The fatal error of a rank, and the C++ runtime's own word for it when the output has one."""
     lines = run.crashes.get(r, "").strip().splitlines()
-    if lines:
-        cause = lines[0].strip()
-    else:
-        cause = _signalled(run).get(r, "a signal")
+    cause = lines[0].strip() if lines else signal or "a signal"
     native = re.search(r"^.*?(terminate called [^\n]*)$", run.output, re.M)
     if native:
         cause += f"; {native.group(1).strip()}"
@@ -305,10 +302,10 @@ def rank_state(run: RunData, r: int) -> dict:
     """What became of one rank: finished, exited, failed, waiting at the limit, stopped, never started."""
     start = first(run, r, "start")
     end = first(run, r, "end")
+    signal = _signalled(run).get(r)  # from torchrun's summary: what ended the process
     if end is not None:
         st = end.get("status")
         if st == "ok":
-            signal = _signalled(run).get(r)
             # a dump with a clean exit came from a forked child (a DataLoader worker), not from the rank
             crashed = r in run.crashes and run.returncode not in (0, None)
             if not crashed and signal in ("SIGTERM", "SIGKILL"):
@@ -316,7 +313,7 @@ def rank_state(run: RunData, r: int) -> dict:
                         "process while it was exiting"}
             if crashed or signal:
                 return {"state": "exit_crash", "text": f"rank {r} finished the script, then its process crashed while "
-                        f"exiting ({_crash_cause(run, r)}): a crash in shutdown code (the interpreter's or a library's), "
+                        f"exiting ({_crash_cause(run, r, signal)}): a crash in shutdown code (the interpreter's or a library's), "
                         "after the script's last line"}
             return {"state": "finished", "text": f"rank {r} finished"}
         if st == "exit":
@@ -347,9 +344,8 @@ def rank_state(run: RunData, r: int) -> dict:
         return {"state": "missing", "text": f"rank {r} never started the script"}
     if run.timed_out:
         return {"state": "waiting", "text": f"rank {r} was still running (no stack dump)"}
-    sig = _signalled(run).get(r)
-    if sig:
-        return {"state": "killed", "text": f"rank {r} was ended by {sig} before the end of the script"}
+    if signal:
+        return {"state": "killed", "text": f"rank {r} was ended by {signal} before the end of the script"}
     return {"state": "killed", "text": f"rank {r} ended without a report (killed?)"}
 
 
@@ -366,7 +362,6 @@ def _output_hint(run: RunData) -> str | None:
 def check_completes(run: RunData) -> CheckResult:
     states = {r: rank_state(run, r) for r in all_ranks(run)}
     ok = (not run.timed_out and run.returncode == 0 and all(s["state"] == "finished" for s in states.values()))
-    texts = [s["text"] for s in states.values()]
     if ok:
         return _result("completes", PASS, f"{len(states)} ranks finished in {run.duration:.1f} s",
                        ranks={r: s["state"] for r, s in states.items()})
