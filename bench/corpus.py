@@ -2,6 +2,7 @@
 
 Nothing is downloaded. `every=N` keeps every N-th torch file in sorted path order (deterministic).
 """
+
 from __future__ import annotations
 
 import importlib.util

@@ -11,6 +11,7 @@ change to receiving the diagnostics (debounce included), and the server's CPU ti
 (read from /proc, so it hardly moves when other processes share the machine). The last lines time
 the engine alone (`check_source` in this process) on the same text, for comparison.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,7 +83,7 @@ def running_mean_{i}(values, window={w}):
     return out
 '''
 
-TAIL = '''
+TAIL = """
 
 
 class Net(nn.Module):
@@ -144,7 +145,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def training_script(lines: int = 1000) -> str:
@@ -266,7 +267,9 @@ def main() -> int:
     client.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": caps})
     client.notify("initialized", {})
 
-    sent = client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
+    sent = client.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}
+    )
     at, diags = client.wait_diagnostics(uri, 1)
     print(f"script: {text.count(chr(10))} lines, {len(diags)} diagnostics")
     print(f"open (first parse, imports warm): {(at - sent) * 1000:.0f} ms")
@@ -278,18 +281,27 @@ def main() -> int:
     walls, cpus = [], []
     for run in range(args.runs):
         version = run + 2
-        change = {"range": {"start": {"line": row, "character": col + run}, "end": {"line": row, "character": col + run}}, "text": "."}
+        change = {
+            "range": {"start": {"line": row, "character": col + run}, "end": {"line": row, "character": col + run}},
+            "text": ".",
+        }
         cpu0 = cpu_seconds(client.proc.pid)
-        sent = client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]})
+        sent = client.notify(
+            "textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]}
+        )
         at, diags = client.wait_diagnostics(uri, version)
         walls.append(at - sent)
         cpus.append(cpu_seconds(client.proc.pid) - cpu0)
-        print(f"  change {run + 1}: {walls[-1] * 1000:6.0f} ms wall, {cpus[-1] * 1000:6.0f} ms server CPU, {len(diags)} diagnostics")
+        print(
+            f"  change {run + 1}: {walls[-1] * 1000:6.0f} ms wall, {cpus[-1] * 1000:6.0f} ms server CPU, {len(diags)} diagnostics"
+        )
 
     # a quick-fix, the way VS Code asks for it: list the actions at the finding, then resolve one
     d = next(x for x in diags if x["code"] == "DDP401")
     ctx = {"diagnostics": [d], "only": ["quickfix"]}
-    t_list, res = client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": d["range"], "context": ctx})
+    t_list, res = client.request(
+        "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": d["range"], "context": ctx}
+    )
     actions = res.get("result") or []
     fix = next((a for a in actions if a["title"].startswith("DDP401")), None)
     t_resolve, resolved = client.request("codeAction/resolve", fix) if fix else (float("nan"), {})
@@ -298,9 +310,13 @@ def main() -> int:
     client.close()
 
     med_wall, med_cpu = statistics.median(walls), statistics.median(cpus)
-    print(f"median didChange -> publishDiagnostics over {args.runs} runs: {med_wall * 1000:.0f} ms wall "
-          f"(min {min(walls) * 1000:.0f}), {med_cpu * 1000:.0f} ms server CPU")
-    print(f"code actions at a finding: {t_list * 1000:.0f} ms to list, {t_resolve * 1000:.0f} ms to resolve the quick-fix")
+    print(
+        f"median didChange -> publishDiagnostics over {args.runs} runs: {med_wall * 1000:.0f} ms wall "
+        f"(min {min(walls) * 1000:.0f}), {med_cpu * 1000:.0f} ms server CPU"
+    )
+    print(
+        f"code actions at a finding: {t_list * 1000:.0f} ms to list, {t_resolve * 1000:.0f} ms to resolve the quick-fix"
+    )
 
     from ddpfix import check_source
 
@@ -310,8 +326,10 @@ def main() -> int:
         check_source(text)
         engine.append(time.perf_counter() - t0)
         engine_cpu.append(time.process_time() - c0)
-    print(f"engine alone (check_source, same text, this process): median {statistics.median(engine) * 1000:.0f} ms wall, "
-          f"{statistics.median(engine_cpu) * 1000:.0f} ms CPU")
+    print(
+        f"engine alone (check_source, same text, this process): median {statistics.median(engine) * 1000:.0f} ms wall, "
+        f"{statistics.median(engine_cpu) * 1000:.0f} ms CPU"
+    )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.2f}")
     return 0

@@ -15,6 +15,7 @@ TorchFix pins an older LibCST, so install it in a virtual environment of its own
 --torchfix (or DDPFIX_BENCH_TORCHFIX) at its `torchfix` script; a `torchfix` on PATH or next to this
 interpreter is found too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,10 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import ROOT, golden_inputs, line_count, torch_dir, torch_files  # noqa: E402
@@ -90,7 +91,7 @@ def time_command(argv: list[str]) -> tuple[float, float, int, str]:
 # ------------------------------------------------------------------------------------------ tools
 def parse_render(items: list[tuple[str, bytes]]) -> None:
     for _, data in items:
-        libcst.parse_module(data).code
+        _ = libcst.parse_module(data).code
 
 
 def ddpfix_api(items: list[tuple[str, bytes]], *, fix: bool) -> None:
@@ -103,7 +104,12 @@ def ddpfix_api(items: list[tuple[str, bytes]], *, fix: bool) -> None:
 
 
 def cli_flags(sub: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-m", "ddpfix", sub, "--help"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "ddpfix", sub, "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    ).stdout
     return set(re.findall(r"(--[a-z][a-z-]+)", out))
 
 
@@ -112,7 +118,9 @@ def find_torchfix(explicit: str | None) -> str | None:
         return explicit
     if os.environ.get("DDPFIX_BENCH_TORCHFIX"):
         return os.environ["DDPFIX_BENCH_TORCHFIX"]
-    return shutil.which("torchfix", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    return shutil.which(
+        "torchfix", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    )
 
 
 # ------------------------------------------------------------------------------------------ report
@@ -135,7 +143,9 @@ def cores() -> int:
 
 def git_commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+        ).stdout.strip()
     except OSError:
         return "?"
 
@@ -145,7 +155,9 @@ def table(title: str, timings: list[Timing], floor: Timing | None) -> str:
     for t in timings:
         ratio = f"{t.cpu_s / floor.cpu_s:8.2f}x" if floor is not None and floor.cpu_s > 0 else f"{'':>9}"
         rate = f"{t.lines / t.cpu_s:10.0f}" if t.lines and t.cpu_s > 0 else f"{'-':>10}"
-        rows.append(f"{t.name:<34}{t.cpu_s:9.2f}{t.wall_s:9.2f}{rate}{ratio}  ({len(t.cpu)}){'  ' + t.note if t.note else ''}")
+        rows.append(
+            f"{t.name:<34}{t.cpu_s:9.2f}{t.wall_s:9.2f}{rate}{ratio}  ({len(t.cpu)}){'  ' + t.note if t.note else ''}"
+        )
     return "\n".join(rows)
 
 
@@ -155,13 +167,17 @@ def verdict(label: str, value: float, target: str, ok: bool) -> str:
 
 # ------------------------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--every", type=int, default=40, help="keep every N-th torch file (1 = all of them; default 40)")
     ap.add_argument("--runs", type=int, default=3, help="runs per tool; the median is reported (default 3)")
     ap.add_argument("--torchfix", help="path of a `torchfix` script (default: DDPFIX_BENCH_TORCHFIX, then PATH)")
     ap.add_argument("--no-torchfix", action="store_true", help="skip TorchFix")
     ap.add_argument("--no-cli", action="store_true", help="time the Python API only")
-    ap.add_argument("--jobs", type=int, default=cores(), help="workers for the parallel CLI runs (default: the number of CPUs)")
+    ap.add_argument(
+        "--jobs", type=int, default=cores(), help="workers for the parallel CLI runs (default: the number of CPUs)"
+    )
     ap.add_argument("--json", help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
 
@@ -182,16 +198,29 @@ def main(argv: list[str] | None = None) -> int:
 
     started = datetime.datetime.now().astimezone()
     print(f"ddpfix benchmark  {started:%Y-%m-%d %H:%M %Z}  commit {git_commit()}")
-    print(f"machine: {cpu_model()}, {cores()} cores, {platform.system()} {platform.release()}; Python {platform.python_version()}, libcst {version('libcst')}")
-    print(f"corpus: every {args.every}. .py file of {torch_dir()} and tests/golden/*/input.py: " + "; ".join(f"{p} {len(f)} files, {lines[p]} lines" for p, f in parts.items()))
-    print(f"runs: {args.runs} (median){'' if torchfix else '; TorchFix: not installed (see bench/run.py --help)'}", flush=True)
+    print(
+        f"machine: {cpu_model()}, {cores()} cores, {platform.system()} {platform.release()}; "
+        f"Python {platform.python_version()}, libcst {version('libcst')}"
+    )
+    print(
+        f"corpus: every {args.every}. .py file of {torch_dir()} and tests/golden/*/input.py: "
+        + "; ".join(f"{p} {len(f)} files, {lines[p]} lines" for p, f in parts.items())
+    )
+    print(
+        f"runs: {args.runs} (median){'' if torchfix else '; TorchFix: not installed (see bench/run.py --help)'}",
+        flush=True,
+    )
 
     # in-process tools, per part
     api: dict[str, list[Timing]] = {}
     fns: dict[str, list[Callable[[], None]]] = {}
     for part, its in items.items():
         r = repeat[part]
-        api[part] = [Timing(f"{FLOOR} (libcst)", lines[part] * r), Timing("ddpfix check (API)", lines[part] * r), Timing("ddpfix diff (API)", lines[part] * r)]
+        api[part] = [
+            Timing(f"{FLOOR} (libcst)", lines[part] * r),
+            Timing("ddpfix check (API)", lines[part] * r),
+            Timing("ddpfix diff (API)", lines[part] * r),
+        ]
         fns[part] = [
             lambda its=its, r=r: [parse_render(its) for _ in range(r)],
             lambda its=its, r=r: [ddpfix_api(its, fix=False) for _ in range(r)],
@@ -221,7 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         if jobs and args.jobs > 1:
             many = ["--jobs", str(args.jobs)]
             commands += [
-                (Timing(f"ddpfix check (CLI, --jobs {args.jobs})", total_lines), base + ["check", *extra, *many, *paths]),
+                (
+                    Timing(f"ddpfix check (CLI, --jobs {args.jobs})", total_lines),
+                    base + ["check", *extra, *many, *paths],
+                ),
                 (Timing(f"ddpfix diff (CLI, --jobs {args.jobs})", total_lines), base + ["diff", *extra, *many, *paths]),
             ]
     if torchfix is not None:
@@ -243,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             t.wall.append(wall)
             t.cpu.append(cpu)
             internal_errors.update(l for l in stderr.splitlines() if "internal error" in l)
-            if cmd[-len(paths):] == paths and rc not in (0, 1):
+            if cmd[-len(paths) :] == paths and rc not in (0, 1):
                 t.note = f"exit {rc}: {stderr.strip().splitlines()[-1] if stderr.strip() else ''}"[:120]
 
     by_name = {t.name: t for t, _ in commands}
@@ -256,7 +288,13 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.runs):
             floor.cpu.append(sum(api[p][0].cpu[i] / repeat[p] for p in items))
             floor.wall.append(sum(api[p][0].wall[i] / repeat[p] for p in items))
-        report.append(table(f"whole corpus: {len(corpus_files)} files, {total_lines} lines (command line, startup included)", [floor] + [t for t, _ in commands], floor))
+        report.append(
+            table(
+                f"whole corpus: {len(corpus_files)} files, {total_lines} lines (command line, startup included)",
+                [floor] + [t for t, _ in commands],
+                floor,
+            )
+        )
 
     print("\n".join(report))
     print("\ntargets")
@@ -267,16 +305,32 @@ def main(argv: list[str] | None = None) -> int:
         checks.append((f"ddpfix check / parse+render (API, {part})", ratio, "<= 2x", ratio <= 2))
     cli_check = by_name.get("ddpfix check (CLI, 1 process)")
     if cli_check is not None:
-        checks.append(("ddpfix check CLI / parse+render (startup included)", cli_check.cpu_s / floor.cpu_s, "<= 2x", cli_check.cpu_s <= 2 * floor.cpu_s))
+        checks.append(
+            (
+                "ddpfix check CLI / parse+render (startup included)",
+                cli_check.cpu_s / floor.cpu_s,
+                "<= 2x",
+                cli_check.cpu_s <= 2 * floor.cpu_s,
+            )
+        )
     tf = by_name.get("TorchFix (CLI, -j 1)")
     if tf is not None and cli_check is not None:
-        checks.append(("TorchFix / ddpfix check (CLI, 1 process each)", tf.cpu_s / cli_check.cpu_s, ">= 10x", tf.cpu_s >= 10 * cli_check.cpu_s))
+        checks.append(
+            (
+                "TorchFix / ddpfix check (CLI, 1 process each)",
+                tf.cpu_s / cli_check.cpu_s,
+                ">= 10x",
+                tf.cpu_s >= 10 * cli_check.cpu_s,
+            )
+        )
         checks.append(("TorchFix / parse+render", tf.cpu_s / floor.cpu_s, "", True))
     par = next((t for t in by_name.values() if t.name.startswith("ddpfix check (CLI, --jobs")), None)
     for line in (verdict(*c) for c in checks):
         print(line)
     if par is not None and cli_check is not None:
-        print(f"  {'--jobs ' + str(args.jobs) + ' speed-up of ddpfix check (wall)':<52}{cli_check.wall_s / par.wall_s:7.2f}x")
+        print(
+            f"  {'--jobs ' + str(args.jobs) + ' speed-up of ddpfix check (wall)':<52}{cli_check.wall_s / par.wall_s:7.2f}x"
+        )
     if internal_errors:
         print(f"\n{len(internal_errors)} internal error(s):")
         print("\n".join(sorted(internal_errors)[:20]))
@@ -285,11 +339,20 @@ def main(argv: list[str] | None = None) -> int:
         out = {
             "date": started.isoformat(timespec="minutes"),
             "commit": git_commit(),
-            "machine": {"cpu": cpu_model(), "cores": cores(), "os": f"{platform.system()} {platform.release()}", "python": platform.python_version()},
+            "machine": {
+                "cpu": cpu_model(),
+                "cores": cores(),
+                "os": f"{platform.system()} {platform.release()}",
+                "python": platform.python_version(),
+            },
             "corpus": {"every": args.every, "files": {p: len(f) for p, f in parts.items()}, "lines": lines},
             "runs": args.runs,
             "timings": {
-                **{f"{part}: {t.name}": {"cpu": t.cpu, "wall": t.wall, "lines": t.lines} for part in items for t in api[part]},
+                **{
+                    f"{part}: {t.name}": {"cpu": t.cpu, "wall": t.wall, "lines": t.lines}
+                    for part in items
+                    for t in api[part]
+                },
                 **{t.name: {"cpu": t.cpu, "wall": t.wall, "lines": t.lines} for t, _ in commands},
             },
             "targets": {c[0]: {"ratio": round(c[1], 3), "target": c[2], "ok": c[3]} for c in checks},
@@ -297,7 +360,6 @@ def main(argv: list[str] | None = None) -> int:
         }
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 1 if internal_errors else 0
-
 
 
 if __name__ == "__main__":

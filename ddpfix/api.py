@@ -1,12 +1,13 @@
 """The Python API every entry point shells over: `fix_source()` and `check_source()`."""
+
 from __future__ import annotations
 
 import ast
 import io
 import re
 import tokenize
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import libcst as cst
 
@@ -60,7 +61,9 @@ def _parse(source: Source, path: str) -> tuple[cst.Module, ast.Module | None]:
         return cst.parse_module(source), tree
     except cst.ParserSyntaxError as exc:
         _check_syntax_only(source, path)  # Python's own message is clearer when it also fails
-        raise DdpfixError(f"{path}:{exc.raw_line}:{exc.raw_column + 1}: syntax error: {exc.message.splitlines()[0]}") from None
+        raise DdpfixError(
+            f"{path}:{exc.raw_line}:{exc.raw_column + 1}: syntax error: {exc.message.splitlines()[0]}"
+        ) from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         raise DdpfixError(f"{path}: cannot decode: {exc}") from None
 
@@ -187,7 +190,9 @@ def fix_parsed(
     source, module, old_text = parsed.source, parsed.module, parsed.text
     if module is None:
         return Result(source=old_text, code=old_text, data=source if isinstance(source, bytes) else None)
-    new, diagnostics = run_rules(module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=old_text, tree=parsed.tree)
+    new, diagnostics = run_rules(
+        module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=old_text, tree=parsed.tree
+    )
     new_text = old_text if new is module else new.code
     result = Result(source=old_text, code=new_text, diagnostics=diagnostics)
     if isinstance(source, bytes):

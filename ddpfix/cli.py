@@ -1,11 +1,12 @@
 """The `ddpfix` command: argument parsing, printing and exit codes over the Python API."""
+
 from __future__ import annotations
 
-import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Callable, Iterator, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -16,9 +17,9 @@ from .config import Overrides, Resolver, check_codes, effective, is_excluded
 from .diff import stats
 from .engine import STDIN, FileResult, Options, Task, discover, read, run_many, run_task, write_atomic
 from .errors import DdpfixError
+from .formats import FORMATS, all_rules, rule_by_code, to_github, to_json, to_sarif
 from .verify.command import CONTEXT_SETTINGS as VERIFY_CONTEXT
 from .verify.command import verify
-from .formats import FORMATS, all_rules, rule_by_code, to_github, to_json, to_sarif
 
 app = typer.Typer(
     name="ddpfix",
@@ -30,18 +31,57 @@ app = typer.Typer(
 
 PROGRESS_MIN_FILES = 10  # a progress bar only for runs at least this long, and only on a terminal
 
-Paths = Annotated[Optional[list[str]], typer.Argument(help="Files or folders ('-' reads standard input). None given: nothing to do.", show_default=False)]
-Select = Annotated[Optional[list[str]], typer.Option("--select", help="Only these rule codes or prefixes (repeatable; overrides the config).")]
-Ignore = Annotated[Optional[list[str]], typer.Option("--ignore", help="Skip these rule codes or prefixes (repeatable; overrides the config).")]
-Unsafe = Annotated[Optional[bool], typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply fixes that change behaviour (e.g. SyncBatchNorm); default from the config, else off.", show_default=False)]
-Color = Annotated[Optional[bool], typer.Option("--color/--no-color", help="Colour output (default: only on a terminal).", show_default=False)]
-ConfigOpt = Annotated[Optional[str], typer.Option("--config", help="Read settings from this pyproject.toml (or ddpfix.toml) instead of the nearest one.")]
+Paths = Annotated[
+    list[str] | None,
+    typer.Argument(help="Files or folders ('-' reads standard input). None given: nothing to do.", show_default=False),
+]
+Select = Annotated[
+    list[str] | None,
+    typer.Option("--select", help="Only these rule codes or prefixes (repeatable; overrides the config)."),
+]
+Ignore = Annotated[
+    list[str] | None,
+    typer.Option("--ignore", help="Skip these rule codes or prefixes (repeatable; overrides the config)."),
+]
+Unsafe = Annotated[
+    bool | None,
+    typer.Option(
+        "--unsafe-fixes/--no-unsafe-fixes",
+        help="Also apply fixes that change behaviour (e.g. SyncBatchNorm); default from the config, else off.",
+        show_default=False,
+    ),
+]
+Color = Annotated[
+    bool | None,
+    typer.Option("--color/--no-color", help="Colour output (default: only on a terminal).", show_default=False),
+]
+ConfigOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--config", help="Read settings from this pyproject.toml (or ddpfix.toml) instead of the nearest one."
+    ),
+]
 Isolated = Annotated[bool, typer.Option("--isolated", help="Ignore every configuration file.")]
-Exclude = Annotated[Optional[list[str]], typer.Option("--exclude", help="Skip paths matching these gitignore-style patterns (repeatable; overrides the config).")]
-Jobs = Annotated[Optional[int], typer.Option("--jobs", "-j", help="Worker processes for many files (default: the number of CPUs).", min=1)]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print findings and errors only: no summaries, no progress bar.")]
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also print the config used, skipped paths and per-file timings.")]
-StdinName = Annotated[Optional[str], typer.Option("--stdin-filename", help="The path to report (and to match config patterns against) for '-'.")]
+Exclude = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--exclude", help="Skip paths matching these gitignore-style patterns (repeatable; overrides the config)."
+    ),
+]
+Jobs = Annotated[
+    int | None,
+    typer.Option("--jobs", "-j", help="Worker processes for many files (default: the number of CPUs).", min=1),
+]
+Quiet = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Print findings and errors only: no summaries, no progress bar.")
+]
+Verbose = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Also print the config used, skipped paths and per-file timings.")
+]
+StdinName = Annotated[
+    str | None,
+    typer.Option("--stdin-filename", help="The path to report (and to match config patterns against) for '-'."),
+]
 
 
 # ------------------------------------------------------------------------------------ plumbing
@@ -86,7 +126,9 @@ class Run:
         verbose: bool = False,
         stdin_filename: str | None = None,
     ) -> None:
-        self.overrides = Overrides(select=_codes(select), ignore=_codes(ignore), unsafe_fixes=unsafe_fixes, exclude=exclude)
+        self.overrides = Overrides(
+            select=_codes(select), ignore=_codes(ignore), unsafe_fixes=unsafe_fixes, exclude=exclude
+        )
         self.resolver = Resolver(config, isolated)
         self.jobs = jobs
         self.quiet = quiet and not verbose
@@ -121,7 +163,9 @@ class Run:
             return []
         return list(discover(paths, self._excluded, on_skip=lambda p: self.verbose_note(f"excluded: {p}")))
 
-    def results(self, paths: list[str] | None, *, fix: bool, keep: str = "all", fixes: bool = False) -> list[FileResult]:
+    def results(
+        self, paths: list[str] | None, *, fix: bool, keep: str = "all", fixes: bool = False
+    ) -> list[FileResult]:
         """Every file's result, in order; errors are printed as one line each (and remembered)."""
         start = time.perf_counter()
         files = self.files(paths)
@@ -155,7 +199,14 @@ class Run:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        bar = Progress(TextColumn("ddpfix"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console, transient=True)
+        bar = Progress(
+            TextColumn("ddpfix"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
         task = bar.add_task("files", total=total)
         started = False
 
@@ -180,7 +231,7 @@ def _start(**kwargs) -> Run:
         return Run(**kwargs)
     except DdpfixError as exc:
         _fail(str(exc))
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
 
 
 def _discovered(run: Run, paths, **kwargs) -> list[FileResult]:
@@ -217,11 +268,23 @@ def diff(
     quiet: Quiet = False,
     verbose: Verbose = False,
     stdin_filename: StdinName = None,
-    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when there are changes (errors still exit 2).")] = False,
+    exit_zero: Annotated[
+        bool, typer.Option("--exit-zero", help="Exit 0 even when there are changes (errors still exit 2).")
+    ] = False,
 ) -> None:
     """Print the unified diff `apply` would make, with the same flags (exit 1 when it would change something)."""
-    run = _start(select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, config=config, isolated=isolated, exclude=exclude,
-                 jobs=jobs, quiet=quiet, verbose=verbose, stdin_filename=stdin_filename)
+    run = _start(
+        select=select,
+        ignore=ignore,
+        unsafe_fixes=unsafe_fixes,
+        config=config,
+        isolated=isolated,
+        exclude=exclude,
+        jobs=jobs,
+        quiet=quiet,
+        verbose=verbose,
+        stdin_filename=stdin_filename,
+    )
     results = _discovered(run, paths, fix=True, keep="diff")
     out, err = _console(color), _console(color, stderr=True)
     changed = False
@@ -241,7 +304,9 @@ def apply(
     select: Select = None,
     ignore: Ignore = None,
     unsafe_fixes: Unsafe = None,
-    interactive: Annotated[bool, typer.Option("--interactive", "-i", help="Choose hunk by hunk (y/n/a/d/q), like `git add -p`.")] = False,
+    interactive: Annotated[
+        bool, typer.Option("--interactive", "-i", help="Choose hunk by hunk (y/n/a/d/q), like `git add -p`.")
+    ] = False,
     color: Color = None,
     config: ConfigOpt = None,
     isolated: Isolated = False,
@@ -254,9 +319,19 @@ def apply(
     """Rewrite files in place (atomically) with the safe fixes; '-' writes the fixed source to standard output."""
     if interactive and paths and STDIN in paths:
         _fail("--interactive reads answers from standard input; it cannot also read the source from '-'")
-        raise typer.Exit(2)
-    run = _start(select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, config=config, isolated=isolated, exclude=exclude,
-                 jobs=jobs, quiet=quiet, verbose=verbose, stdin_filename=stdin_filename)
+        raise typer.Exit(2) from None
+    run = _start(
+        select=select,
+        ignore=ignore,
+        unsafe_fixes=unsafe_fixes,
+        config=config,
+        isolated=isolated,
+        exclude=exclude,
+        jobs=jobs,
+        quiet=quiet,
+        verbose=verbose,
+        stdin_filename=stdin_filename,
+    )
     results = _discovered(run, paths, fix=True, keep="all")
     if interactive:
         _interactive(run, results, color)
@@ -294,7 +369,16 @@ def _interactive(run: Run, results: list[FileResult], color: bool | None) -> Non
         if res.result is None or not res.result.changed or res.original is None or res.stdin:
             continue
         opts = run.options(res.path)
-        plans.append(FilePlan(res.path, res.original, res.result, select=opts.select, ignore=opts.ignore, unsafe_fixes=opts.unsafe_fixes))
+        plans.append(
+            FilePlan(
+                res.path,
+                res.original,
+                res.result,
+                select=opts.select,
+                ignore=opts.ignore,
+                unsafe_fixes=opts.unsafe_fixes,
+            )
+        )
 
     def ask(prompt: str) -> str | None:
         typer.echo(prompt, nl=False)
@@ -325,8 +409,16 @@ def check(
     paths: Paths = None,
     select: Select = None,
     ignore: Ignore = None,
-    output_format: Annotated[str, typer.Option("--format", help="text, json (with each fix's edits), sarif (2.1.0) or github (workflow annotations).")] = "text",
-    output_file: Annotated[Optional[str], typer.Option("--output-file", "-o", help="Write the report to this file instead of standard output.")] = None,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--format", help="text, json (with each fix's edits), sarif (2.1.0) or github (workflow annotations)."
+        ),
+    ] = "text",
+    output_file: Annotated[
+        str | None,
+        typer.Option("--output-file", "-o", help="Write the report to this file instead of standard output."),
+    ] = None,
     config: ConfigOpt = None,
     isolated: Isolated = False,
     exclude: Exclude = None,
@@ -338,9 +430,18 @@ def check(
     """Report what is wrong as `path:line:col: CODE message` (exit 1 on findings)."""
     if output_format not in FORMATS:
         _fail(f"unknown format: {output_format} ({', '.join(FORMATS)})")
-        raise typer.Exit(2)
-    run = _start(select=select, ignore=ignore, config=config, isolated=isolated, exclude=exclude,
-                 jobs=jobs, quiet=quiet, verbose=verbose, stdin_filename=stdin_filename)
+        raise typer.Exit(2) from None
+    run = _start(
+        select=select,
+        ignore=ignore,
+        config=config,
+        isolated=isolated,
+        exclude=exclude,
+        jobs=jobs,
+        quiet=quiet,
+        verbose=verbose,
+        stdin_filename=stdin_filename,
+    )
     results = _discovered(run, paths, fix=False, keep="diagnostics", fixes=output_format in ("json", "sarif"))
     diagnostics = [(res, d) for res in results if res.result is not None for d in res.result.diagnostics]
     if output_format == "json":
@@ -359,7 +460,7 @@ def check(
                 f.write(report)
         except OSError as exc:
             _fail(f"{output_file}: cannot write: {exc.strerror or exc}")
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
     else:
         sys.stdout.write(report)
         sys.stdout.flush()
@@ -373,7 +474,7 @@ def check(
 
 
 @app.command()
-def rules(code: Annotated[Optional[str], typer.Argument(help="Show one rule's documentation.")] = None) -> None:
+def rules(code: Annotated[str | None, typer.Argument(help="Show one rule's documentation.")] = None) -> None:
     """List the rules, or print one rule's documentation."""
     if code is None:
         for rule in all_rules():
@@ -382,14 +483,18 @@ def rules(code: Annotated[Optional[str], typer.Argument(help="Show one rule's do
     rule = rule_by_code().get(code.upper())
     if rule is None:
         _fail(f"unknown rule: {code}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     typer.echo(f"# {rule.code} {rule.name}\n\n{rule.message}\n\nFix: {rule.fix}\n{rule.docs}")
 
 
 @app.command("explain")
 def explain_cmd(
-    subject: Annotated[str, typer.Argument(help="A rule code (DDP101), an error message, a log file, or '-' for standard input.")],
-    script: Annotated[Optional[str], typer.Option("--script", help="Point at the lines of this script behind the error.")] = None,
+    subject: Annotated[
+        str, typer.Argument(help="A rule code (DDP101), an error message, a log file, or '-' for standard input.")
+    ],
+    script: Annotated[
+        str | None, typer.Option("--script", help="Point at the lines of this script behind the error.")
+    ] = None,
 ) -> None:
     """Name the rules behind an error message or log (or print one rule's docs)."""
     from .explain import explain
@@ -398,7 +503,7 @@ def explain_cmd(
         code = explain(subject, script, echo=typer.echo)
     except DdpfixError as exc:
         _fail(str(exc))
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     raise typer.Exit(code)
 
 
@@ -420,7 +525,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")] = False) -> None:
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
     """ddpfix: DDP conversion and checks for PyTorch training scripts."""
 
 

@@ -13,15 +13,17 @@ The nearest pyproject.toml is the closest one, walking up from a file's folder, 
 `[tool.ddpfix]` table (like ruff). An unknown key, a wrong type or an unknown rule code is a
 `DdpfixError` (one line, exit 2).
 """
+
 from __future__ import annotations
 
 import difflib
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pathspec
 
@@ -53,7 +55,9 @@ def check_codes(values: Iterable[str], where: str) -> list[str]:
                 continue
             if code != "ALL" and not any(k.startswith(code) for k in known):
                 hint = difflib.get_close_matches(code, known, n=1)
-                raise DdpfixError(f"{where}: unknown rule code or prefix: {code}" + (f" (did you mean {hint[0]}?)" if hint else ""))
+                raise DdpfixError(
+                    f"{where}: unknown rule code or prefix: {code}" + (f" (did you mean {hint[0]}?)" if hint else "")
+                )
             out.append(code)
     return out
 
@@ -127,7 +131,8 @@ def from_table(table: Any, *, path: Path | None = None, where: str = "[tool.ddpf
         if key not in KEYS:
             hint = difflib.get_close_matches(key.replace("_", "-"), KEYS, n=1)
             raise DdpfixError(
-                f"{where}: unknown key '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else f" (known: {', '.join(KEYS)})")
+                f"{where}: unknown key '{key}'"
+                + (f" (did you mean '{hint[0]}'?)" if hint else f" (known: {', '.join(KEYS)})")
             )
     cfg = Config(path=path)
     if "select" in table:
@@ -244,4 +249,15 @@ def is_excluded(cfg: Config, cli: Overrides, path: str, is_dir: bool = False) ->
     return cfg.excluded(path, is_dir)
 
 
-__all__ = ["Config", "Overrides", "Resolver", "load", "from_table", "effective", "is_excluded", "check_codes", "known_codes", "KEYS"]
+__all__ = [
+    "Config",
+    "Overrides",
+    "Resolver",
+    "load",
+    "from_table",
+    "effective",
+    "is_excluded",
+    "check_codes",
+    "known_codes",
+    "KEYS",
+]

@@ -1,4 +1,5 @@
 """The values every entry point hands around: a diagnostic and the result of fixing a source."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

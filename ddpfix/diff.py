@@ -1,4 +1,5 @@
 """Unified diffs (difflib) and their hunk metadata (unidiff)."""
+
 from __future__ import annotations
 
 import difflib

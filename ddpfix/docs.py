@@ -1,4 +1,5 @@
 """Generate docs/rules.md from the rules' own `docs` text: `python -m ddpfix.docs [--check] [PATH]`."""
+
 from __future__ import annotations
 
 import re
@@ -10,7 +11,11 @@ from .rule import Rule
 
 DEFAULT = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 SECTIONS = ("What", "Why", "Example", "Fix safety")
-FIX_TEXT = {"safe": "safe (`ddpfix apply`)", "unsafe": "unsafe (`ddpfix apply --unsafe-fixes`)", "none": "none (fix by hand)"}
+FIX_TEXT = {
+    "safe": "safe (`ddpfix apply`)",
+    "unsafe": "unsafe (`ddpfix apply --unsafe-fixes`)",
+    "none": "none (fix by hand)",
+}
 
 
 def anchor(rule: Rule) -> str:

@@ -1,4 +1,5 @@
 """The few edit helpers rules share: rank-0 guards, keyword arguments, device tests, set_epoch."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -23,7 +24,9 @@ def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> N
     stmt = facts.site(node).stmt
     stmt = _enclosing_write_with(facts, stmt)
     if not guardable(facts, stmt):
-        ctx.report(node, (message or ctx.rule.message) + " (shares its line with other code: guard it by hand)", fix="none")
+        ctx.report(
+            node, (message or ctx.rule.message) + " (shares its line with other code: guard it by hand)", fix="none"
+        )
         return
     if ctx.report(node, message):
         ctx.plan.guard(stmt, ctx.rank0(node))
@@ -56,14 +59,22 @@ def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call
         if arg.keyword is not None and arg.keyword.value == name:
             args[i] = arg.with_changes(value=value)
             return call.with_changes(args=args)
-    new = cst.Arg(value=value, keyword=cst.Name(name), equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+    new = cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
     if not args:
         return call.with_changes(args=[new])
     last = args[-1]
     if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument takes the same layout
         args.append(new.with_changes(comma=last.comma))
     else:  # the separator between the last two arguments (a newline in a multi-line call) is reused
-        sep = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        sep = (
+            args[-2].comma
+            if len(args) > 1 and isinstance(args[-2].comma, cst.Comma)
+            else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
         args[-1] = last.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace(""))
         args.append(new.with_changes(whitespace_after_arg=last.whitespace_after_arg))
     return call.with_changes(args=args)
@@ -140,7 +151,7 @@ def existing_raw(facts: ScriptFacts, wrap: cst.Call, handle: str) -> str | None:
     def kept_before(block, stmt) -> str | None:
         body = list(block.body)
         idx = next((i for i, s in enumerate(body) if s is stmt), 0)
-        for prev in body[max(0, idx - 2): idx]:
+        for prev in body[max(0, idx - 2) : idx]:
             if dotted(assigned_value(prev) or cst.Name("_")) == handle and assign_targets(prev):
                 return assign_targets(prev)[0]
         return None
@@ -180,7 +191,13 @@ def wrappers(ctx: Context) -> dict[str, tuple[str, cst.CSTNode]]:
         targets = assign_targets(site.stmt)
         arg = call.args[0] if call.args and call.args[0].keyword is None else None
         inner = dotted(arg.value) if arg is not None else None
-        if len(targets) == 1 and assigned_value(site.stmt) is call and inner and targets[0] != inner and targets[0] not in out:
+        if (
+            len(targets) == 1
+            and assigned_value(site.stmt) is call
+            and inner
+            and targets[0] != inner
+            and targets[0] not in out
+        ):
             out[targets[0]] = (inner, site.stmt)
     ctx.shared["wrappers"] = out
     return out
@@ -196,10 +213,14 @@ def after_wrap(facts: ScriptFacts, node: cst.CSTNode, handle: str, wrap_stmt: cs
     if func is wrap_func:
         return facts.before(wrap_stmt, node)
     if handle.startswith("self.") and isinstance(func, cst.FunctionDef):
-        if func.name.value == "__init__" or facts.enclosing(func, cst.ClassDef) is not facts.enclosing(wrap_stmt, cst.ClassDef):
+        if func.name.value == "__init__" or facts.enclosing(func, cst.ClassDef) is not facts.enclosing(
+            wrap_stmt, cst.ClassDef
+        ):
             return False
         callers = [c for c in facts.calls if facts._local_callee(c) is func]
-        if callers and all(facts.enclosing(c, cst.FunctionDef) is wrap_func and facts.before(c, wrap_stmt) for c in callers):
+        if callers and all(
+            facts.enclosing(c, cst.FunctionDef) is wrap_func and facts.before(c, wrap_stmt) for c in callers
+        ):
             return False  # `self._load_snapshot()` called from __init__ before the wrap
         return True
     return False
@@ -223,7 +244,10 @@ def epoch_name(loop: cst.For) -> str | None:
 
 
 def has_set_epoch(facts: ScriptFacts) -> bool:
-    return any(isinstance(n, cst.Call) and dotted(n.func) and (dotted(n.func) or "").endswith(".set_epoch") for n in facts.calls)
+    return any(
+        isinstance(n, cst.Call) and dotted(n.func) and (dotted(n.func) or "").endswith(".set_epoch")
+        for n in facts.calls
+    )
 
 
 def statement_calls(facts: ScriptFacts, pred) -> list[cst.Call]:

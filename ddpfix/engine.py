@@ -1,16 +1,17 @@
 """Files in, results out: discovery (.gitignore and config aware), parallel workers, atomic writes."""
+
 from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 import stat
 import sys
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import pathspec
 
@@ -19,7 +20,19 @@ from .diagnostic import Result
 from .errors import DdpfixError
 
 STDIN = "-"
-SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", "site-packages"}
+SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    "node_modules",
+    "site-packages",
+}
 POOL_MIN_FILES = 8  # below this a process pool costs more than it saves
 
 
@@ -79,7 +92,9 @@ def _is_venv(d: Path) -> bool:
     return (d / "pyvenv.cfg").exists() or (d / "conda-meta").is_dir()
 
 
-def _walk(root: Path, excluded: Callable[[str, bool], bool] | None, on_skip: Callable[[str], None] | None) -> Iterator[str]:
+def _walk(
+    root: Path, excluded: Callable[[str, bool], bool] | None, on_skip: Callable[[str], None] | None
+) -> Iterator[str]:
     specs: list[tuple[Path, pathspec.PathSpec]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         d = Path(dirpath)
@@ -128,13 +143,17 @@ def process(path: str, data: bytes, options: Options, *, fix: bool = True) -> Fi
     if b"\x00" in data:
         return FileResult(path, error=f"{path}: binary file, not Python source", original=data)
     try:
-        result = fix_source(data, path=path, select=options.select, ignore=options.ignore, unsafe_fixes=options.unsafe_fixes, fix=fix)
+        result = fix_source(
+            data, path=path, select=options.select, ignore=options.ignore, unsafe_fixes=options.unsafe_fixes, fix=fix
+        )
     except DdpfixError as exc:
         return FileResult(path, error=str(exc), original=data)
     except RecursionError:
         return FileResult(path, error=f"{path}: too deeply nested to analyse", original=data)
     except Exception as exc:  # an internal error is a bug: report it for this file and go on
-        return FileResult(path, error=f"{path}: internal error ({type(exc).__name__}: {exc}); please report it", original=data)
+        return FileResult(
+            path, error=f"{path}: internal error ({type(exc).__name__}: {exc}); please report it", original=data
+        )
     return FileResult(path, result=result, original=data)
 
 
@@ -181,7 +200,11 @@ def run_task(task: Task, data: bytes | None = None) -> FileResult:
     import time
 
     start = time.perf_counter()
-    res = process(task.path, data, task.options, fix=task.fix) if data is not None else run_path(task.path, task.options, fix=task.fix)
+    res = (
+        process(task.path, data, task.options, fix=task.fix)
+        if data is not None
+        else run_path(task.path, task.options, fix=task.fix)
+    )
     if task.fixes:
         with_fixes(res)
     res.seconds = time.perf_counter() - start
@@ -206,7 +229,9 @@ def _pool_init() -> None:  # workers leave Ctrl-C to the parent, which stops the
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def run_many(tasks: list[Task], *, jobs: int | None = None, on_done: Callable[[FileResult], None] | None = None) -> Iterator[FileResult]:
+def run_many(
+    tasks: list[Task], *, jobs: int | None = None, on_done: Callable[[FileResult], None] | None = None
+) -> Iterator[FileResult]:
     """Run every task, in a process pool when there are enough files; results come back in task order."""
     jobs = default_jobs() if not jobs or jobs < 1 else jobs
     jobs = min(jobs, len(tasks))
@@ -282,7 +307,9 @@ def _run_isolated(ctx, task: Task) -> FileResult:
     if res is None:
         code = proc.exitcode
         why = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-        return FileResult(task.path, error=f"{task.path}: internal error (the analysis crashed: {why}); please report it")
+        return FileResult(
+            task.path, error=f"{task.path}: internal error (the analysis crashed: {why}); please report it"
+        )
     return res
 
 

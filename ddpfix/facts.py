@@ -6,13 +6,14 @@ statement and block that hold each of them. Everything rules ask ("which model i
 the epoch loop", "is this statement already rank-guarded") is derived from those records on demand
 and cached, so no rule re-walks the tree.
 """
+
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable, Iterator
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -20,13 +21,13 @@ from libcst.metadata import CodeRange
 from .positions import StatementPositions, module_positions
 from .syntax import (
     assign_targets,
-    child_nodes,
-    index_module,
     assigned_value,
     calls_in,
+    child_nodes,
     code_of,
     dotted,
     expr_call,
+    index_module,
     kwarg,
     mentions,
     method_name,
@@ -65,7 +66,16 @@ DDP_NAMES = {
 DP_NAMES = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
 LOADER_NAMES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 SAMPLER_NAMES = {"torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"}
-FRAMEWORKS = {"accelerate", "lightning", "pytorch_lightning", "deepspeed", "horovod", "torch_xla", "colossalai", "fairscale"}
+FRAMEWORKS = {
+    "accelerate",
+    "lightning",
+    "pytorch_lightning",
+    "deepspeed",
+    "horovod",
+    "torch_xla",
+    "colossalai",
+    "fairscale",
+}
 BATCHNORM = re.compile(r"^torch\.nn\.(modules\.batchnorm\.)?BatchNorm[123]d$|^torch\.nn\.BatchNorm$")
 
 
@@ -123,8 +133,14 @@ class _Collector:
         self.aliases: dict[str, str] = {}
         self.names: set[str] = set()
         self._kinds = {
-            cst.Call: self.calls, cst.For: self.loops, cst.While: self.loops, cst.FunctionDef: self.funcs,
-            cst.ClassDef: self.classes, cst.If: self.ifs, cst.SimpleString: self.strings, cst.Assign: self.assigns,
+            cst.Call: self.calls,
+            cst.For: self.loops,
+            cst.While: self.loops,
+            cst.FunctionDef: self.funcs,
+            cst.ClassDef: self.classes,
+            cst.If: self.ifs,
+            cst.SimpleString: self.strings,
+            cst.Assign: self.assigns,
         }
 
     def run(self, module: cst.Module) -> None:
@@ -266,7 +282,11 @@ class ScriptFacts:
         stmt = block = None
         func = cls = None
         for anc in self.ancestors(node):
-            if stmt is None and isinstance(anc, (cst.Module, cst.IndentedBlock)) and isinstance(child, cst.BaseStatement):
+            if (
+                stmt is None
+                and isinstance(anc, (cst.Module, cst.IndentedBlock))
+                and isinstance(child, cst.BaseStatement)
+            ):
                 stmt, block = child, anc
             if stmt is not None and func is None and isinstance(anc, cst.FunctionDef):
                 func = anc
@@ -349,7 +369,11 @@ class ScriptFacts:
     @cached_property
     def func_by_name(self) -> dict[str, cst.FunctionDef]:
         """Module-level functions by name (methods are not included)."""
-        return {f.name.value: f for f in self.funcs if self.parent.get(self.parent.get(f)) is None or self.parent.get(f) is self.module}
+        return {
+            f.name.value: f
+            for f in self.funcs
+            if self.parent.get(self.parent.get(f)) is None or self.parent.get(f) is self.module
+        }
 
     def methods_of(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         cache = self.__dict__.setdefault("_methods", {})
@@ -382,7 +406,11 @@ class ScriptFacts:
 
     # ----------------------------------------------------------------- distributed state
     def _qual_endswith(self, *suffixes: str) -> list[cst.Call]:
-        return [c for c in self.calls if (self.call_qual(c) or "").startswith("torch.") and (self.call_qual(c) or "").endswith(suffixes)]
+        return [
+            c
+            for c in self.calls
+            if (self.call_qual(c) or "").startswith("torch.") and (self.call_qual(c) or "").endswith(suffixes)
+        ]
 
     @cached_property
     def init_calls(self) -> list[cst.Call]:
@@ -457,7 +485,11 @@ class ScriptFacts:
         for stmt in self.module.body:
             targets = assign_targets(stmt)
             value = assigned_value(stmt)
-            if len(targets) != 1 or value is None or not (self.reads_environment(stmt) or isinstance(value, cst.Comparison)):
+            if (
+                len(targets) != 1
+                or value is None
+                or not (self.reads_environment(stmt) or isinstance(value, cst.Comparison))
+            ):
                 continue
             text = code_of(value)
             m = re.search(r"environ(?:\.get\(|\[)\s*['\"](RANK|LOCAL_RANK|WORLD_SIZE)['\"]", text)
@@ -485,8 +517,10 @@ class ScriptFacts:
             targets = assign_targets(site.stmt)
             if assigned_value(site.stmt) is not call:
                 continue
-            if q.startswith("torch.optim.") or any(OPTIMIZER_NAMES.search(t.split(".")[-1]) for t in targets) or re.search(
-                r"(Adam|SGD|Lion|LAMB|Adafactor|RMSprop|Adagrad|Optimizer)", q
+            if (
+                q.startswith("torch.optim.")
+                or any(OPTIMIZER_NAMES.search(t.split(".")[-1]) for t in targets)
+                or re.search(r"(Adam|SGD|Lion|LAMB|Adafactor|RMSprop|Adagrad|Optimizer)", q)
             ):
                 out.append(site)
         return out
@@ -614,7 +648,9 @@ class ScriptFacts:
     def model_class(self, name: str, at: cst.CSTNode, _depth: int = 0) -> cst.ClassDef | None:
         """The class of this file that `name` holds at `at`: `model = Net(...).to(device)` -> Net."""
         scope = self.scope_of(at)
-        defs = [s for s in self.assignments(scope, name) if not self.before(at, s.stmt)] or self.assignments(self.module, name)
+        defs = [s for s in self.assignments(scope, name) if not self.before(at, s.stmt)] or self.assignments(
+            self.module, name
+        )
         if name.startswith("self.") and isinstance(self.enclosing(at, cst.ClassDef), cst.ClassDef):
             defs = self.assignments(self.enclosing(at, cst.ClassDef), name)
         by_name = {c.name.value: c for c in self.classes}
@@ -644,7 +680,11 @@ class ScriptFacts:
             seen.add(id(c))
             methods |= set(self.methods_of(c))
             for n in walk(c):
-                if isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Attribute) and dotted(n.target.value) == "self":
+                if (
+                    isinstance(n, cst.AssignTarget)
+                    and isinstance(n.target, cst.Attribute)
+                    and dotted(n.target.value) == "self"
+                ):
                     attrs.add(n.target.attr.value)
             todo += [by_name[b] for b in (dotted(a.value) for a in c.bases) if b in by_name]
         return methods, attrs
@@ -653,7 +693,11 @@ class ScriptFacts:
         base = model.handle.split(".")[-1]
         for call in calls:
             arg = positional(call, 0) or kwarg(call, "module")
-            if arg is not None and any((dotted(n) or "").split(".")[-1] == base for n in walk(arg.value) if isinstance(n, (cst.Name, cst.Attribute))):
+            if arg is not None and any(
+                (dotted(n) or "").split(".")[-1] == base
+                for n in walk(arg.value)
+                if isinstance(n, (cst.Name, cst.Attribute))
+            ):
                 return call
         return None
 
@@ -698,8 +742,11 @@ class ScriptFacts:
         if target in names:
             return True
         for name in names:  # `pbar = tqdm(train_loader)` ... `for batch in pbar:`
-            if name and any(mentions(assigned_value(s.stmt) or cst.Name("_"), target)
-                            for s in self.assignments(self.scope_of(loop), name) if self.before(s.stmt, loop)):
+            if name and any(
+                mentions(assigned_value(s.stmt) or cst.Name("_"), target)
+                for s in self.assignments(self.scope_of(loop), name)
+                if self.before(s.stmt, loop)
+            ):
                 return True
         # reached through a parameter: f(model, train_loader) -> def f(model, loader): for b in loader
         func = self.enclosing(loop, cst.FunctionDef)
@@ -747,7 +794,11 @@ class ScriptFacts:
         out = []
         for call in self.calls:
             callee = call.func
-            name = callee.attr.value if isinstance(callee, cst.Attribute) else (callee.value if isinstance(callee, cst.Name) else None)
+            name = (
+                callee.attr.value
+                if isinstance(callee, cst.Attribute)
+                else (callee.value if isinstance(callee, cst.Name) else None)
+            )
             if name != func.name.value:
                 continue
             pos = [a for a in call.args if a.keyword is None]
@@ -825,7 +876,9 @@ class ScriptFacts:
     def device_var(self, scope_node: cst.CSTNode) -> tuple[str, bool] | None:
         """A device variable visible from `scope_node`: (spelling, is_torch_device)."""
         scopes: list[cst.CSTNode] = []
-        func = self.enclosing(scope_node, cst.FunctionDef) if not isinstance(scope_node, cst.FunctionDef) else scope_node
+        func = (
+            self.enclosing(scope_node, cst.FunctionDef) if not isinstance(scope_node, cst.FunctionDef) else scope_node
+        )
         if isinstance(func, cst.FunctionDef) and any(p.name.value == "device" for p in func.params.params):
             return "device", False  # a parameter: its type is the caller's business
         if func is not None:
@@ -851,7 +904,9 @@ class ScriptFacts:
     @cached_property
     def main_guard(self) -> cst.If | None:
         for stmt in self.module.body:
-            if isinstance(stmt, cst.If) and re.fullmatch(r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__", code_of(stmt.test)):
+            if isinstance(stmt, cst.If) and re.fullmatch(
+                r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__", code_of(stmt.test)
+            ):
                 return stmt
         return None
 
@@ -875,7 +930,9 @@ class ScriptFacts:
         return self.module
 
     def _reaches_training(self, node: cst.CSTNode, depth: int = 0) -> bool:
-        if any(self.enclosing(o.stmt, type(node)) is node or o.stmt is node for o in self.optimizer_sites) and not isinstance(node, cst.Module):
+        if any(
+            self.enclosing(o.stmt, type(node)) is node or o.stmt is node for o in self.optimizer_sites
+        ) and not isinstance(node, cst.Module):
             return True
         if self._trains_in(node):
             return True
@@ -907,8 +964,22 @@ def _argument_for(func: cst.FunctionDef, call: cst.Call, param: str) -> cst.Base
 
 
 PREP_METHODS = {
-    "to", "cuda", "cpu", "load_state_dict", "apply", "float", "half", "double", "bfloat16",
-    "train", "eval", "requires_grad_", "share_memory", "tie_weights", "init_weights", "reset_parameters",
+    "to",
+    "cuda",
+    "cpu",
+    "load_state_dict",
+    "apply",
+    "float",
+    "half",
+    "double",
+    "bfloat16",
+    "train",
+    "eval",
+    "requires_grad_",
+    "share_memory",
+    "tie_weights",
+    "init_weights",
+    "reset_parameters",
 }
 BENIGN_CALLS = {"print", "len", "sum", "str", "repr", "format", "type", "isinstance", "hasattr", "getattr", "id"}
 
@@ -933,8 +1004,10 @@ def _wrap_point(facts: ScriptFacts, model: Model) -> WrapPoint:
     pending: list[cst.BaseStatement] = []
     blocked: list[cst.BaseStatement] = []
     moved_names: set[str] = set()
-    for stmt in body[start + 1:]:
-        if id(stmt) in opt_stmts or (moved_names and any(mentions(stmt, n) for n in moved_names) and assign_targets(stmt)):
+    for stmt in body[start + 1 :]:
+        if id(stmt) in opt_stmts or (
+            moved_names and any(mentions(stmt, n) for n in moved_names) and assign_targets(stmt)
+        ):
             if not mentions(stmt, handle) or id(stmt) in opt_stmts:
                 pending.append(stmt)
                 moved_names.update(assign_targets(stmt))
@@ -949,7 +1022,7 @@ def _wrap_point(facts: ScriptFacts, model: Model) -> WrapPoint:
                 # a resume block loading the optimizer: it cannot move past this; it only matters
                 # when the model still moves device afterwards
                 stuck, pending = pending, []
-                if any(moves_device(later, handle) for later in body[body.index(stmt) + 1:]):
+                if any(moves_device(later, handle) for later in body[body.index(stmt) + 1 :]):
                     blocked.extend(stuck)
             anchor = stmt
         elif kind == "use":
@@ -968,7 +1041,7 @@ def moves_device(stmt: cst.BaseStatement, handle: str) -> bool:
 
 
 def model_use(facts: ScriptFacts, stmt: cst.BaseStatement, handle: str) -> str:
-    """"prep" (moves/loads/converts the model), "use" (runs or hands it on), or "benign" (prints it)."""
+    """ "prep" (moves/loads/converts the model), "use" (runs or hands it on), or "benign" (prints it)."""
     prep = False
     for call in calls_in(stmt):
         func = call.func

@@ -1,16 +1,17 @@
 """Output formats for `ddpfix check`: text, json, sarif (2.1.0) and github (workflow annotations)."""
+
 from __future__ import annotations
 
 import difflib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 from urllib.parse import quote
 
 from . import __version__
-from .diff import split_lines
 from .diagnostic import NONE, SAFE, Diagnostic
+from .diff import split_lines
 from .engine import FileResult
 from .rule import Rule
 from .suppress import UNUSED
@@ -60,7 +61,7 @@ def apply_edits(old: str, edits: list[dict]) -> str:
 
     out = old
     for e in sorted(edits, key=lambda e: (e["line"], e["col"]), reverse=True):
-        out = out[: offset(e["line"], e["col"])] + e["content"] + out[offset(e["end_line"], e["end_col"]):]
+        out = out[: offset(e["line"], e["col"])] + e["content"] + out[offset(e["end_line"], e["end_col"]) :]
     return out
 
 
@@ -71,7 +72,8 @@ def _fix_of(res: FileResult, d: Diagnostic) -> dict | None:
     rule = rule_by_code().get(d.code)
     return {
         "applicability": d.fix,
-        "message": f"apply {d.code}'s fix" + (" (unsafe: needs --unsafe-fixes)" if d.fix != SAFE else "")
+        "message": f"apply {d.code}'s fix"
+        + (" (unsafe: needs --unsafe-fixes)" if d.fix != SAFE else "")
         + (f": {rule.name}" if rule else ""),
         # the edits fix every finding of this rule in the file (and the fixes it needs, e.g. the process group)
         "edits": res.fixes.get(d.code, []),
@@ -154,7 +156,14 @@ def to_sarif(results: list[FileResult], errors: Iterable[str] = ()) -> dict:
                 "ruleId": d.code,
                 "level": "note" if d.code == UNUSED.code else "error",
                 "message": {"text": d.message},
-                "locations": [{"physicalLocation": {"artifactLocation": artifact, "region": _region(d.line, d.col, d.end_line, d.end_col)}}],
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": artifact,
+                            "region": _region(d.line, d.col, d.end_line, d.end_col),
+                        }
+                    }
+                ],
                 "properties": {"fix": d.fix},
             }
             if d.code in index:
@@ -181,7 +190,9 @@ def to_sarif(results: list[FileResult], errors: Iterable[str] = ()) -> dict:
             sarif_results.append(item)
     errors = list(errors)
     run = {
-        "tool": {"driver": {"name": "ddpfix", "version": __version__, "semanticVersion": __version__, "rules": sarif_rules}},
+        "tool": {
+            "driver": {"name": "ddpfix", "version": __version__, "semanticVersion": __version__, "rules": sarif_rules}
+        },
         "results": sarif_results,
         "columnKind": "unicodeCodePoints",
         "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri() + "/"}},

@@ -6,6 +6,7 @@ process group (a rule's `requires`). The prompt says so up front, and when the c
 that was declined, it is included anyway and the user is told; the result is then checked to parse
 before anything is written.
 """
+
 from __future__ import annotations
 
 import ast
@@ -13,8 +14,8 @@ import builtins
 import difflib
 import io
 import tokenize
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from unidiff import PatchSet
 from unidiff.patch import Hunk as UHunk
@@ -93,7 +94,9 @@ class HunkInfo:
 class FilePlan:
     """One file's fixed result split into hunks, with labels and dependencies."""
 
-    def __init__(self, path: str, original: bytes | str, result: Result, *, select=None, ignore=None, unsafe_fixes=False) -> None:
+    def __init__(
+        self, path: str, original: bytes | str, result: Result, *, select=None, ignore=None, unsafe_fixes=False
+    ) -> None:
         self.path = path
         self.original = original
         self.old, self.new = result.source, result.code
@@ -184,7 +187,12 @@ class FilePlan:
                         continue
                     allowed = _closure(req)
                     for other in self.hunks:  # the hunks that are that fix alone (mixed ones are judged by names)
-                        if other is not info and req in other.labels and set(other.labels) <= allowed and other.index not in info.needs:
+                        if (
+                            other is not info
+                            and req in other.labels
+                            and set(other.labels) <= allowed
+                            and other.index not in info.needs
+                        ):
                             info.needs[other.index] = f"{code} needs {req}'s fix"
 
     # -- selection
@@ -222,7 +230,11 @@ class FilePlan:
                 text2 = self.text(wider)
                 if not _problem(text2, wider, self.hunks, self.known):
                     added = ", ".join(str(i + 1) for i in sorted(wider - keep))
-                    return text2, wider, notes + more + [f"{problem}; including the rest of the same rules (hunks {added})"]
+                    return (
+                        text2,
+                        wider,
+                        notes + more + [f"{problem}; including the rest of the same rules (hunks {added})"],
+                    )
             return None, keep, notes + [f"{problem}; nothing written for {self.path}"]
         return text, keep, notes
 
@@ -318,7 +330,7 @@ def walk(
                 if info.needs:
                     say("  needs " + "; ".join(f"hunk {j + 1} ({why})" for j, why in sorted(info.needs.items())))
                 show(str(info.hunk))
-                answer = _ask(ask, say, f"Apply this hunk [y,n,a,d,q,?]? ")
+                answer = _ask(ask, say, "Apply this hunk [y,n,a,d,q,?]? ")
                 if answer == "y":
                     chosen.add(info.index)
                 elif answer == "a":
@@ -335,7 +347,9 @@ def walk(
         text, final, notes = plan.select(chosen)
         for note in notes:
             say(f"{plan.path}: {note}")
-        outcomes.append(Outcome(plan.path, text, plan.encode(text) if text is not None else None, final, len(plan.hunks)))
+        outcomes.append(
+            Outcome(plan.path, text, plan.encode(text) if text is not None else None, final, len(plan.hunks))
+        )
     return outcomes
 
 

@@ -6,13 +6,14 @@ the guard; statements inserted after the same anchor are ordered by their `order
 the output contract: SyncBN, then the wrap, then the optimizer). Adjacent statements that need the
 same guard share one `if`.
 """
+
 from __future__ import annotations
 
 import functools
 import sys
 import textwrap
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import libcst as cst
 
@@ -69,8 +70,15 @@ class Plan:
 
     # ------------------------------------------------------------------ naming
     # When the preferred name is taken, a descriptive variant reads better than a number.
-    VARIANTS = {"dist": "torch_dist", "DDP": "TorchDDP", "sampler": "dist_sampler", "raw_model": "unwrapped_model",
-                "dataset": "base_dataset", "os": "_os", "DistributedSampler": "TorchDistributedSampler"}
+    VARIANTS = {
+        "dist": "torch_dist",
+        "DDP": "TorchDDP",
+        "sampler": "dist_sampler",
+        "raw_model": "unwrapped_model",
+        "dataset": "base_dataset",
+        "os": "_os",
+        "DistributedSampler": "TorchDistributedSampler",
+    }
 
     def fresh(self, preferred: str) -> str:
         """A name not used by the script nor by anything this plan introduced."""
@@ -105,7 +113,11 @@ class Plan:
         if existing is not None:
             self.bound[qualified] = existing
             return existing
-        name = preferred if preferred not in self.facts.names and preferred not in self.introduced else self.fresh(preferred)
+        name = (
+            preferred
+            if preferred not in self.facts.names and preferred not in self.introduced
+            else self.fresh(preferred)
+        )
         self.introduced.add(name)
         mod, _, obj = qualified.rpartition(".")
         if style == "import":
@@ -143,7 +155,9 @@ class Plan:
     def replace(self, node: cst.CSTNode, fn: Replacer) -> None:
         self.replacements.setdefault(node, []).append(fn)
 
-    def insert_before(self, anchor: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int = 50, *, blank_after: bool = False) -> None:
+    def insert_before(
+        self, anchor: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int = 50, *, blank_after: bool = False
+    ) -> None:
         self._insert(self.before, anchor, order, stmts=list(stmts), blank_after=blank_after)
 
     def insert_after(self, anchor: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int = 50) -> None:
@@ -176,7 +190,7 @@ class Plan:
     def _place_imports(self) -> None:
         body = self.module.body
         region = []
-        for stmt in body[strip_docstring(body):]:
+        for stmt in body[strip_docstring(body) :]:
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 break
             if isinstance(single_small(stmt), (cst.Import, cst.ImportFrom)):
@@ -207,7 +221,7 @@ class Plan:
         """The last top-level import statement of the file's import region (where setup code follows)."""
         body = self.module.body
         last = None
-        for stmt in body[strip_docstring(body):]:
+        for stmt in body[strip_docstring(body) :]:
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 break
             if isinstance(single_small(stmt), (cst.Import, cst.ImportFrom)):
@@ -295,7 +309,9 @@ class _Applier(cst.CSTTransformer):
             befores = plan.before.get(orig, [])
             new_before = emit(befores)
             if new_before:
-                new_before[0] = new_before[0].with_changes(leading_lines=[*upd.leading_lines, *new_before[0].leading_lines])
+                new_before[0] = new_before[0].with_changes(
+                    leading_lines=[*upd.leading_lines, *new_before[0].leading_lines]
+                )
                 lines = [blank()] if any(b.blank_after for b in befores) and not upd.leading_lines else []
                 upd = upd.with_changes(leading_lines=lines)
                 items.extend((s, None) for s in new_before)

@@ -7,14 +7,15 @@ starts, and the rendered text is checked against the source at that place before
 Whatever cannot be placed that way (a node outside any statement, a tree the two parsers count
 differently) falls back to one recording pass over the whole module.
 """
+
 from __future__ import annotations
 
 import ast
 import bisect
 import functools
 import re
+from collections.abc import Mapping
 from contextlib import contextmanager
-from typing import Mapping
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -37,8 +38,16 @@ def _position(breaks: list[int], offset: int) -> CodePosition:
     return CodePosition(line + 1, offset - (breaks[line - 1] if line else 0))
 
 
-def _render(node: cst.CSTNode, module: cst.Module, spans: Spans, *, offset: int = 0, indent: list[str] | None = None,
-            stop: cst.CSTNode | None = None, is_elif: bool = False) -> str:
+def _render(
+    node: cst.CSTNode,
+    module: cst.Module,
+    spans: Spans,
+    *,
+    offset: int = 0,
+    indent: list[str] | None = None,
+    stop: cst.CSTNode | None = None,
+    is_elif: bool = False,
+) -> str:
     """Render `node`, recording each node's (start, end) character offsets into `spans` the way
     PositionProvider records syntactic positions; stop early once `stop` is rendered."""
     state = _recording_state()(default_indent=module.default_indent, default_newline=module.default_newline)
@@ -85,7 +94,10 @@ def _recording_state() -> type:
             start = self.offset
             yield  # not on the way out of a _Stop: what was rendered of `node` so far is not its range
             spans = self.spans
-            spans[node] = (spans[start_node][0] if start_node is not None else start, spans[end_node][1] if end_node is not None else self.offset)
+            spans[node] = (
+                spans[start_node][0] if start_node is not None else start,
+                spans[end_node][1] if end_node is not None else self.offset,
+            )
 
     return RecordingState
 
@@ -116,10 +128,14 @@ class StatementPositions:
     is Python's parse of the same text (parsed here when not given).
     """
 
-    def __init__(self, module: cst.Module, text: str, parent: Mapping[cst.CSTNode, cst.CSTNode], tree: ast.Module | None = None) -> None:
+    def __init__(
+        self, module: cst.Module, text: str, parent: Mapping[cst.CSTNode, cst.CSTNode], tree: ast.Module | None = None
+    ) -> None:
         self.module, self.text, self.parent = module, text, parent
         self._tree = tree
-        self._breaks = _line_starts(text if module.has_trailing_newline else text + module.default_newline)  # as rendered
+        self._breaks = _line_starts(
+            text if module.has_trailing_newline else text + module.default_newline
+        )  # as rendered
         self._spans: Spans = {}
         self._lines: dict[cst.CSTNode, int] | None = None
         self._whole: Mapping[cst.CSTNode, CodeRange] | None = None
@@ -161,7 +177,11 @@ class StatementPositions:
         if self.text.startswith(rendered, base):
             return True
         newline = self.module.default_newline  # the file's last line, which has none
-        return rendered.endswith(newline) and base + len(rendered) - len(newline) == len(self.text) and self.text.startswith(rendered[: -len(newline)], base)
+        return (
+            rendered.endswith(newline)
+            and base + len(rendered) - len(newline) == len(self.text)
+            and self.text.startswith(rendered[: -len(newline)], base)
+        )
 
     def _first_line(self, unit: cst.CSTNode) -> int | None:
         """The line where `unit`'s text (its leading blank and comment lines included) begins."""

@@ -5,6 +5,7 @@ Which names and conditions depend on the rank (`rank == 0`, `dist.get_rank() == 
 (torch.distributed ops, and helpers of this file that issue them), and, for a rank-dependent
 condition, whether rank 0 and the other ranks take it.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,9 +17,23 @@ from .facts import RANK_NAME, ScriptFacts
 from .syntax import assigned_value, calls_in, code_of, dotted, walk
 
 COLLECTIVES = {
-    "barrier", "monitored_barrier", "all_reduce", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
-    "gather", "scatter", "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
-    "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list",
+    "barrier",
+    "monitored_barrier",
+    "all_reduce",
+    "reduce",
+    "broadcast",
+    "all_gather",
+    "all_gather_into_tensor",
+    "gather",
+    "scatter",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "all_to_all",
+    "all_to_all_single",
+    "all_gather_object",
+    "broadcast_object_list",
+    "gather_object",
+    "scatter_object_list",
 }
 GLOBAL_RANK_SOURCES = re.compile(r"get_rank\(\)|environ(?:\.get\(|\[)\s*['\"]RANK['\"]")
 LOCAL_RANK_SOURCES = re.compile(r"environ(?:\.get\(|\[)\s*['\"]LOCAL_RANK['\"]|get_local_rank\(\)|local_rank")
@@ -88,9 +103,15 @@ class Ranks:
             return True
         if "local" in name.lower():
             return False
-        for site in self.facts.assignments(self.facts.scope_of(expr), name) + self.facts.assignments(self.facts.module, name):
+        for site in self.facts.assignments(self.facts.scope_of(expr), name) + self.facts.assignments(
+            self.facts.module, name
+        ):
             value = assigned_value(site.stmt)
-            if value is not None and GLOBAL_RANK_SOURCES.search(code_of(value)) and not LOCAL_RANK_SOURCES.search(code_of(value)):
+            if (
+                value is not None
+                and GLOBAL_RANK_SOURCES.search(code_of(value))
+                and not LOCAL_RANK_SOURCES.search(code_of(value))
+            ):
                 return True
         return False
 
@@ -117,7 +138,9 @@ class Ranks:
     def local_rank_names(self) -> set[str]:
         out = set()
         for assign in self.facts.assigns:
-            if self.facts.reads_environment(self.facts.parent[assign]) and re.search(r"environ(?:\.get\(|\[)\s*['\"]LOCAL_RANK['\"]", code_of(assign.value)):
+            if self.facts.reads_environment(self.facts.parent[assign]) and re.search(
+                r"environ(?:\.get\(|\[)\s*['\"]LOCAL_RANK['\"]", code_of(assign.value)
+            ):
                 out.update(d for t in assign.targets if (d := dotted(t.target)))
         return out
 
@@ -183,7 +206,9 @@ class Ranks:
                     continue
                 for call in calls_in(func.body):
                     q = self.facts.call_qual(call) or ""
-                    if (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES) or self.facts._local_callee(call) in found:
+                    if (
+                        q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES
+                    ) or self.facts._local_callee(call) in found:
                         found.add(func)
                         changed = True
                         break

@@ -1,4 +1,5 @@
 """What a rule is, and the context it runs in (facts to read, a plan to edit, a place to report)."""
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -11,7 +12,12 @@ from .plan import Plan
 from .syntax import assign_targets
 
 ENV_DEFAULTS = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}
-ENV_FALLBACK_NAMES = {"RANK": "GLOBAL_RANK", "LOCAL_RANK": "NODE_LOCAL_RANK", "WORLD_SIZE": "NUM_PROCESSES", "DISTRIBUTED": "IS_DISTRIBUTED"}
+ENV_FALLBACK_NAMES = {
+    "RANK": "GLOBAL_RANK",
+    "LOCAL_RANK": "NODE_LOCAL_RANK",
+    "WORLD_SIZE": "NUM_PROCESSES",
+    "DISTRIBUTED": "IS_DISTRIBUTED",
+}
 
 
 class Rule:

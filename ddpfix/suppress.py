@@ -5,13 +5,14 @@ them on the next line of code (a run of comment lines may sit between them, a bl
 A silenced finding is not reported and its fix is not made. A suppression that silences nothing is
 reported as DDP000 (like ruff's RUF100).
 """
+
 from __future__ import annotations
 
 import io
 import re
 import tokenize
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from .diagnostic import NONE, Diagnostic
 from .rule import Rule
@@ -118,7 +119,9 @@ class Suppressions:
 
 
 def _diag(s: Suppression, message: str) -> Diagnostic:
-    return Diagnostic(code=UNUSED.code, message=message, line=s.line, col=s.col, end_line=s.line, end_col=s.end_col, fix=NONE)
+    return Diagnostic(
+        code=UNUSED.code, message=message, line=s.line, col=s.col, end_line=s.line, end_col=s.end_col, fix=NONE
+    )
 
 
 def might_have(source: str | bytes | None) -> bool:
@@ -138,7 +141,9 @@ def scan(text: str) -> Suppressions | None:
             if tok.type == tokenize.COMMENT and MARKER in tok.string.lower():
                 comments.append((tok.start[0], tok.start[1], tok.string))
     except (tokenize.TokenError, SyntaxError):  # cannot happen for parsed code; fall back to a line scan
-        comments = [(i + 1, l.index("#"), l[l.index("#"):]) for i, l in enumerate(lines) if "#" in l and MARKER in l.lower()]
+        comments = [
+            (i + 1, l.index("#"), l[l.index("#") :]) for i, l in enumerate(lines) if "#" in l and MARKER in l.lower()
+        ]
     items = []
     for line, col0, comment in comments:
         m = DIRECTIVE.search(comment)

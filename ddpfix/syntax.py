@@ -1,9 +1,10 @@
 """Small, pure helpers over LibCST nodes that the analysis and the rules share."""
+
 from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -76,7 +77,7 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node below `node` (inclusive), depth first, in source order."""
     span = _INDEX.spans.get(id(node))
     if span is not None and _INDEX.nodes[span[0]] is node:
-        return iter(_INDEX.nodes[span[0]:span[1]])
+        return iter(_INDEX.nodes[span[0] : span[1]])
     return _walk(node)
 
 
@@ -90,10 +91,35 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 # Fields that hold only layout (whitespace, commas, brackets): walks skip them.
 _LAYOUT = {
-    "leading_lines", "lines_after_decorators", "lpar", "rpar", "comma", "header", "footer", "semicolon", "equal",
-    "dot", "colon", "lbracket", "rbracket", "lbrace", "rbrace", "trailing_whitespace", "asynchronous", "star",
-    "indent", "default_indent", "default_newline", "encoding", "has_trailing_newline", "start", "end", "relative",
-    "posonly_ind", "operator", "newline",
+    "leading_lines",
+    "lines_after_decorators",
+    "lpar",
+    "rpar",
+    "comma",
+    "header",
+    "footer",
+    "semicolon",
+    "equal",
+    "dot",
+    "colon",
+    "lbracket",
+    "rbracket",
+    "lbrace",
+    "rbrace",
+    "trailing_whitespace",
+    "asynchronous",
+    "star",
+    "indent",
+    "default_indent",
+    "default_newline",
+    "encoding",
+    "has_trailing_newline",
+    "start",
+    "end",
+    "relative",
+    "posonly_ind",
+    "operator",
+    "newline",
 }
 # Where dataclass field order is not source order.
 _SOURCE_ORDER = {
@@ -218,10 +244,18 @@ def strip_docstring(body: Sequence[cst.BaseStatement]) -> int:
     i = 0
     while i < len(body):
         small = single_small(body[i])
-        if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)) and i == 0:
+        if (
+            isinstance(small, cst.Expr)
+            and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
+            and i == 0
+        ):
             i += 1
             continue
-        if isinstance(small, cst.ImportFrom) and dotted(small.module) == "__future__" if isinstance(small, cst.ImportFrom) and small.module else False:
+        if (
+            isinstance(small, cst.ImportFrom) and dotted(small.module) == "__future__"
+            if isinstance(small, cst.ImportFrom) and small.module
+            else False
+        ):
             i += 1
             continue
         break

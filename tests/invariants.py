@@ -1,6 +1,7 @@
 """What must hold for any input, shared by the corpus run and the fuzzers: `check` and `diff` do not
 raise (a refused input is a one-line DdpfixError), a proposed output re-parses, and applying the
 fixes a second time changes nothing."""
+
 from __future__ import annotations
 
 import ast

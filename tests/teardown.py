@@ -5,10 +5,11 @@ Rarely, on a loaded machine, a worker that has finished the script aborts while 
 `ddpfix verify` reports it as it is: `completes` fails with the rank in state ``exit_crash``. The
 tests take that, and only that, as a reason to run once more; twice in a row is a failure.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 EXIT_STATES = {"finished", "exit_crash", "exit_stopped"}
 

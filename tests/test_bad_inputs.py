@@ -1,6 +1,7 @@
 """The bad-input matrix, end to end through the `ddpfix` command: every awkward file gets either a
 correct result or one clear line on stderr (exit 2), and a file that cannot be rewritten safely is
 left exactly as it was."""
+
 from __future__ import annotations
 
 import ast
@@ -140,7 +141,9 @@ def test_too_deeply_nested(work, case):
     before = snapshot(p)
     for command in ("check", "apply"):
         start = time.perf_counter()
-        result = subprocess.run([sys.executable, "-m", "ddpfix", command, "deep.py"], cwd=work, capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [sys.executable, "-m", "ddpfix", command, "deep.py"], cwd=work, capture_output=True, text=True, timeout=300
+        )
         assert result.returncode in (0, 2), (command, result.returncode, result.stderr[-500:])
         assert time.perf_counter() - start < 60
         if result.returncode == 2:
@@ -177,11 +180,11 @@ def test_mixed_line_endings(work):
     assert "\r" not in out.replace("\r\n", "")
     endings = {}
     for line in out.splitlines(keepends=True):
-        endings.setdefault(line.strip(), set()).add(line[len(line.rstrip("\r\n")):])
+        endings.setdefault(line.strip(), set()).add(line[len(line.rstrip("\r\n")) :])
     kept = [line for line in mixed.splitlines(keepends=True) if line.strip() in endings and line.strip()]
     assert len(kept) > 10
     for line in kept:  # every original line keeps its own ending (guards re-indent it, fixes rewrite a few)
-        assert line[len(line.rstrip("\r\n")):] in endings[line.strip()], repr(line)
+        assert line[len(line.rstrip("\r\n")) :] in endings[line.strip()], repr(line)
     assert run("diff", "mixed.py").exit_code == 0
 
 

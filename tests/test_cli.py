@@ -1,4 +1,5 @@
 """The `ddpfix` command: fix levels, bad input, stdin, folders, writes, output control."""
+
 from __future__ import annotations
 
 import os
@@ -310,7 +311,9 @@ def test_module_entry_point(work):
     import sys
 
     write(work / "train.py", TRAIN)
-    proc = subprocess.run([sys.executable, "-m", "ddpfix", "check", "train.py"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ddpfix", "check", "train.py"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 1 and "DDP401" in proc.stdout
 
 

@@ -1,4 +1,5 @@
 """`[tool.ddpfix]`: discovery of the nearest pyproject.toml, validation, and CLI precedence."""
+
 from __future__ import annotations
 
 import textwrap
@@ -144,8 +145,11 @@ def test_unsafe_fixes_from_config_and_cli_override(tmp_path, monkeypatch):
 
 
 def test_per_file_ignores(tmp_path, monkeypatch):
-    project(tmp_path, 'per-file-ignores = { "scripts/*" = ["DDP4"], "legacy_*.py" = ["DDP001"] }\n',
-            files=("train.py", "scripts/a.py", "legacy_b.py"))
+    project(
+        tmp_path,
+        'per-file-ignores = { "scripts/*" = ["DDP4"], "legacy_*.py" = ["DDP001"] }\n',
+        files=("train.py", "scripts/a.py", "legacy_b.py"),
+    )
     result = check(".", cwd=tmp_path, monkeypatch=monkeypatch)
     by_file: dict[str, set[str]] = {}
     for line in result.stdout.splitlines():
@@ -160,7 +164,9 @@ def test_per_file_ignores(tmp_path, monkeypatch):
 
 
 def test_exclude_applies_to_walked_and_named_files(tmp_path, monkeypatch):
-    project(tmp_path, 'exclude = ["legacy/", "gen_*.py"]\n', files=("train.py", "legacy/old.py", "gen_x.py", "sub/gen_y.py"))
+    project(
+        tmp_path, 'exclude = ["legacy/", "gen_*.py"]\n', files=("train.py", "legacy/old.py", "gen_x.py", "sub/gen_y.py")
+    )
     result = check(".", cwd=tmp_path, monkeypatch=monkeypatch)
     paths = {line.split(":")[0] for line in result.stdout.splitlines()}
     assert paths == {"train.py"} or paths == {"./train.py"}

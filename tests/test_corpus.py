@@ -8,6 +8,7 @@ parameters). The whole package (about 5 minutes on 2 cores):
     DDPFIX_CORPUS=full python -m pytest tests/test_corpus.py        # every .py file of torch
     DDPFIX_CORPUS=7 python -m pytest tests/test_corpus.py           # every 7th file, plus the above
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -18,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from invariants import problems
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -77,7 +77,9 @@ def test_corpus_never_breaks():
             known_failing.add(rel)
         else:
             failures += found
-    ran_known = {Path(p).relative_to(root).as_posix() for p, _, _ in results if Path(p).is_relative_to(root)} & set(KNOWN)
+    ran_known = {Path(p).relative_to(root).as_posix() for p, _, _ in results if Path(p).is_relative_to(root)} & set(
+        KNOWN
+    )
     fixed = sorted(ran_known - known_failing)
     slowest = sorted(results, key=lambda r: -r[2])[:5]
     print(f"\n{len(files)} files; slowest: " + ", ".join(f"{Path(p).name} {s:.1f}s" for p, _, s in slowest))

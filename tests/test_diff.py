@@ -1,4 +1,5 @@
 """Unified diffs that `git apply` accepts, whatever the line breaks inside the file."""
+
 from __future__ import annotations
 
 import shutil

@@ -1,4 +1,5 @@
 """docs/rules.md is generated from the rules' own docs, and every rule documents what, why, example and fix safety."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The file engine: discovery, the worker pool, trimming, atomic writes."""
+
 from __future__ import annotations
 
 import os
@@ -197,11 +198,18 @@ def test_a_worker_crash_is_one_file_error_not_a_hang(tmp_path, monkeypatch):
     assert all(r.result and r.result.diagnostics for r in out if not r.error)
 
 
-@pytest.mark.parametrize("source", [TRAIN, TRAIN.encode("utf-8"), "x = 1\n", b"# -*- coding: latin-1 -*-\ns = '\xe9'\n"])
+@pytest.mark.parametrize(
+    "source", [TRAIN, TRAIN.encode("utf-8"), "x = 1\n", b"# -*- coding: latin-1 -*-\ns = '\xe9'\n"]
+)
 def test_one_parse_serves_several_runs(source):
     from ddpfix.api import fix_parsed, fix_source, parse_source
 
     parsed = parse_source(source, "t.py")
     for kw in ({}, {"fix": False}, {"select": ["DDP001"]}, {"unsafe_fixes": True}):
         again, fresh = fix_parsed(parsed, **kw), fix_source(source, path="t.py", **kw)
-        assert (again.code, again.data, again.diff, again.diagnostics) == (fresh.code, fresh.data, fresh.diff, fresh.diagnostics)
+        assert (again.code, again.data, again.diff, again.diagnostics) == (
+            fresh.code,
+            fresh.data,
+            fresh.diff,
+            fresh.diagnostics,
+        )

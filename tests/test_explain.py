@@ -1,4 +1,5 @@
 """`ddpfix explain`: error texts and logs map to the rules behind them."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,10 +15,22 @@ CASES = [
         '"conv.bias".\n\tUnexpected key(s) in state_dict: "module.conv.weight", "module.conv.bias".',
         "DDP403",
     ),
-    ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 8000ms for recv operation to complete", "DDP101"),
-    ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600013 milliseconds before timing out.", "DDP101"),
-    ("ValueError: Default process group has not been initialized, please make sure to call init_process_group.", "DDP001"),
-    ("RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has parameters that were not used in producing loss.", "DDP310"),
+    (
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 8000ms for recv operation to complete",
+        "DDP101",
+    ),
+    (
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600013 milliseconds before timing out.",
+        "DDP101",
+    ),
+    (
+        "ValueError: Default process group has not been initialized, please make sure to call init_process_group.",
+        "DDP001",
+    ),
+    (
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error indicates that your module has parameters that were not used in producing loss.",
+        "DDP310",
+    ),
     ("ValueError: SyncBatchNorm expected input tensor to be on GPU or XPU or privateuseone", "DDP306"),
     ("ncclInvalidUsage: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000", "DDP006"),
     ("ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!", "DDP002"),

@@ -1,10 +1,10 @@
 """`ddpfix check --format json|sarif|github`: JSON carries fixes, SARIF validates against the 2.1.0 schema."""
+
 from __future__ import annotations
 
 import importlib.resources
 import json
 import textwrap
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 import ddpfix
 from ddpfix.cli import app
-from ddpfix.formats import apply_edits, edits_between, to_github, to_sarif
 from ddpfix.engine import FileResult
+from ddpfix.formats import apply_edits, edits_between, to_github, to_sarif
 
 TRAIN = textwrap.dedent(
     """\

@@ -11,20 +11,20 @@ for a longer local run:
 
     DDPFIX_FUZZ_EXAMPLES=2000 python -m pytest tests/test_fuzz.py -p no:cacheprovider
 """
+
 from __future__ import annotations
 
 import os
 
+import libcst as cst
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import libcst as cst
+from invariants import problems
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ddpfix.facts import ScriptFacts
 from ddpfix.positions import StatementPositions
-from invariants import problems
 
 hypothesmith = pytest.importorskip("hypothesmith")
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # generated programs like `1()`
@@ -54,7 +54,11 @@ def assert_positions_agree(source: str) -> None:
 
 def assert_sound(source: str | bytes, *, unsafe_fixes: bool = False) -> None:
     found = problems(source, "fuzz.py", unsafe_fixes=unsafe_fixes)
-    assert not found, "\n".join(found) + "\n--- program ---\n" + (source if isinstance(source, str) else source.decode("utf-8", "replace"))
+    assert not found, (
+        "\n".join(found)
+        + "\n--- program ---\n"
+        + (source if isinstance(source, str) else source.decode("utf-8", "replace"))
+    )
 
 
 # ------------------------------------------------------------------------------------ fragments
@@ -196,7 +200,12 @@ NAMES = {
     "dev": ["device", "dev"],
     "loss": ["loss", "l"],
 }
-BATCH_LOOPS = ["for x, y in {loader}:", "for step, (x, y) in enumerate({loader}):", "for x, y in tqdm({loader}):", "for batch in {loader}:"]
+BATCH_LOOPS = [
+    "for x, y in {loader}:",
+    "for step, (x, y) in enumerate({loader}):",
+    "for x, y in tqdm({loader}):",
+    "for batch in {loader}:",
+]
 
 
 def _lines(stmts: list[str], ind: str) -> list[str]:
@@ -258,7 +267,12 @@ def spliced(draw, programs) -> str:
         return script + "\n" + program
     if where == "def":
         lines = program.splitlines() or ["pass"]
-        return script + "\ndef generated():\n" + "\n".join("    " + line if line.strip() else line for line in lines) + "\n    pass\n"
+        return (
+            script
+            + "\ndef generated():\n"
+            + "\n".join("    " + line if line.strip() else line for line in lines)
+            + "\n    pass\n"
+        )
     return program + ("\n" if not program.endswith("\n") else "") + script
 
 

@@ -1,5 +1,6 @@
 """Golden cases: tests/golden/<case>/input.py -> expected.py + diagnostics.txt, with the invariants
 every rewrite must keep (re-parses, idempotent, checks clean, comments/encoding/line endings kept)."""
+
 from __future__ import annotations
 
 import ast
@@ -45,7 +46,7 @@ def case(request):
     return request.param, (d / "input.py").read_bytes(), (d / "expected.py").read_bytes(), _options(request.param)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fixed(name: str, src: bytes):
     """One run per case, shared by the tests that look at it."""
     return fix_source(src, path="input.py", **_options(name))
@@ -110,7 +111,7 @@ def test_crlf_kept():
     expected = (GOLDEN / "crlf" / "expected.py").read_bytes()
     lines = expected.split(b"\n")[:-1]
     assert lines and all(line.endswith(b"\r") for line in lines)
-    assert b"RANK = int(os.environ.get(\"RANK\", 0))\r\n" in expected
+    assert b'RANK = int(os.environ.get("RANK", 0))\r\n' in expected
 
 
 def test_latin1_kept():
@@ -145,4 +146,6 @@ def test_check_reports_what_fix_reports(case):
     name, src, _, opts = case
     fixed = _fixed(name, src)
     checked = check_source(src, path="input.py", **{k: v for k, v in opts.items() if k in ("select", "ignore")})
-    assert [(d.code, d.line, d.col, d.fix) for d in checked] == [(d.code, d.line, d.col, d.fix) for d in fixed.diagnostics]
+    assert [(d.code, d.line, d.col, d.fix) for d in checked] == [
+        (d.code, d.line, d.col, d.fix) for d in fixed.diagnostics
+    ]

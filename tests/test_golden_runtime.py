@@ -13,6 +13,7 @@ Per-case files: ``args.txt`` (one command-line argument per line) and runtime fl
 ``"single": false`` (not runnable as a plain process: verify only), ``"verify": false`` (plain run
 only), ``"compare_stdout": false`` (the plain outputs may differ).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from teardown import verify_with_one_rerun
 
 from ddpfix.verify import verify_script
-from teardown import verify_with_one_rerun
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CASES = sorted(p.parent.name for p in GOLDEN.glob("*/expected.py"))
@@ -60,8 +61,9 @@ def _uses_torch(path: Path) -> bool:
 def _plain(script: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     cwd.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
-    return subprocess.run([sys.executable, str(script), *args], cwd=cwd, env=env, capture_output=True,
-                          timeout=PLAIN_TIMEOUT)
+    return subprocess.run(
+        [sys.executable, str(script), *args], cwd=cwd, env=env, capture_output=True, timeout=PLAIN_TIMEOUT
+    )
 
 
 def _describe(report) -> str:
@@ -92,5 +94,6 @@ def test_golden_expected_runs(case, tmp_path):
     if opts.get("verify", True) is False or not _uses_torch(expected):
         return
     report = verify_with_one_rerun(
-        lambda cwd: verify_script(expected, args, nproc=2, timeout=VERIFY_TIMEOUT, cwd=cwd), tmp_path / "verify")
+        lambda cwd: verify_script(expected, args, nproc=2, timeout=VERIFY_TIMEOUT, cwd=cwd), tmp_path / "verify"
+    )
     assert report.ok, _describe(report)

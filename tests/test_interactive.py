@@ -1,4 +1,5 @@
 """`ddpfix apply -i`: hunk by hunk through the prompt, with dependencies kept and the result valid Python."""
+
 from __future__ import annotations
 
 import ast
@@ -95,7 +96,7 @@ def test_chosen_hunk_pulls_in_what_it_needs_and_says_so(train):
     result = apply_i(answers)
     assert result.exit_code == 0
     # the prompt named the dependency before asking ...
-    assert f"needs hunk 1 (defines " in result.stdout and "DistributedSampler" in result.stdout
+    assert "needs hunk 1 (defines " in result.stdout and "DistributedSampler" in result.stdout
     # ... and the import/constants hunk (1) and the process group (DDP201 needs DDP001) came along
     assert f"hunk {sampler.index + 1} needs hunk 1" in result.stdout and "including hunk 1" in result.stdout
     assert "DDP201 needs DDP001's fix" in result.stdout

@@ -3,6 +3,7 @@
 One server per client kind (module scope); every test uses its own document URI.
 The flow each editor goes through: open -> diagnostics -> code action -> apply edit -> diagnostics.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,12 +33,12 @@ SAFE_CODES = {r.code for r in RULES if r.fix == "safe"}
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _check(text: str) -> tuple:
     return tuple(ddpfix.check_source(text))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fix(text: str, select: tuple | None, ignore: tuple | None, unsafe: bool) -> str:
     return ddpfix.fix_source(text, select=select, ignore=ignore, unsafe_fixes=unsafe).code
 
@@ -99,8 +100,10 @@ def offset(text: str, pos: types.Position, encoding: str) -> int:
 
 
 def apply_edits(text: str, edits, encoding: str) -> str:
-    spans = sorted(((offset(text, e.range.start, encoding), offset(text, e.range.end, encoding), e.new_text) for e in edits))
-    for (s1, e1, _), (s2, _, _) in zip(spans, spans[1:]):
+    spans = sorted(
+        (offset(text, e.range.start, encoding), offset(text, e.range.end, encoding), e.new_text) for e in edits
+    )
+    for (_, e1, _), (s2, _, _) in zip(spans, spans[1:]):
         assert e1 <= s2, "overlapping edits"
     for start, end, new in reversed(spans):
         text = text[:start] + new + text[end:]
@@ -153,7 +156,9 @@ class Editor:
             self._set(uri, apply_edits(self.texts[uri], self.last_edits, self.encoding))
             return types.ApplyWorkspaceEditResult(applied=True)
 
-    async def diagnostics(self, uri: str, version: int | None | str = "current", since: int = 0) -> list[types.Diagnostic]:
+    async def diagnostics(
+        self, uri: str, version: int | None | str = "current", since: int = 0
+    ) -> list[types.Diagnostic]:
         """Wait for the diagnostics of `uri` at `version` (default: its current version), published
         as notification number `since` or later."""
         version = self.versions.get(uri) if version == "current" else version
@@ -171,7 +176,9 @@ class Editor:
     def open(self, uri: str, text: str, language_id: str = "python") -> None:
         self.texts[uri], self.versions[uri] = text, 1
         self.client.text_document_did_open(
-            types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id=language_id, version=1, text=text))
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id=language_id, version=1, text=text)
+            )
         )
 
     def _set(self, uri: str, text: str, changes=None) -> None:
@@ -243,7 +250,9 @@ async def start(lsp_client: LanguageClient, kind: str) -> None:
     result = await lsp_client.initialize_session(
         types.InitializeParams(capabilities=client_capabilities(kind), initialization_options={"docsUrl": DOCS})
     )
-    encoding = str(getattr(result.capabilities.position_encoding, "value", result.capabilities.position_encoding) or "utf-16")
+    encoding = str(
+        getattr(result.capabilities.position_encoding, "value", result.capabilities.position_encoding) or "utf-16"
+    )
     lsp_client.editor = Editor(lsp_client, kind, encoding)
     lsp_client.editor.registrations = registrations
 
@@ -298,7 +307,9 @@ ZERO = types.Range(start=types.Position(line=0, character=0), end=types.Position
 
 
 async def test_negotiated_encoding(editor: Editor):
-    assert editor.encoding == {"visual-studio-code": "utf-16", "neovim@v0.11.0": "utf-8", "emacs": "utf-32"}[editor.kind]
+    assert (
+        editor.encoding == {"visual-studio-code": "utf-16", "neovim@v0.11.0": "utf-8", "emacs": "utf-32"}[editor.kind]
+    )
 
 
 async def test_diagnostics_on_open_match_check(editor: Editor, tmp_path: Path):
@@ -346,7 +357,9 @@ async def test_fix_all_then_unsafe_convert(editor: Editor, tmp_path: Path):
     editor.open(uri, SMALL)
     await editor.diagnostics(uri)
     actions = await editor.actions(uri, ZERO, [], only=[types.CodeActionKind.SourceFixAll])
-    assert [(a.title, a.kind) for a in actions] == [("Fix all safely fixable DDP problems (ddpfix)", "source.fixAll.ddpfix")]
+    assert [(a.title, a.kind) for a in actions] == [
+        ("Fix all safely fixable DDP problems (ddpfix)", "source.fixAll.ddpfix")
+    ]
     if editor.kind == "emacs":  # no resolve support: the action carries its edit
         assert actions[0].edit is not None and actions[0].data is None
     else:  # resolved when picked
@@ -466,7 +479,10 @@ async def test_convert_whole_file(vscode: Editor, tmp_path: Path):
 @vscode_only
 async def test_suppression_comment_merges_into_an_existing_one(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path)
-    src = SMALL.replace('    torch.save(model.state_dict(), "model.pt")', '    torch.save(model.state_dict(), "model.pt"); print("saved")  # ddpfix: ignore[DDP401]')
+    src = SMALL.replace(
+        '    torch.save(model.state_dict(), "model.pt")',
+        '    torch.save(model.state_dict(), "model.pt"); print("saved")  # ddpfix: ignore[DDP401]',
+    )
     vscode.open(uri, src)
     d = find(await vscode.diagnostics(uri), "DDP406")
     d = [x for x in await vscode.diagnostics(uri) if x.code == "DDP406"][-1]
@@ -495,7 +511,9 @@ async def test_close_clears(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path)
     vscode.open(uri, SMALL)
     assert len(await vscode.diagnostics(uri)) > 0
-    vscode.client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    vscode.client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     assert len(await vscode.diagnostics(uri, version=None)) == 0
 
 
@@ -560,7 +578,9 @@ async def send_raw(editor: Editor, payload: bytes, msg_id) -> Exception | object
 @vscode_only
 async def test_malformed_requests_get_errors_and_the_server_keeps_serving(vscode: Editor, tmp_path: Path):
     # params that do not decode as CodeActionParams
-    bad = json.dumps({"jsonrpc": "2.0", "id": "bad-1", "method": "textDocument/codeAction", "params": {"textDocument": 42}})
+    bad = json.dumps(
+        {"jsonrpc": "2.0", "id": "bad-1", "method": "textDocument/codeAction", "params": {"textDocument": 42}}
+    )
     err = await send_raw(vscode, bad.encode(), "bad-1")
     assert getattr(err, "code", None) == -32602, err  # InvalidParams
     # a method nobody implements
@@ -618,10 +638,19 @@ async def test_apply_action_command(vscode: Editor, tmp_path: Path):
     uri = uri_for(tmp_path)
     vscode.open(uri, SMALL)
     await vscode.diagnostics(uri)
-    data = {"uri": uri, "version": 1, "action": "fix", "code": "DDP401", "unsafe": False, "title": "DDP401: save on rank 0 only"}
+    data = {
+        "uri": uri,
+        "version": 1,
+        "action": "fix",
+        "code": "DDP401",
+        "unsafe": False,
+        "title": "DDP401: save on rank 0 only",
+    }
     before = len(vscode.applied)
     await asyncio.wait_for(
-        vscode.client.workspace_execute_command_async(types.ExecuteCommandParams(command="ddpfix.applyAction", arguments=[data])),
+        vscode.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="ddpfix.applyAction", arguments=[data])
+        ),
         TIMEOUT,
     )
     assert len(vscode.applied) == before + 1
@@ -641,5 +670,9 @@ async def test_stale_ignore_action_does_nothing_and_save_republishes(vscode: Edi
     assert not resolved.edit.changes and not resolved.edit.document_changes  # not applied to the wrong line
 
     before = len(vscode.published)
-    vscode.client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    assert [d.code for d in await vscode.diagnostics(uri, since=before)] == [d.code for d in check_source(vscode.texts[uri])]
+    vscode.client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert [d.code for d in await vscode.diagnostics(uri, since=before)] == [
+        d.code for d in check_source(vscode.texts[uri])
+    ]

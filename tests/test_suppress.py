@@ -1,4 +1,5 @@
 """`# ddpfix: ignore[...]`: silences the finding and its fix, on the line or the line above; DDP000 for unused ones."""
+
 from __future__ import annotations
 
 import textwrap
@@ -123,7 +124,9 @@ def test_directive_inside_a_string_is_not_a_suppression():
 
 
 def test_suppressed_required_fix_is_not_made_but_dependents_still_fix():
-    src = script().replace("    model = torch.nn.Linear(2, 2)", "    model = torch.nn.Linear(2, 2)  # ddpfix: ignore[DDP001, DDP301]")
+    src = script().replace(
+        "    model = torch.nn.Linear(2, 2)", "    model = torch.nn.Linear(2, 2)  # ddpfix: ignore[DDP001, DDP301]"
+    )
     result = ddpfix.fix_source(src)
     found = {d.code for d in result.diagnostics}
     assert not found & {"DDP001", "DDP301", "DDP000"}

@@ -1,5 +1,6 @@
 """Fast tests of ddpfix verify: checks on synthetic traces, stack parsing, commands, report, CLI, and
 the probe in a plain process (no torch, no torchrun)."""
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,8 @@ PY = sys.executable
 def script(tmp_path):
     """A fake training script, so that evidence can quote its lines."""
     p = tmp_path / "train.py"
-    p.write_text(textwrap.dedent("""\
+    p.write_text(
+        textwrap.dedent("""\
         import torch.distributed as dist
         def main():
             loader = DataLoader(ds, sampler=sampler)
@@ -41,7 +43,8 @@ def script(tmp_path):
                     dist.barrier()  # only rank 0
                     torch.save(sd, "ckpt.pt")
         main()
-        """))
+        """)
+    )
     return p
 
 
@@ -53,13 +56,25 @@ def run_of(script, world=2, **kw) -> RunData:
     traces = kw.pop("traces", None)
     if traces is None:
         traces = {r: [start(r)] for r in range(world)}
-    return RunData(script=str(script), cwd=str(Path(script).parent), world_size=world, nproc=world,
-                   traces=traces, duration=3.0, **kw)
+    return RunData(
+        script=str(script),
+        cwd=str(Path(script).parent),
+        world_size=world,
+        nproc=world,
+        traces=traces,
+        duration=3.0,
+        **kw,
+    )
 
 
 def start(r, local_rank=None, group_rank=0):
-    return {"ev": "start", "rank": r, "local_rank": r if local_rank is None else local_rank,
-            "group_rank": group_rank, "pid": 1000 + r}
+    return {
+        "ev": "start",
+        "rank": r,
+        "local_rank": r if local_rank is None else local_rank,
+        "group_rank": group_rank,
+        "pid": 1000 + r,
+    }
 
 
 def end(r, status="ok", **kw):
@@ -67,21 +82,45 @@ def end(r, status="ok", **kw):
 
 
 def loader_ev(script, n_ds=8, **kw):
-    d = {"ev": "loader", "key": S(script, 3), "site": S(script, 3), "dataset_len": n_ds, "iterable": False,
-         "sampler": "DistributedSampler", "batch_size": 2, "drop_last": False, "shuffle": True,
-         "full_coverage": True, "dist_sampler": {"num_replicas": 2, "total_size": n_ds, "drop_last": False}}
+    d = {
+        "ev": "loader",
+        "key": S(script, 3),
+        "site": S(script, 3),
+        "dataset_len": n_ds,
+        "iterable": False,
+        "sampler": "DistributedSampler",
+        "batch_size": 2,
+        "drop_last": False,
+        "shuffle": True,
+        "full_coverage": True,
+        "dist_sampler": {"num_replicas": 2, "total_size": n_ds, "drop_last": False},
+    }
     d.update(kw)
     return d
 
 
 def pass_ev(script, n, indices, epoch=None, complete=True, steps=1):
-    return {"ev": "pass", "loader": S(script, 3), "n": n, "epoch": n if epoch is None else epoch,
-            "complete": complete, "steps": steps, "indices": list(indices), "count": len(indices)}
+    return {
+        "ev": "pass",
+        "loader": S(script, 3),
+        "n": n,
+        "epoch": n if epoch is None else epoch,
+        "complete": complete,
+        "steps": steps,
+        "indices": list(indices),
+        "count": len(indices),
+    }
 
 
 def step_ev(script, n, sha="a", ssum=1.0, p=0):
-    return {"ev": "step", "n": n, "loader": S(script, 3), "pass": p, "site": S(script, 8),
-            "digests": [{"ddp": 0, "sha1": sha, "sum": ssum}]}
+    return {
+        "ev": "step",
+        "n": n,
+        "loader": S(script, 3),
+        "pass": p,
+        "site": S(script, 8),
+        "digests": [{"ddp": 0, "sha1": sha, "sum": ssum}],
+    }
 
 
 def ddp_ev(script, sha="init"):
@@ -98,8 +137,7 @@ def good_rank(script, r, shards, epochs=2, **end_kw):
             n += 1
             ev.append(step_ev(script, n, sha=f"s{n}", p=e))
     ev.append({"ev": "coll", "n": 1, "op": "ddp.allreduce", "group": "world", "shape": [10], "dtype": "float32"})
-    ev.append(end(r, steps=n, digests=[{"ddp": 0, "sha1": "final", "sum": 2.0}], ddp_forwards={"0": n},
-                  **end_kw))
+    ev.append(end(r, steps=n, digests=[{"ddp": 0, "sha1": "final", "sum": 2.0}], ddp_forwards={"0": n}, **end_kw))
     return ev
 
 
@@ -114,8 +152,16 @@ def good_run(script, **kw):
 def test_good_run_passes_every_check(script):
     report = checks.evaluate(good_run(script))
     status = {c.name: c.status for c in report.checks}
-    assert status == {"completes": PASS, "ddp": PASS, "shards": PASS, "epoch_order": PASS, "params": PASS,
-                      "files": NA, "collectives": PASS, "single": NA}
+    assert status == {
+        "completes": PASS,
+        "ddp": PASS,
+        "shards": PASS,
+        "epoch_order": PASS,
+        "params": PASS,
+        "files": NA,
+        "collectives": PASS,
+        "single": NA,
+    }
     assert report.ok
     assert "union 8/8" in report["shards"].evidence[0]
     assert "after each of 4 optimizer steps and at exit" in report["params"].evidence[0]
@@ -143,14 +189,17 @@ def dump_for(script, line=10, func="main"):
     import sysconfig
 
     text = DUMP.format(lib=sysconfig.get_paths()["stdlib"], probe=str(ROOT / "ddpfix/verify/probe.py"), script=script)
-    return text.replace(f"line 10 in main", f"line {line} in {func}")
+    return text.replace("line 10 in main", f"line {line} in {func}")
 
 
 def test_parse_stack_dump_and_wait_point(script):
     threads = launcher.parse_stack_dump(dump_for(script))
     assert len(threads) == 2 and threads[1]["current"]
-    assert threads[1]["frames"][0] == {"file": "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
-                                       "line": 4800, "func": "barrier"}
+    assert threads[1]["frames"][0] == {
+        "file": "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
+        "line": 4800,
+        "func": "barrier",
+    }
     run = run_of(script)
     site, callee = checks.wait_point(threads, run)
     assert site == f"{script}:10" and callee == "barrier"
@@ -158,9 +207,13 @@ def test_parse_stack_dump_and_wait_point(script):
 
 def test_completes_names_where_each_rank_waits_on_timeout(script):
     hung_in_backward = dump_for(script, line=7).replace("in barrier", "in backward")
-    run = run_of(script, timed_out=True, returncode=None, timeout=20,
-                 stacks={0: launcher.parse_stack_dump(dump_for(script)),
-                         1: launcher.parse_stack_dump(hung_in_backward)})
+    run = run_of(
+        script,
+        timed_out=True,
+        returncode=None,
+        timeout=20,
+        stacks={0: launcher.parse_stack_dump(dump_for(script)), 1: launcher.parse_stack_dump(hung_in_backward)},
+    )
     c = checks.check_completes(run)
     assert c.status == FAIL
     assert "no result within the 20 s limit" in c.evidence[0]
@@ -169,18 +222,34 @@ def test_completes_names_where_each_rank_waits_on_timeout(script):
 
 
 def test_completes_reports_finished_and_raising_ranks(script):
-    traces = {0: [start(0), end(0, "error", error="RuntimeError", site=S(script, 10),
-                                message="[/__w/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer")],
-              1: [start(1), end(1)]}
+    traces = {
+        0: [
+            start(0),
+            end(
+                0,
+                "error",
+                error="RuntimeError",
+                site=S(script, 10),
+                message="[/__w/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer",
+            ),
+        ],
+        1: [start(1), end(1)],
+    }
     c = checks.check_completes(run_of(script, traces=traces, returncode=1))
     assert c.status == FAIL
-    assert c.evidence == ["rank 0 raised RuntimeError at `dist.barrier()` at train.py:10: Connection closed by peer",
-                          "rank 1 finished"]
+    assert c.evidence == [
+        "rank 0 raised RuntimeError at `dist.barrier()` at train.py:10: Connection closed by peer",
+        "rank 1 finished",
+    ]
 
 
 def test_completes_when_torchrun_fails_before_the_script(script):
-    run = run_of(script, traces={}, returncode=1,
-                 output="--- stderr ---\nTraceback...\nModuleNotFoundError: No module named 'ddpfix'\n")
+    run = run_of(
+        script,
+        traces={},
+        returncode=1,
+        output="--- stderr ---\nTraceback...\nModuleNotFoundError: No module named 'ddpfix'\n",
+    )
     c = checks.check_completes(run)
     assert c.status == FAIL
     assert "before any rank ran the script: ModuleNotFoundError: No module named 'ddpfix'" in c.evidence[0]
@@ -189,8 +258,9 @@ def test_completes_when_torchrun_fails_before_the_script(script):
 
 def test_completes_stopped_by_torchrun_and_exit_code(script):
     traces = {0: [start(0), end(0, "exit", code=3)], 1: [start(1)]}
-    run = run_of(script, traces=traces, returncode=3,
-                 term_stacks={1: launcher.parse_stack_dump(dump_for(script, line=7))})
+    run = run_of(
+        script, traces=traces, returncode=3, term_stacks={1: launcher.parse_stack_dump(dump_for(script, line=7))}
+    )
     c = checks.check_completes(run)
     assert "rank 0 exited with code 3" in c.evidence
     assert any(e.startswith("rank 1 was stopped by torchrun in `loss.backward()` at train.py:7") for e in c.evidence)
@@ -199,15 +269,21 @@ def test_completes_stopped_by_torchrun_and_exit_code(script):
 def test_completes_names_a_crash_after_the_script_finished(script):
     """A rank that ended the script and then aborted while exiting is told apart from a clean finish."""
     crash = "Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call first):\n  <no Python frame>\n"
-    run = run_of(script, traces={0: [start(0), end(0)], 1: [start(1), end(1)]}, returncode=1, crashes={1: crash},
-                 output="--- stderr ---\nterminate called without an active exception\n")
+    run = run_of(
+        script,
+        traces={0: [start(0), end(0)], 1: [start(1), end(1)]},
+        returncode=1,
+        crashes={1: crash},
+        output="--- stderr ---\nterminate called without an active exception\n",
+    )
     c = checks.check_completes(run)
     assert c.status == FAIL
     assert c.evidence == [
         "rank 1 finished the script, then its process crashed while exiting (Fatal Python error: Aborted; "
         "terminate called without an active exception): a crash in shutdown code (the interpreter's or a library's), "
         "after the script's last line",
-        "rank 0 finished"]
+        "rank 0 finished",
+    ]
     assert c.data["ranks"] == {0: "finished", 1: "exit_crash"}
     assert checks.rank_state(run_of(script, traces={0: [start(0), end(0)]}, crashes={}), 0)["state"] == "finished"
     # the same dump with torchrun exiting 0 was written by a forked child (a DataLoader worker)
@@ -230,8 +306,10 @@ def test_shards_overlap_names_indices_ranks_and_epoch(script):
     run = shards_run(script, {0: [[0, 1, 2, 3, 4, 5, 6, 7]], 1: [[7, 6, 5, 4, 3, 2, 1, 0]]})
     c = checks.check_shards(run)
     assert c.status == FAIL
-    assert c.evidence[0] == ("loader at train.py:3, epoch 0: indices {0, 1, 2} and 5 more on ranks 0 and 1; "
-                             "the ranks read 16 samples but only 8 distinct ones")
+    assert c.evidence[0] == (
+        "loader at train.py:3, epoch 0: indices {0, 1, 2} and 5 more on ranks 0 and 1; "
+        "the ranks read 16 samples but only 8 distinct ones"
+    )
 
 
 def test_shards_allow_distributed_sampler_padding(script):
@@ -282,15 +360,20 @@ def test_epoch_order_same_order_fails_with_set_epoch_hint(script):
                 e["epoch"] = 0
     c = checks.check_epoch_order(run)
     assert c.status == FAIL
-    assert c.evidence[0].startswith("loader at train.py:3: ranks 0 and 1 read the same order in epochs 0 and 1 "
-                                    "(DistributedSampler.epoch was 0 both times")
+    assert c.evidence[0].startswith(
+        "loader at train.py:3: ranks 0 and 1 read the same order in epochs 0 and 1 "
+        "(DistributedSampler.epoch was 0 both times"
+    )
 
 
 def test_epoch_order_pass_and_not_applicable(script):
     ok = shards_run(script, {0: [[0, 6, 2, 4], [4, 2, 0, 6]], 1: [[1, 7, 3, 5], [5, 1, 7, 3]]})
     assert checks.check_epoch_order(ok).status == PASS
-    seq = shards_run(script, {0: [[0, 2, 4, 6], [0, 2, 4, 6]], 1: [[1, 3, 5, 7], [1, 3, 5, 7]]},
-                     loader=loader_ev(script, shuffle=False, sampler="SequentialSampler"))
+    seq = shards_run(
+        script,
+        {0: [[0, 2, 4, 6], [0, 2, 4, 6]], 1: [[1, 3, 5, 7], [1, 3, 5, 7]]},
+        loader=loader_ev(script, shuffle=False, sampler="SequentialSampler"),
+    )
     c = checks.check_epoch_order(seq)
     assert c.status == NA and "does not shuffle" in c.evidence[0]
     once = shards_run(script, {0: [[0, 2, 4, 6]], 1: [[1, 3, 5, 7]]})
@@ -312,8 +395,9 @@ def params_run(script, shas0, shas1, final=("f", "f")):
 def test_params_names_first_diverging_step(script):
     c = checks.check_params(params_run(script, ["a", "b", "c", "d"], ["a", "b", "X", "Y"], final=("f", "g")))
     assert c.status == FAIL
-    assert c.evidence[0].startswith("parameters of Net first differ after optimizer step 3 of 4 "
-                                    "(`optimizer.step()` at train.py:8): rank 0 sum")
+    assert c.evidence[0].startswith(
+        "parameters of Net first differ after optimizer step 3 of 4 (`optimizer.step()` at train.py:8): rank 0 sum"
+    )
     assert c.data["first_step"] == 3
 
 
@@ -350,8 +434,13 @@ def test_files_written_by_several_ranks(script, tmp_path):
 
 def test_files_local_rank_hint_and_pass(script, tmp_path):
     path = str(tmp_path / "ckpt.pt")
-    traces = {r: [start(r, local_rank=0, group_rank=r), {"ev": "write", "api": "torch.save", "path": path,
-                                                          "site": S(script, 11)}] for r in (0, 1)}
+    traces = {
+        r: [
+            start(r, local_rank=0, group_rank=r),
+            {"ev": "write", "api": "torch.save", "path": path, "site": S(script, 11)},
+        ]
+        for r in (0, 1)
+    }
     run = run_of(script, traces=traces)
     run.nnodes, run.nproc = 2, 1
     c = checks.check_files(run)
@@ -370,13 +459,18 @@ def coll(op, site=None, group="world", **kw):
 def test_collectives_mismatch(script):
     traces = {
         0: [start(0), coll("ddp.allreduce", shape=[10], dtype="float32"), coll("barrier", S(script, 10))],
-        1: [start(1), coll("ddp.allreduce", shape=[10], dtype="float32"),
-            coll("ddp.allreduce", S(script, 7), shape=[10], dtype="float32")],
+        1: [
+            start(1),
+            coll("ddp.allreduce", shape=[10], dtype="float32"),
+            coll("ddp.allreduce", S(script, 7), shape=[10], dtype="float32"),
+        ],
     }
     c = checks.check_collectives(run_of(script, traces=traces))
     assert c.status == FAIL
-    assert c.evidence[0] == ("collective #2 on the default group differs: rank 0 issued barrier at `dist.barrier()` "
-                             "at train.py:10; rank 1 issued ddp.allreduce (10 float32) at `loss.backward()` at train.py:7")
+    assert c.evidence[0] == (
+        "collective #2 on the default group differs: rank 0 issued barrier at `dist.barrier()` "
+        "at train.py:10; rank 1 issued ddp.allreduce (10 float32) at `loss.backward()` at train.py:7"
+    )
     traces[1] = traces[1][:2]
     c = checks.check_collectives(run_of(script, traces=traces))
     assert "rank 1 issued none (it issued 1 in all)" in c.evidence[0]
@@ -384,10 +478,18 @@ def test_collectives_mismatch(script):
 
 def test_collectives_groups_and_p2p(script):
     traces = {
-        0: [start(0), coll("all_reduce", shape=[1], dtype="float32", reduce_op="SUM"), coll("send", p2p=True),
-            coll("broadcast", group="ranks0,1", shape=[2], dtype="int64")],
-        1: [start(1), coll("all_reduce", shape=[1], dtype="float32", reduce_op="SUM"), coll("recv", p2p=True),
-            coll("broadcast", group="ranks0,1", shape=[2], dtype="int64")],
+        0: [
+            start(0),
+            coll("all_reduce", shape=[1], dtype="float32", reduce_op="SUM"),
+            coll("send", p2p=True),
+            coll("broadcast", group="ranks0,1", shape=[2], dtype="int64"),
+        ],
+        1: [
+            start(1),
+            coll("all_reduce", shape=[1], dtype="float32", reduce_op="SUM"),
+            coll("recv", p2p=True),
+            coll("broadcast", group="ranks0,1", shape=[2], dtype="int64"),
+        ],
         2: [start(2), coll("all_reduce", shape=[1], dtype="float32", reduce_op="SUM")],
     }
     c = checks.check_collectives(run_of(script, world=3, traces=traces))
@@ -425,14 +527,26 @@ def test_helpers():
     assert checks.strip_comment("dist.barrier()  # only rank 0") == "dist.barrier()"
     assert checks.strip_comment('print("# not a comment")') == 'print("# not a comment")'
     assert checks.fmt_set(range(10)) == "{0, 1, 2} and 7 more"
-    assert checks._short_message("Got error: [/a/b/unbound_buffer.cc:78] Timed out waiting") == "Got error: Timed out waiting"
+    assert (
+        checks._short_message("Got error: [/a/b/unbound_buffer.cc:78] Timed out waiting")
+        == "Got error: Timed out waiting"
+    )
 
 
 # ----------------------------------------------------------------------------- launcher pieces
 def test_torchrun_commands():
     (one,) = launcher.torchrun_commands("train.py", ["--epochs", "1"], nproc=2, nnodes=1, python="py")
-    assert one == ["py", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-                   str(ROOT / "ddpfix/verify/probe.py"), "train.py", "--epochs", "1"]
+    assert one == [
+        "py",
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+        str(ROOT / "ddpfix/verify/probe.py"),
+        "train.py",
+        "--epochs",
+        "1",
+    ]
     two = launcher.torchrun_commands("train.py", [], nproc=1, nnodes=2, python="py", port=29999)
     assert len(two) == 2
     for i, cmd in enumerate(two):
@@ -521,8 +635,25 @@ def fake_verify(monkeypatch, script, tmp_path):
 
 
 def test_cli_passes_script_args_and_options(fake_verify):
-    r = CliRunner().invoke(_app(), ["verify", "train.py", "--nproc", "3", "--timeout", "20", "--backend", "gloo",
-                                    "--single", "--", "--epochs", "1", "--nproc", "9"])
+    r = CliRunner().invoke(
+        _app(),
+        [
+            "verify",
+            "train.py",
+            "--nproc",
+            "3",
+            "--timeout",
+            "20",
+            "--backend",
+            "gloo",
+            "--single",
+            "--",
+            "--epochs",
+            "1",
+            "--nproc",
+            "9",
+        ],
+    )
     assert r.exit_code == 0, r.output
     path, args, kw = fake_verify[0]
     assert path == "train.py" and args == ["--epochs", "1", "--nproc", "9"]
@@ -566,13 +697,16 @@ def run_probe(tmp_path, source, args=(), env_extra=None, as_module=False):
     cwd = tmp_path / "cwd"
     cwd.mkdir(exist_ok=True)
     probe = ["-m", "ddpfix.verify.probe"] if as_module else [launcher.PROBE_FILE]
-    p = subprocess.run([PY, *probe, "../s/script.py", *args], cwd=cwd, env=env,
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [PY, *probe, "../s/script.py", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
     return p, launcher.read_traces(str(run_dir)).get(0, []), cwd
 
 
 def test_probe_runs_like_a_plain_python_run(tmp_path):
-    p, trace, cwd = run_probe(tmp_path, """\
+    p, trace, cwd = run_probe(
+        tmp_path,
+        """\
         import json, os, sys
         print(json.dumps({"argv": sys.argv, "file": __file__, "name": __name__, "path0": sys.path[0],
                           "cwd": os.getcwd(), "env": "DDPFIX_VERIFY_PROBE" in os.environ,
@@ -582,7 +716,10 @@ def test_probe_runs_like_a_plain_python_run(tmp_path):
             f.write("x")
         with open("out.txt") as f:
             f.read()
-        """, args=["--epochs", "1"], env_extra={"PYTHONPATH": ""})
+        """,
+        args=["--epochs", "1"],
+        env_extra={"PYTHONPATH": ""},
+    )
     assert p.returncode == 0, p.stderr
     seen = json.loads(p.stdout)
     assert seen["argv"] == ["../s/script.py", "--epochs", "1"]
@@ -615,17 +752,20 @@ def test_probe_keeps_exit_codes_and_records_errors(tmp_path):
 
 def test_probe_and_package_import_light():
     # the probe file alone: standard library only
-    code = ("import sys, importlib.util as u; s = u.spec_from_file_location('p', sys.argv[1]); m = u.module_from_spec(s);"
-            "s.loader.exec_module(m); print(sorted(k for k in sys.modules if k.split('.')[0] in"
-            " ('torch', 'typer', 'rich', 'libcst', 'ddpfix', 'numpy')))")
+    code = (
+        "import sys, importlib.util as u; s = u.spec_from_file_location('p', sys.argv[1]); m = u.module_from_spec(s);"
+        "s.loader.exec_module(m); print(sorted(k for k in sys.modules if k.split('.')[0] in"
+        " ('torch', 'typer', 'rich', 'libcst', 'ddpfix', 'numpy')))"
+    )
     out = subprocess.run([PY, "-c", code, launcher.PROBE_FILE], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     # the verify package (used by the API and the tests) does not need typer, rich or torch
-    code = ("import sys, ddpfix.verify.checks, ddpfix.verify.launcher;"
-            "print(sorted(m for m in ('torch', 'typer', 'rich') if m in sys.modules))")
+    code = (
+        "import sys, ddpfix.verify.checks, ddpfix.verify.launcher;"
+        "print(sorted(m for m in ('torch', 'typer', 'rich') if m in sys.modules))"
+    )
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-
 
 
 def test_params_sampled_digests_say_when_last_equal(script):
@@ -636,7 +776,8 @@ def test_params_sampled_digests_say_when_last_equal(script):
                 e.pop("digests")
     c = checks.check_params(run)
     assert c.status == FAIL and c.evidence[0].startswith(
-        "parameters of Net first differ after optimizer step 5 of 5 (`optimizer.step()` at train.py:8, equal after step 2)")
+        "parameters of Net first differ after optimizer step 5 of 5 (`optimizer.step()` at train.py:8, equal after step 2)"
+    )
 
 
 def test_tests_rerun_only_for_a_crash_after_every_rank_finished():
@@ -652,10 +793,12 @@ def test_tests_rerun_only_for_a_crash_after_every_rank_finished():
 
 def test_completes_reads_the_signals_from_torchruns_summary(script):
     """No faulthandler dump (the abort came after Python's shutdown): torchrun's summary names the signals."""
-    summary = ("Failures:\n[1]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : -15 (pid: 1000)  (SIGTERM)\n"
-               "  traceback : Signal 15 (SIGTERM) received by PID 1000\n"
-               "Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n"
-               "  exitcode  : -6 (pid: 1001)  (SIGABRT)\n  traceback : Signal 6 (SIGABRT) received by PID 1001\n")
+    summary = (
+        "Failures:\n[1]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : -15 (pid: 1000)  (SIGTERM)\n"
+        "  traceback : Signal 15 (SIGTERM) received by PID 1000\n"
+        "Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n"
+        "  exitcode  : -6 (pid: 1001)  (SIGABRT)\n  traceback : Signal 6 (SIGABRT) received by PID 1001\n"
+    )
     run = run_of(script, traces={0: [start(0), end(0)], 1: [start(1), end(1)]}, returncode=1, output=summary)
     c = checks.check_completes(run)
     assert c.data["ranks"] == {0: "exit_stopped", 1: "exit_crash"}

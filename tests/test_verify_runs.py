@@ -3,6 +3,7 @@
 Each broken script breaks one invariant; the verifier must fail exactly the matching check(s) with
 evidence that names it, and pass the rest. About 10-20 s per run on two CPU cores.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,14 +15,16 @@ import time
 from pathlib import Path
 
 import pytest
+from teardown import crashed_only_at_exit, verify_with_one_rerun
 
 from ddpfix.verify import launcher, verify_script
-from teardown import crashed_only_at_exit, verify_with_one_rerun
 
 pytestmark = pytest.mark.slow
 
 CASES = Path(__file__).resolve().parent / "verify_cases"
-CONTRACT = Path(__file__).resolve().parent / "golden" / "example_unsafe" / "expected.py"  # the contract's train_after.py
+CONTRACT = (
+    Path(__file__).resolve().parent / "golden" / "example_unsafe" / "expected.py"
+)  # the contract's train_after.py
 RUN_TIMEOUT = 240  # generous: a loaded two-core machine runs these several times slower
 HANG_TIMEOUT = 30
 
@@ -49,8 +52,22 @@ def run_case(name, tmp_path, **kw):
 
 def test_correct_script_passes_through_the_cli(tmp_path):
     """The contract example, 3 ranks (DistributedSampler pads 512 to 513), --single, JSON output."""
-    cmd = [sys.executable, "-m", "ddpfix.verify", str(CONTRACT), "--nproc", "3", "--single",
-           "--timeout", str(RUN_TIMEOUT), "--format", "json", "--", "--epochs", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ddpfix.verify",
+        str(CONTRACT),
+        "--nproc",
+        "3",
+        "--single",
+        "--timeout",
+        str(RUN_TIMEOUT),
+        "--format",
+        "json",
+        "--",
+        "--epochs",
+        "2",
+    ]
     for cwd in (tmp_path / "run", tmp_path / "run-again"):  # the second only after a crash at exit
         cwd.mkdir()
         p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=2 * RUN_TIMEOUT + 60)
@@ -62,7 +79,10 @@ def test_correct_script_passes_through_the_cli(tmp_path):
     assert p.returncode == 0, (data["checks"], data["output"][-4000:], p.stderr[-2000:])
     assert set(status.values()) == {"pass"}
     shards = next(c for c in data["checks"] if c["name"] == "shards")
-    assert "3 ranks x 171 indices, disjoint, 1 repeated by DistributedSampler padding, union 512/512" in shards["evidence"][0]
+    assert (
+        "3 ranks x 171 indices, disjoint, 1 repeated by DistributedSampler padding, union 512/512"
+        in shards["evidence"][0]
+    )
     assert data["meta"]["backend_used"] == "gloo" and data["meta"]["world_size"] == 3
     assert [r["rank"] for r in data["ranks"]] == [0, 1, 2]
     assert sorted(os.listdir(cwd)) == ["checkpoint.pt", "train.log"]  # nothing of ours in the cwd
@@ -79,8 +99,10 @@ def test_no_sampler_overlapping_shards(tmp_path):
 def test_sampler_without_set_epoch(tmp_path):
     report = run_case("no_set_epoch.py", tmp_path, backend="gloo")
     assert failing(report) == {"epoch_order"}, describe(report)
-    assert "read the same order in epochs 0 and 1 (DistributedSampler.epoch was 0 both times" in \
-        report["epoch_order"].evidence[0]
+    assert (
+        "read the same order in epochs 0 and 1 (DistributedSampler.epoch was 0 both times"
+        in report["epoch_order"].evidence[0]
+    )
     assert report.meta["backend_option"] == "gloo" and report.meta["backend_used"] == "gloo"
 
 
@@ -88,7 +110,9 @@ def test_every_rank_saves(tmp_path):
     report = run_case("all_ranks_save.py", tmp_path)
     assert failing(report) == {"files"}, describe(report)
     line = line_of("all_ranks_save.py", "torch.save(")
-    assert report["files"].evidence == [f"checkpoint.pt written by ranks [0, 1] (torch.save at all_ranks_save.py:{line})"]
+    assert report["files"].evidence == [
+        f"checkpoint.pt written by ranks [0, 1] (torch.save at all_ranks_save.py:{line})"
+    ]
 
 
 def test_barrier_on_rank0_hangs_and_names_the_lines(tmp_path):
@@ -103,7 +127,9 @@ def test_barrier_on_rank0_hangs_and_names_the_lines(tmp_path):
     ev = report["completes"].evidence
     assert f"rank 0 waits in `dist.barrier()` at barrier_rank0.py:{barrier} (in barrier())" in ev, describe(report)
     assert f"rank 1 waits in `loss.backward()` at barrier_rank0.py:{backward} (in backward())" in ev, describe(report)
-    assert f"rank 0 issued barrier at `dist.barrier()` at barrier_rank0.py:{barrier}" in report["collectives"].evidence[0]
+    assert (
+        f"rank 0 issued barrier at `dist.barrier()` at barrier_rank0.py:{barrier}" in report["collectives"].evidence[0]
+    )
     # every rank process is gone
     pids = [r["pid"] for r in report.ranks if r["pid"]]
     assert len(pids) == 2
@@ -118,8 +144,10 @@ def test_step_skipped_on_one_rank(tmp_path):
     assert failing(report) == {"params"}, describe(report)
     step = line_of("skip_step.py", "optimizer.step()")
     ev = report["params"].evidence
-    assert ev[0].startswith(f"parameters of Linear first differ after optimizer step 3 of 8 "
-                            f"(`optimizer.step()` at skip_step.py:{step}): rank 0 sum")
+    assert ev[0].startswith(
+        f"parameters of Linear first differ after optimizer step 3 of 8 "
+        f"(`optimizer.step()` at skip_step.py:{step}): rank 0 sum"
+    )
     assert ev[1] == "optimizer steps differ: rank 0 took 8, rank 1 took 7"
 
 
@@ -137,8 +165,10 @@ def test_crash_at_exit_is_named_as_one(tmp_path):
     report = verify_script(CASES / "abort_at_exit.py", cwd=tmp_path, timeout=RUN_TIMEOUT)
     assert failing(report) == {"completes"}, describe(report)
     ev = report["completes"].evidence
-    assert ev[0] == ("rank 1 finished the script, then its process crashed while exiting (SIGABRT): a crash in "
-                     "shutdown code (the interpreter's or a library's), after the script's last line"), describe(report)
+    assert ev[0] == (
+        "rank 1 finished the script, then its process crashed while exiting (SIGABRT): a crash in "
+        "shutdown code (the interpreter's or a library's), after the script's last line"
+    ), describe(report)
     states = report["completes"].data["ranks"]
     assert states[1] == "exit_crash" and states[0] in ("finished", "exit_stopped"), states
     assert crashed_only_at_exit(states)
@@ -156,7 +186,8 @@ def test_two_nodes_expose_local_rank_saves(tmp_path):
 def test_probe_in_a_plain_process_records_loaders_steps_and_files(tmp_path):
     """No torchrun, no DDP: workers, a batch_sampler and the default sampler all report their indices."""
     script = tmp_path / "plain.py"
-    script.write_text(textwrap.dedent("""\
+    script.write_text(
+        textwrap.dedent("""\
         import logging
         import torch
         from torch.utils.data import BatchSampler, DataLoader, SequentialSampler, TensorDataset
@@ -183,22 +214,37 @@ def test_probe_in_a_plain_process_records_loaders_steps_and_files(tmp_path):
 
         if __name__ == "__main__":
             main()
-        """))
+        """)
+    )
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     env = launcher._probe_env({k: v for k, v in os.environ.items() if k != "RANK"}, str(run_dir), "auto", None)
-    p = subprocess.run([sys.executable, launcher.PROBE_FILE, str(script)], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    p = subprocess.run(
+        [sys.executable, launcher.PROBE_FILE, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
     assert p.returncode == 0, p.stderr
     trace = launcher.read_traces(str(run_dir))[0]
     passes = [e for e in trace if e["ev"] == "pass"]
     assert [(e["n"], e["indices"], e["complete"]) for e in passes[:3]] == [
-        (0, list(range(12)), True), (1, list(range(12)), True), (0, list(range(10)), True)]
+        (0, list(range(12)), True),
+        (1, list(range(12)), True),
+        (0, list(range(10)), True),
+    ]
     assert [e["n"] for e in passes[3:]] == [0, 1] and passes[3]["loader"] == passes[4]["loader"]
     assert sorted(passes[3]["indices"]) == list(range(12)) and passes[3]["indices"] != passes[4]["indices"]
     assert len({e["loader"] for e in passes}) == 3
     loaders = [e for e in trace if e["ev"] == "loader"]
-    assert len(loaders) == 3 and loaders[0]["num_workers"] == 2 and loaders[1]["batch_size"] == 5 and loaders[1]["drop_last"]
+    assert (
+        len(loaders) == 3
+        and loaders[0]["num_workers"] == 2
+        and loaders[1]["batch_size"] == 5
+        and loaders[1]["drop_last"]
+    )
     steps = [e for e in trace if e["ev"] == "step"]
     assert len(steps) == 6 and all("digests" not in s for s in steps)
     writes = {Path(e["path"]).name: e["api"] for e in trace if e["ev"] == "write"}

@@ -2,6 +2,7 @@
 
 Import is cheap; the server and the engine load when `main()` or `create_server()` runs.
 """
+
 from __future__ import annotations
 
 

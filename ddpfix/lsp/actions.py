@@ -1,4 +1,5 @@
 """What the code actions say and do: titles, kinds, and the suppression-comment edit."""
+
 from __future__ import annotations
 
 import io
@@ -135,4 +136,14 @@ def suppression_edit(text: str, diag: Diagnostic) -> tuple[int, int, int, str] |
     return diag.line, 0, 0, f"{indent}# ddpfix: ignore[{code}]{m.group(0) if m else chr(10)}"
 
 
-__all__ = ["QUICKFIX", "FIX_ALL", "CONVERT", "KINDS", "COMMAND", "fix_title", "kind_wanted", "suppression_edit", "rule_name"]
+__all__ = [
+    "QUICKFIX",
+    "FIX_ALL",
+    "CONVERT",
+    "KINDS",
+    "COMMAND",
+    "fix_title",
+    "kind_wanted",
+    "suppression_edit",
+    "rule_name",
+]

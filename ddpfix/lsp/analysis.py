@@ -5,6 +5,7 @@ for so far (diagnostics first, then whatever fixes code actions need), so a code
 unchanged document neither re-parses it nor re-runs what the diagnostics already ran, and one fix is
 computed once.
 """
+
 from __future__ import annotations
 
 import logging
@@ -61,7 +62,9 @@ class Analysis:
             try:
                 parsed = self.parsed if self.parsed is not None else parse_source(self.text, self.path)
                 if codes is None:
-                    res = fix_parsed(parsed, select=self.options.select, ignore=self.options.ignore, unsafe_fixes=unsafe)
+                    res = fix_parsed(
+                        parsed, select=self.options.select, ignore=self.options.ignore, unsafe_fixes=unsafe
+                    )
                 else:
                     res = fix_parsed(parsed, select=list(codes), unsafe_fixes=unsafe)
             except Exception:  # DdpfixError cannot happen for a text that analysed; anything else is a bug

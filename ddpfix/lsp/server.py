@@ -8,6 +8,7 @@
 The server keeps its own copy of each open document (see `text.py` for why) and one `Analysis` per
 document version, shared by diagnostics and code actions.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -123,7 +124,12 @@ class ClientFeatures:
 
 class DdpfixServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("ddpfix", __version__, protocol_cls=DdpfixProtocol, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "ddpfix",
+            __version__,
+            protocol_cls=DdpfixProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
         self.docs: dict[str, Document] = {}
         self.client = ClientFeatures()
         self.settings = Settings()
@@ -201,7 +207,9 @@ class DdpfixServer(LanguageServer):
             doc.timer = None
         a = self.analysis(doc)
         diags = self.lsp_diagnostics(doc, a)
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diags, version=doc.version))
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diags, version=doc.version)
+        )
 
     def publish_later(self, doc: Document) -> None:
         if doc.timer is not None:
@@ -241,7 +249,9 @@ class DdpfixServer(LanguageServer):
         if kind == "ignore":
             if data.get("version") != doc.version:
                 return None  # picked on an older text: its line number may point elsewhere now
-            diag = Diagnostic(code=str(data["code"]), message="", line=int(data["line"]), col=1, end_line=int(data["line"]), end_col=1)
+            diag = Diagnostic(
+                code=str(data["code"]), message="", line=int(data["line"]), col=1, end_line=int(data["line"]), end_col=1
+            )
             spot = A.suppression_edit(doc.text, diag)
             if spot is None:
                 return None
@@ -313,8 +323,12 @@ def create_server() -> DdpfixServer:
     async def initialized(ls: DdpfixServer, params: types.InitializedParams) -> None:
         if not ls.client.watch_files:
             return
-        watch = types.DidChangeWatchedFilesRegistrationOptions(watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")])
-        reg = types.Registration(id="ddpfix-pyproject", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=watch)
+        watch = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+        )
+        reg = types.Registration(
+            id="ddpfix-pyproject", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=watch
+        )
         try:
             await ls.client_register_capability_async(types.RegistrationParams(registrations=[reg]))
         except Exception as exc:  # the client said no: pyproject changes are still seen on the next edit
@@ -328,7 +342,9 @@ def create_server() -> DdpfixServer:
             old.timer.cancel()
         if item.language_id not in ("python", "") and not item.uri.endswith((".py", ".pyi")):
             # an editor configured to send every file: nothing here is Python
-            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=item.uri, diagnostics=[], version=item.version))
+            ls.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=item.uri, diagnostics=[], version=item.version)
+            )
             return
         doc = ls.docs[item.uri] = Document(item.uri, item.text, item.version, _path_of(item.uri))
         ls.publish(doc)
@@ -357,7 +373,9 @@ def create_server() -> DdpfixServer:
         doc = ls.docs.pop(params.text_document.uri, None)
         if doc is not None and doc.timer is not None:
             doc.timer.cancel()
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
+        )
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: DdpfixServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -394,7 +412,9 @@ def create_server() -> DdpfixServer:
         edit = ls.action_edit(doc, data)
         if edit is None:
             return None
-        await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=str(data.get("title", "ddpfix"))))
+        await ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=edit, label=str(data.get("title", "ddpfix")))
+        )
         return None
 
     return ls
@@ -415,7 +435,11 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
     lazy = ls.client.resolve_edit
 
     # the findings this request is about: overlapping the range, or sent back by the client as context
-    context = {(d.code, d.range.start.line, d.range.start.character) for d in params.context.diagnostics if d.source == "ddpfix"}
+    context = {
+        (d.code, d.range.start.line, d.range.start.character)
+        for d in params.context.diagnostics
+        if d.source == "ddpfix"
+    }
     hits = [
         i
         for i, ld in enumerate(lsp_diags)
@@ -423,7 +447,9 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
     ]
     out: list = []
 
-    def make(title: str, kind: str, data: dict, diags: list[types.Diagnostic] | None = None, preferred: bool | None = None):
+    def make(
+        title: str, kind: str, data: dict, diags: list[types.Diagnostic] | None = None, preferred: bool | None = None
+    ):
         data = {"uri": doc.uri, "version": doc.version, **data}
         if not ls.client.literals:  # an LSP 3.0 client: a bare Command, run by the server on request
             out.append(types.Command(title=title, command=A.COMMAND, arguments=[{**data, "title": title}]))
@@ -452,7 +478,13 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
                 if res is not None:  # only the lines the fix adds, not set_epoch calls already there
                     added = [line for e in text_edits(doc.text, res.code, "utf-32") for line in e.new_text.splitlines()]
             title = A.fix_title(d.code, d.fix, len(same), added)
-            make(title, A.QUICKFIX, {"action": "fix", "code": d.code, "unsafe": d.fix == UNSAFE}, same, preferred=d.fix == SAFE)
+            make(
+                title,
+                A.QUICKFIX,
+                {"action": "fix", "code": d.code, "unsafe": d.fix == UNSAFE},
+                same,
+                preferred=d.fix == SAFE,
+            )
         seen: set[tuple[str, int]] = set()
         for i in hits:
             d = a.diagnostics[i]
@@ -461,7 +493,13 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
             seen.add((d.code, d.line))
             if A.suppression_edit(doc.text, d) is None:
                 continue
-            make(f"Ignore {d.code} on this line", A.QUICKFIX, {"action": "ignore", "code": d.code, "line": d.line}, [lsp_diags[i]], preferred=False)
+            make(
+                f"Ignore {d.code} on this line",
+                A.QUICKFIX,
+                {"action": "ignore", "code": d.code, "line": d.line},
+                [lsp_diags[i]],
+                preferred=False,
+            )
 
     if any(d.fix == SAFE for d in a.diagnostics):
         if A.kind_wanted(A.FIX_ALL, only):

@@ -4,6 +4,7 @@ Discovery and parsing are `ddpfix.config`'s. The server only adds freshness: a d
 re-resolved whenever a pyproject.toml in one of its folders appears, disappears or changes (checked by
 `stat`, so an edit in the editor or on disk is picked up on the next analysis without file watchers).
 """
+
 from __future__ import annotations
 
 import os

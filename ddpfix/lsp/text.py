@@ -6,12 +6,13 @@ count code units of the negotiated encoding: UTF-16 (the default, VS Code), UTF-
 UTF-32 (code points, Emacs). ddpfix's own diagnostics use 1-based lines and 1-based code-point
 columns; everything converts here and nowhere else.
 """
+
 from __future__ import annotations
 
 import bisect
 import difflib
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from lsprotocol import types
 
@@ -125,7 +126,9 @@ def text_edits(old: str, new: str, encoding: str) -> list[types.TextEdit]:
 def apply_text_edits(text: str, edits: Sequence[types.TextEdit], encoding: str) -> str:
     """Apply TextEdits (all relative to `text`) the way a client does; used by commands and tests."""
     snap = Text(text, encoding)
-    spans = sorted(((snap.offset(e.range.start), snap.offset(e.range.end), e.new_text) for e in edits), key=lambda s: (s[0], s[1]))
+    spans = sorted(
+        ((snap.offset(e.range.start), snap.offset(e.range.end), e.new_text) for e in edits), key=lambda s: (s[0], s[1])
+    )
     out, pos = [], 0
     for start, end, new_text in spans:
         if start < pos:

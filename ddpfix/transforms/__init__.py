@@ -1,7 +1,8 @@
 """The rule registry: one rule per module, run in the fixed order of the output contract."""
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..rule import Rule
 from .ddp001_process_group import MissingProcessGroup

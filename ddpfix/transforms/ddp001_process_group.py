@@ -1,4 +1,5 @@
 """DDP001: the script trains a model but never joins a process group."""
+
 from __future__ import annotations
 
 import libcst as cst

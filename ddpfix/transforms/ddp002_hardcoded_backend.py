@@ -1,4 +1,5 @@
 """DDP002: init_process_group("nccl") with no CPU fallback."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -41,5 +42,7 @@ Safe: on GPU machines the backend is still NCCL.
             if not ctx.report(arg.value):
                 continue
             quote = arg.value.quote if isinstance(arg.value, cst.SimpleString) else '"'
-            expr = cst.parse_expression(f"{quote}nccl{quote} if {torch_name(ctx)}.cuda.is_available() else {quote}gloo{quote}")
+            expr = cst.parse_expression(
+                f"{quote}nccl{quote} if {torch_name(ctx)}.cuda.is_available() else {quote}gloo{quote}"
+            )
             ctx.plan.replace(arg.value, lambda n, e=expr: e)

@@ -1,4 +1,5 @@
 """DDP003: rank/world_size/init_method passed to init_process_group under torchrun."""
+
 from __future__ import annotations
 
 from ..edits import without_kwarg
@@ -11,7 +12,9 @@ DROPPED = ("rank", "world_size", "init_method")
 class InitArgsMismatch(Rule):
     code = "DDP003"
     name = "init-args-mismatch"
-    message = "init_process_group gets rank/world_size/init_method by hand: under torchrun they come from the environment"
+    message = (
+        "init_process_group gets rank/world_size/init_method by hand: under torchrun they come from the environment"
+    )
     docs = """
 ## What
 `init_process_group(..., rank=..., world_size=..., init_method="tcp://...")` in a script launched
@@ -47,7 +50,11 @@ alone (see DDP004).
                 present.remove("init_method")
             if not present:
                 continue
-            if ctx.report(kwarg(call, present[0]), f"init_process_group gets {', '.join(present)} by hand: under torchrun they come from the environment"):
+            if ctx.report(
+                kwarg(call, present[0]),
+                f"init_process_group gets {', '.join(present)} by hand: under torchrun they come from the environment",
+            ):
+
                 def drop(node, names=tuple(present)):
                     for name in names:
                         node = without_kwarg(node, name)

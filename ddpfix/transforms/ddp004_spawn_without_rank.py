@@ -1,4 +1,5 @@
 """DDP004: an mp.spawn target that does not take the process index first."""
+
 from __future__ import annotations
 
 import re
@@ -52,8 +53,20 @@ None (converting to torchrun restructures the launch).
                 continue
             params = [p.name.value for p in func.params.params]
             args = kwarg(call, "args")
-            n_args = len(args.value.elements) if args is not None and isinstance(args.value, cst.Tuple) else (0 if args is None else None)
+            n_args = (
+                len(args.value.elements)
+                if args is not None and isinstance(args.value, cst.Tuple)
+                else (0 if args is None else None)
+            )
             if n_args is not None and len(params) != n_args + 1 and not func.params.star_arg:
-                ctx.report(call, f"mp.spawn calls {name}(i, *args) with {n_args + 1} argument(s) but {name} takes {len(params)}; make the process index its first parameter (or launch with torchrun)")
+                ctx.report(
+                    call,
+                    f"mp.spawn calls {name}(i, *args) with {n_args + 1} argument(s) but {name} takes {len(params)}; "
+                    f"make the process index its first parameter (or launch with torchrun)",
+                )
             elif params and not RANKISH.search(params[0]):
-                ctx.report(call, f"mp.spawn passes the process index as {name}'s first argument, here `{params[0]}`; make the rank the first parameter (or launch with torchrun)")
+                ctx.report(
+                    call,
+                    f"mp.spawn passes the process index as {name}'s first argument, here `{params[0]}`; "
+                    f"make the rank the first parameter (or launch with torchrun)",
+                )

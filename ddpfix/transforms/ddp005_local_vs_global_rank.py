@@ -1,4 +1,5 @@
 """DDP005: the global RANK used as a device, or LOCAL_RANK used to pick the one writer / the shard."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -52,7 +53,10 @@ Safe for names recognised as ranks (environment variables, `dist.get_rank()`, ar
         ranks = Ranks.of(facts)
         for expr in _device_uses(facts):
             if ranks.is_global_rank(expr):
-                if ctx.report(expr, f"the global rank `{dotted(expr)}` picks the GPU: use the local rank (device ordinals restart on every node)"):
+                if ctx.report(
+                    expr,
+                    f"the global rank `{dotted(expr)}` picks the GPU: use the local rank (device ordinals restart on every node)",
+                ):
                     local = _local_name(ctx, expr)
                     ctx.plan.replace(expr, lambda n, local=local: cst.parse_expression(local))
         for node in facts.ifs:
@@ -61,7 +65,9 @@ Safe for names recognised as ranks (environment variables, `dist.get_rank()`, ar
             for comp in _local_rank_zero_tests(ranks, node.test):
                 if ctx.report(comp, "the local rank elects the writer: one per node; use the global rank"):
                     cond = ctx.rank0(node)
-                    ctx.plan.replace(comp, lambda n, c=cond: cst.parse_expression(c).with_changes(lpar=n.lpar, rpar=n.rpar))
+                    ctx.plan.replace(
+                        comp, lambda n, c=cond: cst.parse_expression(c).with_changes(lpar=n.lpar, rpar=n.rpar)
+                    )
         for call in facts.sampler_calls:
             arg = kwarg(call, "rank")
             if arg is not None and ranks.is_local_rank(arg.value):

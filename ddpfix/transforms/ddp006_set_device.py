@@ -1,4 +1,5 @@
 """DDP006: init_process_group without torch.cuda.set_device(LOCAL_RANK) before it."""
+
 from __future__ import annotations
 
 import re
@@ -80,11 +81,21 @@ def _siblings(facts, set_device: cst.Call, init: cst.Call):
     """(statement holding set_device, statement holding init) in one block, when the first holds
     nothing but the set_device (an `if torch.cuda.is_available():` around it is fine)."""
     init_chain = [facts.site(init).stmt] + [a for a in facts.ancestors(init) if isinstance(a, cst.BaseStatement)]
-    for anc in [facts.site(set_device).stmt] + [a for a in facts.ancestors(set_device) if isinstance(a, cst.BaseStatement)]:
+    for anc in [facts.site(set_device).stmt] + [
+        a for a in facts.ancestors(set_device) if isinstance(a, cst.BaseStatement)
+    ]:
         block = facts.parent.get(anc)
         for other in init_chain:
             if facts.parent.get(other) is block and block is not None:
-                if sum(1 for c in calls_in(anc) if c is not set_device and facts.call_qual(c) != "torch.cuda.is_available") == 0 and other is not anc:
+                if (
+                    sum(
+                        1
+                        for c in calls_in(anc)
+                        if c is not set_device and facts.call_qual(c) != "torch.cuda.is_available"
+                    )
+                    == 0
+                    and other is not anc
+                ):
                     return anc, other
                 return None
     return None
@@ -94,7 +105,9 @@ def _is_spawn_target(facts, node: cst.CSTNode) -> bool:
     func = facts.enclosing(node, cst.FunctionDef)
     if not isinstance(func, cst.FunctionDef):
         return False
-    return any(positional(c, 0) is not None and dotted(positional(c, 0).value) == func.name.value for c in facts.spawn_calls)
+    return any(
+        positional(c, 0) is not None and dotted(positional(c, 0).value) == func.name.value for c in facts.spawn_calls
+    )
 
 
 def _local_rank_in_scope(ctx: Context, node: cst.CSTNode, *, module_level: bool = True) -> str | None:

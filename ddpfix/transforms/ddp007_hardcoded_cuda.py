@@ -1,4 +1,5 @@
 """DDP007: "cuda:0", .cuda(0), .to(0), device = 0 pin every rank to GPU 0."""
+
 from __future__ import annotations
 
 import re
@@ -63,7 +64,11 @@ gets the diagnostic only.
         several = len(indices) > 1
         for node, index, kind in sites:
             if several:
-                ctx.report(node, f"hard-coded CUDA device {index}: the script uses several GPUs on purpose? map each to LOCAL_RANK by hand", fix="none")
+                ctx.report(
+                    node,
+                    f"hard-coded CUDA device {index}: the script uses several GPUs on purpose? map each to LOCAL_RANK by hand",
+                    fix="none",
+                )
                 continue
             if not ctx.report(node):
                 continue

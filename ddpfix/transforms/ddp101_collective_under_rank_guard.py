@@ -1,4 +1,5 @@
 """DDP101: a collective that only some ranks reach."""
+
 from __future__ import annotations
 
 import libcst as cst

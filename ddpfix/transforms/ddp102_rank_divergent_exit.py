@@ -1,4 +1,5 @@
 """DDP102: return/break/continue/raise on a rank- or data-dependent condition in a synchronising loop."""
+
 from __future__ import annotations
 
 import re
@@ -67,7 +68,11 @@ None: the right collective decision depends on the script; the diagnostic points
                 for exit_node in _exits(node.body, loop):
                     kind = type(exit_node).__name__.lower()
                     why = "the rank" if rank_dep else "this rank's data"
-                    ctx.report(exit_node, f"`{kind}` on a condition that depends on {why}: ranks leave the synchronising loop at different steps and the others hang; decide together (all_reduce a flag)")
+                    ctx.report(
+                        exit_node,
+                        f"`{kind}` on a condition that depends on {why}: "
+                        f"ranks leave the synchronising loop at different steps and the others hang; decide together (all_reduce a flag)",
+                    )
 
     @staticmethod
     def _synchronises(facts, ranks: Ranks, loop) -> bool:

@@ -1,4 +1,5 @@
 """DDP103: the DDP wrapper's forward run on rank 0 only (evaluation, sampling)."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -12,7 +13,9 @@ from ..syntax import calls_in, dotted
 class Rank0ForwardThroughDdp(Rule):
     code = "DDP103"
     name = "rank0-forward-through-ddp"
-    message = "forward of the DDP wrapper on rank 0 only: DDP's forward can issue collectives the other ranks never join"
+    message = (
+        "forward of the DDP wrapper on rank 0 only: DDP's forward can issue collectives the other ranks never join"
+    )
     requires = ("DDP301",)
     docs = """
 ## What

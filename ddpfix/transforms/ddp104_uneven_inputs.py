@@ -1,4 +1,5 @@
 """DDP104: hand-sharded data or an IterableDataset without Join: ranks run different step counts."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -47,16 +48,23 @@ None: which one fits depends on the data pipeline.
             return
         ranks = Ranks.of(facts)
         for node in _subscripts(facts):
-            ctx.report(node, "data sharded by hand with the rank: shard sizes can differ; use a DistributedSampler or Join")
+            ctx.report(
+                node, "data sharded by hand with the rank: shard sizes can differ; use a DistributedSampler or Join"
+            )
         for call in facts.calls:
             if (dotted(call.func) or "").split(".")[-1] == "Subset":
                 idx = positional(call, 1) or kwarg(call, "indices")
                 if idx is not None and ranks.depends_on_rank(idx.value):
-                    ctx.report(call, "Subset built from the rank: shard sizes can differ; use a DistributedSampler or Join")
+                    ctx.report(
+                        call, "Subset built from the rank: shard sizes can differ; use a DistributedSampler or Join"
+                    )
         for loader, _ in facts.training_loaders:
             ds = positional(loader.site.node, 0) or kwarg(loader.site.node, "dataset")  # type: ignore[arg-type]
             if ds is not None and _is_iterable(facts, ds.value):
-                ctx.report(loader.site.node, "training loader over an IterableDataset: ranks may get different numbers of batches; wrap the loop in Join")
+                ctx.report(
+                    loader.site.node,
+                    "training loader over an IterableDataset: ranks may get different numbers of batches; wrap the loop in Join",
+                )
 
 
 def _subscripts(facts):
@@ -66,7 +74,12 @@ def _subscripts(facts):
         for n in walk(assign.value):
             if isinstance(n, cst.Subscript) and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Slice):
                 sl = n.slice[0].slice
-                if sl.lower is not None and sl.step is not None and ranks.depends_on_rank(sl.lower) and id(n) not in seen:
+                if (
+                    sl.lower is not None
+                    and sl.step is not None
+                    and ranks.depends_on_rank(sl.lower)
+                    and id(n) not in seen
+                ):
                     seen.add(id(n))
                     yield n
 
@@ -74,6 +87,13 @@ def _subscripts(facts):
 def _is_iterable(facts, expr) -> bool:
     name = dotted(expr.func) if isinstance(expr, cst.Call) else dotted(expr)
     for cls in facts.classes:
-        if cls.name.value == name or (name and any(dotted(a.value.func) == cls.name.value for a in facts.assigns if isinstance(a.value, cst.Call) and any(dotted(t.target) == name for t in a.targets))):
+        if cls.name.value == name or (
+            name
+            and any(
+                dotted(a.value.func) == cls.name.value
+                for a in facts.assigns
+                if isinstance(a.value, cst.Call) and any(dotted(t.target) == name for t in a.targets)
+            )
+        ):
             return any("IterableDataset" in code_of(b.value) for b in cls.bases)
     return False

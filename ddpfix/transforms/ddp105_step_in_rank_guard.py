@@ -1,4 +1,5 @@
 """DDP105: backward() or optimizer.step() on some ranks only."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -44,10 +45,14 @@ None: moving training steps changes what the script does; fix it by hand.
         ranks = Ranks.of(facts)
         for call in facts.calls:
             name = method_name(call)
-            if name == "backward" or (name == "step" and dotted(receiver(call) or cst.Name("_")) in facts.optimizer_targets):
+            if name == "backward" or (
+                name == "step" and dotted(receiver(call) or cst.Name("_")) in facts.optimizer_targets
+            ):
                 for anc in facts.ancestors(call):
                     if isinstance(anc, cst.If) and ranks.depends_on_rank(anc.test):
-                        ctx.report(call, f"{name}() inside a rank condition: every rank must run the same training steps")
+                        ctx.report(
+                            call, f"{name}() inside a rank condition: every rank must run the same training steps"
+                        )
                         break
                     if isinstance(anc, cst.FunctionDef):
                         break

@@ -1,4 +1,5 @@
 """DDP201: the training DataLoader has no DistributedSampler, so every rank sees the whole dataset."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -57,7 +58,12 @@ diagnostic only.
         dataparallel = any(facts.dataparallel(m) is not None for m in facts.models)
         for loader, batch_loop in facts.training_loaders:
             if dataparallel and not ctx.unsafe_fixes:
-                ctx.report(loader.site.node, "training DataLoader without a DistributedSampler; the model is still nn.DataParallel: convert it to DDP first (DDP302, --unsafe-fixes), then shard the data", fix="unsafe")
+                ctx.report(
+                    loader.site.node,
+                    "training DataLoader without a DistributedSampler; the model is still nn.DataParallel: "
+                    "convert it to DDP first (DDP302, --unsafe-fixes), then shard the data",
+                    fix="unsafe",
+                )
                 continue
             call = loader.site.node
             assert isinstance(call, cst.Call)
@@ -67,14 +73,25 @@ diagnostic only.
             if _has_unpassed_sampler(facts, call):
                 continue
             if any(a.star == "**" for a in call.args):
-                ctx.report(call, "training DataLoader without a DistributedSampler, its arguments come from **kwargs: pass sampler=DistributedSampler(dataset) and move shuffle into it by hand", fix="none")
+                ctx.report(
+                    call,
+                    "training DataLoader without a DistributedSampler, its arguments come from **kwargs: "
+                    "pass sampler=DistributedSampler(dataset) and move shuffle into it by hand",
+                    fix="none",
+                )
                 continue
             if kwarg(call, "batch_sampler") is not None:
-                ctx.report(call, "training DataLoader with a batch_sampler: shard the batches per rank by hand", fix="none")
+                ctx.report(
+                    call, "training DataLoader with a batch_sampler: shard the batches per rank by hand", fix="none"
+                )
                 continue
             ds_arg = positional(call, 0) or kwarg(call, "dataset")
             if ds_arg is None or _is_iterable_dataset(facts, ds_arg.value):
-                ctx.report(call, "training DataLoader over an IterableDataset: shard it per rank inside the dataset", fix="none")
+                ctx.report(
+                    call,
+                    "training DataLoader over an IterableDataset: shard it per rank inside the dataset",
+                    fix="none",
+                )
                 continue
             if not ctx.report(call, fix="unsafe" if dataparallel else None):
                 continue
@@ -102,12 +119,16 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: 
     if ctor is None or facts.call_qual(ctor) not in LOCAL_SAMPLERS:
         return
     ds = positional(ctor, 0) or kwarg(ctor, "data_source")
-    if ds is None or not ctx.report(ctor, "training DataLoader samples the whole dataset on every rank: use a DistributedSampler when distributed"):
+    if ds is None or not ctx.report(
+        ctor, "training DataLoader samples the whole dataset on every rank: use a DistributedSampler when distributed"
+    ):
         return
     cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
     dist_flag = ctx.env("DISTRIBUTED")
     extra = LOCAL_SAMPLERS[facts.call_qual(ctor) or ""]
-    ctx.plan.replace(ctor, lambda n: cst.parse_expression(f"{cls}({code_of(ds.value)}{extra}) if {dist_flag} else {code_of(n)}"))
+    ctx.plan.replace(
+        ctor, lambda n: cst.parse_expression(f"{cls}({code_of(ds.value)}{extra}) if {dist_flag} else {code_of(n)}")
+    )
     epoch_loop = facts.epoch_loop_for(batch_loop)
     epoch = epoch_name(epoch_loop) if epoch_loop is not None else None
     if epoch is None:
@@ -138,7 +159,9 @@ def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
 def _is_iterable_dataset(facts, expr: cst.BaseExpression) -> bool:
     name = dotted(expr.func) if isinstance(expr, cst.Call) else None
     for cls in facts.classes:
-        if name == cls.name.value or (isinstance(expr, cst.Name) and _bound_to_class(facts, expr.value, cls.name.value)):
+        if name == cls.name.value or (
+            isinstance(expr, cst.Name) and _bound_to_class(facts, expr.value, cls.name.value)
+        ):
             return any("IterableDataset" in code_of(b.value) for b in cls.bases)
     return False
 
@@ -162,7 +185,7 @@ def _prefix(target: str) -> str:
 
 
 def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.Arg) -> None:
-    facts, plan = ctx.facts, ctx.plan
+    plan = ctx.plan
     call = loader.site.node
     target = loader.target or "loader"
     prefix = _prefix(target)
@@ -191,18 +214,27 @@ def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.
     else:
         sampler_args = f"{ds_expr}, shuffle={code_of(shuffle)}"
         loader_shuffle = f"({sampler} is None and {code_of(shuffle)})"
-    new_stmts += plan.statements("{s} = {cls}({args}) if {d} else None", s=sampler, cls=sampler_cls, args=sampler_args, d=dist_flag)
+    new_stmts += plan.statements(
+        "{s} = {cls}({args}) if {d} else None", s=sampler, cls=sampler_cls, args=sampler_args, d=dist_flag
+    )
     plan.insert_before(stmt, new_stmts, order=40)
 
     def rewrite(node: cst.Call) -> cst.Call:
         args = list(node.args)
         if dotted(ds_arg.value) is None:
-            args = [a.with_changes(value=cst.Name(ds_expr)) if a.value.deep_equals(ds_arg.value) and (a.keyword is None or a.keyword.value == "dataset") else a for a in args]
+            args = [
+                a.with_changes(value=cst.Name(ds_expr))
+                if a.value.deep_equals(ds_arg.value) and (a.keyword is None or a.keyword.value == "dataset")
+                else a
+                for a in args
+            ]
             node = node.with_changes(args=args)
         if loader_shuffle is not None:
             expr = cst.parse_expression(loader_shuffle)
             if shuffle_arg is None and shuffle_pos is not None:
-                node = node.with_changes(args=[a.with_changes(value=expr) if a is _same(node, shuffle_pos) else a for a in node.args])
+                node = node.with_changes(
+                    args=[a.with_changes(value=expr) if a is _same(node, shuffle_pos) else a for a in node.args]
+                )
             else:
                 node = with_kwarg(node, "shuffle", expr)
         return with_kwarg(node, "sampler", cst.parse_expression(sampler))

@@ -1,4 +1,5 @@
 """DDP202: a DistributedSampler is built, but the DataLoader never receives it."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -11,7 +12,9 @@ from ..syntax import assign_targets, assigned_value, dotted, is_literal, kwarg, 
 class SamplerNotPassed(Rule):
     code = "DDP202"
     name = "sampler-not-passed"
-    message = "DistributedSampler is built but never passed to the DataLoader: every rank still iterates the whole dataset"
+    message = (
+        "DistributedSampler is built but never passed to the DataLoader: every rank still iterates the whole dataset"
+    )
     docs = """
 ## What
 A `DistributedSampler` assigned to a name that no DataLoader ever receives: the loader over the same
@@ -75,11 +78,19 @@ says where to pass it by hand.
                 and (lambda a: a is not None and a.value.deep_equals(ds.value))(positional(c, 0) or kwarg(c, "dataset"))
             ]
             if len(loaders) != 1:
-                ctx.report(sampler_call, f"{name} is built but never passed to a DataLoader: pass it as sampler={name}", fix="none")
+                ctx.report(
+                    sampler_call,
+                    f"{name} is built but never passed to a DataLoader: pass it as sampler={name}",
+                    fix="none",
+                )
                 continue
             loader = loaders[0]
             if not facts.before(site.stmt, loader):
-                ctx.report(sampler_call, f"{name} is never passed to the DataLoader built before it: build it first and pass sampler={name}", fix="none")
+                ctx.report(
+                    sampler_call,
+                    f"{name} is never passed to the DataLoader built before it: build it first and pass sampler={name}",
+                    fix="none",
+                )
                 continue
             if not ctx.report(sampler_call):
                 continue
@@ -90,7 +101,9 @@ says where to pass it by hand.
     def _pass(ctx: Context, loader: cst.Call, sampler_call: cst.Call, name: str, conditional: bool) -> None:
         shuffle_kw = kwarg(loader, "shuffle")
         shuffle_pos = positional(loader, 2)  # DataLoader(dataset, batch_size, shuffle)
-        shuffle = shuffle_kw.value if shuffle_kw is not None else (shuffle_pos.value if shuffle_pos is not None else None)
+        shuffle = (
+            shuffle_kw.value if shuffle_kw is not None else (shuffle_pos.value if shuffle_pos is not None else None)
+        )
         dynamic = shuffle is not None and not is_literal(shuffle, True) and not is_literal(shuffle, False)
         replacement: cst.BaseExpression | None = None  # new value for the loader's shuffle
         if shuffle is not None and is_literal(shuffle, True):
@@ -104,16 +117,24 @@ says where to pass it by hand.
         def rewrite(node: cst.Call) -> cst.Call:
             if shuffle is not None and not is_literal(shuffle, False):
                 if shuffle_kw is not None:
-                    node = with_kwarg(node, "shuffle", replacement) if replacement is not None else without_kwarg(node, "shuffle")
+                    node = (
+                        with_kwarg(node, "shuffle", replacement)
+                        if replacement is not None
+                        else without_kwarg(node, "shuffle")
+                    )
                 else:  # positional: keep the position, change the value
                     new = replacement if replacement is not None else cst.Name("False")
-                    node = node.with_changes(args=[a.with_changes(value=new) if a.deep_equals(shuffle_pos) else a for a in node.args])
+                    node = node.with_changes(
+                        args=[a.with_changes(value=new) if a.deep_equals(shuffle_pos) else a for a in node.args]
+                    )
             return with_kwarg(node, "sampler", cst.parse_expression(name))
 
         ctx.plan.replace(loader, rewrite)
 
     @staticmethod
-    def _set_epoch(ctx: Context, loader_call: cst.Call, sampler_stmt: cst.CSTNode, name: str, conditional: bool) -> None:
+    def _set_epoch(
+        ctx: Context, loader_call: cst.Call, sampler_stmt: cst.CSTNode, name: str, conditional: bool
+    ) -> None:
         facts = ctx.facts
         if any(dotted(c.func) == f"{name}.set_epoch" for c in facts.method_calls("set_epoch")):
             return
@@ -124,7 +145,8 @@ says where to pass it by hand.
             if epoch_loop is None or epoch_name(epoch_loop) is None:
                 return
             same = facts.scope_of(epoch_loop) is facts.scope_of(sampler_stmt) or (
-                name.startswith("self.") and facts.enclosing(epoch_loop, cst.ClassDef) is facts.enclosing(sampler_stmt, cst.ClassDef)
+                name.startswith("self.")
+                and facts.enclosing(epoch_loop, cst.ClassDef) is facts.enclosing(sampler_stmt, cst.ClassDef)
             )
             if same:
                 stmts = set_epoch_statements(ctx, name, epoch_name(epoch_loop), optional=conditional)  # type: ignore[arg-type]
@@ -134,7 +156,11 @@ says where to pass it by hand.
 
 def _is_used(facts, name: str, binding: cst.CSTNode) -> bool:
     """Is the sampler handed to anything? Its own binding, `.set_epoch(...)` and `is None` tests do not count."""
-    root = facts.scope_of(binding) if not name.startswith("self.") else (facts.enclosing(binding, cst.ClassDef) or facts.module)
+    root = (
+        facts.scope_of(binding)
+        if not name.startswith("self.")
+        else (facts.enclosing(binding, cst.ClassDef) or facts.module)
+    )
     for node in walk(root):
         if not isinstance(node, (cst.Name, cst.Attribute)) or dotted(node) != name:
             continue
@@ -149,11 +175,17 @@ def _is_used(facts, name: str, binding: cst.CSTNode) -> bool:
                 continue
             return True  # sampler.num_samples, sampler.indices...: read, treat as used
         if isinstance(parent, cst.Comparison) and any(
-            isinstance(t.operator, (cst.Is, cst.IsNot)) and isinstance(t.comparator, cst.Name) and t.comparator.value == "None"
+            isinstance(t.operator, (cst.Is, cst.IsNot))
+            and isinstance(t.comparator, cst.Name)
+            and t.comparator.value == "None"
             for t in parent.comparisons
         ):
             continue
-        if isinstance(parent, cst.Arg) and isinstance(facts.parent.get(parent), cst.Call) and method_name(facts.parent.get(parent)) == "set_epoch":
+        if (
+            isinstance(parent, cst.Arg)
+            and isinstance(facts.parent.get(parent), cst.Call)
+            and method_name(facts.parent.get(parent)) == "set_epoch"
+        ):
             continue
         return True
     return False

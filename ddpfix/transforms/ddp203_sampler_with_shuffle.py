@@ -1,4 +1,5 @@
 """DDP203: `shuffle=True` together with `sampler=`: DataLoader raises."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -44,7 +45,12 @@ is left alone.
         facts = ctx.facts
         for call in facts.loader_calls:
             shuffle, sampler = kwarg(call, "shuffle"), kwarg(call, "sampler")
-            if shuffle is None or sampler is None or is_literal(shuffle.value, False) or is_literal(sampler.value, None):
+            if (
+                shuffle is None
+                or sampler is None
+                or is_literal(shuffle.value, False)
+                or is_literal(sampler.value, None)
+            ):
                 continue
             sampler_name = dotted(sampler.value)
             if sampler_name and mentions(shuffle.value, sampler_name):

@@ -1,4 +1,5 @@
 """DDP204: a DistributedSampler whose set_epoch is never called: the same order every epoch."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -51,10 +52,14 @@ sampler is built conditionally).
             if reach is not None and f"{reach}.sampler" in called:
                 continue
             sampler = dotted(sampler_arg.value)
-            inline = isinstance(sampler_arg.value, cst.Call) and any(sampler_arg.value is s for s in facts.sampler_calls)
+            inline = isinstance(sampler_arg.value, cst.Call) and any(
+                sampler_arg.value is s for s in facts.sampler_calls
+            )
             if inline:
                 site, optional = sampler_arg.value, False
-                sampler = f"{reach}.sampler" if reach is not None else None  # DataLoader(ds, sampler=DistributedSampler(ds))
+                sampler = (
+                    f"{reach}.sampler" if reach is not None else None
+                )  # DataLoader(ds, sampler=DistributedSampler(ds))
             else:
                 if sampler is None or sampler in called:
                     continue
@@ -72,7 +77,11 @@ sampler is built conditionally).
                 continue
             epoch = epoch_name(epoch_loop)
             if epoch is None or sampler is None:
-                ctx.report(site, "DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop", fix="none")
+                ctx.report(
+                    site,
+                    "DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop",
+                    fix="none",
+                )
                 continue
             if not ctx.report(site, f"{sampler} never gets set_epoch(epoch): every epoch sees the same order"):
                 continue
@@ -84,8 +93,10 @@ def _sampler_site(facts, name: str, at: cst.CSTNode) -> cst.Call | None:
         value = assigned_value(site.stmt)
         if isinstance(value, cst.IfExp):
             value = value.body
-        if isinstance(value, cst.Call) and any(value is s for s in facts.sampler_calls) and name in assign_targets(site.stmt):
+        if (
+            isinstance(value, cst.Call)
+            and any(value is s for s in facts.sampler_calls)
+            and name in assign_targets(site.stmt)
+        ):
             return value
     return None
-
-

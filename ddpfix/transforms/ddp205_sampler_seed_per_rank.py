@@ -1,4 +1,5 @@
 """DDP205: a DistributedSampler seed that differs per rank: the shards overlap and miss samples."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -56,7 +57,9 @@ Safe: a plain run has rank 0, so its seed is unchanged. A seed whose rank term c
                 continue
             base = _without_rank(facts, source)
             if base is False:
-                ctx.report(seed, "DistributedSampler seed depends on the rank: use the same seed on every rank", fix="none")
+                ctx.report(
+                    seed, "DistributedSampler seed depends on the rank: use the same seed on every rank", fix="none"
+                )
                 continue
             if source is not expr and base is not None and not isinstance(base, (cst.Name, cst.Attribute, cst.Integer)):
                 ctx.report(seed, f"seed {name} depends on the rank: give the sampler the rank-free part", fix="none")
@@ -79,7 +82,9 @@ def _without_rank(facts, expr: cst.BaseExpression):
     """`base + rank` -> base; `rank` -> None (no seed); False when the rank term is not separable."""
     if not facts.is_rank_test(expr):
         return expr
-    if isinstance(expr, (cst.Name, cst.Attribute)) or (isinstance(expr, cst.Call) and (facts.call_qual(expr) or "").endswith("rank")):
+    if isinstance(expr, (cst.Name, cst.Attribute)) or (
+        isinstance(expr, cst.Call) and (facts.call_qual(expr) or "").endswith("rank")
+    ):
         return None  # the whole seed is the rank: the default seed is the same everywhere
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.BitXor)):
         left, right = facts.is_rank_test(expr.left), facts.is_rank_test(expr.right)

@@ -1,4 +1,5 @@
 """DDP206: metrics accumulated over a DistributedSampler, which pads (or drops) samples."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -11,7 +12,9 @@ from ..syntax import assigned_value, calls_in, dotted, is_literal, kwarg, method
 class PaddedEvalMetrics(Rule):
     code = "DDP206"
     name = "padded-eval-metrics"
-    message = "evaluation metrics over a DistributedSampler: it repeats samples to even out the shards, so some count twice"
+    message = (
+        "evaluation metrics over a DistributedSampler: it repeats samples to even out the shards, so some count twice"
+    )
     fix = NONE
     docs = """
 ## What

@@ -1,4 +1,5 @@
 """DDP207: batch size and gradient scale mean something else per process than in one process (info)."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -64,6 +65,6 @@ No automatic fix: which policy is right is a training decision, not a code defec
                 continue
             ctx.report(
                 reduction,
-                "reduction=\"sum\" under DDP: gradients are averaged across processes, so each step's gradient is "
+                'reduction="sum" under DDP: gradients are averaged across processes, so each step\'s gradient is '
                 "1/WORLD_SIZE of the single-process sum over the same global batch",
             )

@@ -1,4 +1,5 @@
 """DDP301: the trained model is never wrapped in DistributedDataParallel."""
+
 from __future__ import annotations
 
 from ..edits import cuda_test, raw_handle

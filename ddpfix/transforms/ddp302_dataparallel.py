@@ -1,4 +1,5 @@
 """DDP302: `nn.DataParallel`: single-process multi-GPU, replaced by DistributedDataParallel."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -66,7 +67,13 @@ other statements.
             value = assigned_value(stmt)
             targets = assign_targets(stmt)
             module = positional(call, 0) or kwarg(call, "module")
-            if len(targets) != 1 or value is None or module is None or not _chain_holds(value, call) or facts.in_one_line_suite(stmt):
+            if (
+                len(targets) != 1
+                or value is None
+                or module is None
+                or not _chain_holds(value, call)
+                or facts.in_one_line_suite(stmt)
+            ):
                 ctx.report(call, fix="none")
                 continue
             handle = targets[0]
@@ -97,7 +104,9 @@ other statements.
                 cuda=cuda_test(ctx, handle, target),
             )[0]
             if isinstance(stmt, cst.SimpleStatementLine) and target is stmt and isinstance(wrap, cst.If):
-                wrap = wrap.with_changes(body=wrap.body.with_changes(header=stmt.trailing_whitespace))  # keep a trailing comment
+                wrap = wrap.with_changes(
+                    body=wrap.body.with_changes(header=stmt.trailing_whitespace)
+                )  # keep a trailing comment
             later = _later_device_move(facts, target, handle)
             if later is not None and unwrapped == handle:
                 # `model = nn.DataParallel(model)` then `model.to(device)`: DDP must wrap the moved
@@ -111,7 +120,11 @@ other statements.
             ctx.shared.setdefault("wrapped", {})[handle] = raw
             ctx.shared.setdefault("wrap_stmt", {})[handle] = target
             for node in walk(facts.module):  # model.module: a plain run has no .module any more
-                if isinstance(node, cst.Attribute) and dotted(node) == f"{handle}.module" and after_wrap(facts, node, handle, target):
+                if (
+                    isinstance(node, cst.Attribute)
+                    and dotted(node) == f"{handle}.module"
+                    and after_wrap(facts, node, handle, target)
+                ):
                     ctx.plan.replace(node, lambda n, raw=raw: cst.parse_expression(raw))
 
 
@@ -124,7 +137,7 @@ def _later_device_move(facts, target: cst.CSTNode, handle: str) -> cst.BaseState
     if idx is None:
         return None
     found = None
-    for stmt in body[idx + 1:]:
+    for stmt in body[idx + 1 :]:
         if isinstance(stmt, (cst.For, cst.While)):
             break
         if not mentions(stmt, handle):
@@ -140,7 +153,11 @@ def _later_device_move(facts, target: cst.CSTNode, handle: str) -> cst.BaseState
 def _chain_holds(value: cst.BaseExpression, call: cst.Call) -> bool:
     """`DataParallel(m)`, `DataParallel(m).to(device)`, `DataParallel(m).cuda()`: the wrap and device moves only."""
     while value is not call:
-        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("to", "cuda")):
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("to", "cuda")
+        ):
             return False
         value = value.func.value
     return True

@@ -1,11 +1,23 @@
 """DDP303: `device_ids` that do not match the module: set on a CPU module, or a list of several GPUs."""
+
 from __future__ import annotations
 
 import libcst as cst
 
 from ..edits import cuda_test
 from ..rule import Context, Rule
-from ..syntax import assigned_value, calls_in, code_of, dotted, is_literal, kwarg, method_name, positional, receiver, string_value
+from ..syntax import (
+    assigned_value,
+    calls_in,
+    code_of,
+    dotted,
+    is_literal,
+    kwarg,
+    method_name,
+    positional,
+    receiver,
+    string_value,
+)
 
 
 class DeviceIdsMismatch(Rule):
@@ -50,9 +62,9 @@ Without a `torch.device` in scope and with a module that is not a plain name
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        cpu_capable = any(value == "cpu" and not _loads_onto(facts, node) for node, value in facts.string_literals("cpu")) or any(
-            _chooses_device(facts, c) for c in facts.calls_to("torch.cuda.is_available")
-        )
+        cpu_capable = any(
+            value == "cpu" and not _loads_onto(facts, node) for node, value in facts.string_literals("cpu")
+        ) or any(_chooses_device(facts, c) for c in facts.calls_to("torch.cuda.is_available"))
         for call in facts.ddp_calls:
             ids = kwarg(call, "device_ids") or positional(call, 1)
             if ids is None or is_literal(ids.value, None) or isinstance(ids.value, cst.IfExp):
@@ -66,7 +78,9 @@ Without a `torch.device` in scope and with a module that is not a plain name
                 continue
             dev = facts.device_var(call)
             if (dev is None or not dev[1]) and handle is None:
-                ctx.report(ids, "device_ids set on a module that may be on CPU: pass them only when it is on CUDA", fix="none")
+                ctx.report(
+                    ids, "device_ids set on a module that may be on CPU: pass them only when it is on CUDA", fix="none"
+                )
                 continue
             cuda = cst.parse_expression(cuda_test(ctx, handle or "model", call))
             if several:
@@ -79,7 +93,9 @@ Without a `torch.device` in scope and with a module that is not a plain name
             if not ctx.report(ids, message):
                 continue
             local_rank = cst.parse_expression(ctx.env("LOCAL_RANK")) if several else None
-            ctx.plan.replace(ids.value, _on_cuda_only(cuda, cst.List([cst.Element(local_rank)]) if local_rank else None))
+            ctx.plan.replace(
+                ids.value, _on_cuda_only(cuda, cst.List([cst.Element(local_rank)]) if local_rank else None)
+            )
             out = kwarg(call, "output_device") or positional(call, 2)
             if out is not None and not is_literal(out.value, None) and not isinstance(out.value, cst.IfExp):
                 ctx.plan.replace(out.value, _on_cuda_only(cuda, local_rank))
@@ -145,7 +161,10 @@ def _chooses_device(facts, test: cst.Call) -> bool:
     `torch.cuda.set_device(...)` and the backend choice `"nccl" if torch.cuda.is_available() else "gloo"`."""
     parent = facts.parent.get(test)
     if isinstance(parent, cst.IfExp) and parent.test is test:
-        return not all(isinstance(v, cst.SimpleString) and v.evaluated_value in ("nccl", "gloo") for v in (parent.body, parent.orelse))
+        return not all(
+            isinstance(v, cst.SimpleString) and v.evaluated_value in ("nccl", "gloo")
+            for v in (parent.body, parent.orelse)
+        )
     if isinstance(parent, cst.If) and parent.test is test and not parent.orelse:
         calls = [facts.call_qual(c) for c in calls_in(parent.body)]
         return calls != ["torch.cuda.set_device"]

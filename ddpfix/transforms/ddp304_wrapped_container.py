@@ -1,4 +1,5 @@
 """DDP304: DDP wraps a container built around the real model (`DDP(nn.Sequential(model))`)."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -60,13 +61,24 @@ a forward anyway. A `Sequential` of several modules is a real composite model an
             inner = _only_element(arg.value, kind)
             if inner is None:
                 if kind != "Sequential":
-                    ctx.report(arg, f"DDP wraps an nn.{kind}, which has no forward(): wrap the model that runs the forward", fix="none")
+                    ctx.report(
+                        arg,
+                        f"DDP wraps an nn.{kind}, which has no forward(): wrap the model that runs the forward",
+                        fix="none",
+                    )
                 continue
             targets = assign_targets(facts.site(call).stmt)
             if targets and _reaches_into(facts, targets[0]):
-                ctx.report(arg, f"DDP wraps an nn.{kind} around the model: wrap the model itself (and drop the [0] / ['key'] indexing)", fix="none")
+                ctx.report(
+                    arg,
+                    f"DDP wraps an nn.{kind} around the model: wrap the model itself (and drop the [0] / ['key'] indexing)",
+                    fix="none",
+                )
                 continue
-            if ctx.report(arg, f"DDP wraps an nn.{kind} around the model: checkpoints get 'module.0.'-style keys; wrap the model itself"):
+            if ctx.report(
+                arg,
+                f"DDP wraps an nn.{kind} around the model: checkpoints get 'module.0.'-style keys; wrap the model itself",
+            ):
                 ctx.plan.replace(arg, lambda n, inner=inner: n.with_changes(value=inner))
 
 
@@ -80,7 +92,12 @@ def _only_element(call: cst.Call, kind: str) -> cst.BaseExpression | None:
     if kind == "ModuleList" and isinstance(value, (cst.List, cst.Tuple)) and len(value.elements) == 1:
         el = value.elements[0]
         return None if isinstance(el, cst.StarredElement) else el.value
-    if kind == "ModuleDict" and isinstance(value, cst.Dict) and len(value.elements) == 1 and isinstance(value.elements[0], cst.DictElement):
+    if (
+        kind == "ModuleDict"
+        and isinstance(value, cst.Dict)
+        and len(value.elements) == 1
+        and isinstance(value.elements[0], cst.DictElement)
+    ):
         return value.elements[0].value
     return None
 
@@ -90,8 +107,19 @@ def _reaches_into(facts, handle: str) -> bool:
     for node in walk(facts.module):
         if isinstance(node, cst.Subscript) and dotted(node.value) == f"{handle}.module":
             return True
-        if isinstance(node, cst.Attribute) and dotted(node.value) == f"{handle}.module" and node.attr.value not in (
-            "state_dict", "load_state_dict", "parameters", "named_parameters", "train", "eval", "to",
+        if (
+            isinstance(node, cst.Attribute)
+            and dotted(node.value) == f"{handle}.module"
+            and node.attr.value
+            not in (
+                "state_dict",
+                "load_state_dict",
+                "parameters",
+                "named_parameters",
+                "train",
+                "eval",
+                "to",
+            )
         ):
             return True
     return False

@@ -1,4 +1,5 @@
 """DDP305: the optimizer (or LR scheduler) is built before the model is moved and wrapped."""
+
 from __future__ import annotations
 
 from ..rule import Context, Rule
@@ -47,9 +48,11 @@ nothing before the wrap uses them; otherwise the diagnostic only.
                 continue
             point = facts.wrap_point(model)
             for stmt in point.blocked:
-                ctx.report(anchor_of(stmt),
-                           "optimizer built before the model is loaded and wrapped, and used before the wrap: reorder by hand",
-                           fix="none")
+                ctx.report(
+                    anchor_of(stmt),
+                    "optimizer built before the model is loaded and wrapped, and used before the wrap: reorder by hand",
+                    fix="none",
+                )
             if not point.moves:
                 continue
             first = point.moves[0]

@@ -1,4 +1,5 @@
 """DDP306: BatchNorm layers trained with DDP but never converted to SyncBatchNorm."""
+
 from __future__ import annotations
 
 from ..edits import cuda_test
@@ -54,7 +55,9 @@ Applied with `--unsafe-fixes`.
             bn = value
         wrapped_inline = [m for m in facts.models if _built_inside_wrap(facts, m)]
         if wrapped_inline:
-            ctx.report(bn, self.message + " (the model is built inside DDP(...): convert it before wrapping)", fix="none")
+            ctx.report(
+                bn, self.message + " (the model is built inside DDP(...): convert it before wrapping)", fix="none"
+            )
             return
         if not ctx.report(bn):
             return

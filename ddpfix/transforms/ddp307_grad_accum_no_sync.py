@@ -1,4 +1,5 @@
 """DDP307: gradient accumulation that all-reduces on every micro-step instead of only the last."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -69,7 +70,9 @@ diagnostic only. A script that already uses `no_sync` or `require_backward_grad_
             step_if = next((s for s in body if isinstance(s, cst.If) and _is_accum_step(s)), None)
             if step_if is None:
                 continue
-            backward = next((c for s in body if s is not step_if for c in calls_in(s) if method_name(c) == "backward"), None)
+            backward = next(
+                (c for s in body if s is not step_if for c in calls_in(s) if method_name(c) == "backward"), None
+            )
             if backward is None:
                 continue
             handle = next((h for h in handles if any(dotted(c.func) == h for c in calls_in(loop.body))), None)
@@ -78,7 +81,9 @@ diagnostic only. A script that already uses `no_sync` or `require_backward_grad_
             before = body[: body.index(step_if)]
             assigned = {t for s in before for n in walk(s) for t in _bound(n)}
             if isinstance(loop, cst.While) or names_in(step_if.test) & assigned:
-                ctx.report(backward, f"{self.message}: run the non-final micro-steps under {handle}.no_sync()", fix="none")
+                ctx.report(
+                    backward, f"{self.message}: run the non-final micro-steps under {handle}.no_sync()", fix="none"
+                )
                 continue
             if not ctx.report(backward):
                 continue

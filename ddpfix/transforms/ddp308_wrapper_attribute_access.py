@@ -1,4 +1,5 @@
 """DDP308: a custom method or attribute of the model reached through the DDP wrapper."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -9,15 +10,65 @@ from ..syntax import dotted, walk
 
 # What the wrapper answers itself: nn.Module's API and DistributedDataParallel's own members.
 WRAPPER_API = {
-    "forward", "module", "no_sync", "join", "join_hook", "register_comm_hook", "static_graph", "device_ids",
-    "require_backward_grad_sync", "require_forward_param_sync", "process_group", "find_unused_parameters",
-    "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children", "modules",
-    "named_modules", "state_dict", "load_state_dict", "train", "eval", "training", "zero_grad", "to", "cuda",
-    "cpu", "xpu", "float", "double", "half", "bfloat16", "type", "apply", "requires_grad_", "share_memory",
-    "register_buffer", "register_parameter", "register_module", "add_module", "get_submodule", "get_parameter",
-    "get_buffer", "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
-    "register_backward_hook", "register_full_backward_pre_hook", "extra_repr", "to_empty", "compile",
-    "__call__", "__class__", "__dict__", "_modules", "_parameters", "_buffers",
+    "forward",
+    "module",
+    "no_sync",
+    "join",
+    "join_hook",
+    "register_comm_hook",
+    "static_graph",
+    "device_ids",
+    "require_backward_grad_sync",
+    "require_forward_param_sync",
+    "process_group",
+    "find_unused_parameters",
+    "parameters",
+    "named_parameters",
+    "buffers",
+    "named_buffers",
+    "children",
+    "named_children",
+    "modules",
+    "named_modules",
+    "state_dict",
+    "load_state_dict",
+    "train",
+    "eval",
+    "training",
+    "zero_grad",
+    "to",
+    "cuda",
+    "cpu",
+    "xpu",
+    "float",
+    "double",
+    "half",
+    "bfloat16",
+    "type",
+    "apply",
+    "requires_grad_",
+    "share_memory",
+    "register_buffer",
+    "register_parameter",
+    "register_module",
+    "add_module",
+    "get_submodule",
+    "get_parameter",
+    "get_buffer",
+    "register_forward_hook",
+    "register_forward_pre_hook",
+    "register_full_backward_hook",
+    "register_backward_hook",
+    "register_full_backward_pre_hook",
+    "extra_repr",
+    "to_empty",
+    "compile",
+    "__call__",
+    "__class__",
+    "__dict__",
+    "_modules",
+    "_parameters",
+    "_buffers",
 }
 
 
@@ -69,20 +120,28 @@ function that receives the wrapper as a parameter gets the diagnostic only.
             methods, attrs = facts.class_members(cls)
             custom = {n for n in (methods | attrs) - WRAPPER_API if not n.startswith("__")}
             uses = [n for n in _attributes(facts.module) if n.attr.value in custom]
-            stored = {n.attr.value for n in uses if dotted(n.value) == handle and isinstance(facts.parent.get(n), cst.AssignTarget)}
+            stored = {
+                n.attr.value
+                for n in uses
+                if dotted(n.value) == handle and isinstance(facts.parent.get(n), cst.AssignTarget)
+            }
             wrap_func = facts.enclosing(wrap_stmt, cst.FunctionDef)
             for node in uses:
                 name, owner = node.attr.value, dotted(node.value)
                 if name in stored or isinstance(facts.parent.get(node), cst.AssignTarget):
                     continue
                 if owner == handle and after_wrap(facts, node, handle, wrap_stmt):
-                    if ctx.report(node, f"{handle}.{name}: the DDP wrapper has no attribute '{name}'; use {raw}.{name}"):
+                    if ctx.report(
+                        node, f"{handle}.{name}: the DDP wrapper has no attribute '{name}'; use {raw}.{name}"
+                    ):
                         ctx.plan.replace(node, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
                     continue
                 func = facts.enclosing(node, cst.FunctionDef)
                 if owner is None or "." in owner or not isinstance(func, cst.FunctionDef) or func is wrap_func:
                     continue
-                if owner in facts._params_bound_to(func, handle) and _only_called_wrapped(facts, func, handle, wrap_stmt):
+                if owner in facts._params_bound_to(func, handle) and _only_called_wrapped(
+                    facts, func, handle, wrap_stmt
+                ):
                     ctx.report(
                         node,
                         f"{owner}.{name}: {owner} is the DDP wrapper here, which has no attribute '{name}'; pass {raw} or use {owner}.module",
@@ -96,5 +155,7 @@ def _attributes(module: cst.Module):
 
 def _only_called_wrapped(facts, func: cst.FunctionDef, handle: str, wrap_stmt: cst.CSTNode) -> bool:
     """Every call of `func` that passes `handle` runs after the wrap."""
-    sites = [c for c in facts.calls if facts._local_callee(c) is func and any(dotted(a.value) == handle for a in c.args)]
+    sites = [
+        c for c in facts.calls if facts._local_callee(c) is func and any(dotted(a.value) == handle for a in c.args)
+    ]
     return bool(sites) and all(after_wrap(facts, c, handle, wrap_stmt) for c in sites)

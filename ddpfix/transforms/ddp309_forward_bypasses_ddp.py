@@ -1,4 +1,5 @@
 """DDP309: the training forward runs through `model.module(...)`, around the DDP wrapper."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -53,9 +54,16 @@ gradients must not be averaged, or inside `no_sync()` accumulation). Forwards un
                 name = dotted(call.func)
                 if name not in inner:
                     continue
-                if not after_wrap(facts, call, handle, wrap_stmt) or not _in_training_loop(facts, call) or _no_grad(facts, call):
+                if (
+                    not after_wrap(facts, call, handle, wrap_stmt)
+                    or not _in_training_loop(facts, call)
+                    or _no_grad(facts, call)
+                ):
                     continue
-                ctx.report(call, f"forward through {name}(...) bypasses the DDP wrapper: gradients are not synchronised; call {handle}(...)")
+                ctx.report(
+                    call,
+                    f"forward through {name}(...) bypasses the DDP wrapper: gradients are not synchronised; call {handle}(...)",
+                )
 
 
 def _in_training_loop(facts, node: cst.CSTNode) -> bool:
@@ -63,7 +71,9 @@ def _in_training_loop(facts, node: cst.CSTNode) -> bool:
     if facts.rank_guarded(node):
         return False
     loop = _loop_of(facts, node)
-    return loop is not None and any(method_name(c) == "backward" and _loop_of(facts, c) is loop for c in calls_in(loop.body))
+    return loop is not None and any(
+        method_name(c) == "backward" and _loop_of(facts, c) is loop for c in calls_in(loop.body)
+    )
 
 
 def _loop_of(facts, node: cst.CSTNode) -> cst.CSTNode | None:

@@ -1,4 +1,5 @@
 """DDP310: submodules whose parameters never take part in forward (static hint)."""
+
 from __future__ import annotations
 
 import re
@@ -9,7 +10,9 @@ from ..diagnostic import NONE
 from ..rule import Context, Rule
 from ..syntax import assigned_value, dotted, is_literal, kwarg, walk
 
-PARAMETERLESS = re.compile(r"Pool|ReLU$|ELU$|GELU|SiLU|Dropout|Identity|Flatten|Softmax|Sigmoid|Tanh|Upsample|Softplus|Hardswish|Mish|PixelShuffle|Loss$")
+PARAMETERLESS = re.compile(
+    r"Pool|ReLU$|ELU$|GELU|SiLU|Dropout|Identity|Flatten|Softmax|Sigmoid|Tanh|Upsample|Softplus|Hardswish|Mish|PixelShuffle|Loss$"
+)
 DYNAMIC = {"children", "named_children", "modules", "named_modules", "_modules", "__dict__"}
 
 
@@ -58,7 +61,9 @@ reach their submodules dynamically (`self.children()`, `getattr`, `self._modules
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         seen: set[int] = set()
-        wraps: list[tuple[str, cst.CSTNode, cst.Call | None]] = [(m.handle, m.definition.stmt, facts.wrapped(m)) for m in facts.models]
+        wraps: list[tuple[str, cst.CSTNode, cst.Call | None]] = [
+            (m.handle, m.definition.stmt, facts.wrapped(m)) for m in facts.models
+        ]
         for call in facts.ddp_calls:
             arg = call.args[0].value if call.args else None
             while isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute):
@@ -86,7 +91,11 @@ reach their submodules dynamically (`self.children()`, `getattr`, `self._modules
                     )
                 continue
             for attr, stmt, why in verdict:
-                ctx.report(stmt, f"self.{attr} {why}: DDP waits for its gradients ('Expected to have finished reduction in the prior iteration'); remove or freeze it, or pass find_unused_parameters=True")
+                ctx.report(
+                    stmt,
+                    f"self.{attr} {why}: DDP waits for its gradients ('Expected to have finished reduction in the prior "
+                    "iteration'); remove or freeze it, or pass find_unused_parameters=True",
+                )
 
 
 def _unused(facts, cls: cst.ClassDef) -> list[tuple[str, cst.CSTNode, str]] | None:
@@ -104,7 +113,11 @@ def _unused(facts, cls: cst.ClassDef) -> list[tuple[str, cst.CSTNode, str]] | No
         if not isinstance(small, cst.Assign) or len(small.targets) != 1:
             continue
         target = small.targets[0].target
-        if isinstance(target, cst.Attribute) and dotted(target.value) == "self" and _is_module(facts, assigned_value(node)):
+        if (
+            isinstance(target, cst.Attribute)
+            and dotted(target.value) == "self"
+            and _is_module(facts, assigned_value(node))
+        ):
             subs[target.attr.value] = small
     if not subs:
         return None
@@ -131,7 +144,15 @@ def _unused(facts, cls: cst.ClassDef) -> list[tuple[str, cst.CSTNode, str]] | No
                     used[n.attr.value] = used.get(n.attr.value, False) or not _input_conditional(facts, n, m, params)
             if isinstance(n, cst.For) and dotted(n.iter) == "self":
                 return None
-    frozen = {a for a in subs for n in walk(facts.module) if isinstance(n, cst.Attribute) and n.attr.value == "requires_grad_" and dotted(n.value) and (dotted(n.value) or "").endswith(f".{a}")}
+    frozen = {
+        a
+        for a in subs
+        for n in walk(facts.module)
+        if isinstance(n, cst.Attribute)
+        and n.attr.value == "requires_grad_"
+        and dotted(n.value)
+        and (dotted(n.value) or "").endswith(f".{a}")
+    }
     out = []
     for attr, stmt in subs.items():
         if attr in frozen:

@@ -1,4 +1,5 @@
 """DDP401: torch.save on every rank."""
+
 from __future__ import annotations
 
 from ..edits import guard_site, statement_calls
@@ -39,7 +40,11 @@ Safe. Uses the global `RANK` (one writer per job, not per node).
         facts = ctx.facts
         for call in statement_calls(facts, lambda c: _writes_file(facts, c)):
             name = "torch.save" if facts.call_qual(call) == "torch.save" else (dotted(call.func) or "this call")
-            guard_site(ctx, call, None if name == "torch.save" else f"{name} runs on every rank: all processes write the same file")
+            guard_site(
+                ctx,
+                call,
+                None if name == "torch.save" else f"{name} runs on every rank: all processes write the same file",
+            )
 
 
 WRITERS = {

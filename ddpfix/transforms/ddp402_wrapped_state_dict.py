@@ -1,10 +1,11 @@
 """DDP402: saving the DDP wrapper's state_dict (keys get a `module.` prefix)."""
+
 from __future__ import annotations
 
 import libcst as cst
 
-from ..rule import Context, Rule
 from ..edits import after_wrap, raw_handles
+from ..rule import Context, Rule
 from ..syntax import dotted, method_name, receiver
 
 
@@ -42,14 +43,18 @@ Safe: the unwrapped model's keys are what a plain run saves.
         for model in facts.models:
             existing = facts.wrapped(model)
             if model.handle in raws:
-                wrap_at[model.handle] = facts.site(existing).stmt if existing is not None else facts.wrap_point(model).anchor
+                wrap_at[model.handle] = (
+                    facts.site(existing).stmt if existing is not None else facts.wrap_point(model).anchor
+                )
         for call in facts.method_calls("state_dict"):
             handle = dotted(receiver(call)) if receiver(call) is not None else None
             if handle not in wrap_at or _inside_load(facts, call):
                 continue
             raw = raws[handle]
             if after_wrap(facts, call, handle, wrap_at[handle]):
-                if ctx.report(call, f"{handle}.state_dict() saves the DDP wrapper ('module.' keys): use {raw}.state_dict()"):
+                if ctx.report(
+                    call, f"{handle}.state_dict() saves the DDP wrapper ('module.' keys): use {raw}.state_dict()"
+                ):
                     ctx.plan.replace(call.func, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
             elif _receives_wrapper(facts, call, handle, wrap_at[handle]):
                 ctx.report(
@@ -68,7 +73,11 @@ def _receives_wrapper(facts, call: cst.CSTNode, handle: str, wrap_stmt: cst.CSTN
     if handle not in [p.name.value for p in func.params.params]:
         return False
     callers = [c for c in facts.calls if facts._local_callee(c) is func]
-    return any(facts.enclosing(c, cst.FunctionDef) is facts.enclosing(wrap_stmt, cst.FunctionDef) and facts.before(wrap_stmt, c) for c in callers)
+    return any(
+        facts.enclosing(c, cst.FunctionDef) is facts.enclosing(wrap_stmt, cst.FunctionDef)
+        and facts.before(wrap_stmt, c)
+        for c in callers
+    )
 
 
 def _inside_load(facts, call: cst.CSTNode) -> bool:

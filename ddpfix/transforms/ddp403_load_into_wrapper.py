@@ -1,4 +1,5 @@
 """DDP403: load_state_dict on the DDP wrapper: plain checkpoint keys lack the `module.` prefix."""
+
 from __future__ import annotations
 
 import libcst as cst

@@ -1,4 +1,5 @@
 """DDP404: torch.load without map_location."""
+
 from __future__ import annotations
 
 import libcst as cst

@@ -1,4 +1,5 @@
 """DDP405: log files opened and written on every rank."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -67,8 +68,12 @@ Safe. A file handler used anywhere but in plain statements of the same block get
             return
         name = targets[0]
         users = [s for s in site.block.body if s is not site.stmt and mentions(s, name)]
-        scope_users = [n for n in walk(facts.scope_of(call)) if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name]
-        in_block = sum(1 for s in users for n in walk(s) if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name)
+        scope_users = [
+            n for n in walk(facts.scope_of(call)) if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
+        ]
+        in_block = sum(
+            1 for s in users for n in walk(s) if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
+        )
         if facts.rank_guarded(call):
             return
         if in_block + 1 != len(scope_users) or not all(_is_statement_call(s) for s in users):
@@ -111,7 +116,10 @@ def _write_opens(facts) -> list[cst.With]:
         if facts.enclosing(call, cst.ClassDef) is not None:
             continue  # a method of a helper class: its callers decide which rank runs it
         body_calls = [c for c in walk(with_node.body) if isinstance(c, cst.Call)]
-        if any(method_name(c) == "backward" or (facts.call_qual(c) or "").startswith("torch.distributed") for c in body_calls):
+        if any(
+            method_name(c) == "backward" or (facts.call_qual(c) or "").startswith("torch.distributed")
+            for c in body_calls
+        ):
             continue
         if any(facts.call_qual(c) == "torch.save" for c in body_calls):
             continue  # DDP401 guards it

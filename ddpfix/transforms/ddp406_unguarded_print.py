@@ -1,4 +1,5 @@
 """DDP406: print on every rank."""
+
 from __future__ import annotations
 
 from ..edits import guard_site, statement_calls

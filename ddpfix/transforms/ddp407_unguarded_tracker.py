@@ -1,4 +1,5 @@
 """DDP407: TensorBoard / W&B / MLflow trackers on every rank."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -51,11 +52,18 @@ Safe.
                 writers.update(targets)
                 if ctx.report(call):
                     cond = ctx.rank0(call)
-                    ctx.plan.replace(call, lambda n, cond=cond: cst.IfExp(
-                        test=cst.parse_expression(cond), body=n, orelse=cst.Name("None"),
-                        whitespace_before_if=cst.SimpleWhitespace(" "), whitespace_after_if=cst.SimpleWhitespace(" "),
-                        whitespace_before_else=cst.SimpleWhitespace(" "), whitespace_after_else=cst.SimpleWhitespace(" "),
-                    ))
+                    ctx.plan.replace(
+                        call,
+                        lambda n, cond=cond: cst.IfExp(
+                            test=cst.parse_expression(cond),
+                            body=n,
+                            orelse=cst.Name("None"),
+                            whitespace_before_if=cst.SimpleWhitespace(" "),
+                            whitespace_after_if=cst.SimpleWhitespace(" "),
+                            whitespace_before_else=cst.SimpleWhitespace(" "),
+                            whitespace_after_else=cst.SimpleWhitespace(" "),
+                        ),
+                    )
             elif not targets:
                 guard_site(ctx, call)
         params = {w.split(".")[-1] for w in writers}

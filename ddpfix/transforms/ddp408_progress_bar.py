@@ -1,4 +1,5 @@
 """DDP408: tqdm progress bars on every rank."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -36,7 +37,22 @@ has RANK 0 and draws the bar as before.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for call in facts.calls_matching(lambda q: q in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.tqdm.tqdm", "tqdm.autonotebook.tqdm") or q == "tqdm.trange" or q.endswith(".trange") and q.startswith("tqdm")):
+        for call in facts.calls_matching(
+            lambda q: (
+                q
+                in (
+                    "tqdm.tqdm",
+                    "tqdm.auto.tqdm",
+                    "tqdm.notebook.tqdm",
+                    "tqdm.std.tqdm",
+                    "tqdm.tqdm.tqdm",
+                    "tqdm.autonotebook.tqdm",
+                )
+                or q == "tqdm.trange"
+                or q.endswith(".trange")
+                and q.startswith("tqdm")
+            )
+        ):
             if kwarg(call, "disable") is not None or facts.rank_guarded(call):
                 continue
             if ctx.report(call):

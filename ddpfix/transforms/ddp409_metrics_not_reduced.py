@@ -1,4 +1,5 @@
 """DDP409: a per-rank loss or accuracy logged as if it were global."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -6,7 +7,6 @@ import libcst as cst
 from ..ranks import Ranks
 from ..rule import NONE, Context, Rule
 from ..syntax import dotted, kwarg, walk
-
 
 
 class MetricsNotReduced(Rule):
@@ -46,7 +46,10 @@ None: which values are sums and which are means is the script's business.
         if not (facts.init_calls and facts.sampler_calls):
             return
         ranks = Ranks.of(facts)
-        if any(op in ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object") for _, op in ranks.collectives_in(facts.module)):
+        if any(
+            op in ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object")
+            for _, op in ranks.collectives_in(facts.module)
+        ):
             return
         sharded = _sharded_totals(facts)
         if not sharded:
@@ -59,7 +62,10 @@ None: which values are sums and which are means is the script's business.
                 continue
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
             if used:
-                ctx.report(call, f"{', '.join(sorted(used))} summed over this rank's shard only, logged as if global: all-reduce it first")
+                ctx.report(
+                    call,
+                    f"{', '.join(sorted(used))} summed over this rank's shard only, logged as if global: all-reduce it first",
+                )
 
 
 def _sharded_totals(facts) -> set[str]:

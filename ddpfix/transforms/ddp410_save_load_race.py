@@ -1,4 +1,5 @@
 """DDP410: a file saved on rank 0 and read by every rank with no barrier in between."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -56,7 +57,8 @@ Safe: every rank reaches the barrier (it is outside any rank condition).
             return
         hoisted = ctx.shared.get("hoisted", [])
         barriers = [
-            c for c, op in ranks.collectives_in(facts.module)
+            c
+            for c, op in ranks.collectives_in(facts.module)
             if op in ("barrier", "monitored_barrier") and (not facts.rank_guarded(c) or any(c is h for h in hoisted))
         ]
         for load in facts.calls_to("torch.load"):

@@ -11,6 +11,7 @@ Python API::
 This package imports only the standard library at import time: the probe
 (:mod:`ddpfix.verify.probe`) is imported inside the user's training processes.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,20 @@ class VerifyUsageError(ValueError):
     """Bad input to verify (missing script, bad option, no torch): reported in one line, exit code 2."""
 
 
-def verify_script(path, args=(), nproc: int | None = None, nnodes: int = 1, timeout: float = DEFAULT_TIMEOUT,
-                  backend: str = "auto", single: bool = False, *, cwd=None, python: str | None = None,
-                  env: dict | None = None, keep_run_dir: bool = False):
+def verify_script(
+    path,
+    args=(),
+    nproc: int | None = None,
+    nnodes: int = 1,
+    timeout: float = DEFAULT_TIMEOUT,
+    backend: str = "auto",
+    single: bool = False,
+    *,
+    cwd=None,
+    python: str | None = None,
+    env: dict | None = None,
+    keep_run_dir: bool = False,
+):
     """Run ``path`` under torchrun with the probe in every rank and judge it. Returns a VerifyReport.
 
     ``nproc`` is the number of processes per node (torchrun's ``--nproc-per-node``; default 2, or 1
@@ -59,8 +71,18 @@ def verify_script(path, args=(), nproc: int | None = None, nnodes: int = 1, time
     if not launcher.torch_available(python):
         raise VerifyUsageError(f"torch is not installed for {python}; ddpfix verify needs torch to run torchrun")
     args = [str(a) for a in args]
-    run = launcher.launch(script, args, nproc=int(nproc), nnodes=int(nnodes), timeout=float(timeout),
-                          backend=backend, python=python, cwd=run_cwd, env=env, keep_run_dir=keep_run_dir)
+    run = launcher.launch(
+        script,
+        args,
+        nproc=int(nproc),
+        nnodes=int(nnodes),
+        timeout=float(timeout),
+        backend=backend,
+        python=python,
+        cwd=run_cwd,
+        env=env,
+        keep_run_dir=keep_run_dir,
+    )
     if single:
         run.single = True
         run.plain = launcher.run_plain(script, args, timeout=float(timeout), python=python, cwd=run_cwd, env=env)

@@ -4,6 +4,7 @@ Each check returns a :class:`CheckResult` with status ``pass``, ``fail`` or ``n/
 a person can act on ("indices {3, 7, 12} on ranks 0 and 1 in epoch 0", "checkpoint.pt written by ranks
 [0, 1]", "rank 0 waits in `dist.barrier()` at train.py:31"). Standard library only.
 """
+
 from __future__ import annotations
 
 import linecache
@@ -74,8 +75,13 @@ class CheckResult:
         return self.status == FAIL
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "title": self.title, "status": self.status, "evidence": list(self.evidence),
-                "data": self.data}
+        return {
+            "name": self.name,
+            "title": self.title,
+            "status": self.status,
+            "evidence": list(self.evidence),
+            "data": self.data,
+        }
 
 
 @dataclass
@@ -197,7 +203,7 @@ def short_path(path: str, run: RunData) -> str:
 
 
 def fmt_site(site: str | None, run: RunData, code: bool = True) -> str:
-    """"train.py:31" or, with the source line, "`dist.barrier()` at train.py:31"."""
+    """ "train.py:31" or, with the source line, "`dist.barrier()` at train.py:31"."""
     path, line = split_site(site)
     if path is None:
         return "an unknown place"
@@ -249,7 +255,8 @@ def wait_point(threads: list, run: RunData):
     main = None
     for t in threads:
         if any(f["func"] == "main" and f["file"].endswith(("probe.py",)) for f in t["frames"]) or any(
-                f["file"].endswith("runpy.py") for f in t["frames"]):
+            f["file"].endswith("runpy.py") for f in t["frames"]
+        ):
             main = t
             break
     if main is None:
@@ -309,19 +316,27 @@ def rank_state(run: RunData, r: int) -> dict:
             # a dump with a clean exit came from a forked child (a DataLoader worker), not from the rank
             crashed = r in run.crashes and run.returncode not in (0, None)
             if not crashed and signal in ("SIGTERM", "SIGKILL"):
-                return {"state": "exit_stopped", "text": f"rank {r} finished the script; torchrun stopped its "
-                        "process while it was exiting"}
+                return {
+                    "state": "exit_stopped",
+                    "text": f"rank {r} finished the script; torchrun stopped its process while it was exiting",
+                }
             if crashed or signal:
-                return {"state": "exit_crash", "text": f"rank {r} finished the script, then its process crashed while "
-                        f"exiting ({_crash_cause(run, r, signal)}): a crash in shutdown code (the interpreter's or a library's), "
-                        "after the script's last line"}
+                return {
+                    "state": "exit_crash",
+                    "text": f"rank {r} finished the script, then its process crashed while "
+                    f"exiting ({_crash_cause(run, r, signal)}): a crash in shutdown code (the interpreter's or a library's), "
+                    "after the script's last line",
+                }
             return {"state": "finished", "text": f"rank {r} finished"}
         if st == "exit":
             return {"state": "exit", "text": f"rank {r} exited with code {end.get('code')}"}
         err = end.get("error") or "error"
         where = f" at {fmt_site(end.get('site'), run)}" if end.get("site") else ""
-        return {"state": "error", "site": end.get("site"),
-                "text": f"rank {r} raised {err}{where}: {_short_message(end.get('message'))}"}
+        return {
+            "state": "error",
+            "site": end.get("site"),
+            "text": f"rank {r} raised {err}{where}: {_short_message(end.get('message'))}",
+        }
     if run.timed_out and r in run.stacks:
         wp = wait_point(run.stacks[r], run)
         if wp:
@@ -334,8 +349,11 @@ def rank_state(run: RunData, r: int) -> dict:
         if wp:
             site, callee = wp
             inner = f" (in {callee}())" if callee else ""
-            return {"state": "stopped", "site": site,
-                    "text": f"rank {r} was stopped by torchrun in {fmt_site(site, run)}{inner}"}
+            return {
+                "state": "stopped",
+                "site": site,
+                "text": f"rank {r} was stopped by torchrun in {fmt_site(site, run)}{inner}",
+            }
         return {"state": "stopped", "text": f"rank {r} was stopped by torchrun"}
     if r in run.crashes:
         first_line = run.crashes[r].strip().splitlines()[0]
@@ -352,8 +370,11 @@ def rank_state(run: RunData, r: int) -> dict:
 def _output_hint(run: RunData) -> str | None:
     lines = [ln.strip() for ln in run.output.splitlines() if ln.strip() and not ln.startswith("---")]
     for ln in reversed(lines):
-        if re.search(r"(Error|Exception)\b", ln) and not ln.startswith(("E", "W", "I")) or ln.startswith(
-                ("ModuleNotFoundError", "torch.distributed.elastic", "RuntimeError", "ValueError")):
+        if (
+            re.search(r"(Error|Exception)\b", ln)
+            and not ln.startswith(("E", "W", "I"))
+            or ln.startswith(("ModuleNotFoundError", "torch.distributed.elastic", "RuntimeError", "ValueError"))
+        ):
             return ln[:200]
     return lines[-1][:200] if lines else None
 
@@ -361,28 +382,50 @@ def _output_hint(run: RunData) -> str | None:
 # ------------------------------------------------------------------------ the checks
 def check_completes(run: RunData) -> CheckResult:
     states = {r: rank_state(run, r) for r in all_ranks(run)}
-    ok = (not run.timed_out and run.returncode == 0 and all(s["state"] == "finished" for s in states.values()))
+    ok = not run.timed_out and run.returncode == 0 and all(s["state"] == "finished" for s in states.values())
     if ok:
-        return _result("completes", PASS, f"{len(states)} ranks finished in {run.duration:.1f} s",
-                       ranks={r: s["state"] for r, s in states.items()})
+        return _result(
+            "completes",
+            PASS,
+            f"{len(states)} ranks finished in {run.duration:.1f} s",
+            ranks={r: s["state"] for r, s in states.items()},
+        )
     evidence = []
     if run.timed_out:
         if all(first(run, r, "end") for r in states):
-            evidence.append(f"every rank ended the script, but the processes had not exited after {run.timeout:g} s; "
-                            "they were stopped")
+            evidence.append(
+                f"every rank ended the script, but the processes had not exited after {run.timeout:g} s; "
+                "they were stopped"
+            )
         else:
             evidence.append(f"no result within the {run.timeout:g} s limit; every rank was stopped")
     elif not any(first(run, r, "start") for r in states):
         hint = _output_hint(run)
-        evidence.append(f"torchrun exited with code {run.returncode} before any rank ran the script"
-                        + (f": {hint}" if hint else ""))
-    order = {"waiting": 0, "error": 1, "crashed": 2, "stopped": 3, "exit": 4, "killed": 5, "missing": 6,
-             "exit_crash": 7, "exit_stopped": 8, "finished": 9}
+        evidence.append(
+            f"torchrun exited with code {run.returncode} before any rank ran the script" + (f": {hint}" if hint else "")
+        )
+    order = {
+        "waiting": 0,
+        "error": 1,
+        "crashed": 2,
+        "stopped": 3,
+        "exit": 4,
+        "killed": 5,
+        "missing": 6,
+        "exit_crash": 7,
+        "exit_stopped": 8,
+        "finished": 9,
+    }
     evidence += [states[r]["text"] for r in sorted(states, key=lambda r: (order.get(states[r]["state"], 9), r))]
     if not run.timed_out and run.returncode not in (0, None) and all(s["state"] == "finished" for s in states.values()):
         evidence.append(f"torchrun exited with code {run.returncode}")
-    return _result("completes", FAIL, evidence, ranks={r: s["state"] for r, s in states.items()},
-                   sites={r: s.get("site") for r, s in states.items() if s.get("site")})
+    return _result(
+        "completes",
+        FAIL,
+        evidence,
+        ranks={r: s["state"] for r, s in states.items()},
+        sites={r: s.get("site") for r, s in states.items() if s.get("site")},
+    )
 
 
 def _step_counts(run: RunData) -> dict:
@@ -403,20 +446,29 @@ def check_ddp(run: RunData) -> CheckResult:
     if not stepping:
         if any(ddps.values()):
             names = sorted({e.get("module") for v in ddps.values() for e in v})
-            return _result("ddp", NA, f"{', '.join(names)} wrapped in DistributedDataParallel, but no optimizer step ran")
+            return _result(
+                "ddp", NA, f"{', '.join(names)} wrapped in DistributedDataParallel, but no optimizer step ran"
+            )
         return _result("ddp", NA, "no optimizer step ran")
     without = [r for r in stepping if not ddps[r]]
     if len(without) == len(stepping):
-        return _result("ddp", FAIL, [
-            f"{fmt_ranks(stepping) if len(stepping) > 1 else f'rank {stepping[0]}'} ran optimizer steps "
-            f"({', '.join(f'{steps[r]}' for r in stepping)}) but no DistributedDataParallel was constructed: "
-            "every rank trains its own copy of the model"])
+        return _result(
+            "ddp",
+            FAIL,
+            [
+                f"{fmt_ranks(stepping) if len(stepping) > 1 else f'rank {stepping[0]}'} ran optimizer steps "
+                f"({', '.join(f'{steps[r]}' for r in stepping)}) but no DistributedDataParallel was constructed: "
+                "every rank trains its own copy of the model"
+            ],
+        )
     evidence = []
     status = PASS
     if without:
         status = FAIL
-        evidence.append(f"{fmt_ranks(without) if len(without) > 1 else f'rank {without[0]}'} ran optimizer steps "
-                        "without constructing DistributedDataParallel")
+        evidence.append(
+            f"{fmt_ranks(without) if len(without) > 1 else f'rank {without[0]}'} ran optimizer steps "
+            "without constructing DistributedDataParallel"
+        )
     unused: dict = {}
     for r in stepping:
         end = first(run, r, "end")
@@ -430,11 +482,14 @@ def check_ddp(run: RunData) -> CheckResult:
         evidence.append(
             f"the DistributedDataParallel wrapper of {e.get('module')} ({fmt_site(e.get('site'), run, False)}) never ran "
             f"forward on {who}, which took {plural(max(steps[r] for r in rs), 'optimizer step')}: gradients were not "
-            "synchronised (forward through `.module`?)")
+            "synchronised (forward through `.module`?)"
+        )
     if status == PASS:
         e0 = ddps[stepping[0]][0]
-        evidence.append(f"{e0.get('module')} wrapped at {fmt_site(e0.get('site'), run, False)} on "
-                        f"{len(stepping)} ranks; forward ran through the wrapper")
+        evidence.append(
+            f"{e0.get('module')} wrapped at {fmt_site(e0.get('site'), run, False)} on "
+            f"{len(stepping)} ranks; forward ran through the wrapper"
+        )
     return _result("ddp", status, evidence)
 
 
@@ -491,7 +546,9 @@ def check_shards(run: RunData) -> CheckResult:
     training = _training_passes(run)
     judged = {k: v for k, v in passes.items() if k in training}
     if not judged:
-        return _result("shards", NA, f"no DataLoader pass fed an optimizer step ({len(passes)} evaluation passes not judged)")
+        return _result(
+            "shards", NA, f"no DataLoader pass fed an optimizer step ({len(passes)} evaluation passes not judged)"
+        )
     loaders = _loaders(run)
     failures, notes, summaries = [], [], {}
     for (key, n), evs in sorted(judged.items(), key=lambda kv: (kv[0][0], kv[0][1])):
@@ -520,7 +577,7 @@ def check_shards(run: RunData) -> CheckResult:
             ranks_sorted = sorted(sets)
             example = None
             for i, a in enumerate(ranks_sorted):
-                for b in ranks_sorted[i + 1:]:
+                for b in ranks_sorted[i + 1 :]:
                     common = sets[a] & sets[b]
                     if common:
                         example = (a, b, common)
@@ -531,11 +588,14 @@ def check_shards(run: RunData) -> CheckResult:
             allowance = f" (DistributedSampler padding allows {pad})" if pad else ""
             failures.append(
                 f"{name}, {label}: indices {fmt_set(common)} on {fmt_ranks([a, b])}; "
-                f"the ranks read {total} samples but only {len(union)} distinct ones{allowance}")
+                f"the ranks read {total} samples but only {len(union)} distinct ones{allowance}"
+            )
             continue
         if missing_ranks:
-            notes.append(f"{name}, {label}: {fmt_ranks(missing_ranks) if len(missing_ranks) > 1 else f'rank {missing_ranks[0]}'}"
-                         " did not iterate it")
+            notes.append(
+                f"{name}, {label}: {fmt_ranks(missing_ranks) if len(missing_ranks) > 1 else f'rank {missing_ranks[0]}'}"
+                " did not iterate it"
+            )
         complete = all(e.get("complete") for e in evs.values()) and not missing_ranks
         ints = all(isinstance(i, int) for i in union)
         if complete and ints and isinstance(n_ds, int) and info.get("full_coverage"):
@@ -546,8 +606,10 @@ def check_shards(run: RunData) -> CheckResult:
                 allowed += run.world_size * (int(info["batch_size"]) - 1)
             missing = set(range(n_ds)) - union
             if len(missing) > allowed:
-                failures.append(f"{name}, {label}: the ranks together read {len(union & set(range(n_ds)))} of {n_ds} "
-                                f"samples; never read: {fmt_set(missing)}")
+                failures.append(
+                    f"{name}, {label}: the ranks together read {len(union & set(range(n_ds)))} of {n_ds} "
+                    f"samples; never read: {fmt_set(missing)}"
+                )
     if failures:
         extra = [f"(the same in {plural(len(failures) - 1, 'more epoch')})"] if len(failures) > 1 else []
         return _result("shards", FAIL, failures[:1] + extra + notes[:2])
@@ -557,8 +619,10 @@ def check_shards(run: RunData) -> CheckResult:
         pad_txt = f", {s['dup']} repeated by DistributedSampler padding" if s["dup"] else ""
         n_ds = loaders.get(key, {}).get("dataset_len")
         cover = f"union {min(s['union'])}/{n_ds}" if isinstance(n_ds, int) else f"union {min(s['union'])}"
-        evidence.append(f"{loader_name(key, run)}: {s['epochs']} epoch(s), {run.world_size} ranks x {per} indices, "
-                        f"disjoint{pad_txt}, {cover}")
+        evidence.append(
+            f"{loader_name(key, run)}: {s['epochs']} epoch(s), {run.world_size} ranks x {per} indices, "
+            f"disjoint{pad_txt}, {cover}"
+        )
     if not summaries:
         return _result("shards", NA, notes or ["no judged DataLoader pass"])
     return _result("shards", PASS, evidence + notes[:2])
@@ -607,8 +671,10 @@ def check_epoch_order(run: RunData) -> CheckResult:
             who = f"rank {r}" if len(ranks) == 1 else fmt_ranks(ranks)
             failures.append(f"{name}: {who} read the same order in epochs {a} and {b}{hint}")
         elif same:
-            notes.append(f"{name}: same order every epoch with {info.get('sampler') or 'an unknown sampler'} "
-                         "(cannot tell whether it should shuffle)")
+            notes.append(
+                f"{name}: same order every epoch with {info.get('sampler') or 'an unknown sampler'} "
+                "(cannot tell whether it should shuffle)"
+            )
         else:
             passes_ok.append(f"{name}: order differs in each of {len(ns)} epochs on every rank")
     if failures:
@@ -633,8 +699,9 @@ def check_params(run: RunData) -> CheckResult:
         digs = {r: ddps[r][i].get("digest") for r in with_ddp if len(ddps[r]) > i and ddps[r][i].get("digest")}
         if len({d["sha1"] for d in digs.values()}) > 1:
             name = ddps[with_ddp[0]][i].get("module")
-            return _result("params", FAIL, [f"parameters of {name} differ right after the DDP wrap: "
-                                            + _sums(digs)], first_step=0)
+            return _result(
+                "params", FAIL, [f"parameters of {name} differ right after the DDP wrap: " + _sums(digs)], first_step=0
+            )
     steps = {r: {e["n"]: e for e in events(run, r, "step") if e.get("digests") is not None} for r in with_ddp}
     common = sorted(set.intersection(*(set(s) for s in steps.values()))) if steps else []
     first_bad = None
@@ -679,15 +746,24 @@ def check_params(run: RunData) -> CheckResult:
     at_exit = " and at exit" if len(final) == len(with_ddp) and final else ""
     checked = len(common)
     if n_steps == 0:
-        return _result("params", PASS if final else NA,
-                       f"{', '.join(names)}: no optimizer step ran; parameters equal after the wrap{at_exit}")
+        return _result(
+            "params",
+            PASS if final else NA,
+            f"{', '.join(names)}: no optimizer step ran; parameters equal after the wrap{at_exit}",
+        )
     sampled = "" if checked == n_steps else f" ({checked} of them digested)"
-    return _result("params", PASS, f"{', '.join(names)}: parameters equal on {len(with_ddp)} ranks after each of "
-                                   f"{n_steps} optimizer steps{sampled}{at_exit}")
+    return _result(
+        "params",
+        PASS,
+        f"{', '.join(names)}: parameters equal on {len(with_ddp)} ranks after each of "
+        f"{n_steps} optimizer steps{sampled}{at_exit}",
+    )
 
 
 def _sums(digs: dict) -> str:
-    return ", ".join(f"rank {r} sum {d.get('sum', 0):.6g} (sha1 {d.get('sha1', '?')[:8]})" for r, d in sorted(digs.items()))
+    return ", ".join(
+        f"rank {r} sum {d.get('sum', 0):.6g} (sha1 {d.get('sha1', '?')[:8]})" for r, d in sorted(digs.items())
+    )
 
 
 def check_files(run: RunData) -> CheckResult:
@@ -710,17 +786,27 @@ def check_files(run: RunData) -> CheckResult:
             lrs = {starts[r].get("local_rank") for r in writers}
             if lrs == {0} and len(writers) > 1 and run.nnodes > 1:
                 hint = " (each is LOCAL_RANK 0 on its node: guard on the global rank, not LOCAL_RANK)"
-            failures.append(f"{shown} written by ranks {sorted(writers)} ({e0.get('api')} at "
-                            f"{fmt_site(e0.get('site'), run, False)}){hint}")
+            failures.append(
+                f"{shown} written by ranks {sorted(writers)} ({e0.get('api')} at "
+                f"{fmt_site(e0.get('site'), run, False)}){hint}"
+            )
         else:
             (r,) = writers
             ok.append(f"{shown} (rank {r})")
     if failures:
-        return _result("files", FAIL, failures[:5] + ([f"(and {len(failures) - 5} more)"] if len(failures) > 5 else []),
-                       files={p: sorted(w) for p, w in by_path.items()})
+        return _result(
+            "files",
+            FAIL,
+            failures[:5] + ([f"(and {len(failures) - 5} more)"] if len(failures) > 5 else []),
+            files={p: sorted(w) for p, w in by_path.items()},
+        )
     text = ", ".join(ok[:6]) + (f" and {len(ok) - 6} more" if len(ok) > 6 else "")
-    return _result("files", PASS, f"{len(ok)} file(s), each written by one rank: {text}",
-                   files={p: sorted(w) for p, w in by_path.items()})
+    return _result(
+        "files",
+        PASS,
+        f"{len(ok)} file(s), each written by one rank: {text}",
+        files={p: sorted(w) for p, w in by_path.items()},
+    )
 
 
 def _sig(e: dict) -> tuple:
@@ -753,7 +839,7 @@ def check_collectives(run: RunData) -> CheckResult:
     groups = sorted({e.get("group", "world") for v in colls.values() for e in v})
     failures, summary = [], Counter()
     for g in groups:
-        members = ranks if g == "world" else [int(x) for x in g[len("ranks"):].split(",") if x.isdigit()]
+        members = ranks if g == "world" else [int(x) for x in g[len("ranks") :].split(",") if x.isdigit()]
         members = [r for r in members if r in colls]
         seqs = {r: [e for e in colls[r] if e.get("group", "world") == g] for r in members}
         gname = "the default group" if g == "world" else f"group {g}"
@@ -776,7 +862,7 @@ def check_collectives(run: RunData) -> CheckResult:
     hooks = set()
     for r in ranks:
         end = first(run, r, "end") or {}
-        for k, v in (end.get("ddp_hooks") or {}).items():
+        for v in (end.get("ddp_hooks") or {}).values():
             if v in ("builtin", "failed"):
                 hooks.add(v)
     note = ["DDP's gradient all-reduce was not observed (built-in comm hook)"] if "builtin" in hooks else []
@@ -784,7 +870,9 @@ def check_collectives(run: RunData) -> CheckResult:
         return _result("collectives", FAIL, failures + note)
     total = sum(summary.values())
     parts = ", ".join(f"{n} {op}" for op, n in summary.most_common())
-    return _result("collectives", PASS, [f"{len(ranks)} ranks issued the same {plural(total, 'collective')}: {parts}"] + note)
+    return _result(
+        "collectives", PASS, [f"{len(ranks)} ranks issued the same {plural(total, 'collective')}: {parts}"] + note
+    )
 
 
 def check_single(run: RunData) -> CheckResult:
@@ -800,8 +888,16 @@ def check_single(run: RunData) -> CheckResult:
     return _result("single", PASS, f"`{p.command}` exited 0 in {p.duration:.1f} s")
 
 
-CHECKS = (check_completes, check_ddp, check_shards, check_epoch_order, check_params, check_files,
-          check_collectives, check_single)
+CHECKS = (
+    check_completes,
+    check_ddp,
+    check_shards,
+    check_epoch_order,
+    check_params,
+    check_files,
+    check_collectives,
+    check_single,
+)
 
 
 def evaluate(run: RunData) -> VerifyReport:
@@ -821,15 +917,17 @@ def rank_table(run: RunData) -> list:
         s = first(run, r, "start") or {}
         pg = first(run, r, "init_pg") or {}
         end = first(run, r, "end") or {}
-        rows.append({
-            "rank": r,
-            "local_rank": s.get("local_rank"),
-            "group_rank": s.get("group_rank"),
-            "pid": s.get("pid"),
-            "backend": pg.get("backend"),
-            "state": rank_state(run, r)["state"],
-            "steps": end.get("steps", len(events(run, r, "step"))),
-        })
+        rows.append(
+            {
+                "rank": r,
+                "local_rank": s.get("local_rank"),
+                "group_rank": s.get("group_rank"),
+                "pid": s.get("pid"),
+                "backend": pg.get("backend"),
+                "state": rank_state(run, r)["state"],
+                "steps": end.get("steps", len(events(run, r, "step"))),
+            }
+        )
     return rows
 
 

@@ -8,11 +8,12 @@ Registered in the main app with::
 Arguments after ``--`` (and unknown options) are passed to the script: they arrive in ``ctx.args``.
 Exit codes: 0 when every applicable check passes, 1 when a check fails, 2 for usage or input errors.
 """
+
 from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -40,22 +41,31 @@ def verify(
     ctx: typer.Context,
     script: Annotated[str, typer.Argument(help="Training script to run under torchrun.", show_default=False)],
     nproc: Annotated[
-        Optional[int],
+        int | None,
         typer.Option("--nproc", help="Processes per node (default 2; 1 with --nnodes > 1).", show_default=False),
     ] = None,
-    nnodes: Annotated[int, typer.Option("--nnodes", help="Simulated nodes on this host (one torchrun agent each).")] = 1,
+    nnodes: Annotated[
+        int, typer.Option("--nnodes", help="Simulated nodes on this host (one torchrun agent each).")
+    ] = 1,
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds before the run is declared hung, dumped and killed.")
     ] = DEFAULT_TIMEOUT,
     backend: Annotated[
         Backend,
-        typer.Option("--backend", case_sensitive=False,
-                     help="auto: keep the script's backend; gloo/nccl: force it in init_process_group."),
+        typer.Option(
+            "--backend",
+            case_sensitive=False,
+            help="auto: keep the script's backend; gloo/nccl: force it in init_process_group.",
+        ),
     ] = Backend.auto,
-    single: Annotated[bool, typer.Option("--single", help="Also run `python SCRIPT ARGS` as a plain single process.")] = False,
+    single: Annotated[
+        bool, typer.Option("--single", help="Also run `python SCRIPT ARGS` as a plain single process.")
+    ] = False,
     fmt: Annotated[Format, typer.Option("--format", case_sensitive=False, help="Report format.")] = Format.text,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show torchrun's output and rank details.")] = False,
-    keep_run_dir: Annotated[bool, typer.Option("--keep-run-dir", help="Keep the folder with the per-rank traces.")] = False,
+    keep_run_dir: Annotated[
+        bool, typer.Option("--keep-run-dir", help="Keep the folder with the per-rank traces.")
+    ] = False,
 ) -> None:
     """Run SCRIPT on several processes with torchrun and check, at run time, that it is correct DDP.
 
@@ -63,17 +73,25 @@ def verify(
     """
     args = list(ctx.args)
     try:
-        report = verify_script(script, args, nproc=nproc, nnodes=nnodes, timeout=timeout, backend=backend.value,
-                               single=single, keep_run_dir=keep_run_dir)
+        report = verify_script(
+            script,
+            args,
+            nproc=nproc,
+            nnodes=nnodes,
+            timeout=timeout,
+            backend=backend.value,
+            single=single,
+            keep_run_dir=keep_run_dir,
+        )
     except VerifyUsageError as exc:
         _error(str(exc))
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     except KeyboardInterrupt:
         _error("interrupted; every process of the run was stopped")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     except OSError as exc:
         _error(f"could not run torchrun: {exc}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     if fmt is Format.json:
         from .report import to_json
 

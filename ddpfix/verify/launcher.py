@@ -11,6 +11,7 @@ stack (``SIGUSR1``, which the probe routes to :mod:`faulthandler`), then kills t
 (torchrun starts each worker in a session of its own) and their children. Nothing outlives the limit
 by more than a few seconds.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -33,9 +34,21 @@ PROBE_ENV = "DDPFIX_VERIFY_PROBE"
 DUMP_WAIT_S = 3.0
 OUTPUT_TAIL = 64 * 1024
 _TORCHRUN_VARS = (
-    "RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "ROLE_WORLD_SIZE",
-    "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
-    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE",
+    "RANK",
+    "LOCAL_RANK",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "ROLE_WORLD_SIZE",
+    "GROUP_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS",
+    "TORCHELASTIC_USE_AGENT_STORE",
+    "TORCHELASTIC_ERROR_FILE",
 )
 
 
@@ -47,8 +60,11 @@ def torch_available(python: str) -> bool:
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return importlib.util.find_spec("torch") is not None
     try:
-        r = subprocess.run([python, "-c", "import importlib.util,sys; sys.exit(importlib.util.find_spec('torch') is None)"],
-                           capture_output=True, timeout=60)
+        r = subprocess.run(
+            [python, "-c", "import importlib.util,sys; sys.exit(importlib.util.find_spec('torch') is None)"],
+            capture_output=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0
@@ -60,8 +76,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun_commands(script: str, args, *, nproc: int, nnodes: int, python: str, log_dir: str | None = None,
-                      port: int | None = None) -> list[list[str]]:
+def torchrun_commands(
+    script: str, args, *, nproc: int, nnodes: int, python: str, log_dir: str | None = None, port: int | None = None
+) -> list[list[str]]:
     """The agent command lines: one for a single node, one per simulated node otherwise."""
     tail = [PROBE_FILE, script, *args]
     base = [python, "-m", "torch.distributed.run"]
@@ -73,8 +90,14 @@ def torchrun_commands(script: str, args, *, nproc: int, nnodes: int, python: str
     port = port or free_port()
     cmds = []
     for node in range(nnodes):
-        cmd = [*base, f"--nnodes={nnodes}", f"--node-rank={node}", f"--nproc-per-node={nproc}",
-               "--master-addr=127.0.0.1", f"--master-port={port}"]
+        cmd = [
+            *base,
+            f"--nnodes={nnodes}",
+            f"--node-rank={node}",
+            f"--nproc-per-node={nproc}",
+            "--master-addr=127.0.0.1",
+            f"--master-port={port}",
+        ]
         if log_dir:
             cmd.append(f"--log-dir={log_dir}/node{node}")
         cmds.append(cmd + tail)
@@ -100,7 +123,7 @@ def _children() -> dict[int, list[int]]:
         try:
             with open(f"/proc/{name}/stat", "rb") as f:
                 stat = f.read().decode("utf-8", "replace")
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
         except (OSError, ValueError, IndexError):
             continue
         kids.setdefault(ppid, []).append(int(name))
@@ -175,7 +198,11 @@ def parse_stack_dump(text: str) -> list[dict]:
     for line in text.splitlines():
         m = _THREAD_RE.match(line)
         if m:
-            cur = {"thread": m.group(2) or "", "current": bool(m.group(1) == "Current thread" or not m.group(1)), "frames": []}
+            cur = {
+                "thread": m.group(2) or "",
+                "current": bool(m.group(1) == "Current thread" or not m.group(1)),
+                "frames": [],
+            }
             threads.append(cur)
             continue
         m = _FRAME_RE.match(line)
@@ -239,9 +266,20 @@ def _wait_for_dumps(run_dir: str, ranks: list[int]) -> None:
         time.sleep(0.05)
 
 
-def launch(script: str, args=(), *, nproc: int = 2, nnodes: int = 1, timeout: float = 300.0, backend: str = "auto",
-           python: str | None = None, cwd: str | None = None, env: dict | None = None,
-           pg_timeout: float | None = None, keep_run_dir: bool = False) -> RunData:
+def launch(
+    script: str,
+    args=(),
+    *,
+    nproc: int = 2,
+    nnodes: int = 1,
+    timeout: float = 300.0,
+    backend: str = "auto",
+    python: str | None = None,
+    cwd: str | None = None,
+    env: dict | None = None,
+    pg_timeout: float | None = None,
+    keep_run_dir: bool = False,
+) -> RunData:
     """Run SCRIPT under torchrun with the probe in every rank and collect what the ranks recorded."""
     python = python or sys.executable
     cwd = os.path.abspath(cwd or os.getcwd())
@@ -252,8 +290,9 @@ def launch(script: str, args=(), *, nproc: int = 2, nnodes: int = 1, timeout: fl
         pg_timeout = max(2.0, round(timeout * 0.5, 1))
     run_dir = tempfile.mkdtemp(prefix="ddpfix-verify-")
     world = nproc * nnodes
-    cmds = torchrun_commands(script, list(args), nproc=nproc, nnodes=nnodes, python=python,
-                             log_dir=os.path.join(run_dir, "torchrun"))
+    cmds = torchrun_commands(
+        script, list(args), nproc=nproc, nnodes=nnodes, python=python, log_dir=os.path.join(run_dir, "torchrun")
+    )
     penv = _probe_env(base_env, run_dir, backend, pg_timeout)
     procs: list[subprocess.Popen] = []
     outs = []
@@ -264,8 +303,11 @@ def launch(script: str, args=(), *, nproc: int = 2, nnodes: int = 1, timeout: fl
             out = open(os.path.join(run_dir, f"agent{i}.out"), "wb")
             err = open(os.path.join(run_dir, f"agent{i}.err"), "wb")
             outs += [out, err]
-            procs.append(subprocess.Popen(cmd, cwd=cwd, env=penv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                          start_new_session=True))
+            procs.append(
+                subprocess.Popen(
+                    cmd, cwd=cwd, env=penv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+                )
+            )
         deadline = start + timeout
         while True:
             if all(p.poll() is not None for p in procs):
@@ -356,8 +398,15 @@ def _quote(s: str) -> str:
     return shlex.quote(s)
 
 
-def run_plain(script: str, args=(), *, timeout: float = 300.0, python: str | None = None, cwd: str | None = None,
-              env: dict | None = None) -> PlainRun:
+def run_plain(
+    script: str,
+    args=(),
+    *,
+    timeout: float = 300.0,
+    python: str | None = None,
+    cwd: str | None = None,
+    env: dict | None = None,
+) -> PlainRun:
     """``python SCRIPT ARGS`` as a plain single process (no torchrun variables, no probe)."""
     python = python or sys.executable
     cwd = os.path.abspath(cwd or os.getcwd())
@@ -367,8 +416,9 @@ def run_plain(script: str, args=(), *, timeout: float = 300.0, python: str | Non
     cmd = [python, script, *args]
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, cwd=cwd, env=base_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                             start_new_session=True)
+        p = subprocess.Popen(
+            cmd, cwd=cwd, env=base_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+        )
         timed_out = False
         try:
             p.wait(timeout=timeout)
@@ -386,5 +436,11 @@ def run_plain(script: str, args=(), *, timeout: float = 300.0, python: str | Non
         stdout = out.read().decode("utf-8", "replace")
         stderr = err.read().decode("utf-8", "replace")
     shown = ["python" if python == sys.executable else python, script, *args]
-    return PlainRun(command=" ".join(_quote(c) for c in shown), returncode=None if timed_out else p.returncode,
-                    timed_out=timed_out, duration=duration, stdout=stdout[-OUTPUT_TAIL:], stderr=stderr[-OUTPUT_TAIL:])
+    return PlainRun(
+        command=" ".join(_quote(c) for c in shown),
+        returncode=None if timed_out else p.returncode,
+        timed_out=timed_out,
+        duration=duration,
+        stdout=stdout[-OUTPUT_TAIL:],
+        stderr=stderr[-OUTPUT_TAIL:],
+    )

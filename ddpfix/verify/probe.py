@@ -20,6 +20,7 @@ when another rank fails) it dumps every thread's Python stack with :mod:`faultha
 This module runs inside the user's process: it imports only the standard library, and torch lazily
 (when the script imports it).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -395,7 +396,12 @@ def _wrap_collective(name: str, orig, arg_name, p2p: bool):
             try:
                 desc = _describe_tensor(_arg(args, kwargs, arg_name)) if arg_name else None
                 group = _group_name(_arg(args, kwargs, "group"))
-                rop = _arg(args, kwargs, "op") if name in ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_reduce_coalesced") else None
+                rop = (
+                    _arg(args, kwargs, "op")
+                    if name
+                    in ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_reduce_coalesced")
+                    else None
+                )
                 _record_collective(name, group=group, p2p=p2p, desc=desc, reduce_op=rop)
             except Exception as exc:
                 _warn(f"record {name}", exc)
@@ -455,7 +461,9 @@ def _patch_distributed() -> None:
             requested=None if requested is None else str(requested),
             forced=forced or None,
             backend=backend,
-            timeout_s=(timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout) if injected is None else injected,
+            timeout_s=(timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout)
+            if injected is None
+            else injected,
             timeout_injected=injected is not None,
             world_size=dist.get_world_size(),
             rank=dist.get_rank(),
@@ -546,7 +554,9 @@ def _patch_ddp() -> None:
             orig_init(self, module, *args, **kwargs)
         try:
             ignored = set(getattr(self, "parameters_to_ignore", ()) or ())
-            named = [(n, p) for n, p in self.module.named_parameters() if n not in ignored and f"module.{n}" not in ignored]
+            named = [
+                (n, p) for n, p in self.module.named_parameters() if n not in ignored and f"module.{n}" not in ignored
+            ]
             first = named[0][1] if named else None
             info = {
                 "id": len(S.ddps),
@@ -975,7 +985,9 @@ def _open_run_files(cfg: dict) -> None:
     if not run_dir:
         import tempfile
 
-        run_dir = os.path.join(tempfile.gettempdir(), f"ddpfix-probe-{os.environ.get('TORCHELASTIC_RUN_ID', os.getppid())}")
+        run_dir = os.path.join(
+            tempfile.gettempdir(), f"ddpfix-probe-{os.environ.get('TORCHELASTIC_RUN_ID', os.getppid())}"
+        )
         os.makedirs(run_dir, exist_ok=True)
         if S.rank == 0:
             print(f"ddpfix probe: writing traces to {run_dir}", file=sys.stderr)

@@ -1,4 +1,5 @@
 """Render a :class:`~ddpfix.verify.checks.VerifyReport`: a rich table for people, JSON for machines."""
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,9 @@ def headline(report: VerifyReport) -> str:
     cmd = " ".join(shlex.quote(a) for a in [shown, *(m.get("args") or [])])
     nodes = m.get("nnodes") or 1
     layout = f"{m.get('world_size')} ranks" + (f" ({nodes} nodes x {m.get('nproc')})" if nodes > 1 else "")
-    backend = m.get("backend_used") or (m.get("backend_option") if m.get("backend_option") != "auto" else "no process group")
+    backend = m.get("backend_used") or (
+        m.get("backend_option") if m.get("backend_option") != "auto" else "no process group"
+    )
     return f"ddpfix verify {cmd}: {layout}, backend {backend}, {m.get('duration', 0):.1f} s"
 
 
@@ -51,8 +54,11 @@ def table(report: VerifyReport) -> Table:
     t.add_column("Result", no_wrap=True)
     t.add_column("Evidence", overflow="fold")
     for c in report.checks:
-        t.add_row(Text(c.title), Text(LABELS.get(c.status, c.status), style=STYLES.get(c.status, "")),
-                  Text("\n".join(c.evidence)))
+        t.add_row(
+            Text(c.title),
+            Text(LABELS.get(c.status, c.status), style=STYLES.get(c.status, "")),
+            Text("\n".join(c.evidence)),
+        )
     return t
 
 
@@ -69,7 +75,9 @@ def render_text(report: VerifyReport, console: Console | None = None, verbose: b
     console.print(table(report))
     show_output = verbose or not report.ok
     if show_output and report.output.strip():
-        console.print(Text("torchrun output" + ("" if verbose else f" (last {OUTPUT_LINES} lines)") + ":", style="bold"))
+        console.print(
+            Text("torchrun output" + ("" if verbose else f" (last {OUTPUT_LINES} lines)") + ":", style="bold")
+        )
         console.print(Text(report.output.rstrip() if verbose else _tail(report.output)))
     plain = report.plain
     if plain is not None and (verbose or (plain.returncode != 0)):
@@ -86,8 +94,12 @@ def render_text(report: VerifyReport, console: Console | None = None, verbose: b
         for col in ("rank", "local_rank", "group_rank", "pid", "backend", "state", "steps"):
             ranks.add_column(col)
         for row in report.ranks:
-            ranks.add_row(*(Text("" if row.get(k) is None else str(row.get(k))) for k in
-                            ("rank", "local_rank", "group_rank", "pid", "backend", "state", "steps")))
+            ranks.add_row(
+                *(
+                    Text("" if row.get(k) is None else str(row.get(k)))
+                    for k in ("rank", "local_rank", "group_rank", "pid", "backend", "state", "steps")
+                )
+            )
         console.print(ranks)
     elif report.meta.get("run_dir"):
         console.print(Text(f"run folder: {report.meta['run_dir']}", style="dim"))

@@ -16,6 +16,7 @@ contract's train_after.py is example_unsafe/expected.py):
 Writes $OUT/cuda_paths.txt (one line per run) and prints it. Needs only torch: the verify package is
 loaded without the rest of ddpfix.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,9 @@ FLAG = re.compile(r"^(\w+) = (\w+) > 1$", re.MULTILINE)
 
 
 def scripts() -> list[Path]:
-    return sorted(ROOT.glob("tests/golden/*/expected.py"))  # example_unsafe/expected.py is the contract's train_after.py
+    return sorted(
+        ROOT.glob("tests/golden/*/expected.py")
+    )  # example_unsafe/expected.py is the contract's train_after.py
 
 
 def main() -> int:
@@ -70,7 +73,11 @@ def main() -> int:
         name = str(script.relative_to(ROOT))
         opts = json.loads((case / "options.json").read_text()) if (case / "options.json").exists() else {}
         src = script.read_text(encoding="utf-8", errors="replace")
-        args = [a for a in (case / "args.txt").read_text().splitlines() if a.strip()] if (case / "args.txt").exists() else []
+        args = (
+            [a for a in (case / "args.txt").read_text().splitlines() if a.strip()]
+            if (case / "args.txt").exists()
+            else []
+        )
         if opts.get("runs") is False or "torch" not in src:
             note("SKIP", f"{name}: {'no torch' if 'torch' not in src else 'not meant to run'}")
             continue
@@ -82,11 +89,16 @@ def main() -> int:
         if opts.get("single") is not False:
             t0 = time.monotonic()
             try:
-                proc = subprocess.run([sys.executable, "expected.py", *args], cwd=work, capture_output=True, text=True, timeout=TIMEOUT)
+                proc = subprocess.run(
+                    [sys.executable, "expected.py", *args], cwd=work, capture_output=True, text=True, timeout=TIMEOUT
+                )
                 ok, tail = proc.returncode == 0, (proc.stderr.strip().splitlines() or [""])[-1]
             except subprocess.TimeoutExpired:
                 ok, tail = False, f"timed out after {TIMEOUT:g} s"
-            note("PASS" if ok else "FAIL", f"{name} single process on the GPU: {time.monotonic() - t0:.1f} s{'' if ok else ' | ' + tail}")
+            note(
+                "PASS" if ok else "FAIL",
+                f"{name} single process on the GPU: {time.monotonic() - t0:.1f} s{'' if ok else ' | ' + tail}",
+            )
         flag = FLAG.search(src)
         if flag is None:
             note("SKIP", f"{name}: no `DISTRIBUTED = WORLD_SIZE > 1` flag to force")
