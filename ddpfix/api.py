@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from .analysis import ScriptFacts
 from .diagnostic import Diagnostic, Result
 from .diff import unified_diff
 from .errors import DdpfixError
-from .facts import ScriptFacts
 from .rule import Context
 from .suppress import might_have, scan, selected
 from .transforms import BY_CODE, RULES, expand
@@ -23,7 +23,7 @@ Source = str | bytes
 
 
 _BOOL_WORDS = (re.compile(r"\b(?:and|or)\b"), re.compile(rb"\b(?:and|or)\b"))
-# A training script, a process group or a DDP wrap (ScriptFacts.trains / init_calls / ddp_calls) cannot
+# A training script, a process group or a DDP wrap (ScriptFacts.is_training_script) cannot
 # be written without one of these words.
 _MIGHT_TRAIN = re.compile(r"parameters|backward|init_process_group|DistributedDataParallel")
 MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
@@ -110,7 +110,7 @@ def run_rules(
     if text is not None and not _MIGHT_TRAIN.search(text):  # what the test below needs is not even in the text
         return module, _unused(suppressions, [], select, ignore)
     facts = ScriptFacts(module, text, tree)
-    if not facts.uses_torch or facts.other_launcher or not (facts.trains or facts.init_calls or facts.ddp_calls):
+    if not facts.is_training_script():
         return module, _unused(suppressions, [], select, ignore)  # not a training script: nothing here is about DDP
     active = expand(select, ignore)
     fixing = set(active) if fix else set()

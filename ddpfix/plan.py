@@ -2,9 +2,12 @@
 
 Edits are keyed by original nodes, so rules never see each other's output and compose through the
 plan: an expression replacement inside a statement that another rule guards is applied first, then
-the guard; statements inserted after the same anchor are ordered by their `order` (the fixed order of
-the output contract: SyncBN, then the wrap, then the optimizer). Adjacent statements that need the
-same guard share one `if`.
+the guard; statements inserted at the same place are ordered by their `Order` (the fixed order of the
+output contract: set_device, SyncBN, then the wrap, then the optimizer). Adjacent statements that need
+the same guard share one `if`.
+
+Besides edits, the plan holds what one rule's fix tells a later one (`wraps`, `raw_names`,
+`hoisted`); each rule declares which of these it provides and reads (`Rule.provides`, `Rule.reads`).
 """
 
 from __future__ import annotations
@@ -14,12 +17,44 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from .syntax import dotted, single_small, strip_docstring
 
+if TYPE_CHECKING:
+    from .analysis import ScriptFacts
+
 Replacer = Callable[[cst.CSTNode], cst.CSTNode]
+
+
+class Order(IntEnum):
+    """Where a statement goes among others inserted at the same place: the output contract's order."""
+
+    IMPORTS = 0
+    ENVIRONMENT = 10  # RANK / LOCAL_RANK / WORLD_SIZE / DISTRIBUTED, after the imports
+    SET_EPOCH = 11  # the first statement of the epoch loop
+    PROCESS_GROUP = 20  # set_device + init_process_group at the top of the entry point
+    NO_SYNC = 21  # the micro-step's sync decision at the top of the accumulation loop
+    SET_DEVICE = 30  # before CUDA work and before init_process_group
+    SYNC_BATCHNORM = 31  # before the wrap
+    SAMPLER = 40  # before the DataLoader that takes it
+    WRAP = 41  # after the model is built, moved and loaded
+    OPTIMIZER = 50  # after the wrap (moved optimizers keep their order: OPTIMIZER + i)
+    HOISTED_COLLECTIVE = 60  # a collective moved out of a rank guard, right after it
+    BARRIER = 61  # between a rank-0 save and the load of every rank
+    TEARDOWN = 90  # destroy_process_group at the end of the entry point
+
+
+@dataclass
+class PlannedWrap:
+    """A DDP wrap this plan makes: how code reaches the plain module, and the statement from which on
+    the handle is the wrapper (None: the model's wrap point)."""
+
+    raw: str
+    stmt: cst.CSTNode | None = None
 
 
 @dataclass
@@ -54,7 +89,7 @@ def blank() -> cst.EmptyLine:
 class Plan:
     """Edits proposed by rules, applied in one pass by `apply()`."""
 
-    def __init__(self, facts) -> None:
+    def __init__(self, facts: ScriptFacts) -> None:
         self.facts = facts
         self.module: cst.Module = facts.module
         self.replacements: dict[cst.CSTNode, list[Replacer]] = {}
@@ -67,6 +102,10 @@ class Plan:
         self.introduced: set[str] = set()
         self.bound: dict[str, str] = {}  # qualified name -> local spelling chosen by this plan
         self._seq = 0
+        # what one rule's fix tells a later one
+        self.wraps: dict[str, PlannedWrap] = {}  # model handle -> the wrap planned for it (fixed or not)
+        self.raw_names: dict[str, str] = {}  # model handle -> the name chosen for its plain module
+        self.hoisted: list[cst.Call] = []  # collectives moved out of a rank guard
 
     # ------------------------------------------------------------------ naming
     # When the preferred name is taken, a descriptive variant reads better than a number.
@@ -82,7 +121,7 @@ class Plan:
 
     def fresh(self, preferred: str) -> str:
         """A name not used by the script nor by anything this plan introduced."""
-        taken = self.facts.names | self.introduced
+        taken = self.facts.index.identifiers | self.introduced
         candidates = [preferred, self._variant(preferred)]
         name = next((c for c in candidates if c and c not in taken), None)
         i = 2
@@ -109,15 +148,12 @@ class Plan:
         """
         if qualified in self.bound:
             return self.bound[qualified]
-        existing = self.facts.alias_for(qualified, via_parent=via_parent)
+        existing = self.facts.names.alias_for(qualified, via_parent=via_parent)
         if existing is not None:
             self.bound[qualified] = existing
             return existing
-        name = (
-            preferred
-            if preferred not in self.facts.names and preferred not in self.introduced
-            else self.fresh(preferred)
-        )
+        taken = self.facts.index.identifiers
+        name = preferred if preferred not in taken and preferred not in self.introduced else self.fresh(preferred)
         self.introduced.add(name)
         mod, _, obj = qualified.rpartition(".")
         if style == "import":
@@ -156,21 +192,21 @@ class Plan:
         self.replacements.setdefault(node, []).append(fn)
 
     def insert_before(
-        self, anchor: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int = 50, *, blank_after: bool = False
+        self, anchor: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int, *, blank_after: bool = False
     ) -> None:
         self._insert(self.before, anchor, order, stmts=list(stmts), blank_after=blank_after)
 
-    def insert_after(self, anchor: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int = 50) -> None:
+    def insert_after(self, anchor: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int) -> None:
         self._insert(self.after, anchor, order, stmts=list(stmts))
 
-    def prepend(self, block: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int = 50) -> None:
+    def prepend(self, block: cst.CSTNode, stmts: Sequence[cst.BaseStatement], order: int) -> None:
         self._insert(self.prepends, block, order, stmts=list(stmts))
 
-    def move_after(self, stmt: cst.CSTNode, anchor: cst.CSTNode, order: int = 50) -> None:
+    def move_after(self, stmt: cst.CSTNode, anchor: cst.CSTNode, order: int) -> None:
         self.moved.add(stmt)
         self._insert(self.after, anchor, order, moved=stmt)
 
-    def move_before(self, stmt: cst.CSTNode, anchor: cst.CSTNode, order: int = 50) -> None:
+    def move_before(self, stmt: cst.CSTNode, anchor: cst.CSTNode, order: int) -> None:
         self.moved.add(stmt)
         self._insert(self.before, anchor, order, moved=stmt)
 
@@ -203,19 +239,19 @@ class Plan:
                 same = [s for s in same if _stmt_module(s).startswith("torch")] or same
             later = [s for s in same if _stmt_module(s).lower() > spec.sort_key]
             if later:
-                self.insert_before(later[0], stmts, order=0)
+                self.insert_before(later[0], stmts, order=Order.IMPORTS)
             elif same:
-                self.insert_after(same[-1], stmts, order=0)
+                self.insert_after(same[-1], stmts, order=Order.IMPORTS)
             elif region and section == "stdlib":
-                self.insert_before(region[0], stmts, order=0, blank_after=True)
+                self.insert_before(region[0], stmts, order=Order.IMPORTS, blank_after=True)
             elif region:
-                self.insert_after(region[-1], stmts, order=0)
+                self.insert_after(region[-1], stmts, order=Order.IMPORTS)
             else:
                 first = body[strip_docstring(body)] if strip_docstring(body) < len(body) else None
                 if first is not None:
-                    self.insert_before(first, stmts, order=0, blank_after=True)
+                    self.insert_before(first, stmts, order=Order.IMPORTS, blank_after=True)
                 else:
-                    self.prepend(self.module, stmts, order=0)
+                    self.prepend(self.module, stmts, order=Order.IMPORTS)
 
     def import_anchor(self) -> cst.BaseStatement | None:
         """The last top-level import statement of the file's import region (where setup code follows)."""
@@ -269,7 +305,7 @@ class _Applier(cst.CSTTransformer):
         self.touched: set[cst.CSTNode] = set()
         for key in (*plan.replacements, *plan.before, *plan.after, *plan.prepends, *plan.guards, *plan.moved):
             self.touched.add(key)
-            self.touched.update(plan.facts.ancestors(key))
+            self.touched.update(plan.facts.index.ancestors(key))
 
     def on_visit(self, node) -> bool:
         return node in self.touched

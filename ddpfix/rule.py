@@ -6,9 +6,9 @@ from typing import ClassVar
 
 import libcst as cst
 
+from .analysis import ScriptFacts
 from .diagnostic import NONE, SAFE, UNSAFE, Diagnostic
-from .facts import ScriptFacts
-from .plan import Plan
+from .plan import Order, Plan
 from .syntax import assign_targets
 
 ENV_DEFAULTS = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}
@@ -31,7 +31,9 @@ class Rule:
     name: ClassVar[str]
     message: ClassVar[str]
     fix: ClassVar[str] = SAFE
-    requires: ClassVar[tuple[str, ...]] = ()
+    requires: ClassVar[tuple[str, ...]] = ()  # rules whose fixes this rule's fix needs (DDP201 needs DDP001)
+    provides: ClassVar[frozenset[str]] = frozenset()  # plan state this rule fills: "wraps", "samplers", "hoisted"
+    reads: ClassVar[frozenset[str]] = frozenset()  # plan state this rule reads: its providers run first
     docs: ClassVar[str] = ""
 
     def run(self, ctx: "Context") -> None:  # pragma: no cover - every rule overrides
@@ -48,7 +50,6 @@ class Context:
         self.unsafe_fixes = unsafe_fixes
         self.diagnostics: list[Diagnostic] = []
         self.rule: Rule | None = None
-        self.shared: dict = {}  # what one rule's fix tells a later one (the raw-model handle, new samplers)
         self.suppressions = None  # suppress.Suppressions: `# ddpfix: ignore[...]` comments of this source
         self._env: dict[str, str] = {}
         self._env_missing: list[str] = []
@@ -59,7 +60,7 @@ class Context:
         rule = self.rule
         assert rule is not None
         level = rule.fix if fix is None else fix
-        pos = self.facts.position(node)
+        pos = self.facts.index.position(node)
         if self.suppressions is not None and self.suppressions.silences(rule.code, pos.start.line):
             return False  # silenced: no finding, and no edits
         applied = level != NONE and rule.code in self.fixing and (level == SAFE or self.unsafe_fixes)
@@ -82,19 +83,20 @@ class Context:
         """Spelling of RANK / LOCAL_RANK / WORLD_SIZE / DISTRIBUTED; added at module level once if missing."""
         if key in self._env:
             return self._env[key]
-        existing = self.facts.env_names.get(key)
+        env_names = self.facts.launch.env_names
+        existing = env_names.get(key)
         if existing is not None:
             self._env[key] = existing
             return existing
         if not self._env_missing:
             for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "DISTRIBUTED"):
-                if k not in self.facts.env_names:
+                if k not in env_names:
                     self._env_missing.append(k)
             for k in self._env_missing:
-                taken = self.facts.names | self.plan.introduced
+                taken = self.facts.index.identifiers | self.plan.introduced
                 self._env[k] = k if k not in taken else self.plan.fresh(ENV_FALLBACK_NAMES[k])
                 self.plan.introduced.add(self._env[k])
-            for k, v in self.facts.env_names.items():
+            for k, v in env_names.items():
                 self._env.setdefault(k, v)
         return self._env[key]
 
@@ -104,9 +106,7 @@ class Context:
 
     def rank_name(self, at: cst.CSTNode | None = None) -> str:
         if at is not None:
-            from .ranks import Ranks  # rank analysis is only needed by scripts that already have one
-
-            var = Ranks.of(self.facts).global_rank_var(at)
+            var = self.facts.ranks.global_rank_var(at)
             if var is not None:
                 return var
         return self.env("RANK")
@@ -125,7 +125,8 @@ class Context:
         stmts = self.plan.statements("\n".join(lines))
         anchor = self.plan.import_anchor()
         body = list(self.facts.module.body)
-        existing = [i for i, st in enumerate(body) if set(assign_targets(st)) & set(self.facts.env_names.values())]
+        script_env = set(self.facts.launch.env_names.values())
+        existing = [i for i, st in enumerate(body) if set(assign_targets(st)) & script_env]
         if existing and (anchor is None or existing[-1] > body.index(anchor)):
             anchor = body[existing[-1]]  # after the script's own RANK/WORLD_SIZE, which ours may use
             blanks = 0  # one block with them
@@ -134,9 +135,9 @@ class Context:
             blanks = max(1, sum(1 for l in nxt.leading_lines if l.comment is None)) if nxt is not None else 1
         stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * blanks)
         if anchor is not None:
-            self.plan.insert_after(anchor, stmts, order=10)
+            self.plan.insert_after(anchor, stmts, order=Order.ENVIRONMENT)
         else:
-            self.plan.prepend(self.facts.module, stmts, order=10)
+            self.plan.prepend(self.facts.module, stmts, order=Order.ENVIRONMENT)
 
 
 def _next_statement(module: cst.Module, anchor: cst.CSTNode | None) -> cst.BaseStatement | None:
@@ -147,4 +148,4 @@ def _next_statement(module: cst.Module, anchor: cst.CSTNode | None) -> cst.BaseS
     return body[idx + 1] if idx is not None and idx + 1 < len(body) else None
 
 
-__all__ = ["Rule", "Context", "SAFE", "UNSAFE", "NONE"]
+__all__ = ["Context", "NONE", "Order", "Rule", "SAFE", "UNSAFE"]

@@ -230,6 +230,11 @@ def expr_call(stmt: cst.CSTNode) -> cst.Call | None:
     return None
 
 
+def loop_variable(loop: cst.For) -> str | None:
+    """The loop's variable when it is a plain name (`epoch` in `for epoch in range(n):`)."""
+    return loop.target.value if isinstance(loop.target, cst.Name) else None
+
+
 def body_of(node: cst.CSTNode) -> Sequence[cst.BaseStatement] | None:
     """Statements of a Module or of an IndentedBlock-bodied compound statement."""
     if isinstance(node, cst.Module):

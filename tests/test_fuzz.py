@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from invariants import problems
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ddpfix.facts import ScriptFacts
+from ddpfix.analysis.index import TreeIndex
 from ddpfix.positions import StatementPositions
 
 hypothesmith = pytest.importorskip("hypothesmith")
@@ -47,7 +47,7 @@ def assert_positions_agree(source: str) -> None:
     except cst.ParserSyntaxError:
         return
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    positions = StatementPositions(module, source, ScriptFacts(module).parent)
+    positions = StatementPositions(module, source, TreeIndex(module).parent)
     wrong = [(type(n).__name__, positions[n], rng) for n, rng in expected.items() if positions[n] != rng]
     assert not wrong, f"{wrong[:3]}\n--- program ---\n{source}"
 

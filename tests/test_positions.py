@@ -10,7 +10,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ddpfix.facts import ScriptFacts
+from ddpfix.analysis.index import TreeIndex
 from ddpfix.positions import StatementPositions
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -48,7 +48,7 @@ def _text(module: cst.Module, source: str | bytes) -> str:
 def test_module_positions_match_position_provider(name):
     module = cst.parse_module(SOURCES[name])
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    facts = ScriptFacts(module)
+    facts = TreeIndex(module)
     assert all(facts.position(node) == rng for node, rng in expected.items())
 
 
@@ -57,7 +57,7 @@ def test_statement_positions_match_position_provider(name):
     source = SOURCES[name]
     module = cst.parse_module(source)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    facts = ScriptFacts(module)
+    facts = TreeIndex(module)
     positions = StatementPositions(module, _text(module, source), facts.parent)
     wrong = [
         (type(n).__name__, positions[n], rng)
@@ -74,7 +74,7 @@ def test_statement_positions_match_position_provider(name):
 def test_a_statement_the_two_parsers_place_differently_is_not_trusted():
     source = "x = 1\ny = 2\n"
     module = cst.parse_module(source)
-    facts = ScriptFacts(module)
+    facts = TreeIndex(module)
     other = ast.parse("x = 1\n\ny = 2\n")  # puts `y = 2` on line 3, where the text has nothing
     positions = StatementPositions(module, source, facts.parent, other)
     assert positions[module.body[1]].start.line == 2  # the render did not match there: the whole module's positions

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..edits import torch_name
-from ..rule import Context, Rule
+from ..rule import Context, Order, Rule
 from ..syntax import anchor_of, single_small, strip_docstring
 
 
@@ -55,14 +55,14 @@ of a module-level script); teardown at its end.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if facts.init_calls or facts.spawn_calls or not facts.trains:
+        if facts.launch.init_calls or facts.launch.spawn_calls or not facts.training.trains:
             return
-        if facts.models:
-            where = facts.models[0].definition.stmt
-        elif facts.optimizer_sites:
-            where = facts.optimizer_sites[0].stmt
+        if facts.models.trained:
+            where = facts.models.trained[0].definition.stmt
+        elif facts.training.optimizer_sites:
+            where = facts.training.optimizer_sites[0].stmt
         else:
-            where = facts.site(facts.backward_calls[0]).stmt
+            where = facts.index.site(facts.training.backward_calls[0]).stmt
         if not ctx.report(anchor_of(where)):
             return
         torch = torch_name(ctx)
@@ -85,25 +85,27 @@ of a module-level script); teardown at its end.
             """,
             **names,
         )
-        entry = facts.entry
+        entry = facts.launch.entry
         if isinstance(entry, cst.Module):
             setup[0] = setup[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
             anchor = ctx.plan.import_anchor()
             if anchor is not None:
-                ctx.plan.insert_after(anchor, setup, order=20)
+                ctx.plan.insert_after(anchor, setup, order=Order.PROCESS_GROUP)
             else:
-                ctx.plan.prepend(facts.module, setup, order=20)
-            ctx.plan.insert_after(facts.module.body[-1], teardown, order=90)
+                ctx.plan.prepend(facts.module, setup, order=Order.PROCESS_GROUP)
+            ctx.plan.insert_after(facts.module.body[-1], teardown, order=Order.TEARDOWN)
             return
         block = entry.body
         body = list(block.body)
         first = strip_docstring(body)
         if first < len(body):
-            ctx.plan.insert_before(body[first], setup, order=20, blank_after=True)
+            ctx.plan.insert_before(body[first], setup, order=Order.PROCESS_GROUP, blank_after=True)
         else:
-            ctx.plan.insert_after(body[-1], setup, order=20)
+            ctx.plan.insert_after(body[-1], setup, order=Order.PROCESS_GROUP)
         last = body[-1]
         if isinstance(single_small(last), cst.Return):
-            ctx.plan.insert_before(last, [teardown[0].with_changes(leading_lines=[])], order=90, blank_after=True)
+            ctx.plan.insert_before(
+                last, [teardown[0].with_changes(leading_lines=[])], order=Order.TEARDOWN, blank_after=True
+            )
         else:
-            ctx.plan.insert_after(last, teardown, order=90)
+            ctx.plan.insert_after(last, teardown, order=Order.TEARDOWN)

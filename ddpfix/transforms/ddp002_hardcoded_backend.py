@@ -35,7 +35,7 @@ Safe: on GPU machines the backend is still NCCL.
 """
 
     def run(self, ctx: Context) -> None:
-        for call in ctx.facts.init_calls:
+        for call in ctx.facts.launch.init_calls:
             arg = kwarg(call, "backend") or positional(call, 0)
             if arg is None or string_value(arg.value) != "nccl":
                 continue

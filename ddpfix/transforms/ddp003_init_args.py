@@ -41,9 +41,9 @@ alone (see DDP004).
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if facts.spawn_calls:
+        if facts.launch.spawn_calls:
             return
-        for call in facts.init_calls:
+        for call in facts.launch.init_calls:
             present = [name for name in DROPPED if kwarg(call, name) is not None]
             method = kwarg(call, "init_method")
             if method is not None and string_value(method.value) == "env://":

@@ -45,10 +45,10 @@ None (converting to torchrun restructures the launch).
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for call in facts.spawn_calls:
+        for call in facts.launch.spawn_calls:
             target = positional(call, 0) or kwarg(call, "fn")
             name = dotted(target.value) if target is not None else None
-            func = facts.func_by_name.get(name or "")
+            func = facts.index.func_by_name.get(name or "")
             if func is None:
                 continue
             params = [p.name.value for p in func.params.params]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.ranks import Ranks
 from ..edits import without_kwarg
-from ..ranks import Ranks
 from ..rule import Context, Rule
 from ..syntax import calls_in, dotted, kwarg, method_name, positional, walk
 
@@ -50,7 +50,7 @@ Safe for names recognised as ranks (environment variables, `dist.get_rank()`, ar
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        ranks = Ranks.of(facts)
+        ranks = facts.ranks
         for expr in _device_uses(facts):
             if ranks.is_global_rank(expr):
                 if ctx.report(
@@ -59,7 +59,7 @@ Safe for names recognised as ranks (environment variables, `dist.get_rank()`, ar
                 ):
                     local = _local_name(ctx, expr)
                     ctx.plan.replace(expr, lambda n, local=local: cst.parse_expression(local))
-        for node in facts.ifs:
+        for node in facts.index.ifs:
             if not _has_side_effect(facts, node.body):
                 continue
             for comp in _local_rank_zero_tests(ranks, node.test):
@@ -68,7 +68,7 @@ Safe for names recognised as ranks (environment variables, `dist.get_rank()`, ar
                     ctx.plan.replace(
                         comp, lambda n, c=cond: cst.parse_expression(c).with_changes(lpar=n.lpar, rpar=n.rpar)
                     )
-        for call in facts.sampler_calls:
+        for call in facts.data.sampler_calls:
             arg = kwarg(call, "rank")
             if arg is not None and ranks.is_local_rank(arg.value):
                 if ctx.report(arg, "DistributedSampler keyed on the local rank: every node trains the same shard"):
@@ -76,8 +76,8 @@ Safe for names recognised as ranks (environment variables, `dist.get_rank()`, ar
 
 
 def _device_uses(facts):
-    for call in facts.calls:
-        q = facts.call_qual(call) or ""
+    for call in facts.index.calls:
+        q = facts.names.call_qual(call) or ""
         if q == "torch.cuda.set_device" or method_name(call) in ("to", "cuda"):
             arg = positional(call, 0)
             if arg is not None and isinstance(arg.value, (cst.Name, cst.Attribute)):
@@ -97,9 +97,9 @@ def _device_uses(facts):
 def _local_name(ctx: Context, at: cst.CSTNode) -> str:
     facts = ctx.facts
     for name in ("local_rank", "args.local_rank"):
-        if facts.assignments(facts.scope_of(at), name):
+        if facts.names.assignments(facts.index.scope_of(at), name):
             return name
-    func = facts.enclosing(at, cst.FunctionDef)
+    func = facts.index.enclosing(at, cst.FunctionDef)
     if isinstance(func, cst.FunctionDef) and any(p.name.value == "local_rank" for p in func.params.params):
         return "local_rank"
     return ctx.env("LOCAL_RANK")
@@ -108,10 +108,10 @@ def _local_name(ctx: Context, at: cst.CSTNode) -> str:
 def _has_side_effect(facts, body, depth: int = 0) -> bool:
     """Does `body` write files or print/log (directly or through a helper of this file)?"""
     for call in calls_in(body):
-        callee = facts._local_callee(call)
+        callee = facts.index.callee_of(call)
         if callee is not None and depth < 2 and _has_side_effect(facts, callee.body, depth + 1):
             return True
-        q = facts.call_qual(call) or dotted(call.func) or ""
+        q = facts.names.call_qual(call) or dotted(call.func) or ""
         if q in ("torch.save", "print") or q.startswith(("logging.", "wandb.")) or "SummaryWriter" in q:
             return True
         if method_name(call) in ("info", "warning", "add_scalar", "save"):

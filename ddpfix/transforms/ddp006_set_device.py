@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from ..edits import torch_name
-from ..rule import Context, Rule
+from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, positional
 
 
@@ -43,10 +43,10 @@ Safe: a `set_device` placed before init moves nothing but the current device of 
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for init in facts.init_calls:
-            init_stmt = facts.site(init).stmt
-            late = [c for c in facts.set_device_calls if facts.before(init, c)]
-            early = [c for c in facts.set_device_calls if facts.before(c, init)]
+        for init in facts.launch.init_calls:
+            init_stmt = facts.index.site(init).stmt
+            late = [c for c in facts.launch.set_device_calls if facts.index.before(init, c)]
+            early = [c for c in facts.launch.set_device_calls if facts.index.before(c, init)]
             if early:
                 continue
             if late:
@@ -55,7 +55,7 @@ Safe: a `set_device` placed before init moves nothing but the current device of 
                 if pair is None:
                     ctx.report(late[0], late_msg, fix="none")
                 elif ctx.report(late[0], late_msg):
-                    ctx.plan.move_before(pair[0], pair[1], order=30)
+                    ctx.plan.move_before(pair[0], pair[1], order=Order.SET_DEVICE)
                 continue
             spawned = _is_spawn_target(facts, init)
             local = _local_rank_in_scope(ctx, init, module_level=not spawned)  # mp.spawn sets no LOCAL_RANK
@@ -74,24 +74,26 @@ Safe: a `set_device` placed before init moves nothing but the current device of 
                 torch=torch,
                 L=local,
             )
-            ctx.plan.insert_before(init_stmt, stmts, order=30)
+            ctx.plan.insert_before(init_stmt, stmts, order=Order.SET_DEVICE)
 
 
 def _siblings(facts, set_device: cst.Call, init: cst.Call):
     """(statement holding set_device, statement holding init) in one block, when the first holds
     nothing but the set_device (an `if torch.cuda.is_available():` around it is fine)."""
-    init_chain = [facts.site(init).stmt] + [a for a in facts.ancestors(init) if isinstance(a, cst.BaseStatement)]
-    for anc in [facts.site(set_device).stmt] + [
-        a for a in facts.ancestors(set_device) if isinstance(a, cst.BaseStatement)
+    init_chain = [facts.index.site(init).stmt] + [
+        a for a in facts.index.ancestors(init) if isinstance(a, cst.BaseStatement)
+    ]
+    for anc in [facts.index.site(set_device).stmt] + [
+        a for a in facts.index.ancestors(set_device) if isinstance(a, cst.BaseStatement)
     ]:
-        block = facts.parent.get(anc)
+        block = facts.index.parent.get(anc)
         for other in init_chain:
-            if facts.parent.get(other) is block and block is not None:
+            if facts.index.parent.get(other) is block and block is not None:
                 if (
                     sum(
                         1
                         for c in calls_in(anc)
-                        if c is not set_device and facts.call_qual(c) != "torch.cuda.is_available"
+                        if c is not set_device and facts.names.call_qual(c) != "torch.cuda.is_available"
                     )
                     == 0
                     and other is not anc
@@ -102,11 +104,12 @@ def _siblings(facts, set_device: cst.Call, init: cst.Call):
 
 
 def _is_spawn_target(facts, node: cst.CSTNode) -> bool:
-    func = facts.enclosing(node, cst.FunctionDef)
+    func = facts.index.enclosing(node, cst.FunctionDef)
     if not isinstance(func, cst.FunctionDef):
         return False
     return any(
-        positional(c, 0) is not None and dotted(positional(c, 0).value) == func.name.value for c in facts.spawn_calls
+        positional(c, 0) is not None and dotted(positional(c, 0).value) == func.name.value
+        for c in facts.launch.spawn_calls
     )
 
 
@@ -114,11 +117,11 @@ def _local_rank_in_scope(ctx: Context, node: cst.CSTNode, *, module_level: bool 
     """A variable of the init call's function that holds LOCAL_RANK (`local_rank = int(os.environ[...])`),
     or with `module_level`, one of the module's."""
     facts = ctx.facts
-    scope = facts.scope_of(node)
-    for stmt in facts.assignments(scope, "local_rank") + facts.assignments(scope, "args.local_rank"):
-        if facts.before(stmt.stmt, node):
+    scope = facts.index.scope_of(node)
+    for stmt in facts.names.assignments(scope, "local_rank") + facts.names.assignments(scope, "args.local_rank"):
+        if facts.index.before(stmt.stmt, node):
             return assign_targets(stmt.stmt)[0]
-    func = facts.enclosing(node, cst.FunctionDef)
+    func = facts.index.enclosing(node, cst.FunctionDef)
     if isinstance(func, cst.FunctionDef):
         for p in func.params.params:
             if re.fullmatch(r"(local_rank|gpu|gpu_id|device_id)", p.name.value):

@@ -43,16 +43,16 @@ gets the diagnostic only.
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         sites: list[tuple[cst.CSTNode, int, str]] = []  # node, index, kind
-        for s, value in facts.string_literals("cuda"):
+        for s, value in facts.names.string_literals("cuda"):
             m = CUDA_LITERAL.match(value)
             if m and "f" not in s.prefix.lower() and "b" not in s.prefix.lower():
                 sites.append((s, int(m.group(1)), "string"))
-        for call in facts.calls:
+        for call in facts.index.calls:
             if method_name(call) in ("cuda", "to") and len(call.args) >= 1:
                 arg = positional(call, 0)
                 if arg is not None and isinstance(arg.value, cst.Integer):
                     sites.append((arg.value, int(arg.value.value), "int"))
-            if facts.call_qual(call) == "torch.device" and len(call.args) == 2:
+            if facts.names.call_qual(call) == "torch.device" and len(call.args) == 2:
                 arg = positional(call, 1)
                 if arg is not None and isinstance(arg.value, cst.Integer):
                     sites.append((arg.value, int(arg.value.value), "int"))
@@ -87,7 +87,7 @@ def _fstring(node: cst.SimpleString, local: str) -> cst.BaseExpression:
 def _int_assignments(facts) -> list[cst.Assign]:
     """`device = 0`, `gpu_id = 0`: an integer literal bound to a device-like name."""
     out = []
-    for node in facts.assigns:
+    for node in facts.index.assigns:
         if isinstance(node.value, cst.Integer) and len(node.targets) == 1:
             target = node.targets[0].target
             if isinstance(target, cst.Name) and DEVICE_VAR.match(target.value):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..ranks import Ranks
-from ..rule import UNSAFE, Context, Rule
+from ..analysis.ranks import Ranks
+from ..rule import UNSAFE, Context, Order, Rule
 from ..syntax import expr_call
 
 
@@ -54,7 +54,7 @@ that has other work and no `else`; otherwise the diagnostic says what to do.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        ranks = Ranks.of(facts)
+        ranks = facts.ranks
         by_scope: dict[int, list[tuple[cst.If, cst.Call, str, tuple]]] = {}
         for node in ranks.rank_ifs():
             take0, take_n = ranks.takes(node.test)
@@ -65,14 +65,14 @@ that has other work and no `else`; otherwise the diagnostic says what to do.
                 for call, op in ranks.collectives_in(body):
                     if _inner_rank_if(facts, ranks, call, node):
                         continue  # counted at the innermost rank-dependent branch
-                    by_scope.setdefault(id(facts.scope_of(node)), []).append((node, call, op, taken))
+                    by_scope.setdefault(id(facts.index.scope_of(node)), []).append((node, call, op, taken))
         for entries in by_scope.values():
             for node, call, op in _unpaired(entries):
                 self._report(ctx, node, call, op)
 
     def _report(self, ctx: Context, node: cst.If, call: cst.Call, op: str) -> None:
         facts = ctx.facts
-        site = facts.site(call)
+        site = facts.index.site(call)
         stmt = site.stmt
         hoistable = (
             expr_call(stmt) is call
@@ -86,10 +86,10 @@ that has other work and no `else`; otherwise the diagnostic says what to do.
         if not hoistable:
             ctx.report(call, message + "; call it on every rank (outside the rank condition)", fix="none")
             return
-        ctx.shared.setdefault("hoisted", []).append(call)
+        ctx.plan.hoisted.append(call)
         if ctx.report(call, message):
             ctx.plan.moved.add(stmt)
-            ctx.plan.insert_after(node, [stmt.with_changes(leading_lines=[])], order=60)
+            ctx.plan.insert_after(node, [stmt.with_changes(leading_lines=[])], order=Order.HOISTED_COLLECTIVE)
 
 
 def _unpaired(entries):
@@ -115,7 +115,7 @@ def _neg(v):
 
 
 def _inner_rank_if(facts, ranks: Ranks, call: cst.CSTNode, outer: cst.If) -> bool:
-    for anc in facts.ancestors(call):
+    for anc in facts.index.ancestors(call):
         if anc is outer:
             return False
         if isinstance(anc, cst.If) and ranks.depends_on_rank(anc.test):

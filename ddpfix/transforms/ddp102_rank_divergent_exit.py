@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from ..ranks import Ranks
+from ..analysis.ranks import Ranks
 from ..rule import NONE, Context, Rule
 from ..syntax import calls_in, code_of, method_name, walk
 
@@ -49,17 +49,17 @@ None: the right collective decision depends on the script; the diagnostic points
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        ranks = Ranks.of(facts)
-        synced = bool(facts.ddp_calls or facts.init_calls or facts.models)
+        ranks = facts.ranks
+        synced = bool(facts.models.ddp_calls or facts.launch.init_calls or facts.models.trained)
         if not synced:
             return
-        for loop in facts.loops:
+        for loop in facts.index.loops:
             if not self._synchronises(facts, ranks, loop):
                 continue
             for node in walk(loop.body):
                 if not isinstance(node, cst.If):
                     continue
-                if facts.enclosing(node, cst.FunctionDef) is not facts.enclosing(loop, cst.FunctionDef):
+                if facts.index.enclosing(node, cst.FunctionDef) is not facts.index.enclosing(loop, cst.FunctionDef):
                     continue
                 rank_dep = ranks.depends_on_rank(node.test)
                 data_dep = bool(DATA_DEPENDENT.search(code_of(node.test)))

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import raw_handles
-from ..ranks import Ranks
+from ..handles import raw_handles
 from ..rule import Context, Rule
 from ..syntax import calls_in, dotted
 
@@ -45,7 +44,7 @@ Safe: the unwrapped module computes the same outputs without collectives.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        ranks = Ranks.of(facts)
+        ranks = facts.ranks
         raws = raw_handles(ctx)
         if not raws:
             return
@@ -57,7 +56,7 @@ Safe: the unwrapped module computes the same outputs without collectives.
                 hits = []
                 if dotted(call.func) in raws:
                     hits.append(call.func)
-                callee = facts._local_callee(call)
+                callee = facts.index.callee_of(call)
                 if callee is not None:
                     hits += [a.value for a in call.args if dotted(a.value) in raws]
                 for handle in hits:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..ranks import Ranks
 from ..rule import NONE, Context, Rule
 from ..syntax import code_of, dotted, kwarg, positional, walk
 
@@ -42,23 +41,23 @@ None: which one fits depends on the data pipeline.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if not (facts.ddp_calls or facts.init_calls):
+        if not (facts.models.ddp_calls or facts.launch.init_calls):
             return
-        if any(dotted(c.func) and (dotted(c.func) or "").endswith("Join") for c in facts.calls):
+        if any(dotted(c.func) and (dotted(c.func) or "").endswith("Join") for c in facts.index.calls):
             return
-        ranks = Ranks.of(facts)
+        ranks = facts.ranks
         for node in _subscripts(facts):
             ctx.report(
                 node, "data sharded by hand with the rank: shard sizes can differ; use a DistributedSampler or Join"
             )
-        for call in facts.calls:
+        for call in facts.index.calls:
             if (dotted(call.func) or "").split(".")[-1] == "Subset":
                 idx = positional(call, 1) or kwarg(call, "indices")
                 if idx is not None and ranks.depends_on_rank(idx.value):
                     ctx.report(
                         call, "Subset built from the rank: shard sizes can differ; use a DistributedSampler or Join"
                     )
-        for loader, _ in facts.training_loaders:
+        for loader, _ in facts.data.training_loaders:
             ds = positional(loader.site.node, 0) or kwarg(loader.site.node, "dataset")  # type: ignore[arg-type]
             if ds is not None and _is_iterable(facts, ds.value):
                 ctx.report(
@@ -69,8 +68,8 @@ None: which one fits depends on the data pipeline.
 
 def _subscripts(facts):
     seen = set()
-    ranks = Ranks.of(facts)
-    for assign in facts.assigns:
+    ranks = facts.ranks
+    for assign in facts.index.assigns:
         for n in walk(assign.value):
             if isinstance(n, cst.Subscript) and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Slice):
                 sl = n.slice[0].slice
@@ -86,12 +85,12 @@ def _subscripts(facts):
 
 def _is_iterable(facts, expr) -> bool:
     name = dotted(expr.func) if isinstance(expr, cst.Call) else dotted(expr)
-    for cls in facts.classes:
+    for cls in facts.index.classes:
         if cls.name.value == name or (
             name
             and any(
                 dotted(a.value.func) == cls.name.value
-                for a in facts.assigns
+                for a in facts.index.assigns
                 if isinstance(a.value, cst.Call) and any(dotted(t.target) == name for t in a.targets)
             )
         ):

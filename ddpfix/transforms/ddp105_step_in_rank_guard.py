@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..ranks import Ranks
 from ..rule import NONE, Context, Rule
 from ..syntax import dotted, method_name, receiver
 
@@ -42,13 +41,13 @@ None: moving training steps changes what the script does; fix it by hand.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        ranks = Ranks.of(facts)
-        for call in facts.calls:
+        ranks = facts.ranks
+        for call in facts.index.calls:
             name = method_name(call)
             if name == "backward" or (
-                name == "step" and dotted(receiver(call) or cst.Name("_")) in facts.optimizer_targets
+                name == "step" and dotted(receiver(call) or cst.Name("_")) in facts.training.optimizer_targets
             ):
-                for anc in facts.ancestors(call):
+                for anc in facts.index.ancestors(call):
                     if isinstance(anc, cst.If) and ranks.depends_on_rank(anc.test):
                         ctx.report(
                             call, f"{name}() inside a rank condition: every rank must run the same training steps"

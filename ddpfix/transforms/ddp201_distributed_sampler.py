@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import epoch_name, set_epoch_statements, with_kwarg
-from ..facts import Loader
-from ..rule import Context, Rule
-from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional
+from ..analysis import Loader
+from ..edits import set_epoch_statements, with_kwarg
+from ..rule import Context, Order, Rule
+from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, loop_variable, positional
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -55,8 +55,8 @@ diagnostic only.
         # Sharding the data is only right once gradients are synchronised: a model left in
         # nn.DataParallel (its conversion, DDP302, is an unsafe fix) would train per-rank copies.
         # So with a DataParallel model the sampler is as unsafe as that conversion, in check and fix alike.
-        dataparallel = any(facts.dataparallel(m) is not None for m in facts.models)
-        for loader, batch_loop in facts.training_loaders:
+        dataparallel = any(facts.models.dataparallel(m) is not None for m in facts.models.trained)
+        for loader, batch_loop in facts.data.training_loaders:
             if dataparallel and not ctx.unsafe_fixes:
                 ctx.report(
                     loader.site.node,
@@ -113,10 +113,10 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: 
     ctor, var = arg.value, None
     if not isinstance(ctor, cst.Call):
         var = dotted(ctor)
-        sites = facts.assignments(facts.scope_of(loader.site.node), var) if var else []
+        sites = facts.names.assignments(facts.index.scope_of(loader.site.node), var) if var else []
         value = assigned_value(sites[-1].stmt) if sites else None
         ctor = value if isinstance(value, cst.Call) else None
-    if ctor is None or facts.call_qual(ctor) not in LOCAL_SAMPLERS:
+    if ctor is None or facts.names.call_qual(ctor) not in LOCAL_SAMPLERS:
         return
     ds = positional(ctor, 0) or kwarg(ctor, "data_source")
     if ds is None or not ctx.report(
@@ -125,23 +125,23 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: 
         return
     cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
     dist_flag = ctx.env("DISTRIBUTED")
-    extra = LOCAL_SAMPLERS[facts.call_qual(ctor) or ""]
+    extra = LOCAL_SAMPLERS[facts.names.call_qual(ctor) or ""]
     ctx.plan.replace(
         ctor, lambda n: cst.parse_expression(f"{cls}({code_of(ds.value)}{extra}) if {dist_flag} else {code_of(n)}")
     )
-    epoch_loop = facts.epoch_loop_for(batch_loop)
-    epoch = epoch_name(epoch_loop) if epoch_loop is not None else None
+    epoch_loop = facts.data.epoch_loop_for(batch_loop)
+    epoch = loop_variable(epoch_loop) if epoch_loop is not None else None
     if epoch is None:
         return
-    if var is not None and facts.scope_of(epoch_loop) is facts.scope_of(loader.site.node):
+    if var is not None and facts.index.scope_of(epoch_loop) is facts.index.scope_of(loader.site.node):
         target = var
     else:
-        reach = facts.loader_reach(loader, epoch_loop)
+        reach = facts.data.loader_reach(loader, epoch_loop)
         if reach is None:
             return
         target = f"{reach}.sampler"
     stmts = ctx.plan.statements("if {d}:\n    {s}.set_epoch({e})", d=dist_flag, s=target, e=epoch)
-    ctx.plan.prepend(epoch_loop.body, stmts, order=10)
+    ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
 
 
 def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
@@ -149,7 +149,7 @@ def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
     ds = positional(call, 0) or kwarg(call, "dataset")
     if ds is None:
         return False
-    for sampler in facts.sampler_calls:
+    for sampler in facts.data.sampler_calls:
         arg = positional(sampler, 0) or kwarg(sampler, "dataset")
         if arg is not None and arg.value.deep_equals(ds.value):
             return True
@@ -158,7 +158,7 @@ def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
 
 def _is_iterable_dataset(facts, expr: cst.BaseExpression) -> bool:
     name = dotted(expr.func) if isinstance(expr, cst.Call) else None
-    for cls in facts.classes:
+    for cls in facts.index.classes:
         if name == cls.name.value or (
             isinstance(expr, cst.Name) and _bound_to_class(facts, expr.value, cls.name.value)
         ):
@@ -167,7 +167,7 @@ def _is_iterable_dataset(facts, expr: cst.BaseExpression) -> bool:
 
 
 def _bound_to_class(facts, var: str, cls_name: str) -> bool:
-    for assign in facts.assigns:
+    for assign in facts.index.assigns:
         if any(dotted(t.target) == var for t in assign.targets) and isinstance(assign.value, cst.Call):
             if dotted(assign.value.func) == cls_name:
                 return True
@@ -217,7 +217,7 @@ def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.
     new_stmts += plan.statements(
         "{s} = {cls}({args}) if {d} else None", s=sampler, cls=sampler_cls, args=sampler_args, d=dist_flag
     )
-    plan.insert_before(stmt, new_stmts, order=40)
+    plan.insert_before(stmt, new_stmts, order=Order.SAMPLER)
 
     def rewrite(node: cst.Call) -> cst.Call:
         args = list(node.args)
@@ -240,7 +240,6 @@ def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.
         return with_kwarg(node, "sampler", cst.parse_expression(sampler))
 
     plan.replace(call, rewrite)
-    ctx.shared.setdefault("samplers", []).append((loader, sampler))
     _add_set_epoch(ctx, loader, batch_loop, sampler)
 
 
@@ -253,18 +252,21 @@ def _same(node: cst.Call, original: cst.Arg) -> cst.Arg | None:
 
 def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.For, sampler: str) -> None:
     facts = ctx.facts
-    epoch_loop = facts.epoch_loop_for(batch_loop)
+    epoch_loop = facts.data.epoch_loop_for(batch_loop)
     if epoch_loop is None:
         return
-    epoch = epoch_name(epoch_loop)
+    epoch = loop_variable(epoch_loop)
     if epoch is None:
         return
-    same_scope = facts.scope_of(epoch_loop) is facts.scope_of(loader.site.node) and loader.binding is loader.site.stmt
-    same_class = sampler.startswith("self.") and facts.enclosing(epoch_loop, cst.ClassDef) is loader.site.cls
+    same_scope = (
+        facts.index.scope_of(epoch_loop) is facts.index.scope_of(loader.site.node)
+        and loader.binding is loader.site.stmt
+    )
+    same_class = sampler.startswith("self.") and facts.index.enclosing(epoch_loop, cst.ClassDef) is loader.site.cls
     if same_scope or same_class:
         stmts = set_epoch_statements(ctx, sampler, epoch, optional=True)
     else:
-        reach = facts.loader_reach(loader, epoch_loop)
+        reach = facts.data.loader_reach(loader, epoch_loop)
         if reach is None:
             return
         cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
@@ -277,4 +279,4 @@ def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.For, sampler: s
             cls=cls,
             e=epoch,
         )
-    ctx.plan.prepend(epoch_loop.body, stmts, order=10)
+    ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)

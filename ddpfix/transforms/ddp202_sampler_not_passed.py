@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import epoch_name, set_epoch_statements, with_kwarg, without_kwarg
-from ..rule import Context, Rule
-from ..syntax import assign_targets, assigned_value, dotted, is_literal, kwarg, method_name, positional, walk
+from ..edits import set_epoch_statements, with_kwarg, without_kwarg
+from ..rule import Context, Order, Rule
+from ..syntax import (
+    assign_targets,
+    assigned_value,
+    dotted,
+    is_literal,
+    kwarg,
+    loop_variable,
+    method_name,
+    positional,
+    walk,
+)
 
 
 class SamplerNotPassed(Rule):
@@ -55,8 +65,8 @@ says where to pass it by hand.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for sampler_call in facts.sampler_calls:
-            site = facts.site(sampler_call)
+        for sampler_call in facts.data.sampler_calls:
+            site = facts.index.site(sampler_call)
             value = assigned_value(site.stmt)
             conditional = isinstance(value, cst.IfExp) and value.body is sampler_call
             targets = assign_targets(site.stmt)
@@ -68,11 +78,11 @@ says where to pass it by hand.
             ds = positional(sampler_call, 0) or kwarg(sampler_call, "dataset")
             if ds is None:
                 continue
-            scope = facts.scope_of(site.stmt)
+            scope = facts.index.scope_of(site.stmt)
             loaders = [
                 c
-                for c in facts.loader_calls
-                if facts.scope_of(c) is scope
+                for c in facts.data.loader_calls
+                if facts.index.scope_of(c) is scope
                 and kwarg(c, "sampler") is None
                 and kwarg(c, "batch_sampler") is None
                 and (lambda a: a is not None and a.value.deep_equals(ds.value))(positional(c, 0) or kwarg(c, "dataset"))
@@ -85,7 +95,7 @@ says where to pass it by hand.
                 )
                 continue
             loader = loaders[0]
-            if not facts.before(site.stmt, loader):
+            if not facts.index.before(site.stmt, loader):
                 ctx.report(
                     sampler_call,
                     f"{name} is never passed to the DataLoader built before it: build it first and pass sampler={name}",
@@ -136,39 +146,39 @@ says where to pass it by hand.
         ctx: Context, loader_call: cst.Call, sampler_stmt: cst.CSTNode, name: str, conditional: bool
     ) -> None:
         facts = ctx.facts
-        if any(dotted(c.func) == f"{name}.set_epoch" for c in facts.method_calls("set_epoch")):
+        if any(dotted(c.func) == f"{name}.set_epoch" for c in facts.names.method_calls("set_epoch")):
             return
-        for loader, batch_loop in facts.training_loaders:
+        for loader, batch_loop in facts.data.training_loaders:
             if loader.site.node is not loader_call:
                 continue
-            epoch_loop = facts.epoch_loop_for(batch_loop)
-            if epoch_loop is None or epoch_name(epoch_loop) is None:
+            epoch_loop = facts.data.epoch_loop_for(batch_loop)
+            if epoch_loop is None or loop_variable(epoch_loop) is None:
                 return
-            same = facts.scope_of(epoch_loop) is facts.scope_of(sampler_stmt) or (
+            same = facts.index.scope_of(epoch_loop) is facts.index.scope_of(sampler_stmt) or (
                 name.startswith("self.")
-                and facts.enclosing(epoch_loop, cst.ClassDef) is facts.enclosing(sampler_stmt, cst.ClassDef)
+                and facts.index.enclosing(epoch_loop, cst.ClassDef) is facts.index.enclosing(sampler_stmt, cst.ClassDef)
             )
             if same:
-                stmts = set_epoch_statements(ctx, name, epoch_name(epoch_loop), optional=conditional)  # type: ignore[arg-type]
-                ctx.plan.prepend(epoch_loop.body, stmts, order=10)
+                stmts = set_epoch_statements(ctx, name, loop_variable(epoch_loop), optional=conditional)  # type: ignore[arg-type]
+                ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
             return
 
 
 def _is_used(facts, name: str, binding: cst.CSTNode) -> bool:
     """Is the sampler handed to anything? Its own binding, `.set_epoch(...)` and `is None` tests do not count."""
     root = (
-        facts.scope_of(binding)
+        facts.index.scope_of(binding)
         if not name.startswith("self.")
-        else (facts.enclosing(binding, cst.ClassDef) or facts.module)
+        else (facts.index.enclosing(binding, cst.ClassDef) or facts.module)
     )
     for node in walk(root):
         if not isinstance(node, (cst.Name, cst.Attribute)) or dotted(node) != name:
             continue
-        parent = facts.parent.get(node)
-        if isinstance(parent, cst.AssignTarget) and facts.site(node).stmt is binding:
+        parent = facts.index.parent.get(node)
+        if isinstance(parent, cst.AssignTarget) and facts.index.site(node).stmt is binding:
             continue
         if isinstance(parent, cst.Attribute) and parent.value is node:
-            grand = facts.parent.get(parent)
+            grand = facts.index.parent.get(parent)
             if isinstance(grand, cst.Call) and method_name(grand) == "set_epoch":
                 continue
             if parent.attr.value in ("set_epoch",):
@@ -183,8 +193,8 @@ def _is_used(facts, name: str, binding: cst.CSTNode) -> bool:
             continue
         if (
             isinstance(parent, cst.Arg)
-            and isinstance(facts.parent.get(parent), cst.Call)
-            and method_name(facts.parent.get(parent)) == "set_epoch"
+            and isinstance(facts.index.parent.get(parent), cst.Call)
+            and method_name(facts.index.parent.get(parent)) == "set_epoch"
         ):
             continue
         return True

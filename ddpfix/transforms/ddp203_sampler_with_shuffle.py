@@ -43,7 +43,7 @@ is left alone.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for call in facts.loader_calls:
+        for call in facts.data.loader_calls:
             shuffle, sampler = kwarg(call, "shuffle"), kwarg(call, "sampler")
             if (
                 shuffle is None
@@ -67,15 +67,15 @@ is left alone.
 
 def _sampler_ctor(facts, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.Call | None:
     """The DistributedSampler(...) call the `sampler=` argument refers to (inline or by variable)."""
-    if isinstance(expr, cst.Call) and any(expr is s for s in facts.sampler_calls):
+    if isinstance(expr, cst.Call) and any(expr is s for s in facts.data.sampler_calls):
         return expr
     name = dotted(expr)
     if name is None:
         return None
-    for site in reversed(facts.assignments(facts.scope_of(at), name)):
+    for site in reversed(facts.names.assignments(facts.index.scope_of(at), name)):
         value = assigned_value(site.stmt)
         if isinstance(value, cst.IfExp):
             value = value.body
-        if isinstance(value, cst.Call) and any(value is s for s in facts.sampler_calls):
+        if isinstance(value, cst.Call) and any(value is s for s in facts.data.sampler_calls):
             return value
     return None

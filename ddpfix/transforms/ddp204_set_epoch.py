@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import epoch_name, set_epoch_statements
-from ..rule import Context, Rule
-from ..syntax import assign_targets, assigned_value, dotted, kwarg, receiver
+from ..edits import set_epoch_statements
+from ..rule import Context, Order, Rule
+from ..syntax import assign_targets, assigned_value, dotted, kwarg, loop_variable, receiver
 
 
 class MissingSetEpoch(Rule):
@@ -41,19 +41,19 @@ sampler is built conditionally).
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        called = {dotted(receiver(c)) for c in facts.method_calls("set_epoch") if receiver(c) is not None}
-        for loader, batch_loop in facts.training_loaders:
+        called = {dotted(receiver(c)) for c in facts.names.method_calls("set_epoch") if receiver(c) is not None}
+        for loader, batch_loop in facts.data.training_loaders:
             call = loader.site.node
             sampler_arg = kwarg(call, "sampler")  # type: ignore[arg-type]
             if sampler_arg is None:
                 continue
-            epoch_loop = facts.epoch_loop_for(batch_loop)
-            reach = facts.loader_reach(loader, epoch_loop) if epoch_loop is not None else None
+            epoch_loop = facts.data.epoch_loop_for(batch_loop)
+            reach = facts.data.loader_reach(loader, epoch_loop) if epoch_loop is not None else None
             if reach is not None and f"{reach}.sampler" in called:
                 continue
             sampler = dotted(sampler_arg.value)
             inline = isinstance(sampler_arg.value, cst.Call) and any(
-                sampler_arg.value is s for s in facts.sampler_calls
+                sampler_arg.value is s for s in facts.data.sampler_calls
             )
             if inline:
                 site, optional = sampler_arg.value, False
@@ -66,16 +66,19 @@ sampler is built conditionally).
                 site = _sampler_site(facts, sampler, call)
                 if site is None:
                     continue
-                optional = isinstance(assigned_value(facts.site(site).stmt), cst.IfExp)
+                optional = isinstance(assigned_value(facts.index.site(site).stmt), cst.IfExp)
                 same = epoch_loop is not None and (
-                    facts.scope_of(epoch_loop) is facts.scope_of(call)
-                    or (sampler.startswith("self.") and facts.enclosing(epoch_loop, cst.ClassDef) is loader.site.cls)
+                    facts.index.scope_of(epoch_loop) is facts.index.scope_of(call)
+                    or (
+                        sampler.startswith("self.")
+                        and facts.index.enclosing(epoch_loop, cst.ClassDef) is loader.site.cls
+                    )
                 )
                 if not same:
                     sampler = None
             if epoch_loop is None:
                 continue
-            epoch = epoch_name(epoch_loop)
+            epoch = loop_variable(epoch_loop)
             if epoch is None or sampler is None:
                 ctx.report(
                     site,
@@ -85,17 +88,21 @@ sampler is built conditionally).
                 continue
             if not ctx.report(site, f"{sampler} never gets set_epoch(epoch): every epoch sees the same order"):
                 continue
-            ctx.plan.prepend(epoch_loop.body, set_epoch_statements(ctx, sampler, epoch, optional=optional), order=10)
+            ctx.plan.prepend(
+                epoch_loop.body, set_epoch_statements(ctx, sampler, epoch, optional=optional), order=Order.SET_EPOCH
+            )
 
 
 def _sampler_site(facts, name: str, at: cst.CSTNode) -> cst.Call | None:
-    for site in reversed(facts.assignments(facts.scope_of(at), name) or facts.assignments(facts.module, name)):
+    for site in reversed(
+        facts.names.assignments(facts.index.scope_of(at), name) or facts.names.assignments(facts.module, name)
+    ):
         value = assigned_value(site.stmt)
         if isinstance(value, cst.IfExp):
             value = value.body
         if (
             isinstance(value, cst.Call)
-            and any(value is s for s in facts.sampler_calls)
+            and any(value is s for s in facts.data.sampler_calls)
             and name in assign_targets(site.stmt)
         ):
             return value

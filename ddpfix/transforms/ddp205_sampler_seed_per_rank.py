@@ -42,18 +42,18 @@ Safe: a plain run has rank 0, so its seed is unchanged. A seed whose rank term c
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for call in facts.sampler_calls:
+        for call in facts.data.sampler_calls:
             seed = kwarg(call, "seed")
             if seed is None:
                 continue
             expr = seed.value
             source = expr
             name = dotted(expr)
-            if name is not None and not facts.is_rank_test(expr):
+            if name is not None and not facts.ranks.is_rank_test(expr):
                 source = _value_of(facts, name, call)  # seed = args.seed + rank; DistributedSampler(..., seed=seed)
                 if source is None:
                     continue
-            if not facts.is_rank_test(source):
+            if not facts.ranks.is_rank_test(source):
                 continue
             base = _without_rank(facts, source)
             if base is False:
@@ -74,20 +74,20 @@ Safe: a plain run has rank 0, so its seed is unchanged. A seed whose rank term c
 
 def _value_of(facts, name: str, at: cst.CSTNode) -> cst.BaseExpression | None:
     """The value `name` last had before `at`, from a plain assignment in the same scope."""
-    defs = [s for s in facts.assignments(facts.scope_of(at), name) if facts.before(s.stmt, at)]
+    defs = [s for s in facts.names.assignments(facts.index.scope_of(at), name) if facts.index.before(s.stmt, at)]
     return assigned_value(defs[-1].stmt) if defs else None
 
 
 def _without_rank(facts, expr: cst.BaseExpression):
     """`base + rank` -> base; `rank` -> None (no seed); False when the rank term is not separable."""
-    if not facts.is_rank_test(expr):
+    if not facts.ranks.is_rank_test(expr):
         return expr
     if isinstance(expr, (cst.Name, cst.Attribute)) or (
-        isinstance(expr, cst.Call) and (facts.call_qual(expr) or "").endswith("rank")
+        isinstance(expr, cst.Call) and (facts.names.call_qual(expr) or "").endswith("rank")
     ):
         return None  # the whole seed is the rank: the default seed is the same everywhere
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.BitXor)):
-        left, right = facts.is_rank_test(expr.left), facts.is_rank_test(expr.right)
+        left, right = facts.ranks.is_rank_test(expr.left), facts.ranks.is_rank_test(expr.right)
         if left and right:
             return False
         if right:

@@ -45,8 +45,8 @@ No automatic fix: which of the two the script wants (speed or simplicity) is the
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        training = {id(loader.site.node) for loader, _ in facts.training_loaders}
-        for loader in facts.loaders:
+        training = {id(loader.site.node) for loader, _ in facts.data.training_loaders}
+        for loader in facts.data.loaders:
             call = loader.site.node
             assert isinstance(call, cst.Call)
             sampler = kwarg(call, "sampler")
@@ -54,8 +54,8 @@ No automatic fix: which of the two the script wants (speed or simplicity) is the
                 continue
             if not _is_distributed_sampler(facts, sampler.value, call):
                 continue
-            for loop in facts.loops:
-                if not isinstance(loop, cst.For) or not facts._iterates(loop, loader):
+            for loop in facts.index.loops:
+                if not isinstance(loop, cst.For) or not facts.data.iterates(loop, loader):
                     continue
                 if any(method_name(c) == "backward" for c in calls_in(loop.body)):
                     continue
@@ -68,14 +68,14 @@ def _is_distributed_sampler(facts, expr: cst.BaseExpression, at: cst.CSTNode) ->
     if is_literal(expr, None):
         return False
     if isinstance(expr, cst.Call):
-        return any(expr is s for s in facts.sampler_calls)
+        return any(expr is s for s in facts.data.sampler_calls)
     name = dotted(expr)
     if name is None:
         return False
-    scope = facts.scope_of(at)
-    for site in reversed(facts.assignments(scope, name) or facts.assignments(facts.module, name)):
+    scope = facts.index.scope_of(at)
+    for site in reversed(facts.names.assignments(scope, name) or facts.names.assignments(facts.module, name)):
         value = assigned_value(site.stmt)
         if isinstance(value, cst.IfExp):
             value = value.body
-        return isinstance(value, cst.Call) and any(value is s for s in facts.sampler_calls)
+        return isinstance(value, cst.Call) and any(value is s for s in facts.data.sampler_calls)
     return False

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.models import DP_NAMES
 from ..diagnostic import NONE
-from ..facts import DP_NAMES
 from ..rule import Context, Rule
 from ..syntax import code_of, kwarg, positional, string_value
 
@@ -44,8 +44,8 @@ No automatic fix: which policy is right is a training decision, not a code defec
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if facts.calls_matching(lambda q: q in DP_NAMES):
-            for loader, _ in facts.training_loaders:
+        if facts.names.calls_matching(lambda q: q in DP_NAMES):
+            for loader, _ in facts.data.training_loaders:
                 call = loader.site.node
                 assert isinstance(call, cst.Call)
                 bs = kwarg(call, "batch_size") or positional(call, 1)
@@ -56,11 +56,11 @@ No automatic fix: which policy is right is a training decision, not a code defec
                     f"batch_size={size} was split across GPUs by DataParallel; under DDP each process loads {size}: "
                     "the global batch grows by WORLD_SIZE (keep it with batch_size // WORLD_SIZE, or scale the learning rate)",
                 )
-        if not (facts.ddp_calls or facts.models):
+        if not (facts.models.ddp_calls or facts.models.trained):
             return
-        for call in facts.calls:
+        for call in facts.index.calls:
             reduction = kwarg(call, "reduction")
-            q = facts.call_qual(call) or ""
+            q = facts.names.call_qual(call) or ""
             if reduction is None or string_value(reduction.value) != "sum" or not q.startswith("torch.nn"):
                 continue
             ctx.report(

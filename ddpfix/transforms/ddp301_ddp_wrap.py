@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from ..edits import cuda_test, raw_handle
-from ..rule import Context, Rule
+from ..edits import cuda_test
+from ..handles import raw_handle
+from ..plan import PlannedWrap
+from ..rule import Context, Order, Rule
 from ..syntax import anchor_of
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
@@ -47,14 +49,14 @@ Safe: a plain run skips the wrap.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for model in facts.models:
-            if facts.wrapped(model) is not None or facts.dataparallel(model) is not None:
+        for model in facts.models.trained:
+            if facts.models.wrapped(model) is not None or facts.models.dataparallel(model) is not None:
                 continue
             raw = raw_handle(ctx, model)
-            ctx.shared.setdefault("wrapped", {})[model.handle] = raw  # later rules see the wrap, fixed or not
+            ctx.plan.wraps[model.handle] = PlannedWrap(raw)  # later rules see the wrap, fixed or not
             if not ctx.report(anchor_of(model.definition.stmt)):
                 continue
-            point = facts.wrap_point(model)
+            point = facts.models.wrap_point(model)
             ddp = ctx.plan.ref(DDP, "DDP")
             stmts = ctx.plan.statements(
                 """
@@ -69,4 +71,4 @@ Safe: a plain run skips the wrap.
                 L=ctx.env("LOCAL_RANK"),
                 cuda=cuda_test(ctx, model.handle, point.anchor),
             )
-            ctx.plan.insert_after(point.anchor, stmts, order=40)
+            ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)

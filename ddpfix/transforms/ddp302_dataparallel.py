@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.models import DP_NAMES, moves_device
 from ..diagnostic import UNSAFE
-from ..edits import after_wrap, cuda_test, raw_handle
-from ..facts import DP_NAMES, model_use, moves_device
-from ..rule import Context, Rule
+from ..edits import cuda_test
+from ..handles import raw_handle
+from ..plan import PlannedWrap
+from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, assigned_value, code_of, dotted, kwarg, mentions, positional, walk
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
@@ -60,9 +62,9 @@ other statements.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        models = {m.handle: m for m in facts.models}
-        for call in facts.calls_matching(lambda q: q in DP_NAMES):
-            site = facts.site(call)
+        models = {m.handle: m for m in facts.models.trained}
+        for call in facts.names.calls_matching(lambda q: q in DP_NAMES):
+            site = facts.index.site(call)
             stmt = site.stmt
             value = assigned_value(stmt)
             targets = assign_targets(stmt)
@@ -72,13 +74,13 @@ other statements.
                 or value is None
                 or module is None
                 or not _chain_holds(value, call)
-                or facts.in_one_line_suite(stmt)
+                or facts.index.in_one_line_suite(stmt)
             ):
                 ctx.report(call, fix="none")
                 continue
             handle = targets[0]
             target = stmt
-            owner = facts.parent.get(site.block)
+            owner = facts.index.parent.get(site.block)
             if isinstance(owner, cst.If) and owner.body is site.block:
                 if len(site.block.body) != 1 or owner.orelse is not None:
                     ctx.report(call, self.message + " (the wrap shares its if block: convert it by hand)", fix="none")
@@ -112,18 +114,17 @@ other statements.
                 # `model = nn.DataParallel(model)` then `model.to(device)`: DDP must wrap the moved
                 # module, so the DataParallel line goes and the wrap follows the move
                 ctx.plan.moved.add(target)
-                ctx.plan.insert_after(later, [*before, wrap.with_changes(leading_lines=[])], order=40)
+                ctx.plan.insert_after(later, [*before, wrap.with_changes(leading_lines=[])], order=Order.WRAP)
                 target = later
             else:
-                ctx.plan.insert_before(target, before, order=40)
+                ctx.plan.insert_before(target, before, order=Order.WRAP)
                 ctx.plan.replace(target, lambda n, wrap=wrap: wrap.with_changes(leading_lines=n.leading_lines))
-            ctx.shared.setdefault("wrapped", {})[handle] = raw
-            ctx.shared.setdefault("wrap_stmt", {})[handle] = target
+            ctx.plan.wraps[handle] = PlannedWrap(raw, target)
             for node in walk(facts.module):  # model.module: a plain run has no .module any more
                 if (
                     isinstance(node, cst.Attribute)
                     and dotted(node) == f"{handle}.module"
-                    and after_wrap(facts, node, handle, target)
+                    and facts.wraps.after_wrap(node, handle, target)
                 ):
                     ctx.plan.replace(node, lambda n, raw=raw: cst.parse_expression(raw))
 
@@ -131,7 +132,7 @@ other statements.
 def _later_device_move(facts, target: cst.CSTNode, handle: str) -> cst.BaseStatement | None:
     """The last statement after `target` in its block that moves `handle` to a device, before the
     model is first used (`model = model.to(device)`, `model.cuda()`)."""
-    block = facts.parent.get(target)
+    block = facts.index.parent.get(target)
     body = list(getattr(block, "body", []))
     idx = next((i for i, s in enumerate(body) if s is target), None)
     if idx is None:
@@ -142,7 +143,7 @@ def _later_device_move(facts, target: cst.CSTNode, handle: str) -> cst.BaseState
             break
         if not mentions(stmt, handle):
             continue
-        kind = model_use(facts, stmt, handle)
+        kind = facts.models.use_of(stmt, handle)
         if kind == "use":
             break
         if kind == "prep" and moves_device(stmt, handle):

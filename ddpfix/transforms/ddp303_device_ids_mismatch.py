@@ -63,9 +63,9 @@ Without a `torch.device` in scope and with a module that is not a plain name
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         cpu_capable = any(
-            value == "cpu" and not _loads_onto(facts, node) for node, value in facts.string_literals("cpu")
-        ) or any(_chooses_device(facts, c) for c in facts.calls_to("torch.cuda.is_available"))
-        for call in facts.ddp_calls:
+            value == "cpu" and not _loads_onto(facts, node) for node, value in facts.names.string_literals("cpu")
+        ) or any(_chooses_device(facts, c) for c in facts.names.calls_to("torch.cuda.is_available"))
+        for call in facts.models.ddp_calls:
             ids = kwarg(call, "device_ids") or positional(call, 1)
             if ids is None or is_literal(ids.value, None) or isinstance(ids.value, cst.IfExp):
                 continue
@@ -76,7 +76,7 @@ Without a `torch.device` in scope and with a module that is not a plain name
             several = _several(ids.value)
             if not several and (not cpu_capable or _on_cuda(facts, module.value, call)):
                 continue
-            dev = facts.device_var(call)
+            dev = facts.models.device_var(call)
             if (dev is None or not dev[1]) and handle is None:
                 ctx.report(
                     ids, "device_ids set on a module that may be on CPU: pass them only when it is on CUDA", fix="none"
@@ -130,8 +130,12 @@ def _on_cuda(facts, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -
     name = dotted(expr)
     if name is None or depth > 0:
         return False
-    here = facts.site(at).stmt
-    defs = [d for d in facts.assignments(facts.scope_of(at), name) if facts.before(d.stmt, at) and d.stmt is not here]
+    here = facts.index.site(at).stmt
+    defs = [
+        d
+        for d in facts.names.assignments(facts.index.scope_of(at), name)
+        if facts.index.before(d.stmt, at) and d.stmt is not here
+    ]
     value = assigned_value(defs[-1].stmt) if defs else None
     return value is not None and _on_cuda(facts, value, at, depth + 1)
 
@@ -141,7 +145,7 @@ def _names_cuda(facts, call: cst.Call) -> bool:
     if arg is None:
         return False
     value = arg.value
-    if isinstance(value, cst.Call) and facts.call_qual(value) == "torch.device":
+    if isinstance(value, cst.Call) and facts.names.call_qual(value) == "torch.device":
         first = positional(value, 0)
         value = first.value if first is not None else value
     if isinstance(value, cst.FormattedString) and value.parts and isinstance(value.parts[0], cst.FormattedStringText):
@@ -152,21 +156,21 @@ def _names_cuda(facts, call: cst.Call) -> bool:
 
 def _loads_onto(facts, string: cst.SimpleString) -> bool:
     """`torch.load(..., map_location="cpu")` says where a checkpoint's tensors land, not the model."""
-    arg = facts.parent.get(string)
+    arg = facts.index.parent.get(string)
     return isinstance(arg, cst.Arg) and arg.keyword is not None and arg.keyword.value == "map_location"
 
 
 def _chooses_device(facts, test: cst.Call) -> bool:
     """False for the two CUDA tests that choose no device for the model: the guard around
     `torch.cuda.set_device(...)` and the backend choice `"nccl" if torch.cuda.is_available() else "gloo"`."""
-    parent = facts.parent.get(test)
+    parent = facts.index.parent.get(test)
     if isinstance(parent, cst.IfExp) and parent.test is test:
         return not all(
             isinstance(v, cst.SimpleString) and v.evaluated_value in ("nccl", "gloo")
             for v in (parent.body, parent.orelse)
         )
     if isinstance(parent, cst.If) and parent.test is test and not parent.orelse:
-        calls = [facts.call_qual(c) for c in calls_in(parent.body)]
+        calls = [facts.names.call_qual(c) for c in calls_in(parent.body)]
         return calls != ["torch.cuda.set_device"]
     return True
 

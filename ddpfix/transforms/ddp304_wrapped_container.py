@@ -51,11 +51,11 @@ a forward anyway. A `Sequential` of several modules is a real composite model an
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for call in facts.ddp_calls:
+        for call in facts.models.ddp_calls:
             arg = positional(call, 0) or kwarg(call, "module")
             if arg is None or not isinstance(arg.value, cst.Call):
                 continue
-            kind = CONTAINERS.get(facts.call_qual(arg.value) or "")
+            kind = CONTAINERS.get(facts.names.call_qual(arg.value) or "")
             if kind is None:
                 continue
             inner = _only_element(arg.value, kind)
@@ -67,7 +67,7 @@ a forward anyway. A `Sequential` of several modules is a real composite model an
                         fix="none",
                     )
                 continue
-            targets = assign_targets(facts.site(call).stmt)
+            targets = assign_targets(facts.index.site(call).stmt)
             if targets and _reaches_into(facts, targets[0]):
                 ctx.report(
                     arg,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..rule import Context, Rule
+from ..rule import Context, Order, Rule
 from ..syntax import anchor_of
 
 
@@ -43,10 +43,10 @@ nothing before the wrap uses them; otherwise the diagnostic only.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for model in facts.models:
-            if facts.wrapped(model) is not None or facts.dataparallel(model) is not None:
+        for model in facts.models.trained:
+            if facts.models.wrapped(model) is not None or facts.models.dataparallel(model) is not None:
                 continue
-            point = facts.wrap_point(model)
+            point = facts.models.wrap_point(model)
             for stmt in point.blocked:
                 ctx.report(
                     anchor_of(stmt),
@@ -59,4 +59,4 @@ nothing before the wrap uses them; otherwise the diagnostic only.
             if not ctx.report(anchor_of(first)):
                 continue
             for i, stmt in enumerate(point.moves):
-                ctx.plan.move_after(stmt, point.anchor, order=50 + i)
+                ctx.plan.move_after(stmt, point.anchor, order=Order.OPTIMIZER + i)

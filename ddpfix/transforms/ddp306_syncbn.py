@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..edits import cuda_test
-from ..rule import UNSAFE, Context, Rule
+from ..rule import UNSAFE, Context, Order, Rule
 from ..syntax import assigned_value, dotted
 
 
@@ -44,16 +44,16 @@ Applied with `--unsafe-fixes`.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if facts.syncbn_calls or not facts.models:
+        if facts.models.syncbn_calls or not facts.models.trained:
             return
-        bn = facts.batchnorm_calls[0] if facts.batchnorm_calls else None
+        bn = facts.models.batchnorm_calls[0] if facts.models.batchnorm_calls else None
         if bn is None:
-            value = assigned_value(facts.models[0].definition.stmt)
-            q = facts.call_qual(value) if value is not None and hasattr(value, "func") else ""
+            value = assigned_value(facts.models.trained[0].definition.stmt)
+            q = facts.names.call_qual(value) if value is not None and hasattr(value, "func") else ""
             if not (q or "").startswith(("torchvision.models", "timm")):
                 return
             bn = value
-        wrapped_inline = [m for m in facts.models if _built_inside_wrap(facts, m)]
+        wrapped_inline = [m for m in facts.models.trained if _built_inside_wrap(facts, m)]
         if wrapped_inline:
             ctx.report(
                 bn, self.message + " (the model is built inside DDP(...): convert it before wrapping)", fix="none"
@@ -62,12 +62,12 @@ Applied with `--unsafe-fixes`.
         if not ctx.report(bn):
             return
         nn = ctx.plan.ref("torch.nn", "nn", style="import", via_parent=True)
-        for model in facts.models:
-            existing = facts.wrapped(model)
+        for model in facts.models.trained:
+            existing = facts.models.wrapped(model)
             if existing is not None:
-                anchor, where = facts.site(existing).stmt, "before"
+                anchor, where = facts.index.site(existing).stmt, "before"
             else:
-                anchor, where = facts.wrap_point(model).anchor, "after"
+                anchor, where = facts.models.wrap_point(model).anchor, "after"
             stmts = ctx.plan.statements(
                 """
                 if {D} and {cuda}:
@@ -79,13 +79,13 @@ Applied with `--unsafe-fixes`.
                 nn=nn,
             )
             if where == "after":
-                ctx.plan.insert_after(anchor, stmts, order=30)
+                ctx.plan.insert_after(anchor, stmts, order=Order.SYNC_BATCHNORM)
             else:
-                ctx.plan.insert_before(anchor, stmts, order=30)
+                ctx.plan.insert_before(anchor, stmts, order=Order.SYNC_BATCHNORM)
 
 
 def _built_inside_wrap(facts, model) -> bool:
-    existing = facts.wrapped(model)
+    existing = facts.models.wrapped(model)
     if existing is None:
         return False
     first = existing.args[0].value if existing.args else None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import wrappers
-from ..rule import Context, Rule
+from ..handles import wrappers
+from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, calls_in, code_of, dotted, method_name, names_in, walk
 
 
@@ -58,12 +58,12 @@ diagnostic only. A script that already uses `no_sync` or `require_backward_grad_
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if any(n in facts.names for n in ("no_sync", "require_backward_grad_sync")):
+        if any(n in facts.index.identifiers for n in ("no_sync", "require_backward_grad_sync")):
             return
         handles = wrappers(ctx)
         if not handles:
             return
-        for loop in facts.loops:
+        for loop in facts.index.loops:
             if not isinstance(loop, (cst.For, cst.While)) or not isinstance(loop.body, cst.IndentedBlock):
                 continue
             body = list(loop.body.body)
@@ -93,7 +93,7 @@ diagnostic only. A script that already uses `no_sync` or `require_backward_grad_
                 stmts = ctx.plan.statements(line)
             else:
                 stmts = ctx.plan.statements("if {g}:\n    {line}", g=guard, line=line)
-            ctx.plan.prepend(loop.body, stmts, order=20)
+            ctx.plan.prepend(loop.body, stmts, order=Order.NO_SYNC)
 
 
 def _is_accum_step(stmt: cst.If) -> bool:
@@ -117,12 +117,12 @@ def _wrap_condition(ctx: Context, facts, wrap_stmt: cst.CSTNode) -> str | None:
     DISTRIBUTED for a wrap this plan adds."""
     if not any(wrap_stmt is d.stmt for d in _ddp_sites(facts)):
         return ctx.env("DISTRIBUTED")
-    block = facts.site(wrap_stmt).block
-    owner = facts.parent.get(block)
+    block = facts.index.site(wrap_stmt).block
+    owner = facts.index.parent.get(block)
     if isinstance(owner, cst.If) and owner.body is block:
         return code_of(owner.test)
     return None
 
 
 def _ddp_sites(facts):
-    return [facts.site(c) for c in facts.ddp_calls]
+    return [facts.index.site(c) for c in facts.models.ddp_calls]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import after_wrap, wrappers
+from ..handles import wrappers
 from ..rule import Context, Rule
 from ..syntax import dotted, walk
 
@@ -114,32 +114,32 @@ function that receives the wrapper as a parameter gets the diagnostic only.
         facts = ctx.facts
         for handle, (raw, wrap_stmt) in wrappers(ctx).items():
             base = raw[: -len(".module")] if raw.endswith(".module") else raw
-            cls = facts.model_class(base, wrap_stmt) or facts.model_class(handle, wrap_stmt)
+            cls = facts.models.model_class(base, wrap_stmt) or facts.models.model_class(handle, wrap_stmt)
             if cls is None:
                 continue
-            methods, attrs = facts.class_members(cls)
+            methods, attrs = facts.models.class_members(cls)
             custom = {n for n in (methods | attrs) - WRAPPER_API if not n.startswith("__")}
             uses = [n for n in _attributes(facts.module) if n.attr.value in custom]
             stored = {
                 n.attr.value
                 for n in uses
-                if dotted(n.value) == handle and isinstance(facts.parent.get(n), cst.AssignTarget)
+                if dotted(n.value) == handle and isinstance(facts.index.parent.get(n), cst.AssignTarget)
             }
-            wrap_func = facts.enclosing(wrap_stmt, cst.FunctionDef)
+            wrap_func = facts.index.enclosing(wrap_stmt, cst.FunctionDef)
             for node in uses:
                 name, owner = node.attr.value, dotted(node.value)
-                if name in stored or isinstance(facts.parent.get(node), cst.AssignTarget):
+                if name in stored or isinstance(facts.index.parent.get(node), cst.AssignTarget):
                     continue
-                if owner == handle and after_wrap(facts, node, handle, wrap_stmt):
+                if owner == handle and facts.wraps.after_wrap(node, handle, wrap_stmt):
                     if ctx.report(
                         node, f"{handle}.{name}: the DDP wrapper has no attribute '{name}'; use {raw}.{name}"
                     ):
                         ctx.plan.replace(node, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
                     continue
-                func = facts.enclosing(node, cst.FunctionDef)
+                func = facts.index.enclosing(node, cst.FunctionDef)
                 if owner is None or "." in owner or not isinstance(func, cst.FunctionDef) or func is wrap_func:
                     continue
-                if owner in facts._params_bound_to(func, handle) and _only_called_wrapped(
+                if owner in facts.data.params_bound_to(func, handle) and _only_called_wrapped(
                     facts, func, handle, wrap_stmt
                 ):
                     ctx.report(
@@ -156,6 +156,8 @@ def _attributes(module: cst.Module):
 def _only_called_wrapped(facts, func: cst.FunctionDef, handle: str, wrap_stmt: cst.CSTNode) -> bool:
     """Every call of `func` that passes `handle` runs after the wrap."""
     sites = [
-        c for c in facts.calls if facts._local_callee(c) is func and any(dotted(a.value) == handle for a in c.args)
+        c
+        for c in facts.index.calls
+        if facts.index.callee_of(c) is func and any(dotted(a.value) == handle for a in c.args)
     ]
-    return bool(sites) and all(after_wrap(facts, c, handle, wrap_stmt) for c in sites)
+    return bool(sites) and all(facts.wraps.after_wrap(c, handle, wrap_stmt) for c in sites)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import after_wrap, wrappers
+from ..handles import wrappers
 from ..rule import Context, Rule
 from ..syntax import calls_in, dotted, method_name
 
@@ -50,12 +50,12 @@ gradients must not be averaged, or inside `no_sync()` accumulation). Forwards un
         facts = ctx.facts
         for handle, (raw, wrap_stmt) in wrappers(ctx).items():
             inner = {f"{handle}.module", raw}
-            for call in facts.calls:
+            for call in facts.index.calls:
                 name = dotted(call.func)
                 if name not in inner:
                     continue
                 if (
-                    not after_wrap(facts, call, handle, wrap_stmt)
+                    not facts.wraps.after_wrap(call, handle, wrap_stmt)
                     or not _in_training_loop(facts, call)
                     or _no_grad(facts, call)
                 ):
@@ -68,7 +68,7 @@ gradients must not be averaged, or inside `no_sync()` accumulation). Forwards un
 
 def _in_training_loop(facts, node: cst.CSTNode) -> bool:
     """Inside the loop that itself runs `backward()` (not an outer epoch loop), on every rank."""
-    if facts.rank_guarded(node):
+    if facts.ranks.rank_guarded(node):
         return False
     loop = _loop_of(facts, node)
     return loop is not None and any(
@@ -77,7 +77,7 @@ def _in_training_loop(facts, node: cst.CSTNode) -> bool:
 
 
 def _loop_of(facts, node: cst.CSTNode) -> cst.CSTNode | None:
-    for anc in facts.ancestors(node):
+    for anc in facts.index.ancestors(node):
         if isinstance(anc, (cst.For, cst.While)):
             return anc
         if isinstance(anc, cst.FunctionDef):
@@ -86,7 +86,7 @@ def _loop_of(facts, node: cst.CSTNode) -> cst.CSTNode | None:
 
 
 def _no_grad(facts, node: cst.CSTNode) -> bool:
-    for anc in facts.ancestors(node):
+    for anc in facts.index.ancestors(node):
         if isinstance(anc, cst.With):
             for item in anc.items:
                 expr = item.item.func if isinstance(item.item, cst.Call) else item.item

@@ -62,9 +62,9 @@ reach their submodules dynamically (`self.children()`, `getattr`, `self._modules
         facts = ctx.facts
         seen: set[int] = set()
         wraps: list[tuple[str, cst.CSTNode, cst.Call | None]] = [
-            (m.handle, m.definition.stmt, facts.wrapped(m)) for m in facts.models
+            (m.handle, m.definition.stmt, facts.models.wrapped(m)) for m in facts.models.trained
         ]
-        for call in facts.ddp_calls:
+        for call in facts.models.ddp_calls:
             arg = call.args[0].value if call.args else None
             while isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute):
                 arg = arg.func.value  # model.to(device)
@@ -72,7 +72,7 @@ reach their submodules dynamically (`self.children()`, `getattr`, `self._modules
             if name is not None and not any(w[2] is call for w in wraps):
                 wraps.append((name, call, call))
         for handle, at, wrap in wraps:
-            cls = facts.model_class(handle, at)
+            cls = facts.models.model_class(handle, at)
             if cls is None or id(cls) in seen:
                 continue
             seen.add(id(cls))
@@ -101,7 +101,7 @@ reach their submodules dynamically (`self.children()`, `getattr`, `self._modules
 def _unused(facts, cls: cst.ClassDef) -> list[tuple[str, cst.CSTNode, str]] | None:
     """Submodules of `cls` that forward does not use (or only under a condition on its inputs); None when
     the class cannot be analysed."""
-    methods = facts.methods_of(cls)
+    methods = facts.index.methods_of(cls)
     init, forward = methods.get("__init__"), methods.get("forward")
     if init is None or forward is None:
         return None
@@ -167,16 +167,16 @@ def _unused(facts, cls: cst.ClassDef) -> list[tuple[str, cst.CSTNode, str]] | No
 def _is_module(facts, value: cst.BaseExpression | None) -> bool:
     if not isinstance(value, cst.Call):
         return False
-    q = facts.call_qual(value) or ""
+    q = facts.names.call_qual(value) or ""
     last = q.split(".")[-1]
     if q.startswith("torch.nn.") and last[:1].isupper() and not PARAMETERLESS.search(last):
         return True
-    return isinstance(value.func, cst.Name) and any(c.name.value == value.func.value for c in facts.classes)
+    return isinstance(value.func, cst.Name) and any(c.name.value == value.func.value for c in facts.index.classes)
 
 
 def _input_conditional(facts, node: cst.CSTNode, method: cst.FunctionDef, params: set[str]) -> bool:
     """Under an `if` (or conditional expression) whose test reads one of forward's inputs."""
-    for anc in facts.ancestors(node):
+    for anc in facts.index.ancestors(node):
         if anc is method:
             return False
         if isinstance(anc, (cst.If, cst.IfExp)) and not any(node is x for x in walk(anc.test)):

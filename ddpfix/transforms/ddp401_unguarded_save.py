@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..edits import guard_site, statement_calls
+from ..edits import guard_site
 from ..rule import Context, Rule
 from ..syntax import dotted, method_name
 
@@ -38,8 +38,8 @@ Safe. Uses the global `RANK` (one writer per job, not per node).
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for call in statement_calls(facts, lambda c: _writes_file(facts, c)):
-            name = "torch.save" if facts.call_qual(call) == "torch.save" else (dotted(call.func) or "this call")
+        for call in facts.index.statement_calls(lambda c: _writes_file(facts, c)):
+            name = "torch.save" if facts.names.call_qual(call) == "torch.save" else (dotted(call.func) or "this call")
             guard_site(
                 ctx,
                 call,
@@ -60,6 +60,6 @@ WRITERS = {
 
 def _writes_file(facts, call) -> bool:
     """torch.save and the other common writers of checkpoints and artefacts (`save_pretrained` too)."""
-    if facts.call_qual(call) in WRITERS:
+    if facts.names.call_qual(call) in WRITERS:
         return True
     return method_name(call) == "save_pretrained"

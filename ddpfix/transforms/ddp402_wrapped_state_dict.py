@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import after_wrap, raw_handles
+from ..handles import raw_handles
 from ..rule import Context, Rule
 from ..syntax import dotted, method_name, receiver
 
@@ -40,18 +40,18 @@ Safe: the unwrapped model's keys are what a plain run saves.
         facts = ctx.facts
         raws = raw_handles(ctx)
         wrap_at: dict[str, cst.CSTNode] = {}
-        for model in facts.models:
-            existing = facts.wrapped(model)
+        for model in facts.models.trained:
+            existing = facts.models.wrapped(model)
             if model.handle in raws:
                 wrap_at[model.handle] = (
-                    facts.site(existing).stmt if existing is not None else facts.wrap_point(model).anchor
+                    facts.index.site(existing).stmt if existing is not None else facts.models.wrap_point(model).anchor
                 )
-        for call in facts.method_calls("state_dict"):
+        for call in facts.names.method_calls("state_dict"):
             handle = dotted(receiver(call)) if receiver(call) is not None else None
             if handle not in wrap_at or _inside_load(facts, call):
                 continue
             raw = raws[handle]
-            if after_wrap(facts, call, handle, wrap_at[handle]):
+            if facts.wraps.after_wrap(call, handle, wrap_at[handle]):
                 if ctx.report(
                     call, f"{handle}.state_dict() saves the DDP wrapper ('module.' keys): use {raw}.state_dict()"
                 ):
@@ -67,18 +67,18 @@ Safe: the unwrapped model's keys are what a plain run saves.
 
 def _receives_wrapper(facts, call: cst.CSTNode, handle: str, wrap_stmt: cst.CSTNode) -> bool:
     """`def train(model): torch.save(model.state_dict())` called with the wrapped model."""
-    func = facts.enclosing(call, cst.FunctionDef)
+    func = facts.index.enclosing(call, cst.FunctionDef)
     if not isinstance(func, cst.FunctionDef) or "." in handle:
         return False
     if handle not in [p.name.value for p in func.params.params]:
         return False
-    callers = [c for c in facts.calls if facts._local_callee(c) is func]
+    callers = [c for c in facts.index.calls if facts.index.callee_of(c) is func]
     return any(
-        facts.enclosing(c, cst.FunctionDef) is facts.enclosing(wrap_stmt, cst.FunctionDef)
-        and facts.before(wrap_stmt, c)
+        facts.index.enclosing(c, cst.FunctionDef) is facts.index.enclosing(wrap_stmt, cst.FunctionDef)
+        and facts.index.before(wrap_stmt, c)
         for c in callers
     )
 
 
 def _inside_load(facts, call: cst.CSTNode) -> bool:
-    return any(isinstance(a, cst.Call) and method_name(a) == "load_state_dict" for a in facts.ancestors(call))
+    return any(isinstance(a, cst.Call) and method_name(a) == "load_state_dict" for a in facts.index.ancestors(call))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import after_wrap, wrappers
+from ..handles import wrappers
 from ..rule import Context, Rule
 from ..syntax import dotted, receiver
 
@@ -55,15 +55,15 @@ gets the diagnostic only (load on every rank, before wrapping).
         handles = wrappers(ctx)
         if not handles:
             return
-        for call in facts.method_calls("load_state_dict"):
+        for call in facts.names.method_calls("load_state_dict"):
             recv = receiver(call)
             handle = dotted(recv) if recv is not None else None
             if handle not in handles:
                 continue
             raw, wrap_stmt = handles[handle]
-            if not after_wrap(facts, call, handle, wrap_stmt):
+            if not facts.wraps.after_wrap(call, handle, wrap_stmt):
                 continue
-            if facts.rank_guarded(call):
+            if facts.ranks.rank_guarded(call):
                 ctx.report(
                     call,
                     f"{handle}.load_state_dict() on rank 0 only, after the DDP wrap: the other ranks keep the old weights; "

@@ -38,11 +38,11 @@ Safe.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for call in facts.calls_to("torch.load"):
+        for call in facts.names.calls_to("torch.load"):
             if kwarg(call, "map_location") is not None or positional(call, 1) is not None:
                 continue
             if not ctx.report(call):
                 continue
-            dev = facts.device_var(call)
+            dev = facts.models.device_var(call)
             value = cst.parse_expression(dev[0]) if dev is not None else cst.SimpleString('"cpu"')
             ctx.plan.replace(call, lambda n, v=value: with_kwarg(n, "map_location", v))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import guard_site, opens_for_writing, statement_calls
-from ..facts import FILE_HANDLERS, LOGGER_METHODS
+from ..analysis.effects import FILE_HANDLERS, LOGGER_METHODS
+from ..edits import guard_site, opens_for_writing
 from ..rule import Context, Rule
 from ..syntax import assign_targets, dotted, kwarg, mentions, method_name, receiver, walk
 
@@ -46,22 +46,22 @@ Safe. A file handler used anywhere but in plain statements of the same block get
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         file_logging = False
-        for call in statement_calls(facts, lambda c: facts.call_qual(c) == "logging.basicConfig"):
+        for call in facts.index.statement_calls(lambda c: facts.names.call_qual(c) == "logging.basicConfig"):
             if kwarg(call, "filename") is not None or kwarg(call, "handlers") is not None:
                 file_logging = True
                 guard_site(ctx, call)
-        for call in facts.calls_matching(lambda q: q in FILE_HANDLERS):
+        for call in facts.names.calls_matching(lambda q: q in FILE_HANDLERS):
             file_logging = True
             self._guard_handler(ctx, call)
         if file_logging:
-            for call in statement_calls(facts, lambda c: _is_log_record(facts, c)):
+            for call in facts.index.statement_calls(lambda c: _is_log_record(facts, c)):
                 guard_site(ctx, call, "log record emitted on every rank: the log file gets one copy per process")
         for stmt in _write_opens(facts):
             guard_site(ctx, stmt, "file opened for writing on every rank: all processes write the same file")
 
     def _guard_handler(self, ctx: Context, call: cst.Call) -> None:
         facts = ctx.facts
-        site = facts.site(call)
+        site = facts.index.site(call)
         targets = assign_targets(site.stmt)
         if not targets:  # logger.addHandler(logging.FileHandler(...))
             guard_site(ctx, call)
@@ -69,12 +69,14 @@ Safe. A file handler used anywhere but in plain statements of the same block get
         name = targets[0]
         users = [s for s in site.block.body if s is not site.stmt and mentions(s, name)]
         scope_users = [
-            n for n in walk(facts.scope_of(call)) if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
+            n
+            for n in walk(facts.index.scope_of(call))
+            if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
         ]
         in_block = sum(
             1 for s in users for n in walk(s) if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
         )
-        if facts.rank_guarded(call):
+        if facts.ranks.rank_guarded(call):
             return
         if in_block + 1 != len(scope_users) or not all(_is_statement_call(s) for s in users):
             ctx.report(call, f"{name} writes a log file on every rank: create and use it on rank 0 only", fix="none")
@@ -96,7 +98,7 @@ def _is_log_record(facts, call: cst.Call) -> bool:
     name = dotted(recv) if recv is not None else None
     if name is None:
         return False
-    if facts.qualname(recv) == "logging":
+    if facts.names.qualname(recv) == "logging":
         return True
     base = name.split(".")[-1].lower()
     return "log" in base
@@ -104,24 +106,24 @@ def _is_log_record(facts, call: cst.Call) -> bool:
 
 def _write_opens(facts) -> list[cst.With]:
     out = []
-    for call in facts.calls:
+    for call in facts.index.calls:
         if dotted(call.func) != "open" or not opens_for_writing(call):
             continue
-        parent = facts.parent.get(call)
-        with_node = facts.parent.get(parent) if isinstance(parent, cst.WithItem) else None
+        parent = facts.index.parent.get(call)
+        with_node = facts.index.parent.get(parent) if isinstance(parent, cst.WithItem) else None
         if not isinstance(with_node, cst.With) or len(with_node.items) != 1:
             continue
-        if any(facts.is_rank_test(n) for n in walk(call) if isinstance(n, (cst.Name, cst.Attribute))):
+        if any(facts.ranks.is_rank_test(n) for n in walk(call) if isinstance(n, (cst.Name, cst.Attribute))):
             continue  # per-rank file name
-        if facts.enclosing(call, cst.ClassDef) is not None:
+        if facts.index.enclosing(call, cst.ClassDef) is not None:
             continue  # a method of a helper class: its callers decide which rank runs it
         body_calls = [c for c in walk(with_node.body) if isinstance(c, cst.Call)]
         if any(
-            method_name(c) == "backward" or (facts.call_qual(c) or "").startswith("torch.distributed")
+            method_name(c) == "backward" or (facts.names.call_qual(c) or "").startswith("torch.distributed")
             for c in body_calls
         ):
             continue
-        if any(facts.call_qual(c) == "torch.save" for c in body_calls):
+        if any(facts.names.call_qual(c) == "torch.save" for c in body_calls):
             continue  # DDP401 guards it
         out.append(with_node)
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..edits import guard_site, statement_calls
+from ..edits import guard_site
 from ..rule import Context, Rule
 from ..syntax import dotted
 
@@ -35,9 +35,9 @@ Safe: a plain run has RANK 0 and prints exactly as before.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if "print" in facts.aliases:
+        if "print" in facts.names.aliases:
             return  # `from rich import print` and friends: leave alone
-        for call in statement_calls(facts, lambda c: dotted(c.func) == "print"):
-            if any(facts.is_rank_test(a.value) for a in call.args):
+        for call in facts.index.statement_calls(lambda c: dotted(c.func) == "print"):
+            if any(facts.ranks.is_rank_test(a.value) for a in call.args):
                 continue  # print(f"[rank {rank}] ...") reports per rank on purpose
             guard_site(ctx, call)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import guard_site, statement_calls
-from ..facts import TRACKER_CTORS, TRACKER_MODULES
+from ..analysis.effects import TRACKER_CTORS, TRACKER_MODULES
+from ..edits import guard_site
 from ..rule import Context, Rule
 from ..syntax import assign_targets, dotted, receiver
 
@@ -45,10 +45,12 @@ Safe.
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         writers: set[str] = set()
-        for call in facts.calls_matching(lambda q: q in TRACKER_CTORS or q in {f"{m}.init" for m in TRACKER_MODULES}):
-            site = facts.site(call)
+        for call in facts.names.calls_matching(
+            lambda q: q in TRACKER_CTORS or q in {f"{m}.init" for m in TRACKER_MODULES}
+        ):
+            site = facts.index.site(call)
             targets = assign_targets(site.stmt)
-            if targets and site.stmt.body[0].value is call and not facts.rank_guarded(call):  # type: ignore[attr-defined]
+            if targets and site.stmt.body[0].value is call and not facts.ranks.rank_guarded(call):  # type: ignore[attr-defined]
                 writers.update(targets)
                 if ctx.report(call):
                     cond = ctx.rank0(call)
@@ -75,8 +77,8 @@ Safe.
                 return False
             if name in writers or name.split(".")[-1] in params:
                 return True
-            q = facts.qualname(recv) or ""
+            q = facts.names.qualname(recv) or ""
             return q in TRACKER_MODULES and dotted(call.func) not in {f"{m}.init" for m in TRACKER_MODULES}
 
-        for call in statement_calls(facts, uses_tracker):
+        for call in facts.index.statement_calls(uses_tracker):
             guard_site(ctx, call, "tracker used on every rank: log from rank 0 only")

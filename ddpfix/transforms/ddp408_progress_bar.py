@@ -37,7 +37,7 @@ has RANK 0 and draws the bar as before.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for call in facts.calls_matching(
+        for call in facts.names.calls_matching(
             lambda q: (
                 q
                 in (
@@ -53,7 +53,7 @@ has RANK 0 and draws the bar as before.
                 and q.startswith("tqdm")
             )
         ):
-            if kwarg(call, "disable") is not None or facts.rank_guarded(call):
+            if kwarg(call, "disable") is not None or facts.ranks.rank_guarded(call):
                 continue
             if ctx.report(call):
                 expr = cst.parse_expression(f"{ctx.rank_name(call)} != 0")

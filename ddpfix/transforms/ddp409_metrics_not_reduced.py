@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..ranks import Ranks
 from ..rule import NONE, Context, Rule
 from ..syntax import dotted, kwarg, walk
 
@@ -43,9 +42,9 @@ None: which values are sums and which are means is the script's business.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if not (facts.init_calls and facts.sampler_calls):
+        if not (facts.launch.init_calls and facts.data.sampler_calls):
             return
-        ranks = Ranks.of(facts)
+        ranks = facts.ranks
         if any(
             op in ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object")
             for _, op in ranks.collectives_in(facts.module)
@@ -54,11 +53,11 @@ None: which values are sums and which are means is the script's business.
         sharded = _sharded_totals(facts)
         if not sharded:
             return
-        for call in facts.calls:
+        for call in facts.index.calls:
             name = dotted(call.func) or ""
             if name != "print" and not name.endswith((".info", ".log", ".add_scalar")):
                 continue
-            if not facts.rank_guarded(call):
+            if not facts.ranks.rank_guarded(call):
                 continue
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
             if used:
@@ -71,12 +70,12 @@ None: which values are sums and which are means is the script's business.
 def _sharded_totals(facts) -> set[str]:
     """Names accumulated (`total += ...`) inside a loop over a loader whose sampler shards the data."""
     out: set[str] = set()
-    for loader in facts.loaders:
+    for loader in facts.data.loaders:
         sampler = kwarg(loader.site.node, "sampler")
         if sampler is None or loader.target is None:
             continue
-        for loop in facts.loops:
-            if isinstance(loop, cst.For) and facts._iterates(loop, loader):
+        for loop in facts.index.loops:
+            if isinstance(loop, cst.For) and facts.data.iterates(loop, loader):
                 for n in walk(loop.body):
                     if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name):
                         out.add(n.target.value)

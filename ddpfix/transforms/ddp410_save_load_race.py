@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..ranks import Ranks
-from ..rule import Context, Rule
+from ..rule import Context, Order, Rule
 from ..syntax import code_of, dotted, kwarg, positional
 
 
@@ -43,42 +42,45 @@ Safe: every rank reaches the barrier (it is outside any rank condition).
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        ranks = Ranks.of(facts)
+        ranks = facts.ranks
         # Saves on rank 0: guarded already, or about to be (DDP401 guards every save of a script
         # that runs distributed, or that trains and so gets a process group from DDP001; an unguarded
         # save races the same way, with every rank writing).
-        distributed = bool(facts.init_calls or facts.ddp_calls or facts.models or facts.trains)
+        distributed = bool(
+            facts.launch.init_calls or facts.models.ddp_calls or facts.models.trained or facts.training.trains
+        )
         saves = []
-        for call in facts.calls_to("torch.save"):
+        for call in facts.names.calls_to("torch.save"):
             path = positional(call, 1) or kwarg(call, "f")
-            if path is not None and (facts.rank_guarded(call) or distributed):
+            if path is not None and (facts.ranks.rank_guarded(call) or distributed):
                 saves.append((call, code_of(path.value)))
         if not saves:
             return
-        hoisted = ctx.shared.get("hoisted", [])
+        hoisted = ctx.plan.hoisted
         barriers = [
             c
             for c, op in ranks.collectives_in(facts.module)
-            if op in ("barrier", "monitored_barrier") and (not facts.rank_guarded(c) or any(c is h for h in hoisted))
+            if op in ("barrier", "monitored_barrier")
+            and (not facts.ranks.rank_guarded(c) or any(c is h for h in hoisted))
         ]
-        for load in facts.calls_to("torch.load"):
+        for load in facts.names.calls_to("torch.load"):
             path = positional(load, 0) or kwarg(load, "f")
-            if path is None or facts.rank_guarded(load) or _inside_print(facts, load):
+            if path is None or facts.ranks.rank_guarded(load) or _inside_print(facts, load):
                 continue
             for save, text in saves:
-                if text != code_of(path.value) or not facts.before(save, load):
+                if text != code_of(path.value) or not facts.index.before(save, load):
                     continue
-                if facts.scope_of(save) is not facts.scope_of(load):
+                if facts.index.scope_of(save) is not facts.index.scope_of(load):
                     continue
-                if any(facts.before(save, b) and facts.before(b, load) for b in barriers):
+                if any(facts.index.before(save, b) and facts.index.before(b, load) for b in barriers):
                     continue
                 if ctx.report(load):
                     dist = ctx.plan.ref("torch.distributed", "dist", style="import")
                     stmts = ctx.plan.statements("if {D}:\n    {dist}.barrier()", D=ctx.env("DISTRIBUTED"), dist=dist)
-                    ctx.plan.insert_before(facts.site(load).stmt, stmts, order=60)
+                    ctx.plan.insert_before(facts.index.site(load).stmt, stmts, order=Order.BARRIER)
                 break
 
 
 def _inside_print(facts, node) -> bool:
     """`print(torch.load(p))`: the print (and so the load) goes to rank 0 only (DDP406)."""
-    return any(isinstance(a, cst.Call) and dotted(a.func) == "print" for a in facts.ancestors(node))
+    return any(isinstance(a, cst.Call) and dotted(a.func) == "print" for a in facts.index.ancestors(node))

@@ -1,9 +1,7 @@
-"""Rank dependence and collectives, shared by the rules about hangs and rank confusion.
-
-Which names and conditions depend on the rank (`rank == 0`, `dist.get_rank() == 0`,
-`local_rank in (-1, 0)`, `is_main_process()`, helpers returning them), which calls are collectives
-(torch.distributed ops, and helpers of this file that issue them), and, for a rank-dependent
-condition, whether rank 0 and the other ranks take it.
+"""Ranks: which names and conditions depend on the rank (`rank == 0`, `dist.get_rank() == 0`,
+`local_rank in (-1, 0)`, `is_main_process()`, helpers returning them), which code only some ranks
+run, which calls are collectives (torch.distributed ops, and helpers of this file that issue them),
+and, for a rank-dependent condition, whether rank 0 and the other ranks take it.
 """
 
 from __future__ import annotations
@@ -13,9 +11,16 @@ from functools import cached_property
 
 import libcst as cst
 
-from .facts import RANK_NAME, ScriptFacts
-from .syntax import assigned_value, calls_in, code_of, dotted, walk
+from ..syntax import assigned_value, calls_in, code_of, dotted, walk
+from .index import TreeIndex
+from .launch import Launch
+from .names import Names
+from .training import HELPER_DEPTH
 
+RANK_NAME = re.compile(
+    r"(^|_)(rank|gpu_id|gpu)$|is_main|is_master|main_process|master_process|rank_?zero|global_zero|^master$",
+    re.IGNORECASE,
+)
 COLLECTIVES = {
     "barrier",
     "monitored_barrier",
@@ -42,23 +47,20 @@ MAYBE = None  # a condition whose value for a rank class cannot be told
 
 
 class Ranks:
-    """Rank analysis over one script's facts; computed lazily, once."""
+    """The one rank detector: which names and tests depend on the rank, which code only some ranks
+    run, and which calls are collectives."""
 
-    def __init__(self, facts: ScriptFacts) -> None:
-        self.facts = facts
-
-    @classmethod
-    def of(cls, facts: ScriptFacts) -> "Ranks":
-        if "_ranks" not in facts.__dict__:
-            facts.__dict__["_ranks"] = cls(facts)
-        return facts.__dict__["_ranks"]
+    def __init__(self, index: TreeIndex, names: Names, launch: Launch) -> None:
+        self.index = index
+        self.names = names
+        self.launch = launch
 
     # ------------------------------------------------------------------ names
     @cached_property
     def flag_names(self) -> set[str]:
         """Names bound to a rank test: `is_master = rank == 0`, `main_proc = dist.get_rank() == 0`."""
         out = set()
-        for assign in self.facts.assigns:
+        for assign in self.index.assigns:
             if self._mentions_rank(assign.value, flags=False):
                 for t in assign.targets:
                     d = dotted(t.target)
@@ -70,7 +72,7 @@ class Ranks:
     def helper_names(self) -> set[str]:
         """Functions of this file that return a rank test (`def is_main_process(): return get_rank() == 0`)."""
         out = set()
-        for func in self.facts.funcs:
+        for func in self.index.funcs:
             for n in walk(func.body):
                 if isinstance(n, cst.Return) and n.value is not None and self._mentions_rank(n.value, flags=False):
                     out.add(func.name.value)
@@ -84,7 +86,7 @@ class Ranks:
                 if RANK_NAME.search(d.split(".")[-1]) or (flags and d in self.flag_names):
                     return True
             if isinstance(n, cst.Call):
-                q = self.facts.call_qual(n) or ""
+                q = self.names.call_qual(n) or ""
                 if q.endswith(("get_rank", "get_local_rank", "is_main_process")):
                     return True
                 if flags and isinstance(n.func, cst.Name) and n.func.value in self.helper_names:
@@ -94,17 +96,37 @@ class Ranks:
     def depends_on_rank(self, expr: cst.CSTNode) -> bool:
         return self._mentions_rank(expr)
 
+    def is_rank_test(self, expr: cst.CSTNode) -> bool:
+        """Does `expr` read a rank by name or call (`rank`, `args.local_rank`, `dist.get_rank()`)?"""
+        return self._mentions_rank(expr, flags=False)
+
+    def rank_guarded(self, node: cst.CSTNode, _depth: int = 0) -> bool:
+        """Is `node` inside a branch that depends on the rank (`if rank == 0:`, `if is_main_process():`),
+        or in a function of this file that is only ever called from such branches?"""
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (cst.If, cst.IfExp, cst.While)) and self.is_rank_test(anc.test):
+                return True
+            if isinstance(anc, cst.FunctionDef):
+                if self.is_rank_test(anc.name):
+                    return True  # def save_on_master(...): the helper itself is rank-0 only
+                if _depth < HELPER_DEPTH:
+                    callers = self.index.callers_of(anc)
+                    if callers and all(self.rank_guarded(c, _depth + 1) for c in callers):
+                        return True
+                return False
+        return False
+
     def is_global_rank(self, expr: cst.BaseExpression) -> bool:
         """`rank` bound to `dist.get_rank()` or `os.environ["RANK"]` (not the local rank)."""
         name = dotted(expr)
         if name is None:
             return False
-        if name == self.facts.env_names.get("RANK"):
+        if name == self.launch.env_names.get("RANK"):
             return True
         if "local" in name.lower():
             return False
-        for site in self.facts.assignments(self.facts.scope_of(expr), name) + self.facts.assignments(
-            self.facts.module, name
+        for site in self.names.assignments(self.index.scope_of(expr), name) + self.names.assignments(
+            self.index.module, name
         ):
             value = assigned_value(site.stmt)
             if (
@@ -117,12 +139,12 @@ class Ranks:
 
     def global_rank_var(self, at: cst.CSTNode) -> str | None:
         """A variable of `at`'s function holding the global rank (`rank = dist.get_rank()`), bound before `at`."""
-        scope = self.facts.scope_of(at)
-        if scope is self.facts.module:
+        scope = self.index.scope_of(at)
+        if scope is self.index.module:
             return None
-        for site in self.facts.assignments(scope, "rank"):
+        for site in self.names.assignments(scope, "rank"):
             value = assigned_value(site.stmt)
-            if value is not None and self.facts.before(site.stmt, at) and GLOBAL_RANK_SOURCES.search(code_of(value)):
+            if value is not None and self.index.before(site.stmt, at) and GLOBAL_RANK_SOURCES.search(code_of(value)):
                 return "rank"
         return None
 
@@ -130,15 +152,17 @@ class Ranks:
         """`local_rank`, `args.local_rank`, or any name bound to the LOCAL_RANK environment variable
         (`self.gpu_id = int(os.environ["LOCAL_RANK"])`)."""
         name = dotted(expr) or ""
-        if name.split(".")[-1].lower() in ("local_rank", "localrank") or name == self.facts.env_names.get("LOCAL_RANK"):
+        if name.split(".")[-1].lower() in ("local_rank", "localrank") or name == self.launch.env_names.get(
+            "LOCAL_RANK"
+        ):
             return True
         return name in self.local_rank_names
 
     @cached_property
     def local_rank_names(self) -> set[str]:
         out = set()
-        for assign in self.facts.assigns:
-            if self.facts.reads_environment(self.facts.parent[assign]) and re.search(
+        for assign in self.index.assigns:
+            if self.names.reads_environment(self.index.parent[assign]) and re.search(
                 r"environ(?:\.get\(|\[)\s*['\"]LOCAL_RANK['\"]", code_of(assign.value)
             ):
                 out.update(d for t in assign.targets if (d := dotted(t.target)))
@@ -186,10 +210,10 @@ class Ranks:
 
     # ------------------------------------------------------------------ collectives
     def collective_op(self, call: cst.Call) -> str | None:
-        q = self.facts.call_qual(call) or ""
+        q = self.names.call_qual(call) or ""
         if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES:
             return q.rsplit(".", 1)[-1]
-        callee = self.facts._local_callee(call)
+        callee = self.index.callee_of(call)
         if callee is not None and callee in self.collective_helpers:
             return f"{callee.name.value}()"
         return None
@@ -201,14 +225,14 @@ class Ranks:
         changed = True
         while changed:
             changed = False
-            for func in self.facts.funcs:
+            for func in self.index.funcs:
                 if func in found:
                     continue
                 for call in calls_in(func.body):
-                    q = self.facts.call_qual(call) or ""
+                    q = self.names.call_qual(call) or ""
                     if (
                         q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES
-                    ) or self.facts._local_callee(call) in found:
+                    ) or self.index.callee_of(call) in found:
                         found.add(func)
                         changed = True
                         break
@@ -223,7 +247,7 @@ class Ranks:
         return out
 
     def rank_ifs(self) -> list[cst.If]:
-        return [i for i in self.facts.ifs if self._mentions_rank(i.test)]
+        return [i for i in self.index.ifs if self._mentions_rank(i.test)]
 
 
 def _not(v):

@@ -1,0 +1,84 @@
+"""One read-only analysis of a training script, shared by every rule.
+
+`ScriptFacts` is the front door: it parses nothing and computes nothing up front except the tree
+index; each part of the analysis is built the first time a rule asks for it, and only once.
+
+    facts.index      tree navigation: parents, sites, scopes, callees and callers   (index.py)
+    facts.names      import aliases, qualified names, assignments, string literals    (names.py)
+    facts.training   optimizers, schedulers, training steps                           (training.py)
+    facts.models     trained models, wrap points, existing wrappers, devices          (models.py)
+    facts.data       loaders, samplers, batch and epoch loops                          (data.py)
+    facts.launch     entry point, process-group calls, torchrun's environment         (launch.py)
+    facts.ranks      the rank detector and collectives                                 (ranks.py)
+    facts.wraps      how the script reaches a wrapped model's plain module             (wraps.py)
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+import libcst as cst
+
+from .data import Data, Loader
+from .index import Block, Scope, Site, TreeIndex
+from .launch import Launch
+from .models import Model, Models, WrapPoint
+from .names import Names
+from .ranks import Ranks
+from .training import Training
+from .wraps import Wraps
+
+
+class ScriptFacts:
+    """What a script is, computed lazily, once, and shared by every rule."""
+
+    def __init__(self, module: cst.Module, text: str | None = None, tree: ast.Module | None = None) -> None:
+        self.module = module
+        self.index = TreeIndex(module, text, tree)
+
+    @cached_property
+    def names(self) -> Names:
+        return Names(self.index)
+
+    @cached_property
+    def training(self) -> Training:
+        return Training(self.index, self.names)
+
+    @cached_property
+    def models(self) -> Models:
+        return Models(self.index, self.names, self.training)
+
+    @cached_property
+    def data(self) -> Data:
+        return Data(self.index, self.names, self.training)
+
+    @cached_property
+    def launch(self) -> Launch:
+        return Launch(self.index, self.names, self.training)
+
+    @cached_property
+    def ranks(self) -> Ranks:
+        return Ranks(self.index, self.names, self.launch)
+
+    @cached_property
+    def wraps(self) -> Wraps:
+        return Wraps(self.index, self.names, self.models)
+
+    def is_training_script(self) -> bool:
+        """Is this a script whose DDP form the rules are about: it uses torch, no other library
+        distributes it, and it trains, joins a process group or wraps a model."""
+        if not self.names.uses_torch or self.names.other_launcher:
+            return False
+        return bool(self.training.trains or self.launch.init_calls or self.models.ddp_calls)
+
+
+__all__ = [
+    "Block",
+    "Loader",
+    "Model",
+    "Scope",
+    "ScriptFacts",
+    "Site",
+    "WrapPoint",
+]

@@ -1,0 +1,238 @@
+"""The tree index: one pass over a module recording parents, source order and the node kinds the
+rules ask about, and navigation over it (ancestors, the statement holding a node, its scope, which
+function of this file a call reaches and who calls a function)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from ..positions import StatementPositions, module_positions
+from ..syntax import child_nodes, dotted, index_module
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+Block = cst.Module | cst.IndentedBlock
+Scope = cst.Module | cst.FunctionDef
+
+
+@dataclass(eq=False)
+class Site:
+    """A node together with where it sits: its statement, the block holding that, and its scope."""
+
+    node: cst.CSTNode
+    stmt: cst.BaseStatement
+    block: Block
+    func: cst.FunctionDef | None
+    cls: cst.ClassDef | None
+
+
+_LEAVE = object()
+
+
+class TreeIndex:
+    """Parents, source order, the nodes of each kind the rules read, and navigation."""
+
+    def __init__(self, module: cst.Module, text: str | None = None, tree: ast.Module | None = None) -> None:
+        """`text`, the source `module` was parsed from, and `tree`, Python's parse of it, make reported
+        positions cheaper to find (see positions.py); both are optional."""
+        self.module = module
+        self._text, self._tree = text, tree
+        self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.order: dict[cst.CSTNode, int] = {}
+        self.calls: list[cst.Call] = []
+        self.loops: list[cst.For | cst.While] = []
+        self.funcs: list[cst.FunctionDef] = []
+        self.classes: list[cst.ClassDef] = []
+        self.ifs: list[cst.If] = []
+        self.strings: list[cst.SimpleString] = []
+        self.assigns: list[cst.Assign] = []
+        self.imports: list[cst.Import | cst.ImportFrom] = []
+        self.identifiers: set[str] = set()  # every Name's text: what a new name must not be
+        self._nodes: list[cst.CSTNode] = []  # pre-order
+        self._spans: dict[int, list[int]] = {}  # id(node) -> [start, end) in `_nodes`
+        self._positions: StatementPositions | None = None
+        self._callees: dict[cst.Call, cst.FunctionDef | None] = {}
+        self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
+        self._collect()
+        index_module(self._nodes, self._spans)
+
+    def _collect(self) -> None:
+        kinds = {
+            cst.Call: self.calls,
+            cst.For: self.loops,
+            cst.While: self.loops,
+            cst.FunctionDef: self.funcs,
+            cst.ClassDef: self.classes,
+            cst.If: self.ifs,
+            cst.SimpleString: self.strings,
+            cst.Assign: self.assigns,
+            cst.Import: self.imports,
+            cst.ImportFrom: self.imports,
+        }
+        nodes, spans, parent, order, identifiers = self._nodes, self._spans, self.parent, self.order, self.identifiers
+        stack: list = [(self.module, None)]
+        while stack:
+            node, up = stack.pop()
+            if up is _LEAVE:
+                spans[id(node)][1] = len(nodes)
+                continue
+            if up is not None:
+                parent[node] = up
+            order[node] = len(nodes)
+            spans[id(node)] = [len(nodes), 0]
+            nodes.append(node)
+            kind = kinds.get(type(node))
+            if kind is not None:
+                kind.append(node)
+            elif type(node) is cst.Name:
+                identifiers.add(node.value)  # type: ignore[attr-defined]
+            stack.append((node, _LEAVE))
+            stack.extend((child, node) for child in reversed(child_nodes(node)))
+
+    # ----------------------------------------------------------------- positions
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        """1-based line, 0-based column range of `node` (computed once, only when asked)."""
+        if self._positions is None:
+            if self._text is None:
+                self._positions = module_positions(self.module)
+            else:
+                self._positions = StatementPositions(self.module, self._text, self.parent, self._tree)
+        return self._positions[node]
+
+    # ----------------------------------------------------------------- navigation
+    def indexed(self, node: cst.CSTNode) -> bool:
+        """Is `node` a node of this module (not one built by a rule)?"""
+        span = self._spans.get(id(node))
+        return span is not None and self.order.get(node) == span[0]
+
+    def contains(self, scope: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """Is `node` inside `scope` (both nodes of this module)?"""
+        start, end = self._spans[id(scope)]
+        return start <= self.order.get(node, -1) < end
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        cur = self.parent.get(node)
+        while cur is not None:
+            yield cur
+            cur = self.parent.get(cur)
+
+    def site(self, node: cst.CSTNode) -> Site:
+        """The statement holding `node` (a direct child of a block) and its block/function/class."""
+        child = node
+        stmt = block = None
+        func = cls = None
+        for anc in self.ancestors(node):
+            if (
+                stmt is None
+                and isinstance(anc, (cst.Module, cst.IndentedBlock))
+                and isinstance(child, cst.BaseStatement)
+            ):
+                stmt, block = child, anc
+            if stmt is not None and func is None and isinstance(anc, cst.FunctionDef):
+                func = anc
+            if stmt is not None and cls is None and isinstance(anc, cst.ClassDef):
+                cls = anc
+            child = anc
+        if stmt is None:  # node is itself a top-level statement
+            stmt, block = node, self.module  # type: ignore[assignment]
+        return Site(node, stmt, block, func, cls)  # type: ignore[arg-type]
+
+    def enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
+        for anc in self.ancestors(node):
+            if isinstance(anc, kind):
+                return anc
+        return None
+
+    def scope_of(self, node: cst.CSTNode) -> Scope:
+        return self.enclosing(node, cst.FunctionDef) or self.module  # type: ignore[return-value]
+
+    def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """Does `a` start before `b` in the source?"""
+        return self.order[a] < self.order[b]
+
+    def in_one_line_suite(self, node: cst.CSTNode) -> bool:
+        """True for statements written on one line after `:` (`if x: y()`), which cannot take a guard."""
+        return any(isinstance(a, cst.SimpleStatementSuite) for a in self.ancestors(node))
+
+    def next_statement(self, stmt: cst.CSTNode) -> cst.BaseStatement | None:
+        """The statement after `stmt` in its block, if any."""
+        block = self.parent.get(stmt)
+        body = list(getattr(block, "body", ()))
+        idx = next((i for i, s in enumerate(body) if s is stmt), None)
+        return body[idx + 1] if idx is not None and idx + 1 < len(body) else None
+
+    # ----------------------------------------------------------------- functions and calls
+    @cached_property
+    def func_by_name(self) -> dict[str, cst.FunctionDef]:
+        """Module-level functions by name (methods are not included)."""
+        return {
+            f.name.value: f
+            for f in self.funcs
+            if self.parent.get(self.parent.get(f)) is None or self.parent.get(f) is self.module
+        }
+
+    def methods_of(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+        if cls not in self._methods:
+            self._methods[cls] = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}  # type: ignore[union-attr]
+        return self._methods[cls]
+
+    def callee_of(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The function or method of this file that `call` invokes, when that can be told by name."""
+        if call not in self._callees:
+            self._callees[call] = self._find_callee(call)
+        return self._callees[call]
+
+    def _find_callee(self, call: cst.Call) -> cst.FunctionDef | None:
+        func = call.func
+        if isinstance(func, cst.Name):
+            return self.func_by_name.get(func.value)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            cls = self.enclosing(call, cst.ClassDef)
+            if isinstance(cls, cst.ClassDef):
+                return self.methods_of(cls).get(func.attr.value)
+        return None
+
+    @cached_property
+    def _callers(self) -> dict[cst.FunctionDef, list[cst.Call]]:
+        out: dict[cst.FunctionDef, list[cst.Call]] = {}
+        for call in self.calls:
+            callee = self.callee_of(call)
+            if callee is not None:
+                out.setdefault(callee, []).append(call)
+        return out
+
+    def callers_of(self, func: cst.FunctionDef) -> list[cst.Call]:
+        """The calls of this file that reach `func` by name, in source order."""
+        return self._callers.get(func, [])
+
+    def calls_by_name(self, name: str) -> list[cst.Call]:
+        """Calls whose callee is spelled `name` or `<anything>.name` (a method of that name)."""
+        out = []
+        for call in self.calls:
+            callee = call.func
+            spelled = (
+                callee.attr.value
+                if isinstance(callee, cst.Attribute)
+                else (callee.value if isinstance(callee, cst.Name) else None)
+            )
+            if spelled == name:
+                out.append(call)
+        return out
+
+    def statement_calls(self, pred) -> list[cst.Call]:
+        """Calls that are whole expression statements (`f(...)` on its own line) and match `pred`."""
+        return [c for c in self.calls if isinstance(self.parent.get(c), cst.Expr) and pred(c)]
+
+    def class_calls(self, cls: cst.ClassDef) -> list[cst.Call]:
+        """Calls that construct `cls` by its plain name."""
+        return [c for c in self.calls if dotted(c.func) == cls.name.value]
+
+
+__all__ = ["Block", "Scope", "Site", "TreeIndex"]

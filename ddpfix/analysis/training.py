@@ -1,0 +1,122 @@
+"""Training: whether the script trains, its optimizers and schedulers, and which code reaches a
+training step (`backward()` or an optimizer's `step()`, directly or through functions of this file)."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+import libcst as cst
+
+from ..syntax import assign_targets, assigned_value, calls_in, dotted, kwarg, method_name, positional, receiver
+from .index import Site, TreeIndex
+from .names import Names
+
+OPTIMIZER_NAMES = re.compile(r"opt", re.IGNORECASE)
+SCHEDULER_NAMES = re.compile(r"sched", re.IGNORECASE)
+OPTIMIZER_CLASSES = re.compile(r"(Adam|SGD|Lion|LAMB|Adafactor|RMSprop|Adagrad|Optimizer)")
+HELPER_DEPTH = 3  # how many calls deep a training step is looked for through this file's functions
+
+
+class Training:
+    """Optimizers, schedulers and training steps."""
+
+    def __init__(self, index: TreeIndex, names: Names) -> None:
+        self.index = index
+        self.names = names
+
+    @cached_property
+    def backward_calls(self) -> list[cst.Call]:
+        return self.names.method_calls("backward")
+
+    @cached_property
+    def optimizer_sites(self) -> list[Site]:
+        """`opt = SGD(model.parameters(), ...)`-shaped statements."""
+        out = []
+        for call in self.index.calls:
+            q = self.names.call_qual(call) or ""
+            if not self.parameter_receivers(call):
+                continue
+            site = self.index.site(call)
+            targets = assign_targets(site.stmt)
+            if assigned_value(site.stmt) is not call:
+                continue
+            if (
+                q.startswith("torch.optim.")
+                or any(OPTIMIZER_NAMES.search(t.split(".")[-1]) for t in targets)
+                or OPTIMIZER_CLASSES.search(q)
+            ):
+                out.append(site)
+        return out
+
+    @staticmethod
+    def parameter_receivers(call: cst.Call) -> list[str]:
+        """`model` for `SGD(model.parameters(), ...)`: whose parameters a call's arguments hand over."""
+        out = []
+        for arg in call.args:
+            for inner in calls_in(arg.value):
+                if method_name(inner) in ("parameters", "named_parameters") and receiver(inner) is not None:
+                    d = dotted(receiver(inner))  # type: ignore[arg-type]
+                    if d:
+                        out.append(d)
+        return out
+
+    @cached_property
+    def optimizer_targets(self) -> set[str]:
+        return {t for s in self.optimizer_sites for t in assign_targets(s.stmt)}
+
+    @cached_property
+    def scheduler_sites(self) -> list[Site]:
+        out = []
+        for call in self.index.calls:
+            site = self.index.site(call)
+            if assigned_value(site.stmt) is not call:
+                continue
+            q = self.names.call_qual(call) or ""
+            first = positional(call, 0) or kwarg(call, "optimizer")
+            if first is None or dotted(first.value) not in self.optimizer_targets:
+                continue
+            if "lr_scheduler" in q or any(SCHEDULER_NAMES.search(t) for t in assign_targets(site.stmt)):
+                out.append(site)
+        return out
+
+    @cached_property
+    def trains(self) -> bool:
+        return bool(self.optimizer_sites or self.backward_calls)
+
+    def trains_in(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """Does `node` run a training step, itself or through functions of this file it calls?"""
+        for c in calls_in(node):
+            if method_name(c) == "backward":
+                return True
+            if method_name(c) == "step" and dotted(receiver(c)) in self.optimizer_targets:  # type: ignore[arg-type]
+                return True
+            if depth < HELPER_DEPTH:
+                callee = self.index.callee_of(c)
+                if callee is not None and callee is not node and self.trains_in(callee, depth + 1):
+                    return True
+        return False
+
+    def reaches_training(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """Does `node` build an optimizer or train, itself, through functions of this file, or through a
+        class of this file it constructs (`Trainer(...).train()`)?"""
+        if not isinstance(node, cst.Module) and any(
+            self.index.enclosing(o.stmt, type(node)) is node or o.stmt is node for o in self.optimizer_sites
+        ):
+            return True
+        if self.trains_in(node):
+            return True
+        if depth < HELPER_DEPTH:
+            for c in calls_in(node):
+                callee = self.index.callee_of(c)
+                if callee is not None and callee is not node and self.reaches_training(callee, depth + 1):
+                    return True
+            for c in calls_in(node):
+                name = dotted(c.func)
+                for cls in self.index.classes:
+                    if name == cls.name.value and self.trains_in(cls):
+                        return True
+        return False
+
+
+__all__ = ["OPTIMIZER_NAMES", "SCHEDULER_NAMES", "Training"]
