@@ -5,47 +5,50 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..rule import Rule
-from .ddp001_process_group import MissingProcessGroup
+from .ddp001_missing_process_group import MissingProcessGroup
 from .ddp002_hardcoded_backend import HardcodedBackend
-from .ddp003_init_args import InitArgsMismatch
+from .ddp003_init_args_mismatch import InitArgsMismatch
 from .ddp004_spawn_without_rank import SpawnWithoutRank
 from .ddp005_local_vs_global_rank import LocalVsGlobalRank
-from .ddp006_set_device import SetDeviceMissingOrLate
-from .ddp007_hardcoded_cuda import HardcodedCudaDevice
+from .ddp006_set_device_missing_or_late import SetDeviceMissingOrLate
+from .ddp007_hardcoded_cuda_device import HardcodedCudaDevice
 from .ddp101_collective_under_rank_guard import CollectiveUnderRankGuard
 from .ddp102_rank_divergent_exit import RankDivergentExit
-from .ddp103_rank0_forward import Rank0ForwardThroughDdp
+from .ddp103_rank0_forward_through_ddp import Rank0ForwardThroughDdp
 from .ddp104_uneven_inputs import UnevenInputs
-from .ddp105_step_in_rank_guard import StepInRankGuard
-from .ddp201_distributed_sampler import MissingDistributedSampler
+from .ddp105_optimizer_step_in_rank_guard import StepInRankGuard
+from .ddp201_missing_distributed_sampler import MissingDistributedSampler
 from .ddp202_sampler_not_passed import SamplerNotPassed
 from .ddp203_sampler_with_shuffle import SamplerWithShuffle
-from .ddp204_set_epoch import MissingSetEpoch
+from .ddp204_missing_set_epoch import MissingSetEpoch
 from .ddp205_sampler_seed_per_rank import SamplerSeedPerRank
 from .ddp206_padded_eval_metrics import PaddedEvalMetrics
 from .ddp207_batch_size_semantics import BatchSizeSemantics
-from .ddp301_ddp_wrap import MissingDdpWrap
+from .ddp301_missing_ddp_wrap import MissingDdpWrap
 from .ddp302_dataparallel import DataParallelToDdp
 from .ddp303_device_ids_mismatch import DeviceIdsMismatch
 from .ddp304_wrapped_container import WrappedContainer
-from .ddp305_optimizer_order import OptimizerBeforeWrap
-from .ddp306_syncbn import MissingSyncBatchNorm
-from .ddp307_grad_accum_no_sync import GradAccumWithoutNoSync
+from .ddp305_optimizer_before_wrap import OptimizerBeforeWrap
+from .ddp306_missing_syncbn import MissingSyncBatchNorm
+from .ddp307_grad_accum_without_no_sync import GradAccumWithoutNoSync
 from .ddp308_wrapper_attribute_access import WrapperAttributeAccess
 from .ddp309_forward_bypasses_ddp import ForwardBypassesDdp
 from .ddp310_unused_parameters import UnusedParameters
 from .ddp401_unguarded_save import UnguardedSave
 from .ddp402_wrapped_state_dict import WrappedStateDict
 from .ddp403_load_into_wrapper import LoadIntoWrapper
-from .ddp404_map_location import LoadWithoutMapLocation
-from .ddp405_log_files import UnguardedLogFile
+from .ddp404_load_without_map_location import LoadWithoutMapLocation
+from .ddp405_unguarded_log_file import UnguardedLogFile
 from .ddp406_unguarded_print import UnguardedPrint
 from .ddp407_unguarded_tracker import UnguardedTracker
-from .ddp408_progress_bar import UnguardedProgressBar
+from .ddp408_unguarded_progress_bar import UnguardedProgressBar
 from .ddp409_metrics_not_reduced import MetricsNotReduced
 from .ddp410_save_load_race import SaveLoadRace
 
-# Order matters only where two rules name new things; placement follows each edit's own order key.
+# Rules run in this order. Where inserted statements go is each edit's own `Order`; the run order matters
+# where one rule reads plan state another provides (`Rule.reads` / `Rule.provides`: a wrap must be
+# planned before the rules that send saves and custom methods to the plain module), and for which rule
+# names a new thing first.
 RULES: list[Rule] = [
     MissingProcessGroup(),
     HardcodedBackend(),

@@ -13,6 +13,7 @@ class CollectiveUnderRankGuard(Rule):
     code = "DDP101"
     name = "collective-under-rank-guard"
     message = "collective reached by some ranks only: the others never join it and every rank hangs"
+    provides = frozenset({"hoisted"})
     fix = UNSAFE
     docs = """
 ## What

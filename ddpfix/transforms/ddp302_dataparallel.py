@@ -21,6 +21,7 @@ class DataParallelToDdp(Rule):
     message = "nn.DataParallel: one process drives every GPU; use DistributedDataParallel under torchrun"
     fix = UNSAFE
     requires = ("DDP001",)
+    provides = frozenset({"wraps"})
     docs = """
 ## What
 `model = nn.DataParallel(model)` (also with `device_ids=`, a trailing `.to(device)` / `.cuda()`, or

@@ -76,6 +76,7 @@ class WrapperAttributeAccess(Rule):
     code = "DDP308"
     name = "wrapper-attribute-access"
     message = "custom model attribute reached through the DDP wrapper: DistributedDataParallel does not forward it"
+    reads = frozenset({"wraps"})
     docs = """
 ## What
 A method or attribute that the model's own class defines (`model.generate(...)`, `model.encoder`,

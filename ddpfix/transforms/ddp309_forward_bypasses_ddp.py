@@ -15,6 +15,7 @@ class ForwardBypassesDdp(Rule):
     code = "DDP309"
     name = "forward-bypasses-ddp"
     message = "training forward through the unwrapped module: DDP never synchronises these gradients"
+    reads = frozenset({"wraps"})
     fix = "none"
     docs = """
 ## What

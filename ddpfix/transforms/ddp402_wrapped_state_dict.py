@@ -14,6 +14,7 @@ class WrappedStateDict(Rule):
     name = "wrapped-state-dict"
     message = "state_dict() of the DDP-wrapped model: keys get a 'module.' prefix; use the unwrapped model"
     requires = ("DDP301",)
+    reads = frozenset({"wraps"})
     docs = """
 ## What
 `model.state_dict()` where `model` is (or becomes) the `DistributedDataParallel` wrapper.

@@ -13,6 +13,7 @@ class LoadIntoWrapper(Rule):
     code = "DDP403"
     name = "load-into-wrapper"
     message = "load_state_dict() on the DDP wrapper: plain checkpoint keys miss the 'module.' prefix; load through the unwrapped model"
+    reads = frozenset({"wraps"})
     docs = """
 ## What
 `model.load_state_dict(...)` where `model` is (or becomes, once wrapped) the

@@ -12,6 +12,7 @@ class SaveLoadRace(Rule):
     code = "DDP410"
     name = "save-load-race"
     message = "file saved on rank 0 and loaded by every rank without a barrier: the others can read it half-written"
+    reads = frozenset({"hoisted"})
     docs = """
 ## What
 `torch.save(obj, path)` on rank 0, then `torch.load(path)` on every rank, with no

@@ -16,6 +16,7 @@ class MissingDdpWrap(Rule):
     name = "missing-ddp-wrap"
     message = "trained model is never wrapped in DistributedDataParallel: gradients are not synchronised"
     requires = ("DDP001",)
+    provides = frozenset({"wraps"})
     docs = """
 ## What
 A model whose parameters an optimizer updates, with no `DistributedDataParallel(model)`.

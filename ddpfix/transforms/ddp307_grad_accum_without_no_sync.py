@@ -13,6 +13,7 @@ class GradAccumWithoutNoSync(Rule):
     code = "DDP307"
     name = "grad-accum-without-no-sync"
     message = "gradient accumulation through the DDP wrapper without no_sync(): every micro-step all-reduces"
+    reads = frozenset({"wraps"})
     docs = """
 ## What
 A batch loop that calls `backward()` every iteration but steps the optimizer only every k-th one

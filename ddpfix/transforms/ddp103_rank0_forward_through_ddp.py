@@ -16,6 +16,7 @@ class Rank0ForwardThroughDdp(Rule):
         "forward of the DDP wrapper on rank 0 only: DDP's forward can issue collectives the other ranks never join"
     )
     requires = ("DDP301",)
+    reads = frozenset({"wraps"})
     docs = """
 ## What
 `model(x)` (or `evaluate(model, ...)`, a helper of the script that calls it) inside an
