@@ -17,6 +17,7 @@ import pathspec
 
 from .api import fix_source
 from .diagnostic import Result
+from .diff import edits_between
 from .errors import DdpfixError
 
 STDIN = "-"
@@ -168,8 +169,6 @@ def run_path(path: str, options: Options, *, fix: bool = True) -> FileResult:
 def fix_edits(data: bytes | str, path: str, code: str) -> list[dict]:
     """The edits that fix the findings of one rule in this source (with the fixes that fix needs),
     as 1-based line/column ranges over the original text with their replacement text."""
-    from .formats import edits_between  # formats imports this module
-
     try:
         res = fix_source(data, path=path, select=[code], unsafe_fixes=True)
     except Exception:  # the file already produced diagnostics; a failing single-rule run just has no edits

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Iterable
@@ -11,7 +10,7 @@ from urllib.parse import quote
 
 from . import __version__
 from .diagnostic import NONE, SAFE, Diagnostic
-from .diff import split_lines
+from .diff import apply_edits, edits_between
 from .engine import FileResult
 from .rule import Rule
 from .suppress import UNUSED
@@ -30,41 +29,6 @@ def rule_by_code() -> dict[str, Rule]:
 
 
 # ---------------------------------------------------------------------------------------- edits
-def edits_between(old: str, new: str) -> list[dict]:
-    """Line-granular edits turning `old` into `new`: 1-based `line`/`col` to `end_line`/`end_col`
-    (exclusive, code points) in `old`, replaced by `content`. Applied back to front they give `new`."""
-    a, b = split_lines(old), split_lines(new)
-    edits = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        edits.append({"line": i1 + 1, "col": 1, "end_line": i2 + 1, "end_col": 1, "content": "".join(b[j1:j2])})
-    if edits and a and not a[-1].endswith(("\n", "\r")):
-        # the old text ends without a line break: a range up to "the line after" ends at the last line's end
-        last = len(a)
-        for e in edits:
-            for key in ("", "end_"):
-                if e[f"{key}line"] == last + 1:
-                    e[f"{key}line"], e[f"{key}col"] = last, len(a[-1]) + 1
-    return edits
-
-
-def apply_edits(old: str, edits: list[dict]) -> str:
-    """Inverse of `edits_between` (used by tests and by consumers of the JSON output)."""
-    lines = split_lines(old)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-
-    def offset(line: int, col: int) -> int:
-        return (starts[line - 1] if line - 1 < len(starts) else starts[-1]) + col - 1
-
-    out = old
-    for e in sorted(edits, key=lambda e: (e["line"], e["col"]), reverse=True):
-        out = out[: offset(e["line"], e["col"])] + e["content"] + out[offset(e["end_line"], e["end_col"]) :]
-    return out
-
-
 # ---------------------------------------------------------------------------------------- records
 def _fix_of(res: FileResult, d: Diagnostic) -> dict | None:
     if d.fix == NONE:
