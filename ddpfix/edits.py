@@ -104,6 +104,13 @@ def torch_name(ctx: Context) -> str:
     return ctx.plan.ref("torch", "torch", style="import")
 
 
+def backend_choice(ctx: Context, quote: str = '"') -> str:
+    """The process group's backend by the hardware: NCCL for CUDA tensors and gloo for CPU ones when
+    CUDA is available (a model the script keeps on CPU still gets a backend), gloo otherwise."""
+    q = quote
+    return f"{q}cpu:gloo,cuda:nccl{q} if {torch_name(ctx)}.cuda.is_available() else {q}gloo{q}"
+
+
 def set_epoch_statements(ctx: Context, sampler: str, epoch: str, *, optional: bool) -> list[cst.BaseStatement]:
     if optional:
         return ctx.plan.statements(
@@ -124,6 +131,7 @@ __all__ = [
     "opens_for_writing",
     "set_epoch_statements",
     "torch_name",
+    "backend_choice",
     "with_kwarg",
     "without_kwarg",
 ]

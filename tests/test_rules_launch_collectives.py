@@ -137,7 +137,7 @@ def test_nccl_literal_fixed_gloo_left_alone():
     model(torch.randn(2, 2)).sum().backward()
     """)
     out = fix_source(src, select=["DDP002"]).code
-    assert 'backend="nccl" if torch.cuda.is_available() else "gloo"' in out
+    assert 'backend="cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"' in out
     assert "DDP002" not in codes(src.replace('"nccl"', '"gloo"'))
 
 

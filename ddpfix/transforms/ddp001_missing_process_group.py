@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import torch_name
+from ..edits import backend_choice, torch_name
 from ..rule import Context, Order, Rule
 from ..syntax import anchor_of, single_small, strip_docstring
 
@@ -38,14 +38,16 @@ def main():
     if DISTRIBUTED:
         if torch.cuda.is_available():
             torch.cuda.set_device(LOCAL_RANK)
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
     model = Net().to(device)
     ...
     if DISTRIBUTED:
         dist.destroy_process_group()
 ```
 `set_device` comes first so every process creates its CUDA context on its own GPU; the backend
-follows the hardware (NCCL on GPUs, gloo on CPU). A plain `python train.py` has WORLD_SIZE 1 and
+follows the hardware: with CUDA, NCCL for CUDA tensors and gloo for CPU ones (so a model the script
+keeps on the CPU still trains; a plain `"nccl"` group fails there with `No backend type associated
+with device type cpu`), gloo without CUDA. A plain `python train.py` has WORLD_SIZE 1 and
 creates no process group, so it behaves exactly as before.
 
 ## Fix safety
@@ -73,8 +75,9 @@ of a module-level script); teardown at its end.
             if {D}:
                 if {torch}.cuda.is_available():
                     {torch}.cuda.set_device({L})
-                {dist}.init_process_group("nccl" if {torch}.cuda.is_available() else "gloo")
+                {dist}.init_process_group({backend})
             """,
+            backend=backend_choice(ctx),
             **names,
         )
         teardown = ctx.plan.statements(

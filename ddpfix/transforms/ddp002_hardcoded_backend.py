@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import torch_name
+from ..edits import backend_choice
 from ..rule import Context, Rule
 from ..syntax import kwarg, positional, string_value
 
@@ -27,11 +27,14 @@ dist.init_process_group(backend="nccl")
 ```
 becomes
 ```python
-dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+dist.init_process_group(backend="cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
 ```
+With CUDA the process group has both backends: NCCL for CUDA tensors, gloo for CPU ones, so a model
+the script keeps on the CPU (a `--cuda` flag that is off) still trains (a plain `"nccl"` group fails
+there with `RuntimeError: No backend type associated with device type cpu`).
 
 ## Fix safety
-Safe: on GPU machines the backend is still NCCL.
+Safe: on GPU machines CUDA tensors still go through NCCL.
 """
 
     def run(self, ctx: Context) -> None:
@@ -42,7 +45,5 @@ Safe: on GPU machines the backend is still NCCL.
             if not ctx.report(arg.value):
                 continue
             quote = arg.value.quote if isinstance(arg.value, cst.SimpleString) else '"'
-            expr = cst.parse_expression(
-                f"{quote}nccl{quote} if {torch_name(ctx)}.cuda.is_available() else {quote}gloo{quote}"
-            )
+            expr = cst.parse_expression(backend_choice(ctx, quote))
             ctx.plan.replace(arg.value, lambda n, e=expr: e)

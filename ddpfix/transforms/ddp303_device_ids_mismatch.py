@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..edits import cuda_test
@@ -160,14 +162,21 @@ def _loads_onto(facts, string: cst.SimpleString) -> bool:
     return isinstance(arg, cst.Arg) and arg.keyword is not None and arg.keyword.value == "map_location"
 
 
+BACKEND = re.compile(r"((cpu|cuda):)?(nccl|gloo|mpi|ucc)")
+
+
+def is_backend(value) -> bool:
+    """`"nccl"`, `"gloo"`, `"cpu:gloo,cuda:nccl"`: a process-group backend, not a device."""
+    return isinstance(value, str) and all(BACKEND.fullmatch(part) for part in value.split(","))
+
+
 def _chooses_device(facts, test: cst.Call) -> bool:
     """False for the two CUDA tests that choose no device for the model: the guard around
-    `torch.cuda.set_device(...)` and the backend choice `"nccl" if torch.cuda.is_available() else "gloo"`."""
+    `torch.cuda.set_device(...)` and the backend choice (`"cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"`)."""
     parent = facts.index.parent.get(test)
     if isinstance(parent, cst.IfExp) and parent.test is test:
         return not all(
-            isinstance(v, cst.SimpleString) and v.evaluated_value in ("nccl", "gloo")
-            for v in (parent.body, parent.orelse)
+            isinstance(v, cst.SimpleString) and is_backend(v.evaluated_value) for v in (parent.body, parent.orelse)
         )
     if isinstance(parent, cst.If) and parent.test is test and not parent.orelse:
         calls = [facts.names.call_qual(c) for c in calls_in(parent.body)]

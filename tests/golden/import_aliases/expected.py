@@ -19,7 +19,7 @@ def run():
     if DISTRIBUTED:
         if t.cuda.is_available():
             t.cuda.set_device(LOCAL_RANK)
-        dist.init_process_group("nccl" if t.cuda.is_available() else "gloo")
+        dist.init_process_group("cpu:gloo,cuda:nccl" if t.cuda.is_available() else "gloo")
 
     t.manual_seed(0)
     dataset = TD(t.randn(50, 2), t.randn(50, 1))

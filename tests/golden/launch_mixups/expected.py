@@ -18,7 +18,7 @@ def main():
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank)
     if distributed:
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
 
     torch.manual_seed(0)
     dataset = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))

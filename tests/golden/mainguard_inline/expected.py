@@ -16,7 +16,7 @@ if __name__ == "__main__":
     if DISTRIBUTED:
         if torch.cuda.is_available():
             torch.cuda.set_device(LOCAL_RANK)
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
 
     torch.manual_seed(0)
     train_dataset = TensorDataset(torch.randn(40, 2), torch.randn(40, 1))

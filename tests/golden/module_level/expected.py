@@ -16,7 +16,7 @@ DISTRIBUTED = WORLD_SIZE > 1
 if DISTRIBUTED:
     if torch.cuda.is_available():
         torch.cuda.set_device(LOCAL_RANK)
-    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
 
 EPOCHS = 2
 BATCH_SIZE = 16

@@ -19,7 +19,7 @@ def main():
     if DISTRIBUTED:
         if torch.cuda.is_available():
             torch.cuda.set_device(LOCAL_RANK)
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=3)

@@ -56,7 +56,7 @@ def main():
     if DISTRIBUTED:
         if torch.cuda.is_available():
             torch.cuda.set_device(LOCAL_RANK)
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
 
     Trainer().fit()
 

@@ -85,7 +85,7 @@ def main(device, total_epochs, save_every, batch_size):
     if DISTRIBUTED:
         if torch.cuda.is_available():
             torch.cuda.set_device(LOCAL_RANK)
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
 
     torch.manual_seed(0)
     dataset, model, optimizer = load_train_objs()
