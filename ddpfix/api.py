@@ -101,19 +101,22 @@ def run_rules(
     unsafe_fixes: bool = False,
     source: Source | None = None,
     tree: ast.Module | None = None,
+    path: str | None = None,
 ) -> tuple[cst.Module, list[Diagnostic]]:
     """One analysis, every selected rule, one edit pass. `source` (what `module` was parsed from) and
     `tree` (Python's parse of it) are optional: they let a source without `# ddpfix: ignore` comments
-    skip looking for them and make positions cheaper to find."""
+    skip looking for them and make positions cheaper to find. `path`, the file's name, lets the
+    analysis read the script's own modules next to it."""
     suppressions = scan(module.code) if might_have(source) else None
     text = source.decode(module.encoding) if isinstance(source, bytes) else source
     if text is not None and not _MIGHT_TRAIN.search(text):  # what the test below needs is not even in the text
         return module, _unused(suppressions, [], select, ignore)
-    facts = ScriptFacts(module, text, tree)
+    facts = ScriptFacts(module, text, tree, path)
     if not facts.is_training_script():
         return module, _unused(suppressions, [], select, ignore)  # not a training script: nothing here is about DDP
     active = expand(select, ignore)
-    fixing = set(active) if fix else set()
+    # A module other files import is not a program: it gets findings, not a process group of its own.
+    fixing = set(active) if fix and facts.launch.is_program else set()
     for rule in RULES:  # a fix brings the fixes it depends on (DDP201's sampler needs DDP001's process group)
         if rule.code in fixing:
             fixing.update(rule.requires)
@@ -191,7 +194,14 @@ def fix_parsed(
     if module is None:
         return Result(source=old_text, code=old_text, data=source if isinstance(source, bytes) else None)
     new, diagnostics = run_rules(
-        module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=old_text, tree=parsed.tree
+        module,
+        select=select,
+        ignore=ignore,
+        fix=fix,
+        unsafe_fixes=unsafe_fixes,
+        source=old_text,
+        tree=parsed.tree,
+        path=None if parsed.path in ("<string>", "-") else parsed.path,
     )
     new_text = old_text if new is module else new.code
     result = Result(source=old_text, code=new_text, diagnostics=diagnostics)

@@ -11,6 +11,7 @@ index; each part of the analysis is built the first time a rule asks for it, and
     facts.launch     entry point, process-group calls, torchrun's environment         (launch.py)
     facts.ranks      the rank detector and collectives                                 (ranks.py)
     facts.wraps      how the script reaches a wrapped model's plain module             (wraps.py)
+    facts.modules    the script's own modules, summarised            (modules.py, imports.py, summaries.py)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .data import Data, Loader
 from .index import Block, Scope, Site, TreeIndex
 from .launch import Launch
 from .models import Model, Models, WrapPoint
+from .modules import LocalModules
 from .names import Names
 from .ranks import Ranks
 from .training import Training
@@ -33,9 +35,18 @@ from .wraps import Wraps
 class ScriptFacts:
     """What a script is, computed lazily, once, and shared by every rule."""
 
-    def __init__(self, module: cst.Module, text: str | None = None, tree: ast.Module | None = None) -> None:
+    def __init__(
+        self, module: cst.Module, text: str | None = None, tree: ast.Module | None = None, path: str | None = None
+    ) -> None:
+        """`text` and `tree` (Python's parse) make positions cheaper; `path`, the script's file, lets
+        the analysis read the script's own modules. All three are optional."""
         self.module = module
+        self.path = path
         self.index = TreeIndex(module, text, tree)
+
+    @cached_property
+    def modules(self) -> LocalModules:
+        return LocalModules(self.index.imports, self.path)
 
     @cached_property
     def names(self) -> Names:
@@ -55,7 +66,7 @@ class ScriptFacts:
 
     @cached_property
     def launch(self) -> Launch:
-        return Launch(self.index, self.names, self.training)
+        return Launch(self.index, self.names, self.training, self.modules)
 
     @cached_property
     def ranks(self) -> Ranks:

@@ -9,25 +9,42 @@ from functools import cached_property
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, code_of, expr_call
+from ..syntax import assign_targets, assigned_value, code_of, dotted, expr_call, mentions
 from .index import TreeIndex
+from .modules import LocalModules
 from .names import ENV_LOOKUP, Names
+from .summaries import INIT
 from .training import Training
 
+SETUP_NAME = re.compile(r"dist|ddp|parallel|init|setup|launch|world|comm", re.IGNORECASE)
 MAIN_TEST = re.compile(r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__")
 
 
 class Launch:
     """Entry point, process-group calls and torchrun's environment."""
 
-    def __init__(self, index: TreeIndex, names: Names, training: Training) -> None:
+    def __init__(self, index: TreeIndex, names: Names, training: Training, modules: LocalModules) -> None:
         self.index = index
         self.names = names
         self.training = training
+        self.modules = modules
 
     @cached_property
     def init_calls(self) -> list[cst.Call]:
         return self.names.torch_calls_ending("init_process_group")
+
+    @cached_property
+    def joins_elsewhere(self) -> bool | None:
+        """Does the script join a process group through its own modules (`utils.init_distributed_mode(args)`)?
+        True; None when it calls a setup-looking function of a module that could not be read; else False."""
+        unknown = False
+        for call in self.index.calls:
+            joins = self.modules.call_does(call, INIT)
+            if joins:
+                return True
+            if joins is None and SETUP_NAME.search(dotted(call.func) or ""):
+                unknown = True
+        return None if unknown else False
 
     @cached_property
     def set_device_calls(self) -> list[cst.Call]:
@@ -72,6 +89,25 @@ class Launch:
             if isinstance(stmt, cst.If) and MAIN_TEST.fullmatch(code_of(stmt.test)):
                 return stmt
         return None
+
+    @cached_property
+    def is_program(self) -> bool:
+        """Does this file run as a program (a `__main__` block, or module-level code that trains)? A
+        module other files import gets no process group of its own: setting one up at import time would
+        create and destroy it under the importing script."""
+        if self.main_guard is not None:
+            return True
+        index, training = self.index, self.training
+        main = index.func_by_name.get("main")
+        if main is not None and training.reaches_training(main):
+            return True  # `def main()` by convention runs as the program (a console entry point, `fire`)
+        trainers = {name for name, f in index.func_by_name.items() if training.reaches_training(f)}
+        for stmt in index.module.body:
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            if training.reaches_training(stmt) or any(mentions(stmt, name) for name in trainers):
+                return True  # module-level training, or `fire.Fire(train)` / `typer.run(train)`
+        return False
 
     @cached_property
     def entry(self) -> cst.FunctionDef | cst.If | cst.Module:

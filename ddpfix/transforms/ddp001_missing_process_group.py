@@ -57,8 +57,11 @@ of a module-level script); teardown at its end.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if facts.launch.init_calls or facts.launch.spawn_calls or not facts.training.trains:
-            return
+        launch = facts.launch
+        if launch.init_calls or launch.spawn_calls or not facts.training.trains or not launch.is_program:
+            return  # a module other files import gets no process group of its own
+        if launch.joins_elsewhere is not False:
+            return  # joined through the script's own modules, or maybe through one that could not be read
         if facts.models.trained:
             where = facts.models.trained[0].definition.stmt
         elif facts.training.optimizer_sites:

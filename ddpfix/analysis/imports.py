@@ -1,0 +1,86 @@
+"""Resolving imports to files: `from utils import init_distributed_mode` is the function
+`init_distributed_mode` of `utils.py` beside the script; `import numpy` is a library; an import that
+is neither is unknown."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+
+# Libraries whose functions do not set up the script's process group (those that distribute a script
+# themselves, Accelerate, Lightning, DeepSpeed..., are recognised elsewhere and left alone).
+KNOWN_LIBRARIES = {
+    "torch", "torchvision", "torchaudio", "torchtext", "numpy", "scipy", "pandas", "PIL", "cv2", "sklearn",
+    "matplotlib", "tqdm", "yaml", "wandb", "mlflow", "tensorboardX", "transformers", "datasets", "timm",
+    "einops", "h5py", "tokenizers", "sentencepiece", "omegaconf", "hydra", "absl", "apex", "albumentations",
+    "skimage", "librosa", "soundfile", "imageio", "seaborn", "tabulate", "termcolor", "easydict", "munch",
+}  # fmt: skip
+
+
+class Origin(Enum):
+    LOCAL = "local"
+    LIBRARY = "library"
+    UNKNOWN = "unknown"
+
+
+Imported = dict[str, tuple[str, str | None, int]]  # local name -> (module, imported member, relative level)
+
+
+class ImportTable:
+    """Resolves dotted names through one file's imports to the local module file that defines them."""
+
+    def __init__(self, imported: Imported, find) -> None:
+        self.imported = imported
+        self.find = find  # (module, level) -> Path | None
+
+    def resolve(self, name: str) -> tuple[Origin, Path | None, str | None]:
+        """(origin, the local module's file, the member's name in it) for `name` (`du.init`, `init`)."""
+        parts = name.split(".")
+        origin = self.imported.get(parts[0])
+        if origin is None:
+            return Origin.LIBRARY, None, None  # not imported here: a builtin or a name of this file
+        module, member, level = origin
+        tries = []
+        if member is not None:
+            joined = f"{module}.{member}" if module else member
+            tries.append((joined, parts[1:]))  # `from utils import dist`: a submodule
+            tries.append((module, [member, *parts[1:]]))
+        else:
+            tries.append((module, parts[1:]))
+        for base, chain in tries:
+            for k in range(len(chain) - 1, -1, -1):  # the longest module prefix, leaving a member
+                path = self.find(".".join(filter(None, [base, *chain[:k]])), level)
+                if path is not None:
+                    return Origin.LOCAL, path, ".".join(chain[k:])
+            if not chain and base:
+                path = self.find(base, level)
+                if path is not None:
+                    return Origin.LOCAL, path, None
+        top = module.split(".")[0]
+        if level == 0 and top and _is_library(top):
+            return Origin.LIBRARY, None, None
+        return Origin.UNKNOWN, None, None
+
+
+def find_module(base: Path | None, module: str) -> Path | None:
+    """`utils.dist` under `base`: utils/dist.py or utils/dist/__init__.py."""
+    if base is None or not module:
+        return None
+    rel = Path(*module.split("."))
+    for cand in (base / rel.with_suffix(".py"), base / rel / "__init__.py"):
+        try:
+            if cand.is_file():
+                return cand
+        except OSError:
+            return None
+    return None
+
+
+def _is_library(top: str) -> bool:
+    """The standard library and well-known libraries. Where ddpfix runs is not where the script runs,
+    so what happens to be importable here decides nothing: anything else is unknown."""
+    return top in KNOWN_LIBRARIES or top in sys.stdlib_module_names
+
+
+__all__ = ["KNOWN_LIBRARIES", "ImportTable", "Imported", "Origin", "find_module"]

@@ -1,0 +1,111 @@
+"""The script's own modules: what `from utils import init_distributed_mode` brings in.
+
+A script's imports are resolved against the folder it lives in (and, for relative imports, the
+package around it); each local module found is summarised (summaries.py). A name imported from a
+module that is neither local nor a library is *unknown*: a rule that needs to know whether, say, the
+process group exists treats a call into it as "maybe", never as "no".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+from ..syntax import dotted
+from .imports import Imported, ImportTable, Origin, find_module
+from .summaries import ClassSummary, ModuleSummary, finder, summarise
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a dotted name of the script refers to: a function or class of a local module (`summary`
+    and `member`), something of a library, or something that could not be read."""
+
+    origin: Origin
+    summary: ModuleSummary | None = None
+    member: str | None = None  # the function or class name in `summary` (None: the module itself)
+
+
+class LocalModules:
+    """The script's imports, resolved: local modules summarised, libraries known, the rest unknown."""
+
+    def __init__(self, imports: list[cst.Import | cst.ImportFrom], path: str | None) -> None:
+        self.folder = _script_folder(path)
+        self.table = ImportTable(_imported_cst(imports), self._find)
+
+    def _find(self, module: str, level: int) -> Path | None:
+        if self.folder is None:
+            return None
+        base = self.folder
+        for _ in range(max(level - 1, 0)):
+            base = base.parent
+        return find_module(base, module)
+
+    def target_of(self, func: cst.BaseExpression) -> Target | None:
+        """What a called name refers to (`init_distributed_mode`, `utils.init_distributed_mode`);
+        None for names no import of the script binds."""
+        name = dotted(func)
+        if name is None or name.split(".")[0] not in self.table.imported:
+            return None
+        origin, path, member = self.table.resolve(name)
+        if path is None:
+            return Target(origin)
+        return Target(origin, summarise(path, finder(path, self._find)), member)
+
+    def call_does(self, call: cst.Call, effect: str) -> bool | None:
+        """Does `call` do `effect` (INIT, RANK_TEST, ...) through a local module? True / False, or
+        None when it calls into a module that could not be read."""
+        target = self.target_of(call.func)
+        if target is None or target.origin is Origin.LIBRARY:
+            return False
+        if target.origin is Origin.UNKNOWN or target.summary is None:
+            return None
+        if target.member is None:
+            return False
+        if target.member in target.summary.classes:
+            return target.summary.does(f"{target.member}.__init__", effect)
+        return target.summary.does(target.member, effect)
+
+    def class_of(self, func: cst.BaseExpression) -> ClassSummary | None:
+        """The local class a constructor call names (`models.Net(...)`, or `Net(...)` imported)."""
+        target = self.target_of(func)
+        if target is None or target.summary is None or target.member is None:
+            return None
+        return target.summary.classes.get(target.member)
+
+    def unknown(self, func: cst.BaseExpression) -> bool:
+        """Does `func` name something of an import that could not be read?"""
+        target = self.target_of(func)
+        return target is not None and target.origin is Origin.UNKNOWN
+
+
+def _imported_cst(imports: list[cst.Import | cst.ImportFrom]) -> Imported:
+    out: Imported = {}
+    for node in imports:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted(alias.name) or ""
+                if alias.asname is not None:
+                    out[alias.asname.name.value] = (full, None, 0)  # type: ignore[union-attr]
+                else:
+                    out[full.split(".")[0]] = (full.split(".")[0], None, 0)
+        elif not isinstance(node.names, cst.ImportStar):
+            mod = dotted(node.module) if node.module is not None else ""
+            for alias in node.names:
+                name = dotted(alias.name) or ""
+                local = alias.asname.name.value if alias.asname is not None else name  # type: ignore[union-attr]
+                out[local] = (mod or "", name, len(node.relative))
+    return out
+
+
+def _script_folder(path: str | None) -> Path | None:
+    if not path or path in ("-", "<string>") or path.startswith("<"):
+        return None
+    p = Path(path)
+    folder = p.parent if p.suffix or p.is_file() else p
+    return folder if folder.is_dir() else None
+
+
+__all__ = ["LocalModules", "Target"]

@@ -1,0 +1,287 @@
+"""Summaries of the script's local modules, read with Python's `ast` and cached by path, size and
+modification time: which of a module's functions join or leave a process group, return a rank test,
+silence `print` on other ranks, build samplers, loaders or DDP wrappers, save or load checkpoints or
+issue collectives (following the calls its functions make to each other and to other local modules),
+and which classes it defines, with their members."""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .imports import Imported, ImportTable, Origin, find_module
+
+# What a function may do, as the summary records it.
+INIT = "init"  # joins a process group (init_process_group)
+DESTROY = "destroy"  # destroy_process_group
+RANK_TEST = "rank_test"  # returns a rank test (`return get_rank() == 0`)
+SILENCES_PRINT = "silences_print"  # replaces builtins.print (`setup_for_distributed(is_master)`)
+SAMPLER = "sampler"  # builds a DistributedSampler
+LOADER = "loader"  # builds a DataLoader
+WRAP = "wrap"  # wraps a model in DistributedDataParallel
+SAVE = "save"  # torch.save
+LOAD = "load"  # torch.load
+COLLECTIVE = "collective"  # a torch.distributed collective
+
+_DIRECT = {
+    "init_process_group": INIT,
+    "destroy_process_group": DESTROY,
+    "DistributedSampler": SAMPLER,
+    "DataLoader": LOADER,
+    "DistributedDataParallel": WRAP,
+    "save": SAVE,
+    "load": LOAD,
+}
+_COLLECTIVES = {
+    "barrier",
+    "monitored_barrier",
+    "all_reduce",
+    "reduce",
+    "broadcast",
+    "all_gather",
+    "all_gather_into_tensor",
+    "gather",
+    "scatter",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "all_to_all",
+    "all_to_all_single",
+    "all_gather_object",
+    "broadcast_object_list",
+    "gather_object",
+    "scatter_object_list",
+}
+_RANK_CALLS = ("get_rank", "get_local_rank", "is_main_process", "is_master", "is_primary")
+DEPTH = 4  # how far calls between local functions (and local modules) are followed
+
+
+@dataclass
+class ClassSummary:
+    name: str
+    bases: list[str]
+    methods: set[str] = field(default_factory=set)
+    attributes: set[str] = field(default_factory=set)  # set on self in any method
+
+
+@dataclass
+class ModuleSummary:
+    """What one local module defines, by function name."""
+
+    path: Path
+    effects: dict[str, set[str]] = field(default_factory=dict)  # function -> INIT, DESTROY, ... (transitive)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    runs_as_program: bool = False  # has an `if __name__ == "__main__":` block
+    at_import: set[str] = field(default_factory=set)  # effects of its module-level code
+
+    def does(self, func: str, effect: str) -> bool:
+        return effect in self.effects.get(func, ())
+
+
+_CACHE: dict[tuple[str, int, int], ModuleSummary] = {}
+
+
+def _imported_ast(tree: ast.Module) -> Imported:
+    out: Imported = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None, 0)
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name != "*":
+                    out[a.asname or a.name] = (node.module or "", a.name, node.level)
+    return out
+
+
+# --------------------------------------------------------------------------- finding files
+def summarise(path: Path, find, _seen: frozenset[Path] = frozenset()) -> ModuleSummary:
+    """The summary of one local module (cached by path, size and modification time). `find(module,
+    level)` locates the modules it imports."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ModuleSummary(path)
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    summary = ModuleSummary(path)
+    if path in _seen or len(_seen) > DEPTH:
+        return summary  # an import cycle, or too deep: read as empty, not cached
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (SyntaxError, ValueError, OSError, RecursionError):
+        _CACHE[key] = summary
+        return summary
+    _Summariser(summary, tree, ImportTable(_imported_ast(tree), find), _seen | {path}).run()
+    _CACHE[key] = summary
+    return summary
+
+
+def finder(path: Path, outer):
+    """Where the imports of the module at `path` are found: relative ones from its package, absolute
+    ones next to it or where the script's own imports are found."""
+
+    def find(module: str, level: int) -> Path | None:
+        if level:
+            base = path.parent
+            for _ in range(level - 1):
+                base = base.parent
+            return find_module(base, module)
+        return find_module(path.parent, module) or outer(module, 0)
+
+    return find
+
+
+class _Summariser:
+    def __init__(self, summary: ModuleSummary, tree: ast.Module, table: ImportTable, seen: frozenset[Path]) -> None:
+        self.summary = summary
+        self.tree = tree
+        self.table = table
+        self.seen = seen
+        self.calls: dict[str, list[ast.Call]] = {}  # function -> calls in it
+        self.direct: dict[str, set[str]] = {}
+
+    def run(self) -> None:
+        for node in self.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._function(node.name, node)
+            elif isinstance(node, ast.ClassDef):
+                self._class(node)
+            elif isinstance(node, ast.If) and _is_main_test(node.test):
+                self.summary.runs_as_program = True
+        self._propagate()
+        for stmt in self.tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(stmt, ast.If) and _is_main_test(stmt.test):
+                continue
+            for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
+                self.summary.at_import |= self._call_effects(call, self.summary.effects)
+
+    def _function(self, name: str, node: ast.AST) -> None:
+        self.calls[name] = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+        direct = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Return) and n.value is not None and _is_rank_test(n.value):
+                direct.add(RANK_TEST)
+            if isinstance(n, (ast.Assign, ast.AugAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if any(_dotted(t) in ("builtins.print", "__builtin__.print", "__builtins__.print") for t in targets):
+                    direct.add(SILENCES_PRINT)
+        self.direct[name] = direct
+
+    def _class(self, node: ast.ClassDef) -> None:
+        cls = ClassSummary(node.name, [_dotted(b) or "" for b in node.bases])
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                cls.methods.add(item.name)
+                self._function(f"{node.name}.{item.name}", item)
+                for n in ast.walk(item):
+                    if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and _dotted(n.value) == "self":
+                        cls.attributes.add(n.attr)
+            elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+                targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                cls.attributes.update(t.id for t in targets if isinstance(t, ast.Name))
+        self.summary.classes[node.name] = cls
+
+    def _propagate(self) -> None:
+        effects = {name: set(d) for name, d in self.direct.items()}
+        for _ in range(DEPTH + 1):  # functions of this module calling each other
+            changed = False
+            for name, calls in self.calls.items():
+                for call in calls:
+                    new = self._call_effects(call, effects) - effects[name] - {RANK_TEST}
+                    if new:
+                        effects[name] |= new
+                        changed = True
+            if not changed:
+                break
+        self.summary.effects = effects
+
+    def _call_effects(self, call: ast.Call, effects: dict[str, set[str]]) -> set[str]:
+        name = _dotted(call.func)
+        if name is None:
+            return set()
+        last = name.split(".")[-1]
+        origin = self.table.imported.get(name.split(".")[0])
+        qual = name if origin is None else ".".join(filter(None, [origin[0], origin[1], *name.split(".")[1:]]))
+        out = set()
+        if qual.startswith("torch"):
+            effect = _DIRECT.get(last)
+            if effect is not None:
+                out.add(effect)
+            if qual.startswith("torch.distributed") and last in _COLLECTIVES:
+                out.add(COLLECTIVE)
+        if name in effects:
+            return out | effects[name]  # a function of this module
+        if name.startswith("self.") and name.count(".") == 1:
+            for key, value in effects.items():  # a method of a class of this module
+                if key.endswith(f".{last}"):
+                    out |= value
+            return out
+        if origin is not None:
+            kind, path, member = self.table.resolve(name)
+            if kind is Origin.LOCAL and path is not None and member and path not in self.seen:
+                other = summarise(path, finder(path, self.table.find), self.seen)
+                out |= other.effects.get(member, set())
+        return out
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _is_main_test(test: ast.AST) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and {_dotted(test.left), _constant(test.comparators[0])} >= {"__name__", "__main__"}
+        or isinstance(test, ast.Compare)
+        and {_constant(test.left), _dotted(test.comparators[0])} >= {"__name__", "__main__"}
+    )
+
+
+def _constant(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _is_rank_test(expr: ast.AST) -> bool:
+    """A returned expression that tests the rank: `get_rank() == 0`, `args.rank % ngpus == 0`."""
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Call) and (_dotted(n.func) or "").split(".")[-1] in _RANK_CALLS:
+            return isinstance(expr, (ast.Compare, ast.Call, ast.UnaryOp, ast.BoolOp))
+        if isinstance(n, (ast.Name, ast.Attribute)) and (_dotted(n) or "").split(".")[-1].lower() in (
+            "rank",
+            "local_rank",
+        ):
+            return isinstance(expr, (ast.Compare, ast.UnaryOp, ast.BoolOp))
+    return False
+
+
+__all__ = [
+    "COLLECTIVE",
+    "DESTROY",
+    "INIT",
+    "LOAD",
+    "LOADER",
+    "RANK_TEST",
+    "SAMPLER",
+    "SAVE",
+    "SILENCES_PRINT",
+    "WRAP",
+    "ClassSummary",
+    "ModuleSummary",
+    "finder",
+    "summarise",
+]
