@@ -48,8 +48,9 @@ def case(request):
 
 @functools.cache
 def _fixed(name: str, src: bytes):
-    """One run per case, shared by the tests that look at it."""
-    return fix_source(src, path="input.py", **_options(name))
+    """One run per case, shared by the tests that look at it (the case's folder holds any local modules
+    the script imports)."""
+    return fix_source(src, path=str(GOLDEN / name / "input.py"), **_options(name))
 
 
 def test_output_matches_expected(case):
@@ -145,7 +146,8 @@ def test_check_reports_what_fix_reports(case):
     """`check` (no edits planned) and `diff`/`apply` agree on every finding and its fix level."""
     name, src, _, opts = case
     fixed = _fixed(name, src)
-    checked = check_source(src, path="input.py", **{k: v for k, v in opts.items() if k in ("select", "ignore")})
+    path = str(GOLDEN / name / "input.py")  # a case may bring the script's own modules beside it
+    checked = check_source(src, path=path, **{k: v for k, v in opts.items() if k in ("select", "ignore")})
     assert [(d.code, d.line, d.col, d.fix) for d in checked] == [
         (d.code, d.line, d.col, d.fix) for d in fixed.diagnostics
     ]
