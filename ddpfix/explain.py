@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import codecs
 import html
+import os
 import re
+import stat
+import sys
 from dataclasses import dataclass
 
 # Forum wording: a line that says something hangs and where. Lowercase stems; the patterns are
@@ -308,6 +312,74 @@ def likely_codes(matches: list[Match]) -> list[str]:
     return codes
 
 
+def decode(data: bytes) -> str:
+    """A log's bytes as text: UTF-8 unless a byte order mark says UTF-16; undecodable bytes replaced."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not data.startswith(codecs.BOM_UTF32_LE):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def _stat(subject: str) -> os.stat_result | None:
+    """The file `subject` names, or None when it names none (a message is seldom a valid path: too
+    long, a NUL byte, characters the file system cannot encode)."""
+    try:
+        return os.stat(subject)
+    except (OSError, ValueError):
+        return None
+
+
+def _interactive(stream) -> bool:
+    """Whether `stream` is a terminal (or missing): then nothing was piped in."""
+    try:
+        return stream is None or stream.isatty()
+    except (OSError, ValueError):
+        return True
+
+
+def _read_stdin() -> str:
+    stream = sys.stdin
+    if stream is None:
+        from .errors import DdpfixError
+
+        raise DdpfixError("cannot read standard input: it is closed")
+    try:
+        buffer = getattr(stream, "buffer", None)
+        return decode(buffer.read()) if buffer is not None else stream.read()
+    except (OSError, ValueError) as exc:
+        from .errors import DdpfixError
+
+        raise DdpfixError(f"cannot read standard input: {exc}") from None
+
+
+def read_subject(subject: str | None) -> str:
+    """The text to explain: standard input for None or '-', a file's text when `subject` names an
+    existing file, else `subject` itself."""
+    from .errors import DdpfixError
+
+    if subject is None or subject == "-":
+        if subject is None and _interactive(sys.stdin):
+            raise DdpfixError("nothing to explain: give a rule code, an error message or a log file, or pipe a log in")
+        text, where = _read_stdin(), "standard input"
+    else:
+        st = _stat(subject)
+        if st is None:
+            text, where = subject, "the message"
+        elif stat.S_ISDIR(st.st_mode):
+            raise DdpfixError(f"{subject}: is a folder; give a log file, an error message or '-'")
+        elif not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+            raise DdpfixError(f"{subject}: not a regular file; give a log file, an error message or '-'")
+        else:
+            try:
+                with open(subject, "rb") as f:
+                    text = decode(f.read())
+            except OSError as exc:
+                raise DdpfixError(f"{subject}: cannot read: {exc.strerror or exc}") from None
+            where = subject
+    if not text.strip():
+        raise DdpfixError(f"nothing to explain: {where} is empty")
+    return text
+
+
 def shown(line: str, start: int = 0) -> str:
     """A matched line as printed: control characters replaced, at most SHOWN characters of it, from a
     little before `start` when the match lies beyond them."""
@@ -322,34 +394,28 @@ def shown(line: str, start: int = 0) -> str:
 
 
 def explain(
-    subject: str,
+    subject: str | None,
     script: str | None = None,
     *,
     echo=print,
 ) -> int:
-    """Print what `subject` (a rule code, an error text, a log file or '-') points at; return the exit code."""
-    import sys
+    """Print what `subject` points at: a rule code, an error text, a log file, or standard input
+    ('-' or None). Return the exit code: 0 rules named, 1 no known DDP error in the text."""
     from pathlib import Path
 
     from .api import check_source
     from .errors import DdpfixError
     from .transforms import BY_CODE
 
-    if CODE.match(subject.strip()):
+    if subject is not None and CODE.match(subject.strip()):
         rule = BY_CODE.get(subject.strip().upper())
         if rule is None:
-            raise DdpfixError(f"unknown rule: {subject}")
+            raise DdpfixError(f"unknown rule: {subject.strip()}")
         echo(f"# {rule.code} {rule.name}\n\n{rule.message}\n\nFix: {rule.fix}\n{rule.docs}")
         return 0
-    if subject == "-":
-        text = sys.stdin.read()
-    elif len(subject) < 4096 and "\n" not in subject and Path(subject).is_file():
-        text = Path(subject).read_text(encoding="utf-8", errors="replace")
-    else:
-        text = subject
-    matches = explain_text(text)
+    matches = explain_text(read_subject(subject))
     if not matches:
-        echo("No known DDP failure in this text. `ddpfix rules` lists what ddpfix knows about.")
+        echo("No known DDP error in this text. `ddpfix rules` lists what ddpfix knows about.")
         return 1
     for m in matches:
         names = ", ".join(f"{c} ({BY_CODE[c].name})" if c in BY_CODE else c for c in m.codes)
@@ -359,8 +425,8 @@ def explain(
     if script is not None:
         try:
             data = Path(script).read_bytes()
-        except OSError as exc:
-            raise DdpfixError(f"{script}: cannot read: {exc.strerror or exc}") from None
+        except (OSError, ValueError) as exc:
+            raise DdpfixError(f"{script}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
         codes = [c for c in likely_codes(matches) if c in BY_CODE]
         found = check_source(data, path=script, select=codes) if codes else []
         echo("")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -42,6 +45,24 @@ CASES = [
 ]
 
 
+SHUFFLE_AND_SAMPLER = (
+    "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+    "from torch.utils.data.distributed import DistributedSampler\n"
+    "import torch.distributed as dist\n"
+    "dist.init_process_group('gloo')\n"
+    "ds = TensorDataset(torch.randn(8, 2))\n"
+    "sampler = DistributedSampler(ds)\n"
+    "loader = DataLoader(ds, shuffle=True, sampler=sampler)\n"
+    "model = torch.nn.Linear(2, 1)\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "for epoch in range(2):\n"
+    "    sampler.set_epoch(epoch)\n"
+    "    for (x,) in loader:\n"
+    "        model(x).sum().backward()\n"
+    "        opt.step()\n"
+)
+
+
 @pytest.mark.parametrize("text,code", CASES)
 def test_error_text_names_the_rule(text, code):
     codes = likely_codes(explain_text(text))
@@ -61,22 +82,7 @@ def test_log_file_and_script(tmp_path):
     log = tmp_path / "run.log"
     log.write_text("W1129 starting\n" + CASES[0][0] + "\nexiting\n")
     script = tmp_path / "train.py"
-    script.write_text(
-        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
-        "from torch.utils.data.distributed import DistributedSampler\n"
-        "import torch.distributed as dist\n"
-        "dist.init_process_group('gloo')\n"
-        "ds = TensorDataset(torch.randn(8, 2))\n"
-        "sampler = DistributedSampler(ds)\n"
-        "loader = DataLoader(ds, shuffle=True, sampler=sampler)\n"
-        "model = torch.nn.Linear(2, 1)\n"
-        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "for epoch in range(2):\n"
-        "    sampler.set_epoch(epoch)\n"
-        "    for (x,) in loader:\n"
-        "        model(x).sum().backward()\n"
-        "        opt.step()\n"
-    )
+    script.write_text(SHUFFLE_AND_SAMPLER)
     result = CliRunner().invoke(app, ["explain", str(log), "--script", str(script)])
     assert result.exit_code == 0, result.output
     assert "matched line 2" in result.output
@@ -271,3 +277,153 @@ def test_long_log_is_read_in_one_pass():
     matches = explain_text(log)
     assert [(m.codes[0], m.line_no) for m in matches] == [("DDP402", 100_001), ("DDP101", 200_002)]
     assert time.perf_counter() - start < 30  # seconds, for an 11 MB log
+
+
+# ------------------------------------------------------------------- the command: arguments and output
+def ddpfix(*args, env=None, **kwargs):
+    """The real command in a subprocess: what the shell hands it, and the bytes it writes."""
+    return subprocess.run(
+        [sys.executable, "-m", "ddpfix", *args],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})},
+        **kwargs,
+    )
+
+
+def one_line_error(stderr: str) -> bool:
+    return stderr.startswith("ddpfix: error: ") and stderr.count("\n") == 1 and "Traceback" not in stderr
+
+
+def test_long_one_line_message_as_argument():
+    assert "\n" not in FROM_WRAPPER and len(FROM_WRAPPER.encode()) > 1000
+    proc = ddpfix("explain", FROM_WRAPPER)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"DDP402 (wrapped-state-dict)" in proc.stdout and proc.stderr == b""
+    result = CliRunner().invoke(app, ["explain", FROM_WRAPPER])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert "DDP402" in result.stdout and "Unexpected key(s)" in result.stdout  # the matched part is shown
+
+
+@pytest.mark.parametrize("text,code", NON_ASCII)
+def test_non_ascii_message_as_argument(text, code):
+    assert len(text.encode()) > 255
+    proc = ddpfix("explain", text)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert f"{code} (".encode() in proc.stdout and proc.stderr == b""
+    result = CliRunner().invoke(app, ["explain", text])
+    assert result.exit_code == 0 and code in result.stdout, result.output
+
+
+def test_message_too_long_for_any_path():
+    text = MISMATCH * 40  # over PATH_MAX as well as NAME_MAX
+    result = CliRunner().invoke(app, ["explain", text])
+    assert result.exit_code == 0 and "DDP101" in result.stdout, result.output
+
+
+def test_undecodable_bytes_on_the_command_line():
+    """Bytes that are not UTF-8 reach Python as lone surrogates; they are printed escaped."""
+    proc = ddpfix(
+        "explain", b"Detected mismatch between collectives \xff\xfe " + b"x" * 300, env={"PYTHONIOENCODING": "utf-8"}
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"DDP101" in proc.stdout and b"\\udcff\\udcfe" in proc.stdout and proc.stderr == b""
+
+
+@pytest.mark.parametrize(
+    "text", ["Duplicate GPU detected \ud800", "Duplicate GPU detected\x00 on rank 1", "Duplicate GPU detected \x1b[2J"]
+)
+def test_odd_characters_in_a_message(text):
+    result = CliRunner().invoke(app, ["explain", text])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert "DDP006" in result.stdout and "\x1b" not in result.stdout and "\x00" not in result.stdout
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii", "cp1252"])
+def test_output_to_a_stdout_that_is_not_utf8(encoding):
+    text = f"报错了 🙁 {MISMATCH} — что делать?"
+    proc = ddpfix("explain", text, env={"PYTHONIOENCODING": encoding})
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode(encoding)
+    assert "DDP101" in out and "\\u62a5" in out and proc.stderr == b""
+    docs = ddpfix("explain", "DDP101", env={"PYTHONIOENCODING": encoding})
+    assert docs.returncode == 0 and b"DDP101" in docs.stdout, docs.stderr.decode()
+
+
+def test_error_naming_a_path_a_latin1_stderr_cannot_write(tmp_path):
+    proc = ddpfix("explain", WATCHDOG, "--script", str(tmp_path / "训练.py"), env={"PYTHONIOENCODING": "latin-1"})
+    err = proc.stderr.decode("latin-1")
+    assert proc.returncode == 2 and one_line_error(err), err
+    assert "\\u8bad\\u7ec3.py: cannot read" in err and b"DDP101" in proc.stdout
+
+
+def test_message_that_names_an_existing_file_is_read(work):
+    (work / "Duplicate GPU detected").write_text("ValueError: sampler option is mutually exclusive with shuffle\n")
+    result = CliRunner().invoke(app, ["explain", "Duplicate GPU detected"])
+    assert result.exit_code == 0 and "DDP203" in result.stdout and "DDP006" not in result.stdout
+    result = CliRunner().invoke(app, ["explain", str(work / "missing" / "Duplicate GPU detected")])
+    assert result.exit_code == 0 and "DDP006" in result.stdout  # no such file: the text itself
+
+
+def test_log_file_in_utf16_with_a_byte_order_mark(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_bytes(("PS> torchrun train.py\r\n" + WATCHDOG + "\r\n").encode("utf-16"))
+    result = CliRunner().invoke(app, ["explain", str(log)])
+    assert result.exit_code == 0 and "DDP101" in result.stdout and "matched line 2" in result.stdout
+
+
+def test_whole_log_pasted_as_one_argument():
+    log = "W1129 12:00:01 starting\n" + "step 1 loss 0.5\n" * 50 + WATCHDOG + "\nChildFailedError\n"
+    proc = ddpfix("explain", log)
+    assert proc.returncode == 0 and b"matched line 52: [rank1]:" in proc.stdout, proc.stderr.decode()
+
+
+def test_standard_input_dash_and_no_argument():
+    for args in (["explain", "-"], ["explain"]):
+        result = CliRunner().invoke(app, args, input="noise\n" + MISMATCH + "\n")
+        assert result.exit_code == 0 and "matched line 2" in result.stdout and "DDP101" in result.stdout, args
+    proc = ddpfix("explain", input="日志：\n".encode() + WATCHDOG.encode() + b"\n\xff\xfe broken bytes\n")
+    assert proc.returncode == 0 and b"DDP101" in proc.stdout, proc.stderr.decode()
+
+
+def test_standard_input_with_script(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SHUFFLE_AND_SAMPLER)
+    result = CliRunner().invoke(
+        app, ["explain", "--script", str(script)], input="ValueError: sampler option is mutually exclusive with shuffle"
+    )
+    assert result.exit_code == 0, result.output
+    assert f"{script}:8:" in result.stdout and "DDP203" in result.stdout
+
+
+def test_empty_input_and_nothing_piped(monkeypatch):
+    for args, what in ((["explain", "-"], "standard input is empty"), (["explain", "  "], "the message is empty")):
+        result = CliRunner().invoke(app, args, input="")
+        assert result.exit_code == 2 and one_line_error(result.stderr) and what in result.stderr, args
+    monkeypatch.setattr("ddpfix.explain._interactive", lambda stream: True)  # a terminal: nothing was piped in
+    result = CliRunner().invoke(app, ["explain"])
+    assert result.exit_code == 2 and one_line_error(result.stderr) and "nothing to explain" in result.stderr
+
+
+def test_folder_and_unreadable_file(tmp_path):
+    result = CliRunner().invoke(app, ["explain", str(tmp_path)])
+    assert result.exit_code == 2 and one_line_error(result.stderr) and "is a folder" in result.stderr
+    if os.path.exists("/proc/self/mem"):  # a file that exists and fails to read, even as root
+        result = CliRunner().invoke(app, ["explain", "/proc/self/mem"])
+        assert result.exit_code == 2 and one_line_error(result.stderr) and "cannot read" in result.stderr
+
+
+def test_unreadable_script_is_one_line():
+    result = CliRunner().invoke(app, ["explain", WATCHDOG, "--script", "train\x00.py"])
+    assert result.exit_code == 2 and one_line_error(result.stderr), result.output
+
+
+def test_unknown_text_says_so_and_exits_1():
+    proc = ddpfix("explain", "Epoch 3: loss 0.12, accuracy 97%. " * 20)
+    assert proc.returncode == 1 and proc.stderr == b""
+    assert proc.stdout.decode().startswith("No known DDP error in this text.")
+
+
+def test_unknown_rule_code_exits_2():
+    result = CliRunner().invoke(app, ["explain", "DDP999"])
+    assert result.exit_code == 2 and one_line_error(result.stderr) and "unknown rule: DDP999" in result.stderr
