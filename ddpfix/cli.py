@@ -490,21 +490,37 @@ def rules(code: Annotated[str | None, typer.Argument(help="Show one rule's docum
 @app.command("explain")
 def explain_cmd(
     subject: Annotated[
-        str, typer.Argument(help="A rule code (DDP101), an error message, a log file, or '-' for standard input.")
-    ],
+        str | None,
+        typer.Argument(
+            help="A rule code (DDP101), an error message, a log file, or '-' (also: none) for standard input.",
+            show_default=False,
+        ),
+    ] = None,
     script: Annotated[
         str | None, typer.Option("--script", help="Point at the lines of this script behind the error.")
     ] = None,
 ) -> None:
-    """Name the rules behind an error message or log (or print one rule's docs)."""
+    """Name the rules behind an error message or log (or print one rule's docs). Exit 1: no known DDP error."""
     from .explain import explain
 
     try:
-        code = explain(subject, script, echo=typer.echo)
+        code = explain(subject, script, echo=lambda text="": typer.echo(_encodable(text, sys.stdout)))
     except DdpfixError as exc:
-        _fail(str(exc))
+        _fail(_encodable(str(exc), sys.stderr))
         raise typer.Exit(2) from None
     raise typer.Exit(code)
+
+
+def _encodable(text: str, stream) -> str:
+    """`text` with what `stream`'s encoding cannot write (and stray surrogates) as backslash escapes."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding, "replace")
+    except LookupError:
+        return text.encode("ascii", "backslashreplace").decode("ascii")
+    return text
 
 
 app.command("verify", context_settings=VERIFY_CONTEXT)(verify)
