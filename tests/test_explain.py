@@ -400,7 +400,7 @@ def test_empty_input_and_nothing_piped(monkeypatch):
     for args, what in ((["explain", "-"], "standard input is empty"), (["explain", "  "], "the message is empty")):
         result = CliRunner().invoke(app, args, input="")
         assert result.exit_code == 2 and one_line_error(result.stderr) and what in result.stderr, args
-    monkeypatch.setattr("ddpfix.explain._interactive", lambda stream: True)  # a terminal: nothing was piped in
+    monkeypatch.setattr("ddpfix.explain.reading._interactive", lambda stream: True)  # a terminal: nothing was piped in
     result = CliRunner().invoke(app, ["explain"])
     assert result.exit_code == 2 and one_line_error(result.stderr) and "nothing to explain" in result.stderr
 
