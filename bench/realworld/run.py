@@ -366,7 +366,10 @@ class Runner:
         shim = tree / "_shim"
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim) if shim.exists() else "", str(ROOT)) if p)
         env.update({"PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"})
-        env.update(entry.get("env", {}))
+        extra = dict(entry.get("env", {}))
+        if "PYTHONPATH" in extra:  # entry paths are relative to the run folder's root, before the runner's
+            extra["PYTHONPATH"] = os.pathsep.join([str(tree / extra["PYTHONPATH"]), env["PYTHONPATH"]])
+        env.update(extra)
         env["CUDA_VISIBLE_DEVICES"] = ""  # the corpus runs on CPU, also on a machine with GPUs
         return env
 
