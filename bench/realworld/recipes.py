@@ -21,7 +21,6 @@ import json
 import pickle
 import random
 import struct
-import wave
 from pathlib import Path
 
 SEED = 1234
@@ -79,13 +78,18 @@ def _image(path: Path, size, rng: random.Random, mode: str = "RGB") -> None:
 
         img = Image.open(io.BytesIO(data))
         buf = io.BytesIO()
-        img.save(buf, format={".jpg": "JPEG", ".jpeg": "JPEG", ".tif": "TIFF", ".gif": "GIF", ".bmp": "BMP"}[path.suffix.lower()])
+        img.save(
+            buf,
+            format={".jpg": "JPEG", ".jpeg": "JPEG", ".tif": "TIFF", ".gif": "GIF", ".bmp": "BMP"}[path.suffix.lower()],
+        )
         data = buf.getvalue()
     _write(path, data)
 
 
 @recipe
-def mnist(base: Path, root: str = "data", variant: str = "MNIST", n_train: int = 64, n_test: int = 32, gz: bool = False):
+def mnist(
+    base: Path, root: str = "data", variant: str = "MNIST", n_train: int = 64, n_test: int = 32, gz: bool = False
+):
     """torchvision's MNIST layout: ``ROOT/VARIANT/raw/*-ubyte`` (what the class checks before downloading)."""
     rng = _rng(variant)
     raw = base / root / variant / "raw"
@@ -110,7 +114,10 @@ def cifar(base: Path, root: str = "data", variant: str = "cifar10", n_train: int
         for i in range(5):
             n = min(per, n_train - i * per)
             data = rng.integers(0, 256, (max(n, 0), 3072), dtype=np.uint8)
-            _write(folder / f"data_batch_{i + 1}", pickle.dumps({"data": data, "labels": [j % 10 for j in range(len(data))]}))
+            _write(
+                folder / f"data_batch_{i + 1}",
+                pickle.dumps({"data": data, "labels": [j % 10 for j in range(len(data))]}),
+            )
         data = rng.integers(0, 256, (n_test, 3072), dtype=np.uint8)
         _write(folder / "test_batch", pickle.dumps({"data": data, "labels": [j % 10 for j in range(n_test)]}))
         _write(folder / "batches.meta", pickle.dumps({"label_names": [f"class{i}" for i in range(10)]}))
@@ -118,7 +125,16 @@ def cifar(base: Path, root: str = "data", variant: str = "cifar10", n_train: int
         folder = base / root / "cifar-100-python"
         for name, n in (("train", n_train), ("test", n_test)):
             data = rng.integers(0, 256, (n, 3072), dtype=np.uint8)
-            _write(folder / name, pickle.dumps({"data": data, "fine_labels": [j % 100 for j in range(n)], "coarse_labels": [j % 20 for j in range(n)]}))
+            _write(
+                folder / name,
+                pickle.dumps(
+                    {
+                        "data": data,
+                        "fine_labels": [j % 100 for j in range(n)],
+                        "coarse_labels": [j % 20 for j in range(n)],
+                    }
+                ),
+            )
         _write(folder / "meta", pickle.dumps({"fine_label_names": [f"c{i}" for i in range(100)]}))
 
 
@@ -211,7 +227,9 @@ def image_folder(
 
 
 @recipe
-def images(base: Path, root: str, count: int = 8, size=32, ext: str = "png", pattern: str = "img_{i}", mode: str = "RGB"):
+def images(
+    base: Path, root: str, count: int = 8, size=32, ext: str = "png", pattern: str = "img_{i}", mode: str = "RGB"
+):
     """COUNT images ROOT/PATTERN.EXT (PATTERN formatted with i)."""
     rng = _rng(root + pattern)
     for i in range(count):
@@ -246,7 +264,9 @@ def names(base: Path, path: str, count: int = 200):
 
 
 @recipe
-def csv_table(base: Path, path: str, rows: int = 64, cols: int = 8, label: str = "binary", gz: bool = False, header=None):
+def csv_table(
+    base: Path, path: str, rows: int = 64, cols: int = 8, label: str = "binary", gz: bool = False, header=None
+):
     """Numeric CSV, last column the label (binary 0/1 or a category name); gzip with gz."""
     rng = _rng(path)
     lines = [",".join(header)] if header else []
@@ -259,7 +279,7 @@ def csv_table(base: Path, path: str, rows: int = 64, cols: int = 8, label: str =
 
 @recipe
 def name_country_csv(base: Path, path: str, rows: int = 64, gz: bool = True):
-    """"name","country" rows (gzip)."""
+    """ "name","country" rows (gzip)."""
     rng = _rng(path)
     countries = ["Czech", "German", "Arabic", "Japanese", "Chinese", "Vietnamese", "Russian", "French"]
     syll = ["an", "el", "ma", "ri", "jo", "sa", "li", "ne", "ta", "ko"]
@@ -272,7 +292,9 @@ def name_country_csv(base: Path, path: str, rows: int = 64, gz: bool = True):
 
 
 @recipe
-def llama2c_pretok(base: Path, root: str = "data/TinyStories_all_data", shards: int = 2, tokens: int = 20000, vocab: int = 32000):
+def llama2c_pretok(
+    base: Path, root: str = "data/TinyStories_all_data", shards: int = 2, tokens: int = 20000, vocab: int = 32000
+):
     """llama2.c's pretokenized TinyStories shards: uint16 token files data*.bin (BOS=1 starts each story)."""
     import numpy as np
 
@@ -308,7 +330,14 @@ def coco_detection(base: Path, root: str = "coco", n_train: int = 4, n_val: int 
                 x, y = rng.randint(0, size // 2), rng.randint(0, size // 2)
                 w, h = rng.randint(8, size // 2), rng.randint(8, size // 2)
                 anns.append(
-                    {"id": len(anns) + 1, "image_id": i + 1, "category_id": 1 + j, "bbox": [x, y, w, h], "area": w * h, "iscrowd": 0}
+                    {
+                        "id": len(anns) + 1,
+                        "image_id": i + 1,
+                        "category_id": 1 + j,
+                        "bbox": [x, y, w, h],
+                        "area": w * h,
+                        "iscrowd": 0,
+                    }
                 )
         cats = [{"id": 1, "name": "thing", "supercategory": "x"}, {"id": 2, "name": "stuff", "supercategory": "x"}]
         doc = {"images": imgs, "annotations": anns, "categories": cats}
@@ -353,7 +382,9 @@ def duts(base: Path, root: str = "DUTS", n_train: int = 4, n_test: int = 2, size
 
 
 @recipe
-def paired_images(base: Path, root: str, gt_root: str, count: int = 4, size: int = 64, gt_pattern: str = "{stem}_segmentation.png"):
+def paired_images(
+    base: Path, root: str, gt_root: str, count: int = 4, size: int = 64, gt_pattern: str = "{stem}_segmentation.png"
+):
     """Images ROOT/ISIC_K.jpg with masks GT_ROOT/GT_PATTERN (ISIC-style segmentation pairs)."""
     rng = _rng(root)
     for i in range(count):

@@ -36,10 +36,11 @@ import tarfile
 import tempfile
 import threading
 import time
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+import tomllib
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -66,6 +67,7 @@ ENTRY_KEYS = {
     "runs_on_cpu": bool,
     "verify": bool,
     "true_findings": list,
+    "review": str,
     "notes": str,
 }
 REQUIRED = ("id", "repo", "commit", "path", "kind", "shape")
@@ -125,7 +127,11 @@ def validate_entry(entry: dict) -> list[str]:
     for step in entry.get("data", []):
         errors.extend(f"{eid}: {e}" for e in recipes.validate_step(step))
     for p in entry.get("patches", []):
-        if not isinstance(p, dict) or set(p) - {"file", "old", "new", "reason"} or not {"old", "new", "reason"} <= set(p):
+        if (
+            not isinstance(p, dict)
+            or set(p) - {"file", "old", "new", "reason"}
+            or not {"old", "new", "reason"} <= set(p)
+        ):
             errors.append(f"{eid}: a patch is a table with old, new, reason (and file)")
     for f in entry.get("true_findings", []):
         if not isinstance(f, dict) or set(f) != {"code", "line", "reason"}:
@@ -258,12 +264,27 @@ def finding_key(f: dict) -> tuple[str, int]:
 
 
 def judge_findings(findings: list[dict], true_findings: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Split reported findings into (true, false) by the entry's list of (code, line) judged true."""
+    """Split reported findings into (true, false) by the entry's list of (code, line) judged true. A
+    second report of the same (code, line) is false: it is a duplicate."""
     truth = {finding_key(t) for t in true_findings}
-    true, false = [], []
+    true, false, seen = [], [], set()
     for f in findings:
-        (true if finding_key(f) in truth else false).append(f)
+        k = finding_key(f)
+        (true if k in truth and k not in seen else false).append(f)
+        seen.add(k)
     return true, false
+
+
+def fix_lines(finding: dict) -> list[int]:
+    """The lines of the original that a finding's safe fix edits (its fix's edit ranges)."""
+    lines = set()
+    for e in finding.get("edits", []):
+        lines.update(
+            range(
+                e["line"], max(e["end_line"], e["line"]) + (0 if e["end_col"] == 1 and e["end_line"] > e["line"] else 1)
+            )
+        )
+    return sorted(lines)
 
 
 def changed_lines(before: str, after: str) -> list[int]:
@@ -293,7 +314,9 @@ def run_proc(cmd: list[str], cwd: Path, env: dict, timeout: float) -> Proc:
     """Run CMD in its own session; at the limit kill the whole process group. Never hangs."""
     t0 = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+        p = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+        )
         timed_out = False
         try:
             p.wait(timeout=timeout)
@@ -315,7 +338,11 @@ def run_proc(cmd: list[str], cwd: Path, env: dict, timeout: float) -> Proc:
 
 def git_dir(mirrors: Path, repo: str) -> Path:
     owner, name = repo.split("/", 1)
-    for cand in (mirrors / f"{owner}+{name}" / "repo" / ".git", mirrors / f"{owner}+{name}" / "repo", mirrors / owner / name):
+    for cand in (
+        mirrors / f"{owner}+{name}" / "repo" / ".git",
+        mirrors / f"{owner}+{name}" / "repo",
+        mirrors / owner / name,
+    ):
         if (cand / "HEAD").exists() or (cand / ".git").exists():
             return cand
     raise FileNotFoundError(f"no mirror of {repo} under {mirrors}")
@@ -325,7 +352,9 @@ def export_files(gdir: Path, commit: str, paths: list[str], dest: Path) -> None:
     """Copy PATHS (files or folders) of COMMIT into DEST, keeping their repository-relative paths."""
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile() as tar:
-        subprocess.run(["git", "--git-dir", str(gdir), "archive", "--format=tar", commit, "--", *paths], stdout=tar, check=True)
+        subprocess.run(
+            ["git", "--git-dir", str(gdir), "archive", "--format=tar", commit, "--", *paths], stdout=tar, check=True
+        )
         tar.seek(0)
         with tarfile.open(fileobj=tar) as tf:
             tf.extractall(dest, filter="data")
@@ -354,7 +383,9 @@ def written(before: dict, after: dict) -> list[str]:
 
 
 class Runner:
-    def __init__(self, mirrors: Path, python: str, out: Path, verify_timeout: int | None = None, original_only: bool = False):
+    def __init__(
+        self, mirrors: Path, python: str, out: Path, verify_timeout: int | None = None, original_only: bool = False
+    ):
         self.mirrors = mirrors
         self.python = python
         self.out = out
@@ -362,7 +393,11 @@ class Runner:
         self.original_only = original_only
 
     def env(self, entry: dict, tree: Path) -> dict:
-        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+        }
         shim = tree / "_shim"
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim) if shim.exists() else "", str(ROOT)) if p)
         env.update({"PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"})
@@ -388,7 +423,12 @@ class Runner:
     def plain_run(self, entry: dict, tree: Path, cwd: Path) -> dict:
         before = snapshot(tree)
         script = os.path.relpath(tree / entry["path"], cwd)
-        p = run_proc([self.python, script, *entry.get("args", [])], cwd, self.env(entry, tree), entry.get("timeout", DEFAULT_TIMEOUT))
+        p = run_proc(
+            [self.python, script, *entry.get("args", [])],
+            cwd,
+            self.env(entry, tree),
+            entry.get("timeout", DEFAULT_TIMEOUT),
+        )
         files = [f for f in written(before, snapshot(tree)) if not f.startswith("_shim")]
         return {
             "rc": p.rc,
@@ -404,7 +444,13 @@ class Runner:
 
     def run_entry(self, entry: dict) -> dict:
         t0 = time.monotonic()
-        res = {"id": entry["id"], "kind": entry["kind"], "repo": entry["repo"], "path": entry["path"], "shape": entry["shape"]}
+        res = {
+            "id": entry["id"],
+            "kind": entry["kind"],
+            "repo": entry["repo"],
+            "path": entry["path"],
+            "shape": entry["shape"],
+        }
         res["runs_on_cpu"] = entry.get("runs_on_cpu", True)
         base = self.out / entry["id"]
         shutil.rmtree(base, ignore_errors=True)
@@ -416,7 +462,7 @@ class Runner:
             res["setup_error"] = f"{type(exc).__name__}: {exc}"
             res["classes"] = classify(res)
             return res
-        script_o, script_n = orig_tree / entry["path"], new_tree / entry["path"]
+        script_n = new_tree / entry["path"]
         env = self.env(entry, new_tree)
         source = script_n.read_text(encoding="utf-8")
         if self.original_only:
@@ -442,13 +488,24 @@ class Runner:
             res["check_error"] = (p.stderr or p.stdout)[-2000:]
             return
         findings = [
-            {"code": f["code"], "line": f["line"], "message": f["message"], "fix": (f.get("fix") or {}).get("applicability")}
+            {
+                "code": f["code"],
+                "line": f["line"],
+                "message": f["message"],
+                "fix": (f.get("fix") or {}).get("applicability"),
+                "edits": [
+                    {k: e[k] for k in ("line", "col", "end_line", "end_col")}
+                    for e in (f.get("fix") or {}).get("edits", [])
+                ],
+            }
             for f in json.loads(p.stdout or "[]")
         ]
         true, false = judge_findings(findings, entry.get("true_findings", []))
         res["findings"], res["true_findings"], res["false_findings"] = findings, true, false
         res["missed_true"] = [
-            t for t in entry.get("true_findings", []) if (t["code"], t["line"]) not in {finding_key(f) for f in findings}
+            t
+            for t in entry.get("true_findings", [])
+            if (t["code"], t["line"]) not in {finding_key(f) for f in findings}
         ]
         p = self.ddpfix(["apply", str(script)], cwd, env)
         if p.rc != 0:
@@ -456,10 +513,12 @@ class Runner:
             return
         after = script.read_text(encoding="utf-8")
         lines = changed_lines(source, after)
-        allowed = {t["line"] for t in entry.get("true_findings", [])}
         res["changed_lines"] = lines
-        res["unexpected_changes"] = [n for n in lines if n not in allowed]
-        res["apply_diff"] = "".join(difflib.unified_diff(source.splitlines(True), after.splitlines(True), "a", "b", n=1))[:6000]
+        # a safe apply may change what the fixes of true findings edit; the edits of false ones are unexpected
+        res["unexpected_changes"] = sorted({n for f in false if f["fix"] == "safe" for n in fix_lines(f)})
+        res["apply_diff"] = "".join(
+            difflib.unified_diff(source.splitlines(True), after.splitlines(True), "a", "b", n=1)
+        )[:6000]
 
     def run_single(self, entry, res, source, new_tree, ver_tree, cwd, script, env):
         apply_ = res["apply"] = {}
@@ -469,10 +528,17 @@ class Runner:
             return
         after = script.read_text(encoding="utf-8")
         apply_["changed"] = after != source
-        apply_["diff"] = "".join(difflib.unified_diff(source.splitlines(True), after.splitlines(True), "a", "b", n=1))[:12000]
+        apply_["diff"] = "".join(difflib.unified_diff(source.splitlines(True), after.splitlines(True), "a", "b", n=1))[
+            :12000
+        ]
         p2 = self.ddpfix(["check", "--format", "json", str(script)], cwd, env)
         apply_["remaining"] = [
-            {"code": f["code"], "line": f["line"], "message": f["message"], "fix": (f.get("fix") or {}).get("applicability")}
+            {
+                "code": f["code"],
+                "line": f["line"],
+                "message": f["message"],
+                "fix": (f.get("fix") or {}).get("applicability"),
+            }
             for f in (json.loads(p2.stdout or "[]") if p2.rc in (0, 1) else [])
         ]
         if not apply_["changed"]:
@@ -488,7 +554,9 @@ class Runner:
         again = script.read_text(encoding="utf-8")
         apply_["idempotent"] = p.rc == 0 and again == after
         if again != after:
-            apply_["second_diff"] = "".join(difflib.unified_diff(after.splitlines(True), again.splitlines(True), "a", "b", n=1))[:4000]
+            apply_["second_diff"] = "".join(
+                difflib.unified_diff(after.splitlines(True), again.splitlines(True), "a", "b", n=1)
+            )[:4000]
             script.write_text(after, encoding="utf-8")
         shutil.copytree(new_tree, ver_tree, symlinks=True)
         res["rewrite_single"] = self.plain_run(entry, new_tree, cwd)
@@ -559,17 +627,27 @@ def table(results: list[dict]) -> str:
 
 def git_commit() -> str:
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "ddpfix"], capture_output=True, text=True)
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--", "ddpfix"], capture_output=True, text=True
+        )
         return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--mirrors", type=Path, help="folder of git mirrors (OWNER+NAME/repo)")
-    ap.add_argument("--python", default=sys.executable, help="interpreter that runs the scripts and ddpfix (needs torch, torchvision)")
+    ap.add_argument(
+        "--python",
+        default=sys.executable,
+        help="interpreter that runs the scripts and ddpfix (needs torch, torchvision)",
+    )
     ap.add_argument("--manifest", type=Path, default=MANIFEST)
     ap.add_argument("--only", nargs="*", default=None, help="entry ids")
     ap.add_argument("--kind", choices=KINDS)
@@ -577,9 +655,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS, help="results folder (results.json, runs/)")
     ap.add_argument("--verify-timeout", type=int, default=None)
     ap.add_argument("--markdown", type=Path, help="also render the report to this Markdown file")
-    ap.add_argument("--render", type=Path, help="render an existing results.json instead of running")
+    ap.add_argument(
+        "--json",
+        type=Path,
+        help="results file (default: OUT/results.json, or OUT/results-partial.json for a selection)",
+    )
+    ap.add_argument(
+        "--render",
+        type=Path,
+        nargs="+",
+        help="render existing results files instead of running (later files win per id)",
+    )
     ap.add_argument("--validate", action="store_true", help="only check the manifest")
-    ap.add_argument("--original-only", action="store_true", help="only build each entry and run the original (to tune the manifest)")
+    ap.add_argument(
+        "--original-only", action="store_true", help="only build each entry and run the original (to tune the manifest)"
+    )
     a = ap.parse_args(argv)
 
     entries = load_manifest(a.manifest)
@@ -588,7 +678,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"manifest ok: {len(entries)} scripts from {len(repos)} repositories")
         return 0
     if a.render:
-        doc = json.loads(a.render.read_text())
+        docs = [json.loads(p.read_text()) for p in a.render]
+        by_id = {}
+        for d in docs:
+            by_id.update({r["id"]: r for r in d["results"]})
+        order = [e["id"] for e in entries]
+        doc = dict(docs[-1])
+        doc["results"] = sorted(by_id.values(), key=lambda r: order.index(r["id"]) if r["id"] in order else len(order))
+        doc["seconds"] = round(sum(d.get("seconds", 0) for d in docs), 1)
+        doc["summary"] = summarise(doc["results"])
     else:
         if a.mirrors is None:
             ap.error("--mirrors is required to run")
@@ -610,13 +708,15 @@ def main(argv: list[str] | None = None) -> int:
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "ddpfix_commit": git_commit(),
             "python": a.python,
-            "torch": subprocess.run([a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True).stdout.strip(),
+            "torch": subprocess.run(
+                [a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True
+            ).stdout.strip(),
             "jobs": a.jobs,
             "seconds": round(time.monotonic() - t0, 1),
             "results": results,
         }
         doc["summary"] = summarise(results)
-        out = a.out / ("results.json" if a.only is None and a.kind is None else "results-partial.json")
+        out = a.json or a.out / ("results.json" if a.only is None and a.kind is None else "results-partial.json")
         out.write_text(json.dumps(doc, indent=1))
         print(f"\nresults: {out}")
     print(table(doc["results"]))
@@ -631,7 +731,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.markdown:
         import report
 
-        a.markdown.write_text(report.render(doc, load_manifest(a.manifest)), encoding="utf-8")
+        a.markdown.write_text(report.render(doc, load_manifest(a.manifest), path=a.markdown), encoding="utf-8")
         print(f"wrote {a.markdown}")
     return 0
 
