@@ -1,0 +1,740 @@
+#!/usr/bin/env python
+"""Run ddpfix on real training scripts from public repositories and judge what it does.
+
+    python bench/realworld/run.py --mirrors DIR [--python PY] [--jobs N] [--only ID ...] [--markdown docs/realworld.md]
+    python bench/realworld/run.py --render results/results.json --markdown docs/realworld.md
+
+The scripts are not part of this repository: ``manifest.toml`` names each one (repository, commit,
+path, companion files) and the runner copies them out of a local folder of git mirrors (``--mirrors``,
+one ``OWNER+NAME/repo`` git directory per repository) into a run folder, applies the entry's listed
+patches, and builds its data with the offline recipes of ``recipes.py``.
+
+For a single-GPU script (``kind = "single"``): run the original as a plain process; ``ddpfix apply``
+(safe fixes); the rewrite must parse, a second apply must change nothing; run the rewrite as a plain
+process (same output modulo numbers, same files); ``ddpfix verify --nproc 2`` (gloo, CPU) on the
+rewrite. For an already-distributed script (``kind = "ddp"``): ``ddpfix check`` (every finding not in
+the entry's ``true_findings`` is false) and ``ddpfix diff`` (a safe apply may change only the lines of
+true findings); the original's plain run is recorded too.
+
+Each entry gets a verdict (``pass`` or its failure classes). Results go to ``results/results.json``
+beside this file (and the run folders to ``results/runs/``); ``--markdown`` renders the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import difflib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomllib
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+import recipes  # noqa: E402
+
+MANIFEST = HERE / "manifest.toml"
+RESULTS = HERE / "results"
+KINDS = ("single", "ddp")
+ENTRY_KEYS = {
+    "id": str,
+    "repo": str,
+    "commit": str,
+    "path": str,
+    "kind": str,
+    "shape": str,
+    "companions": list,
+    "args": list,
+    "env": dict,
+    "cwd": str,
+    "data": list,
+    "patches": list,
+    "timeout": int,
+    "runs_on_cpu": bool,
+    "verify": bool,
+    "true_findings": list,
+    "review": str,
+    "notes": str,
+}
+REQUIRED = ("id", "repo", "commit", "path", "kind", "shape")
+DEFAULT_TIMEOUT = 300
+
+# Failure classes, in the order a verdict names them first.
+CLASSES = (
+    "setup-error",
+    "original-fails",
+    "apply-error",
+    "unconverted",
+    "rewrite-syntax",
+    "not-idempotent",
+    "rewrite-breaks-single",
+    "rewrite-differs-single",
+    "verify-completes-fail",
+    "verify-ddp-fail",
+    "verify-shards-fail",
+    "verify-epoch_order-fail",
+    "verify-params-fail",
+    "verify-files-fail",
+    "verify-collectives-fail",
+    "verify-error",
+    "false-finding",
+    "ddp-script-changed",
+)
+
+
+# ---------------------------------------------------------------- manifest
+
+
+class ManifestError(ValueError):
+    pass
+
+
+def validate_entry(entry: dict) -> list[str]:
+    """Problems with one manifest entry (empty when it is well formed)."""
+    errors = []
+    eid = entry.get("id", "?")
+    for key in REQUIRED:
+        if key not in entry:
+            errors.append(f"{eid}: missing {key!r}")
+    for key, value in entry.items():
+        if key not in ENTRY_KEYS:
+            errors.append(f"{eid}: unknown key {key!r}")
+        elif not isinstance(value, ENTRY_KEYS[key]):
+            errors.append(f"{eid}: {key!r} must be {ENTRY_KEYS[key].__name__}")
+    if entry.get("kind") not in KINDS:
+        errors.append(f"{eid}: kind must be one of {KINDS}")
+    if "commit" in entry and not re.fullmatch(r"[0-9a-f]{40}", str(entry["commit"])):
+        errors.append(f"{eid}: commit must be 40 hex digits")
+    if "/" not in str(entry.get("repo", "/")):
+        errors.append(f"{eid}: repo must be OWNER/NAME")
+    for arg in entry.get("args", []):
+        if not isinstance(arg, str):
+            errors.append(f"{eid}: args must be strings")
+    for step in entry.get("data", []):
+        errors.extend(f"{eid}: {e}" for e in recipes.validate_step(step))
+    for p in entry.get("patches", []):
+        if (
+            not isinstance(p, dict)
+            or set(p) - {"file", "old", "new", "reason"}
+            or not {"old", "new", "reason"} <= set(p)
+        ):
+            errors.append(f"{eid}: a patch is a table with old, new, reason (and file)")
+    for f in entry.get("true_findings", []):
+        if not isinstance(f, dict) or set(f) != {"code", "line", "reason"}:
+            errors.append(f"{eid}: a true finding is a table with code, line, reason")
+    if entry.get("true_findings") and entry.get("kind") != "ddp":
+        errors.append(f"{eid}: true_findings only for kind = 'ddp'")
+    return errors
+
+
+def load_manifest(path: Path = MANIFEST, text: str | None = None) -> list[dict]:
+    data = tomllib.loads(text if text is not None else Path(path).read_text(encoding="utf-8"))
+    entries = data.get("script", [])
+    errors = []
+    seen = set()
+    for e in entries:
+        errors.extend(validate_entry(e))
+        if e.get("id") in seen:
+            errors.append(f"{e.get('id')}: duplicate id")
+        seen.add(e.get("id"))
+    if errors:
+        raise ManifestError("\n".join(errors))
+    return entries
+
+
+# ---------------------------------------------------------------- normalising and comparing
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+_HEX = re.compile(r"\b(?:0x)?[0-9a-f]{8,}\b")
+_TIME_WORDS = re.compile(r"\b(?:\d+:)?\d+:\d\d(?:\.\d+)?\b")  # 0:00:03, 00:03.2
+_SKIP_LINE = re.compile(
+    r"(?:^\s*$|it/s\]|s/it\]|\d+%\|)"  # blank, tqdm bars
+    r"|warn(?:ing)?s?\b"  # library warnings differ with import order and filters
+    r"|^\s*(?:warnings\.warn|super\(\)\._|return _?[A-Za-z_.]+\(|_?C\._)",  # the source line a warning echoes
+    re.IGNORECASE,
+)
+
+
+def normalise_output(text: str) -> list[str]:
+    """Output lines with what legitimately differs between two runs of the same program masked: every
+    number (timings, losses of unseeded runs, counts in progress bars) becomes ``#``, hex digests and
+    clock times too; progress-bar redraws keep only their last state; blank lines and warnings go."""
+    out = []
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        line = _ANSI.sub("", raw.split("\r")[-1]).rstrip()
+        if _SKIP_LINE.search(line):
+            continue
+        line = _TIME_WORDS.sub("#", line)
+        line = _HEX.sub("#", line)
+        line = _NUMBER.sub("#", line)
+        line = re.sub(r"#(?:[ ,]*#)+", "#", line)
+        out.append(line)
+    return out
+
+
+def normalise_path(path: str) -> str:
+    """A written file's path with run-specific parts (dates, times, host names, pids, numbers) masked."""
+    p = re.sub(r"\d+", "#", path)
+    p = re.sub(r"events\.out\.tfevents\.[^/]*", "events.out.tfevents.*", p)
+    return p
+
+
+def compare_runs(orig: dict, new: dict) -> list[str]:
+    """Why two plain runs of a script and its rewrite do not behave the same (empty when they do)."""
+    reasons = []
+    if orig["rc"] != new["rc"]:
+        reasons.append(f"exit code {orig['rc']} -> {new['rc']}")
+    a, b = normalise_output(orig["stdout"]), normalise_output(new["stdout"])
+    if a != b:
+        diff = [d for d in difflib.unified_diff(a, b, "original", "rewrite", n=0, lineterm="") if d[:1] in "+-"]
+        reasons.append("stdout differs: " + " | ".join(diff[2:8]))
+    fa = sorted({normalise_path(p) for p in orig["files"]})
+    fb = sorted({normalise_path(p) for p in new["files"]})
+    if fa != fb:
+        only_a = sorted(set(fa) - set(fb))
+        only_b = sorted(set(fb) - set(fa))
+        reasons.append(f"files differ: only original {only_a[:5]}, only rewrite {only_b[:5]}")
+    return reasons
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+def classify(result: dict) -> list[str]:
+    """The failure classes of one entry's result (empty list: pass)."""
+    cls = []
+    if result.get("setup_error"):
+        return ["setup-error"]
+    orig = result.get("original")
+    if result["kind"] == "ddp":
+        if orig is not None and orig["rc"] != 0:
+            cls.append("original-fails")
+        if result.get("check_error") or result.get("diff_error"):
+            cls.append("apply-error")
+        if result.get("false_findings"):
+            cls.append("false-finding")
+        if result.get("unexpected_changes"):
+            cls.append("ddp-script-changed")
+        return cls
+    if orig is None or orig["rc"] != 0:
+        return ["original-fails"]
+    apply_ = result.get("apply") or {}
+    if apply_.get("error"):
+        return ["apply-error"]
+    if not apply_.get("changed"):
+        return ["unconverted"]
+    if not apply_.get("parses"):
+        return ["rewrite-syntax"]
+    if not apply_.get("idempotent"):
+        cls.append("not-idempotent")
+    single = result.get("rewrite_single")
+    if single is not None:
+        if single["rc"] != 0:
+            cls.append("rewrite-breaks-single")
+        elif result.get("single_differences"):
+            cls.append("rewrite-differs-single")
+    ver = result.get("verify")
+    if ver is not None:
+        if ver.get("error"):
+            cls.append("verify-error")
+        for name, status in ver.get("checks", {}).items():
+            if status == "fail" and name != "single":
+                c = "verify-ddp-fail" if name == "ddp" else f"verify-{name}-fail"
+                cls.append(c if c in CLASSES else "verify-error")
+    return sorted(set(cls), key=CLASSES.index)
+
+
+def finding_key(f: dict) -> tuple[str, int]:
+    return (f["code"], int(f["line"]))
+
+
+def judge_findings(findings: list[dict], true_findings: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Split reported findings into (true, false) by the entry's list of (code, line) judged true. A
+    second report of the same (code, line) is false: it is a duplicate."""
+    truth = {finding_key(t) for t in true_findings}
+    true, false, seen = [], [], set()
+    for f in findings:
+        k = finding_key(f)
+        (true if k in truth and k not in seen else false).append(f)
+        seen.add(k)
+    return true, false
+
+
+def fix_lines(finding: dict) -> list[int]:
+    """The lines of the original that a finding's safe fix edits (its fix's edit ranges)."""
+    lines = set()
+    for e in finding.get("edits", []):
+        lines.update(
+            range(
+                e["line"], max(e["end_line"], e["line"]) + (0 if e["end_col"] == 1 and e["end_line"] > e["line"] else 1)
+            )
+        )
+    return sorted(lines)
+
+
+def changed_lines(before: str, after: str) -> list[int]:
+    """Line numbers (1-based, of BEFORE) that an edit replaced or next to which it inserted."""
+    sm = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
+    lines = []
+    for tag, i1, i2, _j1, _j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        lines.extend(range(i1 + 1, i2 + 1) if i2 > i1 else [i1 + 1])
+    return sorted(set(lines))
+
+
+# ---------------------------------------------------------------- running
+
+
+@dataclass
+class Proc:
+    rc: int
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+
+def run_proc(cmd: list[str], cwd: Path, env: dict, timeout: float) -> Proc:
+    """Run CMD in its own session; at the limit kill the whole process group. Never hangs."""
+    t0 = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+        )
+        timed_out = False
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # the group: children a script left behind go too
+            except ProcessLookupError:
+                pass
+            p.wait()
+        out.seek(0)
+        err.seek(0)
+        o = out.read().decode("utf-8", "replace")
+        e = err.read().decode("utf-8", "replace")
+    rc = 124 if timed_out else p.returncode
+    return Proc(rc, o, e, round(time.monotonic() - t0, 2), timed_out)
+
+
+def git_dir(mirrors: Path, repo: str) -> Path:
+    owner, name = repo.split("/", 1)
+    for cand in (
+        mirrors / f"{owner}+{name}" / "repo" / ".git",
+        mirrors / f"{owner}+{name}" / "repo",
+        mirrors / owner / name,
+    ):
+        if (cand / "HEAD").exists() or (cand / ".git").exists():
+            return cand
+    raise FileNotFoundError(f"no mirror of {repo} under {mirrors}")
+
+
+def export_files(gdir: Path, commit: str, paths: list[str], dest: Path) -> None:
+    """Copy PATHS (files or folders) of COMMIT into DEST, keeping their repository-relative paths."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile() as tar:
+        subprocess.run(
+            ["git", "--git-dir", str(gdir), "archive", "--format=tar", commit, "--", *paths], stdout=tar, check=True
+        )
+        tar.seek(0)
+        with tarfile.open(fileobj=tar) as tf:
+            tf.extractall(dest, filter="data")
+
+
+def apply_patches(base: Path, entry: dict) -> None:
+    for p in entry.get("patches", []):
+        target = base / p.get("file", entry["path"])
+        text = target.read_text(encoding="utf-8")
+        if p["old"] not in text:
+            raise RuntimeError(f"patch does not apply to {target.name}: {p['old']!r}")
+        target.write_text(text.replace(p["old"], p["new"]), encoding="utf-8")
+
+
+def snapshot(base: Path) -> dict[str, tuple[int, int]]:
+    files = {}
+    for p in base.rglob("*"):
+        if p.is_file() and "__pycache__" not in p.parts:
+            st = p.stat()
+            files[str(p.relative_to(base))] = (st.st_size, st.st_mtime_ns)
+    return files
+
+
+def written(before: dict, after: dict) -> list[str]:
+    return sorted(k for k, v in after.items() if before.get(k) != v)
+
+
+class Runner:
+    def __init__(
+        self, mirrors: Path, python: str, out: Path, verify_timeout: int | None = None, original_only: bool = False
+    ):
+        self.mirrors = mirrors
+        self.python = python
+        self.out = out
+        self.verify_timeout = verify_timeout
+        self.original_only = original_only
+
+    def env(self, entry: dict, tree: Path) -> dict:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+        }
+        shim = tree / "_shim"
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim) if shim.exists() else "", str(ROOT)) if p)
+        env.update({"PYTHONHASHSEED": "0", "MPLBACKEND": "Agg", "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"})
+        extra = dict(entry.get("env", {}))
+        if "PYTHONPATH" in extra:  # entry paths are relative to the run folder's root, before the runner's
+            extra["PYTHONPATH"] = os.pathsep.join([str(tree / extra["PYTHONPATH"]), env["PYTHONPATH"]])
+        env.update(extra)
+        env["CUDA_VISIBLE_DEVICES"] = ""  # the corpus runs on CPU, also on a machine with GPUs
+        return env
+
+    def prepare(self, entry: dict, tree: Path) -> Path:
+        gdir = git_dir(self.mirrors, entry["repo"])
+        export_files(gdir, entry["commit"], [entry["path"], *entry.get("companions", [])], tree)
+        apply_patches(tree, entry)
+        cwd = tree / entry.get("cwd", str(Path(entry["path"]).parent))
+        cwd.mkdir(parents=True, exist_ok=True)
+        recipes.build(cwd, entry.get("data", []))
+        shim = cwd / "_shim"
+        if shim.exists() and cwd != tree:
+            shutil.move(str(shim), str(tree / "_shim"))
+        return cwd
+
+    def plain_run(self, entry: dict, tree: Path, cwd: Path) -> dict:
+        before = snapshot(tree)
+        script = os.path.relpath(tree / entry["path"], cwd)
+        p = run_proc(
+            [self.python, script, *entry.get("args", [])],
+            cwd,
+            self.env(entry, tree),
+            entry.get("timeout", DEFAULT_TIMEOUT),
+        )
+        files = [f for f in written(before, snapshot(tree)) if not f.startswith("_shim")]
+        return {
+            "rc": p.rc,
+            "seconds": p.seconds,
+            "timed_out": p.timed_out,
+            "stdout": p.stdout[-20000:],
+            "stderr_tail": p.stderr[-3000:],
+            "files": files,
+        }
+
+    def ddpfix(self, args: list[str], cwd: Path, env: dict, timeout: float = 600) -> Proc:
+        return run_proc([self.python, "-m", "ddpfix", *args], cwd, env, timeout)
+
+    def run_entry(self, entry: dict) -> dict:
+        t0 = time.monotonic()
+        res = {
+            "id": entry["id"],
+            "kind": entry["kind"],
+            "repo": entry["repo"],
+            "path": entry["path"],
+            "shape": entry["shape"],
+        }
+        res["runs_on_cpu"] = entry.get("runs_on_cpu", True)
+        base = self.out / entry["id"]
+        shutil.rmtree(base, ignore_errors=True)
+        try:
+            orig_tree, new_tree, ver_tree = base / "original", base / "rewrite", base / "verify"
+            cwd_o = self.prepare(entry, orig_tree)
+            cwd_n = self.prepare(entry, new_tree)
+        except Exception as exc:  # noqa: BLE001 - a broken entry is reported, the run goes on
+            res["setup_error"] = f"{type(exc).__name__}: {exc}"
+            res["classes"] = classify(res)
+            return res
+        script_n = new_tree / entry["path"]
+        env = self.env(entry, new_tree)
+        source = script_n.read_text(encoding="utf-8")
+        if self.original_only:
+            res["original"] = self.plain_run(entry, orig_tree, cwd_o)
+            res["classes"] = [] if res["original"]["rc"] == 0 else ["original-fails"]
+            res["seconds"] = round(time.monotonic() - t0, 1)
+            return res
+        if entry["kind"] == "ddp":
+            self.run_ddp(entry, res, source, cwd_n, script_n, env)
+            if res["runs_on_cpu"]:
+                res["original"] = self.plain_run(entry, orig_tree, cwd_o)
+        else:
+            res["original"] = self.plain_run(entry, orig_tree, cwd_o)
+            if res["original"]["rc"] == 0:
+                self.run_single(entry, res, source, new_tree, ver_tree, cwd_n, script_n, env)
+        res["classes"] = classify(res)
+        res["seconds"] = round(time.monotonic() - t0, 1)
+        return res
+
+    def run_ddp(self, entry, res, source, cwd, script, env):
+        p = self.ddpfix(["check", "--format", "json", str(script)], cwd, env)
+        if p.rc not in (0, 1):
+            res["check_error"] = (p.stderr or p.stdout)[-2000:]
+            return
+        findings = [
+            {
+                "code": f["code"],
+                "line": f["line"],
+                "message": f["message"],
+                "fix": (f.get("fix") or {}).get("applicability"),
+                "edits": [
+                    {k: e[k] for k in ("line", "col", "end_line", "end_col")}
+                    for e in (f.get("fix") or {}).get("edits", [])
+                ],
+            }
+            for f in json.loads(p.stdout or "[]")
+        ]
+        true, false = judge_findings(findings, entry.get("true_findings", []))
+        res["findings"], res["true_findings"], res["false_findings"] = findings, true, false
+        res["missed_true"] = [
+            t
+            for t in entry.get("true_findings", [])
+            if (t["code"], t["line"]) not in {finding_key(f) for f in findings}
+        ]
+        p = self.ddpfix(["apply", str(script)], cwd, env)
+        if p.rc != 0:
+            res["diff_error"] = (p.stderr or p.stdout)[-2000:]
+            return
+        after = script.read_text(encoding="utf-8")
+        lines = changed_lines(source, after)
+        res["changed_lines"] = lines
+        # a safe apply may change what the fixes of true findings edit; the edits of false ones are unexpected
+        res["unexpected_changes"] = sorted({n for f in false if f["fix"] == "safe" for n in fix_lines(f)})
+        res["apply_diff"] = "".join(
+            difflib.unified_diff(source.splitlines(True), after.splitlines(True), "a", "b", n=1)
+        )[:6000]
+
+    def run_single(self, entry, res, source, new_tree, ver_tree, cwd, script, env):
+        apply_ = res["apply"] = {}
+        p = self.ddpfix(["apply", str(script)], cwd, env)
+        if p.rc != 0:
+            apply_["error"] = (p.stderr or p.stdout)[-2000:]
+            return
+        after = script.read_text(encoding="utf-8")
+        apply_["changed"] = after != source
+        apply_["diff"] = "".join(difflib.unified_diff(source.splitlines(True), after.splitlines(True), "a", "b", n=1))[
+            :12000
+        ]
+        p2 = self.ddpfix(["check", "--format", "json", str(script)], cwd, env)
+        apply_["remaining"] = [
+            {
+                "code": f["code"],
+                "line": f["line"],
+                "message": f["message"],
+                "fix": (f.get("fix") or {}).get("applicability"),
+            }
+            for f in (json.loads(p2.stdout or "[]") if p2.rc in (0, 1) else [])
+        ]
+        if not apply_["changed"]:
+            return
+        try:
+            compile(after, str(script), "exec")
+            apply_["parses"] = True
+        except SyntaxError as exc:
+            apply_["parses"] = False
+            apply_["syntax_error"] = str(exc)
+            return
+        p = self.ddpfix(["apply", str(script)], cwd, env)
+        again = script.read_text(encoding="utf-8")
+        apply_["idempotent"] = p.rc == 0 and again == after
+        if again != after:
+            apply_["second_diff"] = "".join(
+                difflib.unified_diff(after.splitlines(True), again.splitlines(True), "a", "b", n=1)
+            )[:4000]
+            script.write_text(after, encoding="utf-8")
+        shutil.copytree(new_tree, ver_tree, symlinks=True)
+        res["rewrite_single"] = self.plain_run(entry, new_tree, cwd)
+        res["single_differences"] = compare_runs(res["original"], res["rewrite_single"])
+        if entry.get("verify", True):
+            res["verify"] = self.run_verify(entry, ver_tree)
+
+    def run_verify(self, entry, tree):
+        cwd = tree / entry.get("cwd", str(Path(entry["path"]).parent))
+        timeout = self.verify_timeout or entry.get("timeout", DEFAULT_TIMEOUT)
+        script = os.path.relpath(tree / entry["path"], cwd)
+        cmd = ["verify", script, "--nproc", "2", "--backend", "gloo", "--timeout", str(timeout), "--format", "json"]
+        p = self.ddpfix([*cmd, "--", *entry.get("args", [])], cwd, self.env(entry, tree), timeout + 120)
+        try:
+            rep = json.loads(p.stdout)
+        except json.JSONDecodeError:
+            return {"error": f"rc {p.rc}: {(p.stderr or p.stdout)[-1500:]}"}
+        return {
+            "ok": rep.get("ok"),
+            "checks": {c["name"]: c["status"] for c in rep.get("checks", [])},
+            "evidence": {c["name"]: c.get("evidence", [])[:4] for c in rep.get("checks", []) if c["status"] == "fail"},
+            "duration": rep.get("meta", {}).get("duration"),
+            "output_tail": (rep.get("output") or "")[-2500:] if not rep.get("ok") else "",
+        }
+
+
+# ---------------------------------------------------------------- report
+
+
+def summarise(results: list[dict]) -> dict:
+    counted = [r for r in results if r.get("runs_on_cpu", True) and "original-fails" not in r["classes"]]
+    single = [r for r in counted if r["kind"] == "single"]
+    ddp = [r for r in results if r["kind"] == "ddp"]
+    per_class: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for r in results:
+        for c in r["classes"]:
+            per_class[c] = per_class.get(c, 0) + 1
+        if r["classes"]:
+            first[r["classes"][0]] = first.get(r["classes"][0], 0) + 1
+    return {
+        "entries": len(results),
+        "repos": len({r["repo"] for r in results}),
+        "counted": len(counted),
+        "counted_repos": len({r["repo"] for r in counted}),
+        "single": len(single),
+        "single_pass": sum(1 for r in single if not r["classes"]),
+        "ddp": len(ddp),
+        "ddp_repos": len({r["repo"] for r in ddp}),
+        "ddp_pass": sum(1 for r in ddp if not r["classes"]),
+        "ddp_findings": sum(len(r.get("findings", [])) for r in ddp),
+        "ddp_false": sum(len(r.get("false_findings", [])) for r in ddp),
+        "ddp_changed": sum(1 for r in ddp if r.get("unexpected_changes")),
+        "pass": sum(1 for r in counted if not r["classes"]),
+        "per_class": dict(sorted(per_class.items(), key=lambda kv: CLASSES.index(kv[0]))),
+        "first_class": dict(sorted(first.items(), key=lambda kv: CLASSES.index(kv[0]))),
+    }
+
+
+def table(results: list[dict]) -> str:
+    rows = [f"{'id':34} {'kind':6} {'orig':5} {'verdict':40} {'s':>6}"]
+    for r in results:
+        orig = r.get("original")
+        o = "-" if orig is None else ("ok" if orig["rc"] == 0 else f"rc{orig['rc']}")
+        rows.append(f"{r['id']:34} {r['kind']:6} {o:5} {', '.join(r['classes']) or 'pass':40} {r.get('seconds', 0):>6}")
+    return "\n".join(rows)
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--", "ddpfix"], capture_output=True, text=True
+        )
+        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--mirrors", type=Path, help="folder of git mirrors (OWNER+NAME/repo)")
+    ap.add_argument(
+        "--python",
+        default=sys.executable,
+        help="interpreter that runs the scripts and ddpfix (needs torch, torchvision)",
+    )
+    ap.add_argument("--manifest", type=Path, default=MANIFEST)
+    ap.add_argument("--only", nargs="*", default=None, help="entry ids")
+    ap.add_argument("--kind", choices=KINDS)
+    ap.add_argument("--jobs", "-j", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=RESULTS, help="results folder (results.json, runs/)")
+    ap.add_argument("--verify-timeout", type=int, default=None)
+    ap.add_argument("--markdown", type=Path, help="also render the report to this Markdown file")
+    ap.add_argument(
+        "--json",
+        type=Path,
+        help="results file (default: OUT/results.json, or OUT/results-partial.json for a selection)",
+    )
+    ap.add_argument(
+        "--render",
+        type=Path,
+        nargs="+",
+        help="render existing results files instead of running (later files win per id)",
+    )
+    ap.add_argument("--validate", action="store_true", help="only check the manifest")
+    ap.add_argument(
+        "--original-only", action="store_true", help="only build each entry and run the original (to tune the manifest)"
+    )
+    a = ap.parse_args(argv)
+
+    entries = load_manifest(a.manifest)
+    if a.validate:
+        repos = {e["repo"] for e in entries}
+        print(f"manifest ok: {len(entries)} scripts from {len(repos)} repositories")
+        return 0
+    if a.render:
+        docs = [json.loads(p.read_text()) for p in a.render]
+        by_id = {}
+        for d in docs:
+            by_id.update({r["id"]: r for r in d["results"]})
+        order = [e["id"] for e in entries]
+        doc = dict(docs[-1])
+        doc["results"] = sorted(by_id.values(), key=lambda r: order.index(r["id"]) if r["id"] in order else len(order))
+        doc["seconds"] = round(sum(d.get("seconds", 0) for d in docs), 1)
+        doc["summary"] = summarise(doc["results"])
+    else:
+        if a.mirrors is None:
+            ap.error("--mirrors is required to run")
+        sel = [e for e in entries if (a.only is None or e["id"] in a.only) and (a.kind is None or e["kind"] == a.kind)]
+        a.out.mkdir(parents=True, exist_ok=True)
+        runner = Runner(a.mirrors.resolve(), a.python, a.out / "runs", a.verify_timeout, original_only=a.original_only)
+        lock = threading.Lock()
+        t0 = time.monotonic()
+
+        def one(e):
+            r = runner.run_entry(e)
+            with lock:
+                print(f"{r['id']:34} {', '.join(r['classes']) or 'pass'}  ({r.get('seconds', 0)} s)", flush=True)
+            return r
+
+        with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
+            results = list(ex.map(one, sel))
+        doc = {
+            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "ddpfix_commit": git_commit(),
+            "python": a.python,
+            "torch": subprocess.run(
+                [a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True
+            ).stdout.strip(),
+            "jobs": a.jobs,
+            "seconds": round(time.monotonic() - t0, 1),
+            "results": results,
+        }
+        doc["summary"] = summarise(results)
+        out = a.json or a.out / ("results.json" if a.only is None and a.kind is None else "results-partial.json")
+        out.write_text(json.dumps(doc, indent=1))
+        print(f"\nresults: {out}")
+    print(table(doc["results"]))
+    s = doc["summary"]
+    print(
+        f"\n{s['entries']} scripts from {s['repos']} repositories; {s['counted']} counted (original runs on CPU); "
+        f"pass {s['pass']}/{s['counted']}; single-GPU {s['single_pass']}/{s['single']}; "
+        f"ddp {s['ddp_pass']}/{s['ddp']} ({s['ddp_false']} false of {s['ddp_findings']} findings, "
+        f"{s['ddp_changed']} changed by a safe apply)"
+    )
+    print("failure classes:", ", ".join(f"{k} {v}" for k, v in s["per_class"].items()) or "none")
+    if a.markdown:
+        import report
+
+        a.markdown.write_text(report.render(doc, load_manifest(a.manifest), path=a.markdown), encoding="utf-8")
+        print(f"wrote {a.markdown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

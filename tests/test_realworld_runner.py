@@ -1,0 +1,257 @@
+"""The real-script corpus runner's pure logic: manifest schema, output normaliser, verdicts, finding
+judgement and the Markdown report. No mirrors, no network, no training runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+BENCH = HERE.parent / "bench" / "realworld"
+
+
+def _load(name):
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location(f"realworld_{name}", BENCH / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # dataclasses look their module up there
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+run = _load("run")
+recipes = _load("recipes")
+report = _load("report")
+
+ENTRY = """
+[[script]]
+id = "x"
+repo = "owner/name"
+commit = "0123456789abcdef0123456789abcdef01234567"
+path = "train.py"
+kind = "single"
+shape = "module-level loop"
+"""
+
+
+def test_manifest_in_repository_is_valid_and_large_enough():
+    entries = run.load_manifest()
+    ddp = [e for e in entries if e["kind"] == "ddp"]
+    assert len(entries) >= 40
+    assert len({e["repo"] for e in entries}) >= 15
+    assert len(ddp) >= 15 and len({e["repo"] for e in ddp}) >= 8
+    runnable = [e for e in entries if e.get("runs_on_cpu", True)]
+    assert len(runnable) >= 40
+
+
+def test_manifest_avoids_reserved_repositories():
+    reserved = {
+        "pytorch/examples",
+        "pytorch/tutorials",
+        "karpathy/nanogpt",
+        "karpathy/mingpt",
+        "huggingface/pytorch-image-models",
+        "huggingface/accelerate",
+        "facebookresearch/dino",
+        "facebookresearch/moco",
+        "kuangliu/pytorch-cifar",
+        "yunjey/pytorch-tutorial",
+        "eriklindernoren/pytorch-gan",
+        "milesial/pytorch-unet",
+        "lucidrains/x-transformers",
+        "lightning-ai/pytorch-lightning",
+        "farzadsabahi/finetune_llm",
+        "vainf/deeplabv3plus-pytorch",
+        "amdegroot/ssd.pytorch",
+        "descriptinc/melgan-neurips",
+        "dome272/diffusion-models-pytorch",
+        "facebookresearch/detectron2",
+        "facebookresearch/mae",
+        "jik876/hifi-gan",
+        "openai/improved-diffusion",
+        "sgrvinod/a-pytorch-tutorial-to-object-detection",
+        "ultralytics/yolov5",
+    }
+    assert not {e["repo"].lower() for e in run.load_manifest()} & reserved
+
+
+def test_minimal_entry_loads():
+    (e,) = run.load_manifest(text=ENTRY)
+    assert e["id"] == "x"
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ('kind2 = "x"', "unknown key 'kind2'"),
+        ('timeout = "long"', "'timeout' must be int"),
+        ('data = [{ kind = "nope" }]', "unknown data kind 'nope'"),
+        ('data = [{ kind = "text" }]', "needs 'path'"),
+        ('data = [{ kind = "text", path = "a", colour = 1 }]', "takes no argument 'colour'"),
+        ('true_findings = [{ code = "DDP406", line = 3, reason = "r" }]', "only for kind = 'ddp'"),
+        ('patches = [{ old = "a", new = "b" }]', "a patch is a table"),
+    ],
+)
+def test_invalid_entries_are_reported(extra, message):
+    with pytest.raises(run.ManifestError, match=message):
+        run.load_manifest(text=ENTRY + extra + "\n")
+
+
+def test_bad_commit_and_duplicate_ids():
+    with pytest.raises(run.ManifestError, match="40 hex"):
+        run.load_manifest(text=ENTRY.replace("0123456789abcdef0123456789abcdef01234567", "main"))
+    with pytest.raises(run.ManifestError, match="duplicate id"):
+        run.load_manifest(text=ENTRY + ENTRY)
+
+
+def test_normaliser_masks_numbers_times_and_progress_bars():
+    a = "epoch 1 loss 0.6931 took 3.2s\n 50%|#####     | 5/10 [00:01<00:01, 4.1it/s]\nsaved at 12:03:44\n\n"
+    b = "epoch 1 loss 0.7105 took 11.9s\nsaved at 08:00:01\n"
+    assert run.normalise_output(a) == run.normalise_output(b) == ["epoch # loss # took #s", "saved at #"]
+    assert run.normalise_output("UserWarning: something\nok") == ["ok"]
+    assert run.normalise_output("acc: 0.5, 0.25\n") == ["acc: #"]
+    assert run.normalise_output("[1/10] x\n") != run.normalise_output("[1/10] y\n")
+    assert run.normalise_output("step 1\rstep 2\rstep 3 done\n") == ["step # done"]  # a redrawn line: its last state
+
+
+def test_paths_with_timestamps_compare_equal():
+    assert run.normalise_path("runs/Nov30_18-22-01_host/events.out.tfevents.1.host.2") == run.normalise_path(
+        "runs/Nov30_19-01-59_host/events.out.tfevents.9.host.7"
+    )
+
+
+def _plain(rc=0, out="loss 1.0\n", files=("a.pt",)):
+    return {"rc": rc, "stdout": out, "files": list(files)}
+
+
+def test_compare_runs():
+    assert run.compare_runs(_plain(), _plain(out="loss 0.5\n")) == []
+    assert run.compare_runs(_plain(), _plain(rc=1))[0] == "exit code 0 -> 1"
+    assert "stdout differs" in run.compare_runs(_plain(), _plain(out="")).pop()
+    assert "files differ" in run.compare_runs(_plain(), _plain(files=("b.pt",))).pop()
+
+
+def _single(**kw):
+    r = {
+        "kind": "single",
+        "original": _plain(),
+        "apply": {"changed": True, "parses": True, "idempotent": True},
+        "rewrite_single": _plain(),
+        "single_differences": [],
+        "verify": {"checks": {"completes": "pass", "ddp": "pass", "shards": "pass", "single": "n/a"}},
+    }
+    r.update(kw)
+    return r
+
+
+def test_classify_single():
+    assert run.classify(_single()) == []
+    assert run.classify(_single(original=_plain(rc=1))) == ["original-fails"]
+    assert run.classify(_single(apply={"error": "boom"})) == ["apply-error"]
+    assert run.classify(_single(apply={"changed": False})) == ["unconverted"]
+    assert run.classify(_single(apply={"changed": True, "parses": False})) == ["rewrite-syntax"]
+    bad = _single(
+        apply={"changed": True, "parses": True, "idempotent": False},
+        single_differences=["stdout differs"],
+        verify={"checks": {"completes": "fail", "shards": "fail", "ddp": "fail", "params": "pass"}},
+    )
+    assert run.classify(bad) == [
+        "not-idempotent",
+        "rewrite-differs-single",
+        "verify-completes-fail",
+        "verify-ddp-fail",
+        "verify-shards-fail",
+    ]
+    assert run.classify(_single(rewrite_single=_plain(rc=1))) == ["rewrite-breaks-single"]
+    assert run.classify(_single(verify={"error": "no json"})) == ["verify-error"]
+    assert run.classify({"kind": "single", "setup_error": "no mirror"}) == ["setup-error"]
+
+
+def test_classify_ddp():
+    base = {"kind": "ddp", "original": None, "false_findings": [], "unexpected_changes": []}
+    assert run.classify(base) == []
+    assert run.classify({**base, "false_findings": [{"code": "DDP406", "line": 3}], "unexpected_changes": [3]}) == [
+        "false-finding",
+        "ddp-script-changed",
+    ]
+    assert run.classify({**base, "original": _plain(rc=2)}) == ["original-fails"]
+
+
+def test_judge_findings_counts_duplicates_as_false():
+    findings = [{"code": "DDP006", "line": 5}, {"code": "DDP006", "line": 5}, {"code": "DDP406", "line": 9}]
+    true, false = run.judge_findings(findings, [{"code": "DDP006", "line": 5, "reason": "r"}])
+    assert true == findings[:1] and false == findings[1:]
+
+
+def test_fix_lines_and_changed_lines():
+    f = {
+        "edits": [
+            {"line": 4, "col": 1, "end_line": 4, "end_col": 1},
+            {"line": 10, "col": 1, "end_line": 12, "end_col": 1},
+        ]
+    }
+    assert run.fix_lines(f) == [4, 10, 11]
+    assert run.changed_lines("a\nb\nc\n", "a\nB\nc\n") == [2]
+    assert run.changed_lines("a\nc\n", "a\nb\nc\n") == [2]
+
+
+def test_recipes_build_small_data(tmp_path):
+    steps = [
+        {"kind": "mnist", "root": "data", "n_train": 4, "n_test": 2},
+        {"kind": "text", "path": "input.txt", "chars": 300},
+        {"kind": "names", "path": "names.txt", "count": 5},
+        {"kind": "csv_table", "path": "d.csv", "rows": 3, "cols": 2},
+        {"kind": "file", "path": "cfg/a.yaml", "content": "x: 1\n"},
+        {"kind": "shim"},
+    ]
+    for s in steps:
+        assert recipes.validate_step(s) == []
+    recipes.build(tmp_path, steps)
+    raw = tmp_path / "data" / "MNIST" / "raw"
+    assert (raw / "train-images-idx3-ubyte").stat().st_size == 16 + 4 * 28 * 28
+    assert (raw / "t10k-labels-idx1-ubyte").stat().st_size == 8 + 2
+    assert len((tmp_path / "input.txt").read_text()) >= 300
+    assert len((tmp_path / "names.txt").read_text().split()) == 5
+    assert (tmp_path / "d.csv").read_text().count("\n") == 3
+    compile((tmp_path / "_shim" / "sitecustomize.py").read_text(), "sitecustomize.py", "exec")
+    again = tmp_path / "again"
+    recipes.build(again, steps[1:2])
+    assert (again / "input.txt").read_text() == (tmp_path / "input.txt").read_text()  # fixed seed
+
+
+def test_report_keeps_written_text_and_replaces_generated_part():
+    doc = {
+        "date": "2026-01-01 00:00 UTC",
+        "ddpfix_commit": "abc",
+        "torch": "2",
+        "jobs": 1,
+        "seconds": 10,
+        "results": [
+            {**_single(), "id": "x", "repo": "o/n", "classes": []},
+            {
+                "kind": "ddp",
+                "id": "y",
+                "repo": "o/m",
+                "runs_on_cpu": False,
+                "findings": [{"code": "DDP406", "line": 3, "message": "print"}],
+                "true_findings": [],
+                "false_findings": [{"code": "DDP406", "line": 3, "message": "print"}],
+                "unexpected_changes": [3],
+                "classes": ["false-finding", "ddp-script-changed"],
+            },
+        ],
+    }
+    doc["summary"] = run.summarise(doc["results"])
+    manifest = [{"id": "x", "shape": "s"}, {"id": "y", "shape": "t"}]
+    first = report.render(
+        doc, manifest, existing="# Title\n\nwritten\n\n" + report.BEGIN + "\nold\n" + report.END + "\n\nanalysis\n"
+    )
+    assert first.startswith("# Title\n\nwritten\n") and first.rstrip().endswith("analysis")
+    assert "old" not in first and "| y | DDP406 | 3 | print |" in first
+    assert report.render(doc, manifest, existing=first) == first
