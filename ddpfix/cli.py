@@ -15,6 +15,7 @@ from rich.syntax import Syntax
 from . import __version__
 from .config import Overrides, Resolver, check_codes, effective, is_excluded
 from .diff import stats
+from .docs import rule_page
 from .engine import STDIN, FileResult, Options, Task, discover, read, run_many, run_task, write_atomic
 from .errors import DdpfixError
 from .formats import FORMATS, all_rules, rule_by_code, to_github, to_json, to_sarif
@@ -484,7 +485,7 @@ def rules(code: Annotated[str | None, typer.Argument(help="Show one rule's docum
     if rule is None:
         _fail(f"unknown rule: {code}")
         raise typer.Exit(2) from None
-    typer.echo(f"# {rule.code} {rule.name}\n\n{rule.message}\n\nFix: {rule.fix}\n{rule.docs}")
+    typer.echo(rule_page(rule))
 
 
 @app.command("explain")

@@ -6,6 +6,7 @@ import re
 import sys
 from pathlib import Path
 
+from .examples import render as render_examples
 from .formats import all_rules
 from .rule import Rule
 
@@ -29,7 +30,18 @@ def missing_sections(rule: Rule) -> list[str]:
 
 def render_rule(rule: Rule) -> str:
     body = re.sub(r"^## ", "### ", rule.docs.strip(), flags=re.M)
-    return f"## {rule.code} {rule.name}\n\n{rule.message}\n\nFix: {FIX_TEXT.get(rule.fix, rule.fix)}.\n\n{body}\n"
+    return f"## {rule.code} {rule.name}\n\n{rule.message}\n\nFix: {FIX_TEXT.get(rule.fix, rule.fix)}.\n\n{body}\n{examples(rule, '###')}"
+
+
+def rule_page(rule: Rule) -> str:
+    """One rule's page for the terminal (`ddpfix rules CODE`, `ddpfix explain CODE`): its docs and examples."""
+    return f"# {rule.code} {rule.name}\n\n{rule.message}\n\nFix: {rule.fix}\n{rule.docs}{examples(rule)}"
+
+
+def examples(rule: Rule, level: str = "##") -> str:
+    """The rule's tested examples (from its module's `EXAMPLES`) as a section at heading `level`; "" if none."""
+    text = render_examples(rule)
+    return f"\n{level} Examples (tested)\n\n{text}\n" if text else ""
 
 
 def render() -> str:

@@ -130,6 +130,7 @@ def explain(
     from pathlib import Path
 
     from ..api import check_source
+    from ..docs import rule_page
     from ..errors import DdpfixError
     from ..transforms import BY_CODE
 
@@ -137,7 +138,7 @@ def explain(
         rule = BY_CODE.get(subject.strip().upper())
         if rule is None:
             raise DdpfixError(f"unknown rule: {subject.strip()}")
-        echo(f"# {rule.code} {rule.name}\n\n{rule.message}\n\nFix: {rule.fix}\n{rule.docs}")
+        echo(rule_page(rule))
         return 0
     matches = explain_text(read_subject(subject))
     if not matches:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..edits import backend_choice, torch_name
+from ..examples import clean, fixes
 from ..rule import Context, Order, Rule
 from ..syntax import anchor_of, single_small, strip_docstring
 
@@ -115,3 +116,152 @@ of a module-level script); teardown at its end.
             )
         else:
             ctx.plan.insert_after(last, teardown, order=Order.TEARDOWN)
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        def main():
+            model = nn.Linear(4, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+
+        def main():
+            if DISTRIBUTED:
+                if torch.cuda.is_available():
+                    torch.cuda.set_device(LOCAL_RANK)
+                dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+
+            model = nn.Linear(4, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+            if DISTRIBUTED:
+                dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note=(
+            "The entry point joins a process group first and leaves it last; a plain `python train.py` has "
+            "WORLD_SIZE 1 and joins none:"
+        ),
+    ),
+    fixes(
+        """
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+        if DISTRIBUTED:
+            if torch.cuda.is_available():
+                torch.cuda.set_device(LOCAL_RANK)
+            dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        if DISTRIBUTED:
+            dist.destroy_process_group()
+        """,
+        note="A script that trains at module level joins after its imports and leaves at its end:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def main():
+            dist.init_process_group("gloo")
+            model = DDP(nn.Linear(4, 1))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="A script that already joins a process group:",
+    ),
+    clean(
+        """
+        import torch
+
+
+        def train(model, batches, lr=0.1):
+            opt = torch.optim.SGD(model.parameters(), lr=lr)
+            for x, y in batches:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        note=(
+            "A module of training helpers that other scripts import: it is not a program, so the script that "
+            "runs it joins the group:"
+        ),
+    ),
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..edits import backend_choice
+from ..examples import clean, fixes
 from ..rule import Context, Rule
 from ..syntax import kwarg, positional, string_value
 
@@ -47,3 +48,85 @@ Safe: on GPU machines CUDA tensors still go through NCCL.
             quote = arg.value.quote if isinstance(arg.value, cst.SimpleString) else '"'
             expr = cst.parse_expression(backend_choice(ctx, quote))
             ctx.plan.replace(arg.value, lambda n, e=expr: e)
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group(backend="nccl")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.destroy_process_group()
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group(backend="cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.destroy_process_group()
+        """,
+        note="The backend follows the hardware:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.destroy_process_group()
+        """,
+        note="A backend the script already chooses at run time:",
+    ),
+    clean(
+        """
+        import argparse
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--backend", default="nccl")
+        args = parser.parse_args()
+        dist.init_process_group(backend=args.backend)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.destroy_process_group()
+        """,
+        note="A backend the user picks on the command line (`--backend gloo` on a CPU host):",
+    ),
+)

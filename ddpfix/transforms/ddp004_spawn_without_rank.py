@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from ..examples import clean, reports
 from ..rule import NONE, Context, Rule
 from ..syntax import dotted, kwarg, positional
 
@@ -70,3 +71,61 @@ None (converting to torchrun restructures the launch).
                     f"mp.spawn passes the process index as {name}'s first argument, here `{params[0]}`; "
                     f"make the rank the first parameter (or launch with torchrun)",
                 )
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.multiprocessing as mp
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def worker(world_size, rank):
+            dist.init_process_group("gloo", init_method="tcp://127.0.0.1:23456", rank=rank, world_size=world_size)
+            model = DDP(nn.Linear(4, 1))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            mp.spawn(worker, args=(2,), nprocs=2)
+        """,
+        message=(
+            "mp.spawn passes the process index as worker's first argument, here `world_size`; make the rank "
+            "the first parameter (or launch with torchrun)"
+        ),
+        note="`mp.spawn` calls `worker(i, 2)`: the process index lands in `world_size`, the world size in `rank`:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.multiprocessing as mp
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def worker(rank, world_size):
+            dist.init_process_group("gloo", init_method="tcp://127.0.0.1:23456", rank=rank, world_size=world_size)
+            model = DDP(nn.Linear(4, 1))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            mp.spawn(worker, args=(2,), nprocs=2)
+        """,
+        note="The index first, then `args`:",
+    ),
+)

@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from ..edits import torch_name
+from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, positional
 
@@ -131,3 +132,157 @@ def _local_rank_in_scope(ctx: Context, node: cst.CSTNode, *, module_level: bool 
         if value is not None and "LOCAL_RANK" in code_of(value) and len(assign_targets(s)) == 1:
             return assign_targets(s)[0]
     return None
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def main():
+            dist.init_process_group("nccl")
+            model = DDP(nn.Linear(4, 1).cuda())
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+
+        def main():
+            if torch.cuda.is_available():
+                torch.cuda.set_device(LOCAL_RANK)
+            dist.init_process_group("nccl")
+            model = DDP(nn.Linear(4, 1).cuda())
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="Each process picks its GPU before it joins:",
+    ),
+    fixes(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        local_rank = int(os.environ["LOCAL_RANK"])
+        dist.init_process_group("nccl")
+        torch.cuda.set_device(local_rank)
+        model = DDP(nn.Linear(4, 1).cuda())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        local_rank = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl")
+        model = DDP(nn.Linear(4, 1).cuda())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A `set_device` after the join moves up:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.multiprocessing as mp
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def worker(rank, world_size):
+            dist.init_process_group("nccl", init_method="tcp://127.0.0.1:23456", rank=rank, world_size=world_size)
+            model = DDP(nn.Linear(4, 1).cuda())
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            mp.spawn(worker, args=(2,), nprocs=2)
+        """,
+        message=(
+            "no torch.cuda.set_device(LOCAL_RANK) before init_process_group: every rank starts on GPU 0 (pass "
+            "the process index of mp.spawn to set_device)"
+        ),
+        note=(
+            "Reported without a fix: `mp.spawn` sets no LOCAL_RANK, and only the script knows which GPU a "
+            "process index means:"
+        ),
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        local_rank = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl")
+        model = DDP(nn.Linear(4, 1).cuda())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="`set_device` before the join:",
+    ),
+)

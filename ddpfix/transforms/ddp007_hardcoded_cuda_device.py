@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from ..examples import clean, fixes, reports
 from ..rule import Context, Rule
 from ..syntax import method_name, positional
 
@@ -93,3 +94,97 @@ def _int_assignments(facts) -> list[cst.Assign]:
             if isinstance(target, cst.Name) and DEVICE_VAR.match(target.value):
                 out.append(node)
     return out
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1).to(device))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        device = torch.device(f"cuda:{LOCAL_RANK}" if torch.cuda.is_available() else "cpu")
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1).to(device))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="Each rank's device is its own GPU:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        class TwoStage(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.first = nn.Linear(4, 8).to("cuda:0")
+                self.second = nn.Linear(8, 1).to("cuda:1")
+
+            def forward(self, x):
+                return self.second(self.first(x.to("cuda:0")).to("cuda:1"))
+
+
+        model = TwoStage()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="Reported without a fix: a model split over several GPUs on purpose needs its own mapping to local ranks:",
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        if torch.cuda.is_available():
+            torch.cuda.set_device(LOCAL_RANK)
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+        model = DDP(nn.Linear(4, 1).cuda())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A bare `.cuda()` is the current device, which `set_device` chose:",
+    ),
+)

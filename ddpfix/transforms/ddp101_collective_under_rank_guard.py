@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.ranks import Ranks
+from ..examples import clean, fixes, reports
 from ..rule import UNSAFE, Context, Order, Rule
 from ..syntax import expr_call
 
@@ -122,3 +123,98 @@ def _inner_rank_if(facts, ranks: Ranks, call: cst.CSTNode, outer: cst.If) -> boo
         if isinstance(anc, cst.If) and ranks.depends_on_rank(anc.test):
             return True
     return False
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save(model.module.state_dict(), "model.pt")
+            dist.barrier()
+        dist.destroy_process_group()
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save(model.module.state_dict(), "model.pt")
+        dist.barrier()
+        dist.destroy_process_group()
+        """,
+        note="The barrier moves out of the rank-0 branch, so every rank reaches it:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if dist.get_rank() == 0:
+                dist.all_reduce(loss)
+                print(f"step {step}: mean loss {loss.item() / dist.get_world_size():.4f}")
+        dist.destroy_process_group()
+        """,
+        message=(
+            "all_reduce is reached by some ranks only: the others never join it and every rank hangs; call it "
+            "on every rank (outside the rank condition)"
+        ),
+        note="Reported without a fix: the collective's result is used inside the branch, so it cannot simply move out:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        if dist.get_rank() != 0:
+            dist.barrier()
+        data = torch.randn(64, 4)
+        if dist.get_rank() == 0:
+            dist.barrier()
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in data.split(8):
+            loss = model(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.destroy_process_group()
+        """,
+        note='"Rank 0 first": the other ranks wait in one barrier, rank 0 releases them from the other:',
+    ),
+)

@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from ..analysis.ranks import Ranks
+from ..examples import clean, reports
 from ..rule import NONE, Context, Rule
 from ..syntax import calls_in, code_of, method_name, walk
 
@@ -85,3 +86,53 @@ def _exits(body: cst.CSTNode, loop: cst.CSTNode):
     for n in walk(body):
         if isinstance(n, EXITS):
             yield n
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            if torch.isnan(loss):
+                continue
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.destroy_process_group()
+        """,
+        message=(
+            "`continue` on a condition that depends on this rank's data: ranks leave the synchronising loop "
+            "at different steps and the others hang; decide together (all_reduce a flag)"
+        ),
+        note="One rank's NaN skips its backward; the others wait in their all-reduce:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(100):
+            if step >= 10:
+                break
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.destroy_process_group()
+        """,
+        note="An exit every rank takes at the same step:",
+    ),
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, fixes
 from ..handles import raw_handles
 from ..rule import Context, Rule
 from ..syntax import calls_in, dotted
@@ -64,3 +65,74 @@ Safe: the unwrapped module computes the same outputs without collectives.
                     raw = raws[dotted(handle)]
                     if ctx.report(handle, f"`{dotted(handle)}` is the DDP wrapper: on rank 0 alone use `{raw}`"):
                         ctx.plan.replace(handle, lambda n, raw=raw: cst.parse_expression(raw))
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))
+        model = DDP(net)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if dist.get_rank() == 0:
+                with torch.no_grad():
+                    print(model(torch.randn(8, 4)).mean().item())
+        dist.destroy_process_group()
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))
+        model = DDP(net)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if dist.get_rank() == 0:
+                with torch.no_grad():
+                    print(net(torch.randn(8, 4)).mean().item())
+        dist.destroy_process_group()
+        """,
+        note="On rank 0 alone, the forward goes through the plain module:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 1))
+        model = DDP(net)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                check = model(torch.randn(8, 4)).mean().item()
+            if dist.get_rank() == 0:
+                print(check)
+        dist.destroy_process_group()
+        """,
+        note="Every rank runs the forward; only rank 0 prints:",
+    ),
+)

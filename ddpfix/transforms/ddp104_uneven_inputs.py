@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, reports
 from ..rule import NONE, Context, Rule
 from ..syntax import code_of, dotted, kwarg, positional, walk
 
@@ -96,3 +97,54 @@ def _is_iterable(facts, expr) -> bool:
         ):
             return any("IterableDataset" in code_of(b.value) for b in cls.bases)
     return False
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        rank, world = dist.get_rank(), dist.get_world_size()
+        data = torch.randn(65, 4)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        shard = data[rank::world]
+        for x in shard.split(8):
+            loss = model(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.destroy_process_group()
+        """,
+        message="data sharded by hand with the rank: shard sizes can differ; use a DistributedSampler or Join",
+        note="65 rows over 2 ranks: 5 batches of 8 on rank 0, 4 on rank 1, and rank 0's last backward waits for ever:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.distributed.algorithms.join import Join
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        rank, world = dist.get_rank(), dist.get_world_size()
+        data = torch.randn(65, 4)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        shard = data[rank::world]
+        with Join([model]):
+            for x in shard.split(8):
+                loss = model(x).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        dist.destroy_process_group()
+        """,
+        note="The same shards under `Join`: a rank that finishes first shadows the others' all-reduces:",
+    ),
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, reports
 from ..rule import NONE, Context, Rule
 from ..syntax import dotted, method_name, receiver
 
@@ -55,3 +56,51 @@ None: moving training steps changes what the script does; fix it by hand.
                         break
                     if isinstance(anc, cst.FunctionDef):
                         break
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            if dist.get_rank() == 0:
+                opt.step()
+        dist.destroy_process_group()
+        """,
+        message="step() inside a rank condition: every rank must run the same training steps",
+        note="A step on rank 0 only: the replicas drift apart for good:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=5)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            if dist.get_rank() == 0:
+                print(f"step {step}: lr {sched.get_last_lr()[0]}")
+        dist.destroy_process_group()
+        """,
+        note="Every rank steps; rank 0 only reports:",
+    ),
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..edits import set_epoch_statements, with_kwarg, without_kwarg
+from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import (
     assign_targets,
@@ -199,3 +200,104 @@ def _is_used(facts, name: str, binding: cst.CSTNode) -> bool:
             continue
         return True
     return False
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, shuffle=True)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        note="The loader gets the sampler (which does the shuffling now) and each epoch reshuffles it:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(ds, batch_size=8, shuffle=True)
+        sampler = DistributedSampler(ds)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        message="sampler is never passed to the DataLoader built before it: build it first and pass sampler=sampler",
+        note="Reported without a fix: the loader is built before the sampler, so the sampler must move first:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import BatchSampler, DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_sampler=BatchSampler(sampler, batch_size=8, drop_last=False))
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        note="A sampler handed on through a `BatchSampler` is in use:",
+    ),
+)

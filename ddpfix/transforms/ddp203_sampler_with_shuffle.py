@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..edits import with_kwarg, without_kwarg
+from ..examples import clean, fixes
 from ..rule import Context, Rule
 from ..syntax import assigned_value, dotted, is_literal, kwarg, mentions
 
@@ -79,3 +80,138 @@ def _sampler_ctor(facts, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.Call 
         if isinstance(value, cst.Call) and any(value is s for s in facts.data.sampler_calls):
             return value
     return None
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, shuffle=True, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        note="The sampler shuffles; the loader must not:",
+    ),
+    fixes(
+        """
+        import argparse
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--shuffle", action="store_true")
+        args = parser.parse_args()
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, shuffle=args.shuffle, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        """
+        import argparse
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--shuffle", action="store_true")
+        args = parser.parse_args()
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds, shuffle=args.shuffle)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        note="A shuffle decided at run time moves into the sampler:",
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        DISTRIBUTED = int(os.environ.get("WORLD_SIZE", 1)) > 1
+        if DISTRIBUTED:
+            dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds) if DISTRIBUTED else None
+        loader = DataLoader(ds, batch_size=8, shuffle=(sampler is None), sampler=sampler)
+        model = DDP(nn.Linear(4, 1)) if DISTRIBUTED else nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="`shuffle=(sampler is None)`: the loader shuffles only when there is no sampler:",
+    ),
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..edits import set_epoch_statements
+from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, assigned_value, dotted, kwarg, loop_variable, receiver
 
@@ -107,3 +108,116 @@ def _sampler_site(facts, name: str, at: cst.CSTNode) -> cst.Call | None:
         ):
             return value
     return None
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        DISTRIBUTED = int(os.environ.get("WORLD_SIZE", 1)) > 1
+        if DISTRIBUTED:
+            dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds) if DISTRIBUTED else None
+        loader = DataLoader(ds, batch_size=8, shuffle=(sampler is None), sampler=sampler)
+        model = DDP(nn.Linear(4, 1)) if DISTRIBUTED else nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        DISTRIBUTED = int(os.environ.get("WORLD_SIZE", 1)) > 1
+        if DISTRIBUTED:
+            dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds) if DISTRIBUTED else None
+        loader = DataLoader(ds, batch_size=8, shuffle=(sampler is None), sampler=sampler)
+        model = DDP(nn.Linear(4, 1)) if DISTRIBUTED else nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            if sampler is not None:
+                sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        note="Each epoch reshuffles; the sampler is optional here, so the call is too:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+
+        def make_loader():
+            ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+            sampler = DistributedSampler(ds)
+            return DataLoader(ds, batch_size=8, sampler=sampler)
+
+
+        dist.init_process_group("gloo")
+        loader = make_loader()
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        message="DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop",
+        note="Reported without a fix: the sampler is built in a helper, out of the epoch loop's reach:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            loader.sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        note="`set_epoch` through the loader's own `sampler` attribute:",
+    ),
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..diagnostic import NONE
+from ..examples import clean, reports
 from ..rule import Context, Rule
 from ..syntax import assigned_value, calls_in, dotted, is_literal, kwarg, method_name, walk
 
@@ -79,3 +80,64 @@ def _is_distributed_sampler(facts, expr: cst.BaseExpression, at: cst.CSTNode) ->
             value = value.body
         return isinstance(value, cst.Call) and any(value is s for s in facts.data.sampler_calls)
     return False
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        val = TensorDataset(torch.randn(10, 4), torch.randint(0, 2, (10,)))
+        val_loader = DataLoader(val, batch_size=4, sampler=DistributedSampler(val, shuffle=False))
+        correct = torch.zeros(())
+        with torch.no_grad():
+            for x, y in val_loader:
+                correct += (model(x).argmax(1) == y).sum()
+        dist.all_reduce(correct)
+        """,
+        message=(
+            "evaluation metrics over a DistributedSampler: it repeats samples to even out the shards, so some "
+            "count twice"
+        ),
+        note="10 samples on 3 ranks: the sampler repeats 2 of them, and the accuracy counts them twice:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        val = TensorDataset(torch.randn(10, 4), torch.randint(0, 2, (10,)))
+        correct = 0
+        with torch.no_grad():
+            for x, y in DataLoader(val, batch_size=4):
+                correct += (model(x).argmax(1) == y).sum().item()
+        if dist.get_rank() == 0:
+            print(f"accuracy {correct / len(val):.2f}")
+        """,
+        note="Every rank evaluates the whole validation set, exactly; rank 0 prints:",
+    ),
+)

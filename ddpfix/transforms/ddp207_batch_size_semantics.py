@@ -6,6 +6,7 @@ import libcst as cst
 
 from ..analysis.models import DP_NAMES
 from ..diagnostic import NONE
+from ..examples import clean, reports
 from ..rule import Context, Rule
 from ..syntax import code_of, kwarg, positional, string_value
 
@@ -68,3 +69,75 @@ No automatic fix: which policy is right is a training decision, not a code defec
                 'reduction="sum" under DDP: gradients are averaged across processes, so each step\'s gradient is '
                 "1/WORLD_SIZE of the single-process sum over the same global batch",
             )
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss_fn = nn.MSELoss(reduction="sum")
+        for step in range(10):
+            loss = loss_fn(model(torch.randn(8, 4)), torch.randn(8, 1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        message=(
+            'reduction="sum" under DDP: gradients are averaged across processes, so each step\'s gradient is '
+            "1/WORLD_SIZE of the single-process sum over the same global batch"
+        ),
+        note=(
+            "A summed loss: DDP averages the gradients across processes, so each step is 1/WORLD_SIZE of what "
+            "one process summing the same samples would take:"
+        ),
+    ),
+    reports(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        ds = TensorDataset(torch.randn(1024, 4), torch.randn(1024, 1))
+        loader = DataLoader(ds, batch_size=256, shuffle=True)
+        model = nn.DataParallel(nn.Linear(4, 1).cuda())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        message=(
+            "batch_size=256 was split across GPUs by DataParallel; under DDP each process loads 256: the "
+            "global batch grows by WORLD_SIZE (keep it with batch_size // WORLD_SIZE, or scale the learning "
+            "rate)"
+        ),
+        note="DataParallel split 256 samples across its GPUs; under DDP every process loads 256:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss_fn = nn.MSELoss()
+        for step in range(10):
+            loss = loss_fn(model(torch.randn(8, 4)), torch.randn(8, 1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A mean loss with a per-process batch, as DDP means it:",
+    ),
+)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..edits import cuda_test
+from ..examples import clean, fixes
 from ..handles import raw_handle
 from ..plan import PlannedWrap
 from ..rule import Context, Order, Rule
@@ -73,3 +74,93 @@ Safe: a plain run skips the wrap.
                 cuda=cuda_test(ctx, model.handle, point.anchor),
             )
             ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+
+
+        def main():
+            dist.init_process_group("gloo")
+            device = torch.device("cpu")
+            model = nn.Linear(4, 1).to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+
+        def main():
+            dist.init_process_group("gloo")
+            device = torch.device("cpu")
+            model = nn.Linear(4, 1).to(device)
+            raw_model = model
+            if DISTRIBUTED:
+                model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note=(
+            "The model is wrapped once it is on its device, before the optimizer sees it; `raw_model` keeps "
+            "the plain module:"
+        ),
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        if WORLD_SIZE > 1:
+            dist.init_process_group("gloo")
+        model = nn.Linear(4, 1)
+        if WORLD_SIZE > 1:
+            model = DDP(model)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A model wrapped when the run is distributed:",
+    ),
+)

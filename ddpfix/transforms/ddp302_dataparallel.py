@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis.models import DP_NAMES, moves_device
 from ..diagnostic import UNSAFE
 from ..edits import cuda_test
+from ..examples import clean, fixes, reports
 from ..handles import raw_handle
 from ..plan import PlannedWrap
 from ..rule import Context, Order, Rule
@@ -163,3 +164,133 @@ def _chain_holds(value: cst.BaseExpression, call: cst.Call) -> bool:
             return False
         value = value.func.value
     return True
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        def main():
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = nn.Linear(4, 1).to(device)
+            if torch.cuda.device_count() > 1:
+                model = nn.DataParallel(model)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            torch.save(model.module.state_dict(), "model.pt")
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+
+        def main():
+            if DISTRIBUTED:
+                if torch.cuda.is_available():
+                    torch.cuda.set_device(LOCAL_RANK)
+                dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = nn.Linear(4, 1).to(device)
+            raw_model = model
+            if DISTRIBUTED:
+                model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            torch.save(raw_model.state_dict(), "model.pt")
+
+            if DISTRIBUTED:
+                dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note=(
+            "One process per GPU instead of one thread per GPU; `model.module` (which a plain run no longer "
+            "has) becomes the kept `raw_model`:"
+        ),
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+
+
+        def main():
+            dist.init_process_group("gloo")
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = nn.Linear(4, 1).to(device)
+            if torch.cuda.device_count() > 1:
+                print(f"using {torch.cuda.device_count()} GPUs")
+                model = nn.DataParallel(model)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        message=(
+            "nn.DataParallel: one process drives every GPU; use DistributedDataParallel under torchrun (the "
+            "wrap shares its if block: convert it by hand)"
+        ),
+        note="Reported without a fix: the wrap shares its `if` block with other statements:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def main():
+            dist.init_process_group("gloo")
+            model = DDP(nn.Linear(4, 1))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="DistributedDataParallel already:",
+    ),
+)

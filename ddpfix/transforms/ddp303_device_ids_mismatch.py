@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from ..edits import cuda_test
+from ..examples import clean, fixes
 from ..rule import Context, Rule
 from ..syntax import (
     assigned_value,
@@ -190,3 +191,113 @@ def _several(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call) and dotted(expr.func) in ("list", "range", "tuple"):
         return True
     return False
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        model = DDP(nn.Linear(4, 1).to(device), device_ids=[LOCAL_RANK])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        model = DDP(nn.Linear(4, 1).to(device), device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="`device_ids` only on CUDA: on a CPU host the same script still starts:",
+    ),
+    fixes(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        model = nn.Linear(4, 1).to(device)
+        model = DDP(model, device_ids=[0, 1])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        model = nn.Linear(4, 1).to(device)
+        model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="The DataParallel habit of listing every GPU: one process drives one GPU:",
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        torch.cuda.set_device(LOCAL_RANK)
+        dist.init_process_group("nccl")
+        model = DDP(nn.Linear(4, 1).cuda(), device_ids=[LOCAL_RANK])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A GPU-only script: the module is on CUDA whatever happens:",
+    ),
+)

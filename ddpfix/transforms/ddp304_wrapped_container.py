@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, fixes, reports
 from ..rule import Context, Rule
 from ..syntax import assign_targets, dotted, kwarg, positional, walk
 
@@ -123,3 +124,84 @@ def _reaches_into(facts, handle: str) -> bool:
         ):
             return True
     return False
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        net = nn.Linear(4, 1)
+        model = DDP(nn.Sequential(net))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save(model.module.state_dict(), "model.pt")
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        net = nn.Linear(4, 1)
+        model = DDP(net)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save(model.module.state_dict(), "model.pt")
+        """,
+        note="The wrapper holds the model itself, so the checkpoint's keys are the model's own:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        net = nn.Linear(4, 1)
+        model = DDP(nn.ModuleList([net, nn.Linear(4, 1)]))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        message="DDP wraps an nn.ModuleList, which has no forward(): wrap the model that runs the forward",
+        note="Reported without a fix: a ModuleList of several models has no forward for DDP to run:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A `Sequential` of several layers is the model itself:",
+    ),
+)

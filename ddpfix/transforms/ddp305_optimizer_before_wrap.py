@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import anchor_of
 
@@ -60,3 +61,106 @@ nothing before the wrap uses them; otherwise the diagnostic only.
                 continue
             for i, stmt in enumerate(point.moves):
                 ctx.plan.move_after(stmt, point.anchor, order=Order.OPTIMIZER + i)
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        def main():
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = nn.Linear(4, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            model.to(device)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import torch
+        import torch.nn as nn
+
+
+        def main():
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = nn.Linear(4, 1)
+            model.to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="The optimizer moves below the device move, where the DDP wrap goes (DDP301 adds the wrap in between):",
+    ),
+    reports(
+        """
+        import os
+
+        import torch
+        import torch.nn as nn
+
+
+        def main():
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = nn.Linear(4, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            if os.path.exists("last.pt"):
+                ckpt = torch.load("last.pt", map_location="cpu")
+                model.load_state_dict(ckpt["model"])
+                opt.load_state_dict(ckpt["opt"])
+            model.to(device)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        message="optimizer built before the model is loaded and wrapped, and used before the wrap: reorder by hand",
+        note=(
+            "Reported without a fix: the resume block restores the optimizer before the model moves, so the "
+            "optimizer cannot simply move down:"
+        ),
+    ),
+    clean(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        def main():
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = nn.Linear(4, 1)
+            model.to(device)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="Move, then optimizer: the wrap has its place between them:",
+    ),
+)

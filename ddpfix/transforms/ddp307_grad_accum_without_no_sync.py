@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, fixes, reports
 from ..handles import wrappers
 from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, calls_in, code_of, dotted, method_name, names_in, walk
@@ -127,3 +128,94 @@ def _wrap_condition(ctx: Context, facts, wrap_stmt: cst.CSTNode) -> str | None:
 
 def _ddp_sites(facts):
     return [facts.index.site(c) for c in facts.models.ddp_calls]
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        ACCUM = 4
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(32):
+            loss = model(torch.randn(8, 4)).pow(2).mean() / ACCUM
+            loss.backward()
+            if (i + 1) % ACCUM == 0:
+                opt.step()
+                opt.zero_grad()
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        ACCUM = 4
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(32):
+            model.require_backward_grad_sync = (i + 1) % ACCUM == 0
+            loss = model(torch.randn(8, 4)).pow(2).mean() / ACCUM
+            loss.backward()
+            if (i + 1) % ACCUM == 0:
+                opt.step()
+                opt.zero_grad()
+        """,
+        note="Only the micro-step that steps synchronises; the condition is the step's own:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        ACCUM = 4
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        micro = 0
+        for x in torch.randn(32, 8, 4):
+            loss = model(x).pow(2).mean() / ACCUM
+            loss.backward()
+            micro += 1
+            if micro % ACCUM == 0:
+                opt.step()
+                opt.zero_grad()
+        """,
+        message=(
+            "gradient accumulation through the DDP wrapper without no_sync(): every micro-step all-reduces: "
+            "run the non-final micro-steps under model.no_sync()"
+        ),
+        note="Reported without a fix: the step condition is computed inside the loop, after the forward:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        ACCUM = 4
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(32):
+            loss = model(torch.randn(8, 4)).pow(2).mean() / ACCUM
+            if (i + 1) % ACCUM != 0:
+                with model.no_sync():
+                    loss.backward()
+                continue
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        """,
+        note="Accumulation under `no_sync()` already:",
+    ),
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, fixes, reports
 from ..handles import wrappers
 from ..rule import Context, Rule
 from ..syntax import dotted, walk
@@ -162,3 +163,113 @@ def _only_called_wrapped(facts, func: cst.FunctionDef, handle: str, wrap_stmt: c
         if facts.index.callee_of(c) is func and any(dotted(a.value) == handle for a in c.args)
     ]
     return bool(sites) and all(facts.wraps.after_wrap(c, handle, wrap_stmt) for c in sites)
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Net(nn.Linear):
+            def predict(self, x):
+                return self(x) > 0
+
+
+        dist.init_process_group("gloo")
+        model = DDP(Net(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        print(model.predict(torch.randn(2, 4)))
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Net(nn.Linear):
+            def predict(self, x):
+                return self(x) > 0
+
+
+        dist.init_process_group("gloo")
+        model = DDP(Net(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        print(model.module.predict(torch.randn(2, 4)))
+        """,
+        note="The model's own method goes through the module the wrapper holds:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Net(nn.Linear):
+            def predict(self, x):
+                return self(x) > 0
+
+
+        def report(net):
+            print(net.predict(torch.randn(2, 4)))
+
+
+        dist.init_process_group("gloo")
+        model = DDP(Net(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        report(model)
+        """,
+        message=(
+            "net.predict: net is the DDP wrapper here, which has no attribute 'predict'; pass model.module or "
+            "use net.module"
+        ),
+        note="Reported without a fix: the helper gets the wrapper as a parameter; pass it the plain module:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Net(nn.Linear):
+            def predict(self, x):
+                return self(x) > 0
+
+
+        dist.init_process_group("gloo")
+        model = DDP(Net(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        print(model.module.predict(torch.randn(2, 4)))
+        """,
+        note="`nn.Module`'s own API (`eval()`) works on the wrapper; the custom method already goes through `.module`:",
+    ),
+)

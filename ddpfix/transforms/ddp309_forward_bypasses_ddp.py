@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, reports
 from ..handles import wrappers
 from ..rule import Context, Rule
 from ..syntax import calls_in, dotted, method_name
@@ -99,3 +100,49 @@ def _no_grad(facts, node: cst.CSTNode) -> bool:
                 if (dotted(expr) or "").split(".")[-1] in NO_GRAD:
                     return True
     return False
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model.module(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        message=(
+            "forward through model.module(...) bypasses the DDP wrapper: gradients are not synchronised; call "
+            "model(...)"
+        ),
+        note="The forward goes around the wrapper, so each rank keeps its own gradients:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                check = model.module(torch.randn(8, 4)).mean()
+        """,
+        note="A forward through the plain module under `torch.no_grad()` computes no gradients to synchronise:",
+    ),
+)

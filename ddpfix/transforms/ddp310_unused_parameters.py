@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from ..diagnostic import NONE
+from ..examples import clean, reports
 from ..rule import Context, Rule
 from ..syntax import assigned_value, dotted, is_literal, kwarg, walk
 
@@ -183,3 +184,106 @@ def _input_conditional(facts, node: cst.CSTNode, method: cst.FunctionDef, params
             if any(isinstance(n, cst.Name) and n.value in params for n in walk(anc.test)):
                 return True
     return False
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(4, 1)
+                self.aux_head = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.body(x)
+
+
+        dist.init_process_group("gloo")
+        model = DDP(Net())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        message=(
+            "self.aux_head is never used in forward: DDP waits for its gradients ('Expected to have finished "
+            "reduction in the prior iteration'); remove or freeze it, or pass find_unused_parameters=True"
+        ),
+        note=(
+            '`aux_head` never takes part in forward: the second iteration stops with "Expected to have '
+            'finished reduction":'
+        ),
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(4, 8)
+                self.head = nn.Linear(8, 1)
+
+            def forward(self, x):
+                return self.head(self.body(x).relu())
+
+
+        dist.init_process_group("gloo")
+        model = DDP(Net(), find_unused_parameters=True)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        message=(
+            "find_unused_parameters=True, but every submodule takes part in forward: it costs an extra "
+            "autograd traversal per iteration; drop it unless the runtime reports unused parameters"
+        ),
+        note="The reverse: the flag on a model whose every layer runs, at the cost of a graph traversal per step:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(4, 1)
+                self.aux_head = nn.Linear(4, 2)
+                self.aux_head.requires_grad_(False)
+
+            def forward(self, x):
+                return self.body(x)
+
+
+        dist.init_process_group("gloo")
+        model = DDP(Net())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A frozen submodule has no gradients for DDP to wait for:",
+    ),
+)

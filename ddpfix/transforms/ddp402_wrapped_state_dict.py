@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, fixes, reports
 from ..handles import raw_handles
 from ..rule import Context, Rule
 from ..syntax import dotted, method_name, receiver
@@ -83,3 +84,96 @@ def _receives_wrapper(facts, call: cst.CSTNode, handle: str, wrap_stmt: cst.CSTN
 
 def _inside_load(facts, call: cst.CSTNode) -> bool:
     return any(isinstance(a, cst.Call) and method_name(a) == "load_state_dict" for a in facts.index.ancestors(call))
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save(model.state_dict(), "model.pt")
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save(model.module.state_dict(), "model.pt")
+        """,
+        note="The checkpoint holds the plain module's keys, which a plain run can load:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def save(net, path):
+            torch.save(net.state_dict(), path)
+
+
+        dist.init_process_group("gloo")
+        net = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for step in range(10):
+            loss = net(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            save(net, "model.pt")
+        """,
+        message=(
+            "`net` is the DDP wrapper here (passed in after the wrap): its state_dict() has 'module.' keys; "
+            "save `net.module.state_dict()` when distributed"
+        ),
+        note=(
+            "Reported without a fix: the wrapper reaches `state_dict()` through a helper's parameter, and the "
+            "helper may serve plain models too:"
+        ),
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save({"model": model.module.state_dict(), "opt": opt.state_dict()}, "last.pt")
+        """,
+        note="The module's own keys, and the optimizer's state (which has no wrapper):",
+    ),
+)

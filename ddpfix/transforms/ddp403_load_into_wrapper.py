@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, fixes, reports
 from ..handles import wrappers
 from ..rule import Context, Rule
 from ..syntax import dotted, receiver
@@ -75,3 +76,89 @@ gets the diagnostic only (load on every rank, before wrapping).
             message = f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected): use {raw}.load_state_dict()"
             if ctx.report(call, message):
                 ctx.plan.replace(call.func, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        model.load_state_dict(torch.load("pretrained.pt", map_location="cpu"))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        model.module.load_state_dict(torch.load("pretrained.pt", map_location="cpu"))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A plain checkpoint loads into the module the wrapper holds:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        if dist.get_rank() == 0:
+            model.load_state_dict(torch.load("pretrained.pt", map_location="cpu"))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        message=(
+            "model.load_state_dict() on rank 0 only, after the DDP wrap: the other ranks keep the old "
+            "weights; load on every rank through model.module, or before wrapping"
+        ),
+        note=(
+            "Reported without a fix: after the wrap, a load on rank 0 alone leaves the other ranks on their "
+            "old weights:"
+        ),
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        net = nn.Linear(4, 1)
+        net.load_state_dict(torch.load("pretrained.pt", map_location="cpu"))
+        model = DDP(net)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="Loaded before the wrap, into the plain module:",
+    ),
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..edits import with_kwarg
+from ..examples import clean, fixes
 from ..rule import Context, Rule
 from ..syntax import kwarg, positional
 
@@ -46,3 +47,99 @@ Safe.
             dev = facts.models.device_var(call)
             value = cst.parse_expression(dev[0]) if dev is not None else cst.SimpleString('"cpu"')
             ctx.plan.replace(call, lambda n, v=value: with_kwarg(n, "map_location", v))
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        device = torch.device("cuda", LOCAL_RANK)
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl")
+        net = nn.Linear(4, 1).to(device)
+        net.load_state_dict(torch.load("pretrained.pt"))
+        model = DDP(net, device_ids=[LOCAL_RANK])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        device = torch.device("cuda", LOCAL_RANK)
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl")
+        net = nn.Linear(4, 1).to(device)
+        net.load_state_dict(torch.load("pretrained.pt", map_location=device))
+        model = DDP(net, device_ids=[LOCAL_RANK])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="Each rank loads straight onto its own device:",
+    ),
+    fixes(
+        """
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(4, 1)
+        model.load_state_dict(torch.load("pretrained.pt"))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(4, 1)
+        model.load_state_dict(torch.load("pretrained.pt", map_location="cpu"))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="Without a device variable, onto the CPU (`load_state_dict` copies to the model's device):",
+    ),
+    clean(
+        """
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(4, 1)
+        model.load_state_dict(torch.load("pretrained.pt", map_location="cpu"))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="`map_location` given:",
+    ),
+)

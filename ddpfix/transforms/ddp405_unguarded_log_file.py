@@ -6,6 +6,7 @@ import libcst as cst
 
 from ..analysis.effects import FILE_HANDLERS, LOGGER_METHODS
 from ..edits import guard_site, opens_for_writing
+from ..examples import clean, fixes, reports
 from ..rule import Context, Rule
 from ..syntax import assign_targets, dotted, kwarg, mentions, method_name, receiver, walk
 
@@ -127,3 +128,110 @@ def _write_opens(facts) -> list[cst.With]:
             continue  # DDP401 guards it
         out.append(with_node)
     return out
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import logging
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        logger = logging.getLogger(__name__)
+        dist.init_process_group("gloo")
+        logging.basicConfig(filename="train.log", level=logging.INFO)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            logger.info("step %d loss %.4f", step, loss.item())
+        """,
+        """
+        import logging
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+        logger = logging.getLogger(__name__)
+        dist.init_process_group("gloo")
+        if RANK == 0:
+            logging.basicConfig(filename="train.log", level=logging.INFO)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if RANK == 0:
+                logger.info("step %d loss %.4f", step, loss.item())
+        """,
+        note="The log file is configured and written on rank 0 only:",
+    ),
+    reports(
+        """
+        import logging
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        logger = logging.getLogger(__name__)
+        handler = logging.FileHandler("train.log")
+        for h in (handler, logging.StreamHandler()):
+            logger.addHandler(h)
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        message="handler writes a log file on every rank: create and use it on rank 0 only",
+        note=(
+            "Reported without a fix: the handler is used beyond plain calls of the same block, so one `if` "
+            "cannot hold it and its uses:"
+        ),
+    ),
+    clean(
+        """
+        import logging
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+        logging.basicConfig(level=logging.INFO)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with open(f"loss-rank{rank}.txt", "w") as f:
+            print(f"{loss.item():.4f}", file=f)
+        """,
+        note="Logging to the console, and a file per rank, named after the rank:",
+    ),
+)

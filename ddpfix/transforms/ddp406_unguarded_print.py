@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..edits import guard_site
+from ..examples import clean, fixes
 from ..rule import Context, Rule
 from ..syntax import dotted
 
@@ -41,3 +42,90 @@ Safe: a plain run has RANK 0 and prints exactly as before.
             if any(facts.ranks.is_rank_test(a.value) for a in call.args):
                 continue  # print(f"[rank {rank}] ...") reports per rank on purpose
             guard_site(ctx, call)
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            print(f"step {step}: loss {loss.item():.4f}")
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if RANK == 0:
+                print(f"step {step}: loss {loss.item():.4f}")
+        """,
+        note="One copy of each line, from rank 0:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        print(f"[rank {rank}] final loss {loss.item():.4f}")
+        """,
+        note="A line that names its rank is meant to come from every rank:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if dist.get_rank() == 0:
+                print(f"step {step}: loss {loss.item():.4f}")
+        """,
+        note="Printed on rank 0 only:",
+    ),
+)

@@ -6,6 +6,7 @@ import libcst as cst
 
 from ..analysis.effects import TRACKER_CTORS, TRACKER_MODULES
 from ..edits import guard_site
+from ..examples import clean, fixes
 from ..rule import Context, Rule
 from ..syntax import assign_targets, dotted, receiver
 
@@ -82,3 +83,80 @@ Safe.
 
         for call in facts.index.statement_calls(uses_tracker):
             guard_site(ctx, call, "tracker used on every rank: log from rank 0 only")
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.tensorboard import SummaryWriter
+
+        dist.init_process_group("gloo")
+        writer = SummaryWriter("runs/exp")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            writer.add_scalar("loss", loss.item(), step)
+        writer.close()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.tensorboard import SummaryWriter
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+        dist.init_process_group("gloo")
+        writer = SummaryWriter("runs/exp") if RANK == 0 else None
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if RANK == 0:
+                writer.add_scalar("loss", loss.item(), step)
+        if RANK == 0:
+            writer.close()
+        """,
+        note="One event file, from rank 0; the name stays bound (to `None`) on the other ranks:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.tensorboard import SummaryWriter
+
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+        writer = SummaryWriter("runs/exp") if rank == 0 else None
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if writer is not None:
+                writer.add_scalar("loss", loss.item(), step)
+        """,
+        note="A writer on rank 0 only, used where it exists:",
+    ),
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, reports
 from ..rule import NONE, Context, Rule
 from ..syntax import dotted, kwarg, walk
 
@@ -80,3 +81,63 @@ def _sharded_totals(facts) -> set[str]:
                     if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name):
                         out.add(n.target.value)
     return out
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        total = 0.0
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        if dist.get_rank() == 0:
+            print(f"mean loss {total / len(loader):.4f}")
+        """,
+        message="total summed over this rank's shard only, logged as if global: all-reduce it first",
+        note="Rank 0's loss over its own shard, printed as the run's:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        total = torch.zeros(())
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.detach()
+        dist.all_reduce(total)
+        if dist.get_rank() == 0:
+            print(f"mean loss {total.item() / (len(loader) * dist.get_world_size()):.4f}")
+        """,
+        note="Summed over every rank before rank 0 prints it:",
+    ),
+)

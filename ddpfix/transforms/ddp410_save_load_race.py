@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..examples import clean, fixes
 from ..rule import Context, Order, Rule
 from ..syntax import code_of, dotted, kwarg, positional
 
@@ -85,3 +86,77 @@ Safe: every rank reaches the barrier (it is outside any rank condition).
 def _inside_print(facts, node) -> bool:
     """`print(torch.load(p))`: the print (and so the load) goes to rank 0 only (DDP406)."""
     return any(isinstance(a, cst.Call) and dotted(a.func) == "print" for a in facts.index.ancestors(node))
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save(model.module.state_dict(), "model.pt")
+        model.module.load_state_dict(torch.load("model.pt", map_location="cpu"))
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save(model.module.state_dict(), "model.pt")
+        if DISTRIBUTED:
+            dist.barrier()
+        model.module.load_state_dict(torch.load("model.pt", map_location="cpu"))
+        """,
+        note="The other ranks wait until rank 0 has written the file:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save(model.module.state_dict(), "model.pt")
+        dist.barrier()
+        model.module.load_state_dict(torch.load("model.pt", map_location="cpu"))
+        """,
+        note="A barrier between the write and the reads:",
+    ),
+)
