@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from teardown import crashed_only_at_exit, verify_with_one_rerun
 
-from ddpfix.verify import launcher, verify_script
+from ddpfix.verify import launcher, processes, verify_script
 
 pytestmark = pytest.mark.slow
 
@@ -134,9 +134,9 @@ def test_barrier_on_rank0_hangs_and_names_the_lines(tmp_path):
     pids = [r["pid"] for r in report.ranks if r["pid"]]
     assert len(pids) == 2
     deadline = time.monotonic() + 5
-    while any(launcher._alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(processes.alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(launcher._alive(p) for p in pids)
+    assert not any(processes.alive(p) for p in pids)
 
 
 def test_step_skipped_on_one_rank(tmp_path):

@@ -78,6 +78,8 @@ class _State:
         self.script = ""
         self.script_dir = ""
         self.lib_prefixes: tuple[str, ...] = ()
+        self.seq = 0  # sequence number of the next trace line: a gap in the file is a lost line
+        self.lost = 0  # trace lines that could not be written
         self.steps = 0
         self.first_step_t = None
         self.digest_time = 0.0
@@ -101,24 +103,50 @@ S = _State()
 def emit(ev: str, **fields) -> None:
     if S.fd is None:
         return
-    fields = {"ev": ev, "t": round(time.time() - _T0, 4), **fields}
+    seq = S.seq
+    S.seq += 1
+    fields = {"ev": ev, "i": seq, "t": round(time.time() - _T0, 4), **fields}
     try:
-        line = json.dumps(fields, default=str, separators=(",", ":")) + "\n"
-        os.write(S.fd, line.encode("utf-8", "replace"))
-    except Exception:  # never break the user's script because of the trace
-        pass
+        data = (json.dumps(fields, default=str, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+        while data:
+            data = data[os.write(S.fd, data) :]
+    except Exception:  # never break the user's script because of the trace; the gap in "i" tells
+        S.lost += 1
 
 
 def _warn(what: str, exc: BaseException) -> None:
     emit("probe_error", what=what, error=f"{type(exc).__name__}: {exc}")
 
 
+# --------------------------------------------------------------------------- library paths
+# Shared with the checks (ddpfix.verify.checks imports these two from this module): which frames and
+# files are the script's own and which are the standard library's, an installed package's or the probe's.
+def library_prefixes() -> tuple:
+    """Folders of library code: the standard library, installed packages and the probe's own folder."""
+    out = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            out.add(os.path.abspath(p) + os.sep)
+    for p in sys.path:
+        if p and ("site-packages" in p or "dist-packages" in p):
+            out.add(os.path.abspath(p) + os.sep)
+    out.add(os.path.dirname(_PROBE_FILE) + os.sep)
+    return tuple(sorted(out))
+
+
+def is_user_file(path: str, prefixes: tuple) -> bool:
+    """True for a file of the script's own code: not ``<string>``-like, not under ``prefixes`` and not
+    in an installed package (also when the package lives under another interpreter's prefix)."""
+    if not path or path.startswith("<"):
+        return False
+    if "/site-packages/" in path or "/dist-packages/" in path:
+        return False
+    return not path.startswith(prefixes)
+
+
 def _is_user_file(filename: str) -> bool:
-    if not filename or filename.startswith("<"):
-        return False
-    if filename == _PROBE_FILE:
-        return False
-    return not filename.startswith(S.lib_prefixes)
+    return is_user_file(filename, S.lib_prefixes)
 
 
 def _site(skip: int = 2) -> str | None:
@@ -169,7 +197,9 @@ def _record_write(api: str, path, extra: dict | None = None) -> None:
 def _patched_open(file, mode="r", *args, **kwargs):
     f = _ORIG_OPEN(file, mode, *args, **kwargs)
     if not _depth() and isinstance(mode, str) and ("w" in mode or "a" in mode or "x" in mode or "+" in mode):
-        _record_write("open", file)
+        # with an opener, `file` need not be the file: tempfile passes the folder and creates a unique name
+        if not (isinstance(file, (str, bytes, os.PathLike)) and os.path.isdir(file)):
+            _record_write("open", file)
     return f
 
 
@@ -911,25 +941,33 @@ def _patch_wandb(module) -> None:
     module.init = init
 
 
+def _register_step_hook() -> None:
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    register_optimizer_step_post_hook(_on_optimizer_step)
+
+
+TORCH_PATCHES = (
+    ("torch.save", _patch_save),
+    ("DataLoader", _patch_dataloader),
+    ("torch.distributed", _patch_distributed),
+    ("DistributedDataParallel", _patch_ddp),
+    ("optimizer hook", _register_step_hook),
+)
+
+
 def _on_torch_imported(torch_module) -> None:
     torch_dir = os.path.dirname(os.path.abspath(torch_module.__file__)) + os.sep
     S.lib_prefixes = tuple(sorted(set(S.lib_prefixes + (torch_dir,))))
-    for name, fn in (
-        ("torch.save", _patch_save),
-        ("DataLoader", _patch_dataloader),
-        ("torch.distributed", _patch_distributed),
-        ("DistributedDataParallel", _patch_ddp),
-    ):
+    installed, failed = [], []
+    for name, fn in TORCH_PATCHES:
         try:
             fn()
+            installed.append(name)
         except Exception as exc:
+            failed.append(name)
             _warn(f"patch {name}", exc)
-    try:
-        from torch.optim.optimizer import register_optimizer_step_post_hook
-
-        register_optimizer_step_post_hook(_on_optimizer_step)
-    except Exception as exc:
-        _warn("optimizer hook", exc)
+    emit("patched", installed=installed, failed=failed)
 
 
 def _install_import_hooks() -> None:
@@ -965,19 +1003,6 @@ def _load_config() -> dict:
         except ValueError:
             cfg = {}
     return cfg
-
-
-def _lib_prefixes() -> tuple:
-    out = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            out.add(os.path.abspath(p) + os.sep)
-    for p in sys.path:
-        if p and ("site-packages" in p or "dist-packages" in p):
-            out.add(os.path.abspath(p) + os.sep)
-    out.add(os.path.dirname(_PROBE_FILE) + os.sep)
-    return tuple(sorted(out))
 
 
 def _open_run_files(cfg: dict) -> None:
@@ -1053,6 +1078,7 @@ def _finish(status: str, **fields) -> None:
         ddp_forwards={str(i["id"]): i["forwards"] for i in S.ddps},
         ddp_hooks={str(i["id"]): i["hooked"] for i in S.ddps},
         cuda_available=cuda,
+        lost=S.lost,
         **fields,
     )
 
@@ -1092,7 +1118,7 @@ def main(argv: list[str] | None = None) -> int:
     S.rank = _env_int("RANK", 0)
     S.script = os.path.abspath(script)
     S.script_dir = os.path.dirname(S.script)
-    S.lib_prefixes = _lib_prefixes()
+    S.lib_prefixes = library_prefixes()
     _open_run_files(S.config)
     emit(
         "start",
