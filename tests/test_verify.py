@@ -788,6 +788,27 @@ def test_params_sampled_digests_say_when_last_equal(script):
     )
 
 
+def test_a_rerun_after_a_crash_at_exit_keeps_both_reports_and_warns(script, tmp_path):
+    from teardown import CrashAtExitRerun, verify_with_one_rerun
+
+    ended = {0: [start(0), end(0)], 1: [start(1), end(1)]}
+    crashed = run_of(script, traces=ended, returncode=1, crashes={1: "Fatal Python error: Aborted"})
+    reports = iter([checks.evaluate(crashed), checks.evaluate(good_run(script))])
+    with pytest.warns(
+        CrashAtExitRerun, match=r"^golden x: a rank crashed while exiting .*\(rank 1 finished the script"
+    ):
+        runs = verify_with_one_rerun(lambda cwd: next(reports), tmp_path / "run", "golden x")
+    assert len(runs.reports) == 2 and runs.first["completes"].data["ranks"][1] == "exit_crash" and runs.last.ok
+    assert runs.describe().startswith("run 1 (rerun after a crash at exit): rank 1 finished the script")
+    assert (tmp_path / "run").is_dir() and (tmp_path / "run-again").is_dir()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        once = verify_with_one_rerun(lambda cwd: checks.evaluate(good_run(script)), tmp_path / "once")
+    assert len(once.reports) == 1
+
+
 def test_tests_rerun_only_for_a_crash_after_every_rank_finished():
     from teardown import crashed_only_at_exit
 

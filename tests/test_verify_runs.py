@@ -12,10 +12,11 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import pytest
-from teardown import crashed_only_at_exit, verify_with_one_rerun
+from teardown import CrashAtExitRerun, crashed_only_at_exit, verify_with_one_rerun
 
 from ddpfix.verify import launcher, processes, verify_script
 
@@ -47,7 +48,7 @@ def failing(report) -> set:
 
 def run_case(name, tmp_path, **kw):
     kw.setdefault("timeout", RUN_TIMEOUT)
-    return verify_with_one_rerun(lambda cwd: verify_script(CASES / name, cwd=cwd, **kw), tmp_path / "run")
+    return verify_with_one_rerun(lambda cwd: verify_script(CASES / name, cwd=cwd, **kw), tmp_path / "run", name).last
 
 
 def test_correct_script_passes_through_the_cli(tmp_path):
@@ -68,15 +69,23 @@ def test_correct_script_passes_through_the_cli(tmp_path):
         "--epochs",
         "2",
     ]
+    kept = []  # every report, the one rerun over included
     for cwd in (tmp_path / "run", tmp_path / "run-again"):  # the second only after a crash at exit
         cwd.mkdir()
         p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=2 * RUN_TIMEOUT + 60)
         data = json.loads(p.stdout)
+        kept.append(data)
         completes = next(c for c in data["checks"] if c["name"] == "completes")
         if not crashed_only_at_exit(completes["data"].get("ranks", {})):
             break
+        warnings.warn(
+            f"contract example through the CLI: a rank crashed while exiting after finishing the script; "
+            f"running once more ({completes['evidence'][0]})",
+            CrashAtExitRerun,
+            stacklevel=1,
+        )
     status = {c["name"]: c["status"] for c in data["checks"]}
-    assert p.returncode == 0, (data["checks"], data["output"][-4000:], p.stderr[-2000:])
+    assert p.returncode == 0, (data["checks"], data["output"][-4000:], p.stderr[-2000:], kept[:-1])
     assert set(status.values()) == {"pass"}
     shards = next(c for c in data["checks"] if c["name"] == "shards")
     assert (
