@@ -281,3 +281,72 @@ def test_private_names_the_probe_relies_on():
 
     assert hasattr(runpy, "_ModifiedArgv0")
     assert torch.distributed.is_available()
+
+
+# ----------------------------------------------------------------------------- mutations of a golden
+BASE = Path(__file__).resolve().parent / "golden" / "example"
+SET_EPOCH = ("            train_sampler.set_epoch(epoch)\n", "            pass  # set_epoch removed\n")
+EARLY_BREAK = (
+    "            optimizer.step()\n",
+    "            optimizer.step()\n            break  # every epoch stops early\n",
+)
+UNHASHABLE = (
+    "class Net(nn.Module):\n",
+    "class Loader(DataLoader):\n    def __eq__(self, other):  # equality without a hash: unhashable\n"
+    "        return self is other\n\n\nclass Net(nn.Module):\n",
+)
+# name -> (text replacements, checks whose status moves away from the golden's declared one)
+MUTATIONS = {
+    "no_set_epoch": ([SET_EPOCH], {"epoch_order": "fail"}),
+    "every_rank_saves": (
+        [("        if RANK == 0:\n            logger.info", "        if True:\n            logger.info")],
+        {"files": "fail"},
+    ),
+    "no_wrap": (
+        [
+            (
+                '        model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)\n',
+                "        pass\n",
+            )
+        ],
+        {"ddp": "fail", "params": "n/a", "collectives": "n/a"},
+    ),
+    "early_break_no_set_epoch": ([SET_EPOCH, EARLY_BREAK], {"epoch_order": "fail"}),
+    "early_break": ([EARLY_BREAK], {}),
+    "no_sampler": ([("sampler=train_sampler)", "sampler=None)")], {"shards": "fail", "epoch_order": "n/a"}),
+    "unwatchable_loader": (
+        [UNHASHABLE, ("DataLoader(train_dataset,", "Loader(train_dataset,")],
+        {"probe": "fail", "shards": "n/a", "epoch_order": "n/a"},
+    ),
+}
+
+
+def mutate(text: str, replacements) -> str:
+    for old, new in replacements:
+        assert text.count(old) == 1, f"the mutation's anchor {old!r} is not once in {BASE.name}/expected.py"
+        text = text.replace(old, new)
+    return text
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+def test_a_mutated_golden_fails_the_matching_check(mutation, tmp_path):
+    """Each mutation of a correct golden breaks one invariant: exactly the matching checks move."""
+    replacements, moved = MUTATIONS[mutation]
+    declared = json.loads((BASE / "options.json").read_text())["checks"]
+    script = tmp_path / "train.py"
+    script.write_text(mutate((BASE / "expected.py").read_text(), replacements))
+    args = (
+        [line for line in (BASE / "args.txt").read_text().splitlines() if line] if (BASE / "args.txt").exists() else []
+    )
+    runs = verify_with_one_rerun(
+        lambda cwd: verify_script(script, args, cwd=cwd, timeout=RUN_TIMEOUT), tmp_path / "run", mutation
+    )
+    report = runs.last
+    assert report.statuses == {**declared, **moved}, describe(report)
+    if mutation == "early_break_no_set_epoch":
+        assert "read the same first 32 indices in epochs 0 and 1" in report["epoch_order"].evidence[0]
+    if mutation == "early_break":
+        assert report["epoch_order"].evidence[0].endswith("(first indices of passes cut short)")
+        assert report["epoch_order"].compared == {"passes": 4, "indices": 128}
+    if mutation == "unwatchable_loader":
+        assert "the probe failed at start pass (TypeError: " in report["probe"].evidence[0]
