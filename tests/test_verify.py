@@ -168,7 +168,7 @@ def test_good_run_passes_every_check(script):
     assert "after the wrap, after each of 4 optimizer steps and at exit" in report["params"].evidence[0]
     compared = {c.name: c.compared for c in report.checks}
     assert compared["shards"] == {"passes": 2, "indices": 16}
-    assert compared["epoch_order"] == {"passes": 4, "indices": 16}
+    assert compared["epoch_order"] == {"passes": 4, "indices": 8}
     assert compared["params"] == {"ranks": 2, "steps": 4, "checksums": 6}
     assert compared["collectives"] == {"ranks": 2, "collectives": 1}
     assert compared["files"] == {} and compared["single"] == {}
@@ -937,13 +937,20 @@ def test_epoch_order_compares_passes_cut_short(script):
         "loader at train.py:3: ranks 0 and 1 read the same first 4 indices in epochs 0 and 1 "
         "(DistributedSampler.epoch was 0 both times"
     )
-    assert c.compared == {"passes": 4, "indices": 16}
+    assert c.compared == {"passes": 4, "indices": 8}
     fine = _epochs(script, {0: [[0, 6, 2, 4], [4, 2, 0, 6]], 1: [[1, 7, 3, 5], [5, 3, 7, 1]]}, sampler_epoch=None)
     c = checks.check_epoch_order(fine)
-    assert c.status == PASS and c.compared == {"passes": 4, "indices": 16}
+    assert c.status == PASS and c.compared == {"passes": 4, "indices": 8}
     assert c.evidence == [
         "loader at train.py:3: order differs in each of 2 epochs on every rank (first indices of passes cut short)"
     ]
+
+
+def test_epoch_order_counts_each_pass_once(script):
+    three = {0: [[0, 6, 2, 4], [4, 2, 0, 6], [6, 4, 2, 0]], 1: [[1, 7, 3, 5], [5, 1, 7, 3], [3, 5, 1, 7]]}
+    c = checks.check_epoch_order(_epochs(script, three, complete=True, sampler_epoch=None))
+    assert c.status == PASS and c.compared == {"passes": 6, "indices": 16}
+    assert c.evidence == ["loader at train.py:3: order differs in each of 3 epochs on every rank"]
 
 
 def test_epoch_order_too_short_to_judge_is_not_applicable(script):
@@ -1102,3 +1109,16 @@ def test_verify_modules_are_small_and_free_of_import_cycles():
 
     for m in graph:
         visit(m, [])
+
+
+def test_probe_says_when_torch_came_in_past_its_import_hook(tmp_path):
+    """A torch the import hook never saw (here a stand-in put straight into sys.modules) is unpatched."""
+    p, trace, _ = run_probe(tmp_path, "import sys, types\nsys.modules['torch'] = types.ModuleType('torch')\n")
+    assert p.returncode == 0, p.stderr
+    (err,) = [e for e in trace if e["ev"] == "probe_error"]
+    assert err["what"] == "patch torch"
+    c = checks.check_probe(RunData(script="script.py", world_size=1, traces={0: trace}))
+    assert c.status == FAIL and c.evidence == [
+        "rank 0: the probe failed at patch torch (torch was imported without the probe's import hook): "
+        "DataLoader passes, optimizer steps, collectives, DDP models and torch.save not observed"
+    ]

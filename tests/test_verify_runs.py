@@ -347,6 +347,6 @@ def test_a_mutated_golden_fails_the_matching_check(mutation, tmp_path):
         assert "read the same first 32 indices in epochs 0 and 1" in report["epoch_order"].evidence[0]
     if mutation == "early_break":
         assert report["epoch_order"].evidence[0].endswith("(first indices of passes cut short)")
-        assert report["epoch_order"].compared == {"passes": 4, "indices": 128}
+        assert report["epoch_order"].compared == {"passes": 4, "indices": 64}
     if mutation == "unwatchable_loader":
         assert "the probe failed at start pass (TypeError: " in report["probe"].evidence[0]

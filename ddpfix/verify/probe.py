@@ -17,8 +17,12 @@ all-reduce hook), process-group set-up and how the script ended. The probe issue
 own. On ``SIGUSR1`` (sent by the launcher at the time limit) and on ``SIGTERM`` (sent by torchrun
 when another rank fails) it dumps every thread's Python stack with :mod:`faulthandler`.
 
+Every trace line carries a sequence number ``i`` (a gap is a lost line); the ``end`` record counts
+the lines that could not be written, and a ``patched`` record lists the torch patches installed.
+
 This module runs inside the user's process: it imports only the standard library, and torch lazily
-(when the script imports it).
+(when the script imports it). It also holds :func:`library_prefixes` and :func:`is_user_file`, the
+one definition of "the script's own code" that the checks import from here.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ class _State:
         self.lib_prefixes: tuple[str, ...] = ()
         self.seq = 0  # sequence number of the next trace line: a gap in the file is a lost line
         self.lost = 0  # trace lines that could not be written
+        self.torch_hooked = False  # _on_torch_imported ran
         self.steps = 0
         self.first_step_t = None
         self.digest_time = 0.0
@@ -959,6 +964,7 @@ TORCH_PATCHES = (
 def _on_torch_imported(torch_module) -> None:
     torch_dir = os.path.dirname(os.path.abspath(torch_module.__file__)) + os.sep
     S.lib_prefixes = tuple(sorted(set(S.lib_prefixes + (torch_dir,))))
+    S.torch_hooked = True
     installed, failed = [], []
     for name, fn in TORCH_PATCHES:
         try:
@@ -1063,6 +1069,8 @@ def _exception_site(tb) -> str | None:
 def _finish(status: str, **fields) -> None:
     for rec in list(S.open_passes.values()):
         _flush_pass(rec)
+    if "torch" in sys.modules and not S.torch_hooked:  # imported past the import hook: nothing patched
+        emit("probe_error", what="patch torch", error="torch was imported without the probe's import hook")
     digests = _ddp_digests() if S.ddps else []
     cuda = None
     if "torch" in sys.modules:

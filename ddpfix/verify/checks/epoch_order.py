@@ -37,7 +37,7 @@ def _hint(info: dict, epochs: set) -> str:
 def _judge_loader(name: str, info: dict, per_pass: dict, counts: dict):
     """(failure, fine, note) texts, each maybe None, for one training loader with two or more passes."""
     ns = sorted(per_pass)
-    same, pairs, partial = [], 0, False
+    same, pairs, partial, used = [], 0, False, set()
     for a, b in zip(ns, ns[1:]):
         verdicts = {}
         for r in sorted(set(per_pass[a]) & set(per_pass[b])):
@@ -45,14 +45,15 @@ def _judge_loader(name: str, info: dict, per_pass: dict, counts: dict):
             k, repeated = _compare(ea, eb)
             if k:
                 verdicts[r] = (k, repeated, (ea.get("epoch"), eb.get("epoch")))
-                counts["passes"] += 2
-                counts["indices"] += 2 * k
+                used.update({(r, a), (r, b)})
+                counts["indices"] += k  # positions compared
                 partial |= not (ea.get("complete") and eb.get("complete"))
         if not verdicts:
             continue
         pairs += 1
         if all(v[1] for v in verdicts.values()):
             same.append((a, b, verdicts))
+    counts["passes"] += len(used)  # each rank's pass of each epoch that took part
     if not pairs:
         return None, None, f"{name}: passes too short to compare (fewer than {MIN_PREFIX} indices)"
     if same:

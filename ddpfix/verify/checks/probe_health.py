@@ -13,6 +13,7 @@ from .model import FAIL, NA, PASS, CheckResult, RunData, result
 
 # probe_error "what" -> what the other checks did not get to see
 _UNSEEN = {
+    "patch torch": "DataLoader passes, optimizer steps, collectives, DDP models and torch.save",
     "patch torch.save": "files written with torch.save",
     "patch DataLoader": "DataLoader passes",
     "start pass": "DataLoader passes",
