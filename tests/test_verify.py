@@ -167,6 +167,7 @@ def test_good_run_passes_every_check(script):
     assert "union 8/8" in report["shards"].evidence[0]
     assert "after the wrap, after each of 4 optimizer steps and at exit" in report["params"].evidence[0]
     compared = {c.name: c.compared for c in report.checks}
+    assert compared["completes"] == {"ranks": 2} and compared["ddp"] == {"ranks": 2, "steps": 4}
     assert compared["shards"] == {"passes": 2, "indices": 16}
     assert compared["epoch_order"] == {"passes": 4, "indices": 8}
     assert compared["params"] == {"ranks": 2, "steps": 4, "checksums": 6}

@@ -50,7 +50,7 @@ def table(report: VerifyReport) -> Table:
     t = Table(show_lines=True, expand=False)
     t.add_column("Check", no_wrap=True)
     t.add_column("Result", no_wrap=True)
-    t.add_column("Compared", overflow="fold")
+    t.add_column("Compared", overflow="fold", max_width=22)
     t.add_column("Evidence", overflow="fold")
     for c in report.checks:
         t.add_row(
