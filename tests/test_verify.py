@@ -1123,3 +1123,46 @@ def test_probe_says_when_torch_came_in_past_its_import_hook(tmp_path):
         "rank 0: the probe failed at patch torch (torch was imported without the probe's import hook): "
         "DataLoader passes, optimizer steps, collectives, DDP models and torch.save not observed"
     ]
+
+
+# ----------------------------------------------------------------------------- the GPU script
+def _cuda_paths():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cuda_paths", ROOT / "tests" / "gpu" / "cuda_paths.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_cuda_paths_runs_goldens_side_by_side_and_reports_them_in_order(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    mod = _cuda_paths()
+    lock, active, peak = threading.Lock(), [0], [0]
+
+    def fake(script, start):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.2)
+        with lock:
+            active[0] -= 1
+        return [("PASS", f"{script.parent.name} ran")]
+
+    monkeypatch.setattr(mod, "run_golden", fake)
+    monkeypatch.setattr(mod, "WORKERS", 4)
+    monkeypatch.setattr(mod, "OUT", tmp_path)
+    monkeypatch.setattr(sys, "argv", ["cuda_paths.py", "example", "crlf", "latin1", "collectives", "no_torch"])
+    assert mod.main() == 0
+    assert peak[0] == 4
+    lines = (tmp_path / "cuda_paths.txt").read_text().splitlines()
+    assert [ln.split()[1] for ln in lines[2:-1]] == ["collectives", "crlf", "example", "latin1", "no_torch"]
+    assert lines[-1].startswith("summary: PASS 5, FAIL 0, SKIP 0")
+
+
+def test_cuda_paths_forces_every_world_size_test():
+    forced = _cuda_paths().force_distributed((ROOT / "tests/golden/half_converted/expected.py").read_text())
+    assert "WORLD_SIZE > 1" not in forced and "DISTRIBUTED = WORLD_SIZE >= 1" in forced
+    assert forced.count("if WORLD_SIZE >= 1:") == 3

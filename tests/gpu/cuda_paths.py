@@ -38,16 +38,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp())
+OUT = Path(os.environ["OUT"]) if os.environ.get("OUT") else None  # None: a new temporary folder
 BUDGET = float(os.environ.get("CUDA_PATHS_BUDGET", "330"))
 TIMEOUT = float(os.environ.get("CUDA_PATHS_TIMEOUT", "90"))
 BACKEND = os.environ.get("CUDA_PATHS_BACKEND", "nccl")  # "gloo" to dry-run this script on a CPU machine
 WORKERS = int(os.environ.get("CUDA_PATHS_WORKERS") or max(1, min(8, (os.cpu_count() or 2) // 2)))
 
-pkg = types.ModuleType("ddpfix")  # ddpfix.verify without ddpfix/__init__ (libcst, typer, rich)
-pkg.__path__ = [str(ROOT / "ddpfix")]
-sys.modules["ddpfix"] = pkg
-from ddpfix.verify import verify_script  # noqa: E402
+
+def _verify_package() -> None:
+    """Make ddpfix.verify importable without ddpfix/__init__ (libcst, typer, rich) when ddpfix is not loaded."""
+    if "ddpfix" not in sys.modules:
+        pkg = types.ModuleType("ddpfix")
+        pkg.__path__ = [str(ROOT / "ddpfix")]
+        sys.modules["ddpfix"] = pkg
+
 
 FLAG = re.compile(r"^(\w+) = (\w+) > 1$", re.MULTILINE)
 _print_lock = threading.Lock()
@@ -86,6 +90,8 @@ def force_distributed(src: str) -> str:
 
 
 def _distributed(name: str, work: Path, src: str, args: list[str]) -> tuple[str, str]:
+    from ddpfix.verify import verify_script
+
     forced = force_distributed(src)
     (work / "forced.py").write_text(forced, encoding="utf-8")
     t0 = time.monotonic()
@@ -135,7 +141,9 @@ def run_golden(script: Path, start: float) -> list[tuple[str, str]]:
 def main() -> int:
     import torch
 
-    OUT.mkdir(parents=True, exist_ok=True)
+    _verify_package()
+    out = OUT or Path(tempfile.mkdtemp(prefix="cuda-paths-out-"))
+    out.mkdir(parents=True, exist_ok=True)
     lines = [
         f"# CUDA paths of ddpfix outputs, {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
         f"python {sys.version.split()[0]}, torch {torch.__version__}, cuda {torch.version.cuda}, "
@@ -153,7 +161,7 @@ def main() -> int:
         lines.append(f"{verdict:4} {text}")
     lines.append("summary: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + f", {time.monotonic() - start:.0f} s")
     print(lines[-1], flush=True)
-    (OUT / "cuda_paths.txt").write_text("\n".join(lines) + "\n")
+    (out / "cuda_paths.txt").write_text("\n".join(lines) + "\n")
     return 0 if counts["FAIL"] == 0 else 1
 
 
