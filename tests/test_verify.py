@@ -160,12 +160,21 @@ def test_good_run_passes_every_check(script):
         "params": PASS,
         "files": NA,
         "collectives": PASS,
+        "probe": PASS,
         "single": NA,
     }
     assert report.ok
     assert "union 8/8" in report["shards"].evidence[0]
-    assert "after each of 4 optimizer steps and at exit" in report["params"].evidence[0]
-    json.dumps(report.to_dict())
+    assert "after the wrap, after each of 4 optimizer steps and at exit" in report["params"].evidence[0]
+    compared = {c.name: c.compared for c in report.checks}
+    assert compared["completes"] == {"ranks": 2} and compared["ddp"] == {"ranks": 2, "steps": 4}
+    assert compared["shards"] == {"passes": 2, "indices": 16}
+    assert compared["epoch_order"] == {"passes": 4, "indices": 8}
+    assert compared["params"] == {"ranks": 2, "steps": 4, "checksums": 6}
+    assert compared["collectives"] == {"ranks": 2, "collectives": 1}
+    assert compared["files"] == {} and compared["single"] == {}
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["checks"][2]["compared"] == {"passes": 2, "indices": 16}
 
 
 # ----------------------------------------------------------------------------- completes
@@ -528,7 +537,7 @@ def test_helpers():
     assert checks.strip_comment('print("# not a comment")') == 'print("# not a comment")'
     assert checks.fmt_set(range(10)) == "{0, 1, 2} and 7 more"
     assert (
-        checks._short_message("Got error: [/a/b/unbound_buffer.cc:78] Timed out waiting")
+        checks.short_message("Got error: [/a/b/unbound_buffer.cc:78] Timed out waiting")
         == "Got error: Timed out waiting"
     )
 
@@ -594,7 +603,7 @@ def test_text_report(script, tmp_path):
     assert "Each file written by one rank" in text and "FAIL" in text
     assert "ckpt.pt written by ranks [0, 1]" in text  # brackets survive (no markup)
     assert "some torchrun noise" in text  # torchrun output shown on failure
-    assert summary(report) == "FAILED: files (1 of 7 applicable checks failed; 1 not applicable)"
+    assert summary(report) == "FAILED: files (1 of 8 applicable checks failed; 1 not applicable)"
     ok = checks.evaluate(good_run(script))
     console = Console(record=True, width=200)
     render_text(ok, console=console)
@@ -780,6 +789,27 @@ def test_params_sampled_digests_say_when_last_equal(script):
     )
 
 
+def test_a_rerun_after_a_crash_at_exit_keeps_both_reports_and_warns(script, tmp_path):
+    from teardown import CrashAtExitRerun, verify_with_one_rerun
+
+    ended = {0: [start(0), end(0)], 1: [start(1), end(1)]}
+    crashed = run_of(script, traces=ended, returncode=1, crashes={1: "Fatal Python error: Aborted"})
+    reports = iter([checks.evaluate(crashed), checks.evaluate(good_run(script))])
+    with pytest.warns(
+        CrashAtExitRerun, match=r"^golden x: a rank crashed while exiting .*\(rank 1 finished the script"
+    ):
+        runs = verify_with_one_rerun(lambda cwd: next(reports), tmp_path / "run", "golden x")
+    assert len(runs.reports) == 2 and runs.first["completes"].data["ranks"][1] == "exit_crash" and runs.last.ok
+    assert runs.describe().startswith("run 1 (rerun after a crash at exit): rank 1 finished the script")
+    assert (tmp_path / "run").is_dir() and (tmp_path / "run-again").is_dir()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        once = verify_with_one_rerun(lambda cwd: checks.evaluate(good_run(script)), tmp_path / "once")
+    assert len(once.reports) == 1
+
+
 def test_tests_rerun_only_for_a_crash_after_every_rank_finished():
     from teardown import crashed_only_at_exit
 
@@ -806,3 +836,333 @@ def test_completes_reads_the_signals_from_torchruns_summary(script):
     assert c.evidence[1] == "rank 0 finished the script; torchrun stopped its process while it was exiting"
     killed = run_of(script, traces={0: [start(0), end(0)], 1: [start(1)]}, returncode=1, output=summary)
     assert checks.rank_state(killed, 1)["text"] == "rank 1 was ended by SIGABRT before the end of the script"
+
+
+# ----------------------------------------------------------------------------- what each check compared
+def test_a_pass_always_says_what_it_compared(script, tmp_path):
+    """No check passes with nothing compared: over runs that give the checks little or nothing to judge."""
+    lean = {r: [start(r), ddp_ev(script), step_ev(script, 1), end(r, steps=1, ddp_forwards={"0": 1})] for r in (0, 1)}
+    for r in (0, 1):
+        lean[r][2].pop("digests")
+        lean[r][1]["digest"] = None
+    runs = [good_run(script), run_of(script), run_of(script, traces=lean), _fail_report_run(script, tmp_path)]
+    runs.append(run_of(script, world=1, traces={0: [start(0), end(0)]}))
+    for run in runs:
+        for c in checks.evaluate(run).checks:
+            assert c.status != PASS or any(c.compared.values()), (c.name, c.evidence)
+            assert c.status != NA or c.evidence, c.name  # n/a always says why
+    with pytest.raises(checks.NothingCompared):
+        checks.result("shards", PASS, "fine", {"passes": 0})
+
+
+def test_a_check_that_passes_on_nothing_is_reported_as_broken(script, monkeypatch):
+    monkeypatch.setattr(checks, "CHECKS", (lambda run: checks.result("shards", PASS, "looks fine"),))
+    (c,) = checks.evaluate(good_run(script)).checks
+    assert c.status == FAIL and "a pass with nothing compared" in c.evidence[0]
+
+
+def _fail_report_run(script, tmp_path):
+    run = good_run(script)
+    for r in (0, 1):
+        run.traces[r].insert(1, {"ev": "write", "api": "torch.save", "path": str(tmp_path / "x.pt"), "site": None})
+    return run
+
+
+def test_params_without_any_checksum_is_not_applicable(script):
+    """Steps ran, but the probe recorded no checksum (a failed digest): nothing was compared."""
+    run = params_run(script, ["a", "b"], ["a", "b"])
+    for r in (0, 1):
+        for e in run.traces[r]:
+            e.pop("digests", None)
+            if e["ev"] == "ddp":
+                e["digest"] = None
+    c = checks.check_params(run)
+    assert c.status == NA and c.evidence == ["Net: no parameter checksum was recorded (2 optimizer steps)"]
+    assert c.compared == {"ranks": 2, "steps": 0, "checksums": 0}
+    only_exit = params_run(script, ["a", "b"], ["a", "b"])
+    for r in (0, 1):
+        for e in only_exit.traces[r]:
+            if e["ev"] == "step":
+                e.pop("digests")
+    c = checks.check_params(only_exit)
+    assert c.status == PASS and c.compared["steps"] == 0 and c.compared["checksums"] == 2
+    assert c.evidence == [
+        "Net: parameters equal on 2 ranks after the wrap and at exit; none of the 2 optimizer steps was checksummed"
+    ]
+
+
+def test_params_with_one_wrapped_rank_compares_nothing(script):
+    run = params_run(script, ["a"], ["a"])
+    run.traces[1] = [e for e in run.traces[1] if e["ev"] != "ddp"]
+    c = checks.check_params(run)
+    assert c.status == NA and "only rank 0 constructed DistributedDataParallel" in c.evidence[0]
+
+
+def test_shards_fail_when_a_finished_rank_read_nothing(script):
+    run = shards_run(script, {0: [[0, 1, 2, 3, 4, 5, 6, 7]], 1: [[]]})
+    for r in (0, 1):
+        run.traces[r].append(end(r))
+    c = checks.check_shards(run)
+    assert c.status == FAIL
+    assert c.evidence[0] == "loader at train.py:3, epoch 0: rank 1 read nothing while rank 0 read 8 indices"
+    run.traces[1] = [start(1), end(1)]  # did not iterate the loader at all
+    assert checks.check_shards(run).status == FAIL
+    run.traces[1] = [start(1)]  # did not finish either: completes tells that story
+    c = checks.check_shards(run)
+    assert c.status == NA and "rank 1 did not iterate it (did not finish the script)" in c.evidence[0]
+    assert c.compared == {"passes": 0, "indices": 0}
+
+
+def test_shards_count_passes_and_indices(script):
+    c = checks.check_shards(shards_run(script, {0: [[0, 2, 4, 6], [1, 3, 5, 7]], 1: [[1, 3, 5, 7], [0, 2, 4, 6]]}))
+    assert c.status == PASS and c.compared == {"passes": 2, "indices": 16}
+    assert c.evidence == ["loader at train.py:3: 2 epochs, 2 ranks x 4 indices, disjoint, union 8/8"]
+
+
+def _epochs(script, orders, complete=False, sampler_epoch=0):
+    """Two ranks, a pass per epoch; orders[r][e] the indices rank r read in epoch e."""
+    run = shards_run(script, orders, complete=complete)
+    for r in run.traces:
+        for e in run.traces[r]:
+            if e["ev"] == "pass" and sampler_epoch is not None:
+                e["epoch"] = sampler_epoch
+    return run
+
+
+def test_epoch_order_compares_passes_cut_short(script):
+    """A `break` after a few batches and no set_epoch: the first indices repeat in every epoch."""
+    run = _epochs(script, {0: [[0, 6, 2, 4, 10], [0, 6, 2, 4]], 1: [[1, 7, 3, 5], [1, 7, 3, 5, 9]]})
+    c = checks.check_epoch_order(run)
+    assert c.status == FAIL, c.evidence
+    assert c.evidence[0].startswith(
+        "loader at train.py:3: ranks 0 and 1 read the same first 4 indices in epochs 0 and 1 "
+        "(DistributedSampler.epoch was 0 both times"
+    )
+    assert c.compared == {"passes": 4, "indices": 8}
+    fine = _epochs(script, {0: [[0, 6, 2, 4], [4, 2, 0, 6]], 1: [[1, 7, 3, 5], [5, 3, 7, 1]]}, sampler_epoch=None)
+    c = checks.check_epoch_order(fine)
+    assert c.status == PASS and c.compared == {"passes": 4, "indices": 8}
+    assert c.evidence == [
+        "loader at train.py:3: order differs in each of 2 epochs on every rank (first indices of passes cut short)"
+    ]
+
+
+def test_epoch_order_counts_each_pass_once(script):
+    three = {0: [[0, 6, 2, 4], [4, 2, 0, 6], [6, 4, 2, 0]], 1: [[1, 7, 3, 5], [5, 1, 7, 3], [3, 5, 1, 7]]}
+    c = checks.check_epoch_order(_epochs(script, three, complete=True, sampler_epoch=None))
+    assert c.status == PASS and c.compared == {"passes": 6, "indices": 16}
+    assert c.evidence == ["loader at train.py:3: order differs in each of 3 epochs on every rank"]
+
+
+def test_epoch_order_too_short_to_judge_is_not_applicable(script):
+    run = _epochs(script, {0: [[0, 6], [0, 6]], 1: [[1, 7], [1, 7]]})
+    c = checks.check_epoch_order(run)
+    assert c.status == NA and "passes too short to compare (fewer than 4 indices)" in c.evidence[0]
+    assert not any(c.compared.values())
+
+
+def test_epoch_order_one_rank_repeating_by_chance_is_not_a_failure(script):
+    """A pair fails only when every rank read the same prefix (a sampler that was not re-seeded)."""
+    run = _epochs(script, {0: [[0, 6, 2, 4], [0, 6, 2, 4]], 1: [[1, 7, 3, 5], [5, 3, 7, 1]]}, complete=True)
+    assert checks.check_epoch_order(run).status == PASS
+
+
+def test_files_with_one_process_compare_nothing(script, tmp_path):
+    traces = {0: [start(0), {"ev": "write", "api": "open", "path": str(tmp_path / "a.txt"), "site": None}]}
+    c = checks.check_files(run_of(script, world=1, traces=traces))
+    assert c.status == NA and c.evidence == ["one process: no other rank to write the same file (1 written)"]
+
+
+# ----------------------------------------------------------------------------- probe
+def test_probe_errors_fail_the_probe_check_and_explain_the_gaps(script):
+    """A DataLoader the probe could not watch: `shards` says why it saw nothing, `probe` fails."""
+    error = {"ev": "probe_error", "what": "start pass", "error": "TypeError: unhashable type: 'Loader'"}
+    traces = {
+        r: [start(r), ddp_ev(script), dict(error), step_ev(script, 1), end(r, steps=1, ddp_forwards={"0": 1})]
+        for r in (0, 1)
+    }
+    report = checks.evaluate(run_of(script, traces=traces))
+    assert not report.ok and [c.name for c in report.failed] == ["probe"]
+    assert report["probe"].evidence == [
+        "ranks 0 and 1: the probe failed at start pass (TypeError: unhashable type: 'Loader'): "
+        "DataLoader passes not observed"
+    ]
+    assert report["shards"].status == NA
+    assert report["shards"].evidence == [
+        "the probe could not observe DataLoader passes on ranks 0 and 1 (see the probe check)"
+    ]
+    patch = {"ev": "probe_error", "what": "patch DistributedDataParallel", "error": "AttributeError: x"}
+    traces = {0: [start(0), patch, end(0)], 1: [start(1), end(1)]}
+    c = checks.check_probe(run_of(script, traces=traces))
+    assert c.status == FAIL and c.evidence == [
+        "rank 0: the probe failed at patch DistributedDataParallel (AttributeError: x): "
+        "DistributedDataParallel models not observed"
+    ]
+
+
+def test_probe_counts_lost_trace_lines(script):
+    def numbered(r, drop=()):
+        evs = [start(r), {"ev": "patched", "installed": ["torch.save", "DataLoader"], "failed": []}, end(r)]
+        for i, e in enumerate(evs):
+            e["i"] = i
+        return [e for i, e in enumerate(evs) if i not in drop]
+
+    ok = checks.check_probe(run_of(script, traces={0: numbered(0), 1: numbered(1)}))
+    assert ok.status == PASS and ok.compared == {"ranks": 2, "lines": 6, "patches": 4}
+    assert ok.evidence == ["torch.save, DataLoader patched on ranks 0 and 1; 6 trace lines, none lost"]
+    gap = run_of(script, traces={0: numbered(0), 1: numbered(1, drop={1})}, unreadable={0: 2})
+    c = checks.check_probe(gap)
+    assert c.status == FAIL
+    assert c.evidence == [
+        "rank 0: 2 trace lines lost (2 not readable)",
+        "rank 1: 1 trace line lost (1 missing)",
+    ]
+    assert checks.check_probe(run_of(script, traces={})).status == NA
+
+
+def test_read_trace_files_counts_lines_that_are_not_json(tmp_path):
+    (tmp_path / "rank0.jsonl").write_text('{"ev":"start","i":0}\n{"ev":"wri\n[1]\n{"ev":"end","i":2}\n')
+    traces, unreadable = launcher.read_trace_files(str(tmp_path))
+    assert [e["ev"] for e in traces[0]] == ["start", "end"] and unreadable == {0: 2}
+    assert launcher.read_traces(str(tmp_path)) == traces
+
+
+def test_probe_numbers_its_lines_and_counts_those_it_could_not_write(tmp_path):
+    """The script points the trace's file descriptor at /dev/full for one write: one line is lost."""
+    p, trace, _ = run_probe(
+        tmp_path,
+        """\
+        import os
+        fd = next(int(n) for n in os.listdir("/proc/self/fd")
+                  if os.path.realpath(f"/proc/self/fd/{n}").endswith("rank0.jsonl"))
+        saved, full = os.dup(fd), os.open("/dev/full", os.O_WRONLY)
+        os.dup2(full, fd)
+        open("lost.txt", "w").close()  # its write record cannot be written
+        os.dup2(saved, fd)
+        open("kept.txt", "w").close()
+        """,
+    )
+    assert p.returncode == 0, p.stderr
+    assert [e["i"] for e in trace] == [0, 2, 3] and trace[-1]["lost"] == 1
+    run = RunData(script="script.py", world_size=1, traces={0: trace})
+    c = checks.check_probe(run)
+    assert c.status == FAIL and c.evidence == ["rank 0: 1 trace line lost (1 missing)"]
+
+
+def test_probe_does_not_take_a_temporary_files_folder_for_a_written_file(tmp_path):
+    """tempfile opens the folder with an opener that makes a unique name: no write of the folder itself."""
+    p, trace, _ = run_probe(
+        tmp_path,
+        """\
+        import tempfile
+        with tempfile.NamedTemporaryFile(dir=".") as f:
+            f.write(b"x")
+        open("real.txt", "w").close()
+        """,
+    )
+    assert p.returncode == 0, p.stderr
+    assert [os.path.basename(e["path"]) for e in trace if e["ev"] == "write"] == ["real.txt"]
+
+
+def test_probe_and_checks_share_one_library_prefix_helper():
+    from ddpfix.verify import probe
+    from ddpfix.verify.checks import evidence
+
+    assert evidence.LIB_PREFIXES == probe.library_prefixes()
+    assert evidence.is_user_file(str(ROOT / "tests" / "x.py"))
+    assert not evidence.is_user_file(str(ROOT / "ddpfix" / "verify" / "probe.py"))
+    assert not evidence.is_user_file("/venv/lib/python3.11/site-packages/torch/nn/modules/module.py")
+    defining = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "ddpfix" / "verify").rglob("*.py")
+        if "sysconfig.get_paths" in p.read_text()
+    ]
+    assert defining == ["ddpfix/verify/probe.py"]
+
+
+# ----------------------------------------------------------------------------- the package's shape
+def test_verify_modules_are_small_and_free_of_import_cycles():
+    import ast
+
+    pkg = ROOT / "ddpfix" / "verify"
+    graph = {}
+    for p in sorted(pkg.rglob("*.py")):
+        lines = len(p.read_text().splitlines())
+        if p.name != "probe.py":
+            assert lines <= 400, f"{p.relative_to(ROOT)} has {lines} lines"
+        mod = ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        base = mod if p.name == "__init__.py" else mod.rpartition(".")[0]
+        deps = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                anchor = base.rsplit(".", node.level - 1)[0] if node.level > 1 else base
+                target = f"{anchor}.{node.module}" if node.module else anchor
+                names = [f"{target}.{a.name}" for a in node.names] if not node.module else []
+                deps.update(n for n in [target, *names])
+        graph[mod] = deps
+    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+
+    def visit(m, path):
+        assert m not in path, "import cycle: " + " -> ".join([*path, m])
+        for d in graph[m]:
+            if not d.startswith(m + "."):  # a package importing its own modules is not a cycle
+                visit(d, [*path, m])
+
+    for m in graph:
+        visit(m, [])
+
+
+def test_probe_says_when_torch_came_in_past_its_import_hook(tmp_path):
+    """A torch the import hook never saw (here a stand-in put straight into sys.modules) is unpatched."""
+    p, trace, _ = run_probe(tmp_path, "import sys, types\nsys.modules['torch'] = types.ModuleType('torch')\n")
+    assert p.returncode == 0, p.stderr
+    (err,) = [e for e in trace if e["ev"] == "probe_error"]
+    assert err["what"] == "patch torch"
+    c = checks.check_probe(RunData(script="script.py", world_size=1, traces={0: trace}))
+    assert c.status == FAIL and c.evidence == [
+        "rank 0: the probe failed at patch torch (torch was imported without the probe's import hook): "
+        "DataLoader passes, optimizer steps, collectives, DDP models and torch.save not observed"
+    ]
+
+
+# ----------------------------------------------------------------------------- the GPU script
+def _cuda_paths():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cuda_paths", ROOT / "tests" / "gpu" / "cuda_paths.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_cuda_paths_runs_goldens_side_by_side_and_reports_them_in_order(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    mod = _cuda_paths()
+    lock, active, peak = threading.Lock(), [0], [0]
+
+    def fake(script, start):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.2)
+        with lock:
+            active[0] -= 1
+        return [("PASS", f"{script.parent.name} ran")]
+
+    monkeypatch.setattr(mod, "run_golden", fake)
+    monkeypatch.setattr(mod, "WORKERS", 4)
+    monkeypatch.setattr(mod, "OUT", tmp_path)
+    monkeypatch.setattr(sys, "argv", ["cuda_paths.py", "example", "crlf", "latin1", "collectives", "no_torch"])
+    assert mod.main() == 0
+    assert peak[0] == 4
+    lines = (tmp_path / "cuda_paths.txt").read_text().splitlines()
+    assert [ln.split()[1] for ln in lines[2:-1]] == ["collectives", "crlf", "example", "latin1", "no_torch"]
+    assert lines[-1].startswith("summary: PASS 5, FAIL 0, SKIP 0")
+
+
+def test_cuda_paths_forces_every_world_size_test():
+    forced = _cuda_paths().force_distributed((ROOT / "tests/golden/half_converted/expected.py").read_text())
+    assert "WORLD_SIZE > 1" not in forced and "DISTRIBUTED = WORLD_SIZE >= 1" in forced
+    assert forced.count("if WORLD_SIZE >= 1:") == 3

@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -27,12 +26,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from .checks import PlainRun, RunData
+from .checks.model import PlainRun, RunData
+from .processes import alive, descendants, kill
+from .run_files import OUTPUT_TAIL, parse_stack_dump, read_crashes, read_stacks, read_trace_files, read_traces, tail
+
+__all__ = [
+    "LaunchError",
+    "PROBE_FILE",
+    "launch",
+    "parse_stack_dump",
+    "read_trace_files",
+    "read_traces",
+    "run_plain",
+    "torch_available",
+    "torchrun_commands",
+]
 
 PROBE_FILE = str(Path(__file__).resolve().with_name("probe.py"))
 PROBE_ENV = "DDPFIX_VERIFY_PROBE"
 DUMP_WAIT_S = 3.0
-OUTPUT_TAIL = 64 * 1024
 _TORCHRUN_VARS = (
     "RANK",
     "LOCAL_RANK",
@@ -109,142 +121,6 @@ def _probe_env(base: dict, run_dir: str, backend: str, pg_timeout: float | None)
     cfg = {"run_dir": run_dir, "backend": backend if backend in ("gloo", "nccl") else None, "pg_timeout": pg_timeout}
     env[PROBE_ENV] = json.dumps(cfg)
     return env
-
-
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return kids
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read().decode("utf-8", "replace")
-            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        kids.setdefault(ppid, []).append(int(name))
-    return kids
-
-
-def descendants(pids) -> list[int]:
-    kids = _children()
-    out, todo = [], list(pids)
-    while todo:
-        p = todo.pop()
-        for c in kids.get(p, ()):
-            if c not in out:
-                out.append(c)
-                todo.append(c)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not alive
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().split(b")")[-1].split()[0] != b"Z"
-    except OSError:
-        return True
-
-
-def _kill(pids, sig=signal.SIGKILL) -> None:
-    for pid in pids:
-        try:
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, sig)
-            else:
-                os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def read_traces(run_dir: str) -> dict[int, list[dict]]:
-    traces: dict[int, list[dict]] = {}
-    for p in sorted(Path(run_dir).glob("rank*.jsonl")):
-        m = re.fullmatch(r"rank(\d+)\.jsonl", p.name)
-        if not m:
-            continue
-        events = []
-        with open(p, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    events.append(json.loads(line))
-                except ValueError:
-                    continue
-        traces[int(m.group(1))] = events
-    return traces
-
-
-_THREAD_RE = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)|^Stack \(most recent call first\)")
-_FRAME_RE = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
-
-
-def parse_stack_dump(text: str) -> list[dict]:
-    """faulthandler output -> [{thread, current, frames: [{file, line, func}] innermost first}]."""
-    threads: list[dict] = []
-    cur = None
-    for line in text.splitlines():
-        m = _THREAD_RE.match(line)
-        if m:
-            cur = {
-                "thread": m.group(2) or "",
-                "current": bool(m.group(1) == "Current thread" or not m.group(1)),
-                "frames": [],
-            }
-            threads.append(cur)
-            continue
-        m = _FRAME_RE.match(line)
-        if m and cur is not None:
-            cur["frames"].append({"file": m.group(1), "line": int(m.group(2)), "func": m.group(3).strip()})
-    return threads
-
-
-def read_stacks(run_dir: str, prefix: str) -> dict[int, list[dict]]:
-    out = {}
-    for p in Path(run_dir).glob(f"{prefix}*.txt"):
-        m = re.fullmatch(re.escape(prefix) + r"(\d+)\.txt", p.name)
-        if not m:
-            continue
-        text = p.read_text(errors="replace")
-        threads = parse_stack_dump(text)
-        if threads:
-            out[int(m.group(1))] = threads
-    return out
-
-
-def read_crashes(run_dir: str) -> dict[int, str]:
-    out = {}
-    for p in Path(run_dir).glob("crash*.txt"):
-        m = re.fullmatch(r"crash(\d+)\.txt", p.name)
-        text = p.read_text(errors="replace").strip() if m else ""
-        if text:
-            out[int(m.group(1))] = text[-4000:]
-    return out
-
-
-def _tail(path: Path, limit: int = OUTPUT_TAIL) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            data = f.read()
-    except OSError:
-        return ""
-    text = data.decode("utf-8", "replace")
-    return text if size <= limit else "…" + text
 
 
 def _wait_for_dumps(run_dir: str, ranks: list[int]) -> None:
@@ -330,10 +206,11 @@ def launch(
     output = []
     for i in range(len(cmds)):
         for kind in ("out", "err"):
-            t = _tail(Path(run_dir) / f"agent{i}.{kind}")
+            t = tail(Path(run_dir) / f"agent{i}.{kind}")
             if t.strip():
                 label = f"node {i} " if len(cmds) > 1 else ""
                 output.append(f"--- {label}std{kind} ---\n{t}")
+    traces, unreadable = read_trace_files(run_dir)
     data = RunData(
         script=os.path.abspath(os.path.join(cwd, script)),
         args=list(args),
@@ -347,7 +224,8 @@ def launch(
         returncode=None if timed_out else returncode,
         timed_out=timed_out,
         duration=duration,
-        traces=read_traces(run_dir),
+        traces=traces,
+        unreadable=unreadable,
         stacks=read_stacks(run_dir, "stack"),
         term_stacks=read_stacks(run_dir, "term"),
         crashes=read_crashes(run_dir),
@@ -373,7 +251,7 @@ def _stop(procs, run_dir: str, dump: bool) -> None:
     if dump:
         asked = []
         for r, pid in ranks.items():
-            if pid in tree and _alive(pid):
+            if pid in tree and alive(pid):
                 try:
                     os.kill(pid, signal.SIGUSR1)
                     asked.append(r)
@@ -382,14 +260,14 @@ def _stop(procs, run_dir: str, dump: bool) -> None:
         if asked:
             _wait_for_dumps(run_dir, asked)
         tree = descendants([p.pid for p in procs])  # children may have changed meanwhile
-    _kill([*agents, *ranks.values(), *tree])
+    kill([*agents, *ranks.values(), *tree])
     for p in procs:
         try:
             p.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait
             pass
     # ranks are session leaders of their own; make sure nothing of theirs survived
-    _kill([pid for pid in [*ranks.values(), *tree] if _alive(pid)])
+    kill([pid for pid in [*ranks.values(), *tree] if alive(pid)])
 
 
 def _quote(s: str) -> str:
@@ -425,10 +303,10 @@ def run_plain(
         except subprocess.TimeoutExpired:
             timed_out = True
         except BaseException:
-            _kill([p.pid, *descendants([p.pid])])
+            kill([p.pid, *descendants([p.pid])])
             raise
         if timed_out:
-            _kill([p.pid, *descendants([p.pid])])
+            kill([p.pid, *descendants([p.pid])])
             p.wait()
         duration = time.monotonic() - start
         out.seek(0)

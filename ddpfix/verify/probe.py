@@ -17,8 +17,12 @@ all-reduce hook), process-group set-up and how the script ended. The probe issue
 own. On ``SIGUSR1`` (sent by the launcher at the time limit) and on ``SIGTERM`` (sent by torchrun
 when another rank fails) it dumps every thread's Python stack with :mod:`faulthandler`.
 
+Every trace line carries a sequence number ``i`` (a gap is a lost line); the ``end`` record counts
+the lines that could not be written, and a ``patched`` record lists the torch patches installed.
+
 This module runs inside the user's process: it imports only the standard library, and torch lazily
-(when the script imports it).
+(when the script imports it). It also holds :func:`library_prefixes` and :func:`is_user_file`, the
+one definition of "the script's own code" that the checks import from here.
 """
 
 from __future__ import annotations
@@ -78,6 +82,9 @@ class _State:
         self.script = ""
         self.script_dir = ""
         self.lib_prefixes: tuple[str, ...] = ()
+        self.seq = 0  # sequence number of the next trace line: a gap in the file is a lost line
+        self.lost = 0  # trace lines that could not be written
+        self.torch_hooked = False  # _on_torch_imported ran
         self.steps = 0
         self.first_step_t = None
         self.digest_time = 0.0
@@ -101,24 +108,50 @@ S = _State()
 def emit(ev: str, **fields) -> None:
     if S.fd is None:
         return
-    fields = {"ev": ev, "t": round(time.time() - _T0, 4), **fields}
+    seq = S.seq
+    S.seq += 1
+    fields = {"ev": ev, "i": seq, "t": round(time.time() - _T0, 4), **fields}
     try:
-        line = json.dumps(fields, default=str, separators=(",", ":")) + "\n"
-        os.write(S.fd, line.encode("utf-8", "replace"))
-    except Exception:  # never break the user's script because of the trace
-        pass
+        data = (json.dumps(fields, default=str, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+        while data:
+            data = data[os.write(S.fd, data) :]
+    except Exception:  # never break the user's script because of the trace; the gap in "i" tells
+        S.lost += 1
 
 
 def _warn(what: str, exc: BaseException) -> None:
     emit("probe_error", what=what, error=f"{type(exc).__name__}: {exc}")
 
 
+# --------------------------------------------------------------------------- library paths
+# Shared with the checks (ddpfix.verify.checks imports these two from this module): which frames and
+# files are the script's own and which are the standard library's, an installed package's or the probe's.
+def library_prefixes() -> tuple:
+    """Folders of library code: the standard library, installed packages and the probe's own folder."""
+    out = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            out.add(os.path.abspath(p) + os.sep)
+    for p in sys.path:
+        if p and ("site-packages" in p or "dist-packages" in p):
+            out.add(os.path.abspath(p) + os.sep)
+    out.add(os.path.dirname(_PROBE_FILE) + os.sep)
+    return tuple(sorted(out))
+
+
+def is_user_file(path: str, prefixes: tuple) -> bool:
+    """True for a file of the script's own code: not ``<string>``-like, not under ``prefixes`` and not
+    in an installed package (also when the package lives under another interpreter's prefix)."""
+    if not path or path.startswith("<"):
+        return False
+    if "/site-packages/" in path or "/dist-packages/" in path:
+        return False
+    return not path.startswith(prefixes)
+
+
 def _is_user_file(filename: str) -> bool:
-    if not filename or filename.startswith("<"):
-        return False
-    if filename == _PROBE_FILE:
-        return False
-    return not filename.startswith(S.lib_prefixes)
+    return is_user_file(filename, S.lib_prefixes)
 
 
 def _site(skip: int = 2) -> str | None:
@@ -169,7 +202,9 @@ def _record_write(api: str, path, extra: dict | None = None) -> None:
 def _patched_open(file, mode="r", *args, **kwargs):
     f = _ORIG_OPEN(file, mode, *args, **kwargs)
     if not _depth() and isinstance(mode, str) and ("w" in mode or "a" in mode or "x" in mode or "+" in mode):
-        _record_write("open", file)
+        # with an opener, `file` need not be the file: tempfile passes the folder and creates a unique name
+        if not (isinstance(file, (str, bytes, os.PathLike)) and os.path.isdir(file)):
+            _record_write("open", file)
     return f
 
 
@@ -911,25 +946,34 @@ def _patch_wandb(module) -> None:
     module.init = init
 
 
+def _register_step_hook() -> None:
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    register_optimizer_step_post_hook(_on_optimizer_step)
+
+
+TORCH_PATCHES = (
+    ("torch.save", _patch_save),
+    ("DataLoader", _patch_dataloader),
+    ("torch.distributed", _patch_distributed),
+    ("DistributedDataParallel", _patch_ddp),
+    ("optimizer hook", _register_step_hook),
+)
+
+
 def _on_torch_imported(torch_module) -> None:
     torch_dir = os.path.dirname(os.path.abspath(torch_module.__file__)) + os.sep
     S.lib_prefixes = tuple(sorted(set(S.lib_prefixes + (torch_dir,))))
-    for name, fn in (
-        ("torch.save", _patch_save),
-        ("DataLoader", _patch_dataloader),
-        ("torch.distributed", _patch_distributed),
-        ("DistributedDataParallel", _patch_ddp),
-    ):
+    S.torch_hooked = True
+    installed, failed = [], []
+    for name, fn in TORCH_PATCHES:
         try:
             fn()
+            installed.append(name)
         except Exception as exc:
+            failed.append(name)
             _warn(f"patch {name}", exc)
-    try:
-        from torch.optim.optimizer import register_optimizer_step_post_hook
-
-        register_optimizer_step_post_hook(_on_optimizer_step)
-    except Exception as exc:
-        _warn("optimizer hook", exc)
+    emit("patched", installed=installed, failed=failed)
 
 
 def _install_import_hooks() -> None:
@@ -965,19 +1009,6 @@ def _load_config() -> dict:
         except ValueError:
             cfg = {}
     return cfg
-
-
-def _lib_prefixes() -> tuple:
-    out = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            out.add(os.path.abspath(p) + os.sep)
-    for p in sys.path:
-        if p and ("site-packages" in p or "dist-packages" in p):
-            out.add(os.path.abspath(p) + os.sep)
-    out.add(os.path.dirname(_PROBE_FILE) + os.sep)
-    return tuple(sorted(out))
 
 
 def _open_run_files(cfg: dict) -> None:
@@ -1038,6 +1069,8 @@ def _exception_site(tb) -> str | None:
 def _finish(status: str, **fields) -> None:
     for rec in list(S.open_passes.values()):
         _flush_pass(rec)
+    if "torch" in sys.modules and not S.torch_hooked:  # imported past the import hook: nothing patched
+        emit("probe_error", what="patch torch", error="torch was imported without the probe's import hook")
     digests = _ddp_digests() if S.ddps else []
     cuda = None
     if "torch" in sys.modules:
@@ -1053,6 +1086,7 @@ def _finish(status: str, **fields) -> None:
         ddp_forwards={str(i["id"]): i["forwards"] for i in S.ddps},
         ddp_hooks={str(i["id"]): i["hooked"] for i in S.ddps},
         cuda_available=cuda,
+        lost=S.lost,
         **fields,
     )
 
@@ -1092,7 +1126,7 @@ def main(argv: list[str] | None = None) -> int:
     S.rank = _env_int("RANK", 0)
     S.script = os.path.abspath(script)
     S.script_dir = os.path.dirname(S.script)
-    S.lib_prefixes = _lib_prefixes()
+    S.lib_prefixes = library_prefixes()
     _open_run_files(S.config)
     emit(
         "start",

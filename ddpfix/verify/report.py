@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .checks import FAIL, NA, PASS, VerifyReport, short_path
+from .checks import FAIL, NA, PASS, RunData, VerifyReport, fmt_compared, short_path
 
 STYLES = {PASS: "bold green", FAIL: "bold red", NA: "dim"}
 LABELS = {PASS: "PASS", FAIL: "FAIL", NA: "n/a"}
@@ -24,8 +24,6 @@ def headline(report: VerifyReport) -> str:
     m = report.meta
     script = m.get("script") or "?"
     try:
-        from .checks import RunData
-
         shown = short_path(script, RunData(script=script, cwd=m.get("cwd") or ""))
     except Exception:
         shown = script
@@ -52,11 +50,13 @@ def table(report: VerifyReport) -> Table:
     t = Table(show_lines=True, expand=False)
     t.add_column("Check", no_wrap=True)
     t.add_column("Result", no_wrap=True)
+    t.add_column("Compared", overflow="fold", max_width=22)
     t.add_column("Evidence", overflow="fold")
     for c in report.checks:
         t.add_row(
             Text(c.title),
             Text(LABELS.get(c.status, c.status), style=STYLES.get(c.status, "")),
+            Text(fmt_compared(c.compared), style="" if c.status != NA else "dim"),
             Text("\n".join(c.evidence)),
         )
     return t
