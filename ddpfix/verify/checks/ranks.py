@@ -173,7 +173,7 @@ def run_meta(run: RunData) -> dict:
     used = ",".join(sorted(b for b in backends if b)) or None
     expected = None
     if run.backend == "auto" and cuda is not None:
-        expected = "nccl" if cuda else "gloo"
+        expected = "cpu:gloo,cuda:nccl" if cuda else "gloo"  # what ddpfix emits
     return {
         "script": run.script,
         "args": run.args,
