@@ -60,3 +60,82 @@ def test_ddp206_sampler_that_drops_the_tail_does_not_pad():
         "shuffle=False, drop_last=True)", "shuffle=False, drop_last=True) if DISTRIBUTED else None"
     )
     assert found(script(conditional), "DDP206") == []
+
+
+# --------------------------------------------------------------------------- DDP420
+TRAIN_TAIL = """
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(4, 2)).sum().backward()
+    opt.step()
+"""
+
+
+def race(body: str) -> str:
+    return script("\ndef main(out):\n" + textwrap.indent(textwrap.dedent(body), "    ") + TRAIN_TAIL)
+
+
+def test_ddp420_check_then_makedirs_becomes_one_call():
+    src = race("""
+        # checkpoints go here
+        if not os.path.exists(out):
+            os.makedirs(out)
+    """)
+    assert [d.fix for d in found(src, "DDP420")] == ["safe"]
+    assert "    # checkpoints go here\n    os.makedirs(out, exist_ok=True)\n" in fixed(src, "DDP420")
+
+
+def test_ddp420_one_line_check_and_isdir():
+    src = race("if not os.path.isdir(out): os.makedirs(out, 0o755)  # logs\n")
+    assert "    os.makedirs(out, 0o755, exist_ok=True)  # logs\n" in fixed(src, "DDP420")
+
+
+def test_ddp420_if_doing_more_keeps_the_check():
+    src = race("""
+        if not os.path.exists(out):  # first run
+            os.makedirs(out)
+            print("created", out)
+    """)
+    out = fixed(src, "DDP420")
+    assert (
+        "    if not os.path.exists(out):  # first run\n        os.makedirs(out, exist_ok=True)\n        print(" in out
+    )
+
+
+def test_ddp420_pathlib_mkdir():
+    src = race("""
+        ckpt = Path(out) / "ckpt"
+        if not ckpt.exists():
+            ckpt.mkdir(parents=True)
+    """).replace("import os\n", "import os\nfrom pathlib import Path\n")
+    assert "    ckpt.mkdir(parents=True, exist_ok=True)\n" in fixed(src, "DDP420")
+
+
+def test_ddp420_os_mkdir_becomes_makedirs_only_as_an_unsafe_fix():
+    src = race("""
+        if not os.path.exists(out):
+            os.mkdir(out)
+    """)
+    assert [d.fix for d in found(src, "DDP420")] == ["unsafe"]
+    assert "os.mkdir(out)" in fixed(src, "DDP420")
+    assert "    os.makedirs(out, exist_ok=True)\n" in fixed(src, "DDP420", unsafe_fixes=True)
+
+
+def test_ddp420_bare_makedirs_is_reported_without_a_fix():
+    src = race("os.makedirs(out)\n")
+    [d] = found(src, "DDP420")
+    assert d.fix == "none" and "exist_ok=True" in d.message
+    assert fixed(src, "DDP420") == src
+
+
+def test_ddp420_leaves_safe_creations_alone():
+    for body in (
+        "os.makedirs(out, exist_ok=True)\n",
+        "if RANK == 0:\n    os.makedirs(out)\n",
+        "try:\n    os.mkdir(out)\nexcept FileExistsError:\n    pass\n",
+        "if not fs.exists(out):\n    fs.mkdir(out)\n",  # another API's mkdir
+        "if not os.path.exists(other):\n    os.makedirs(out)\n",  # checks something else
+    ):
+        assert [d.fix for d in found(race(body), "DDP420")] in ([], ["none"]), body
+    assert found(race("if not os.path.exists(other):\n    os.makedirs(out)\n"), "DDP420")[0].fix == "none"
+    assert found(race("if not fs.exists(out):\n    fs.mkdir(out)\n"), "DDP420") == []

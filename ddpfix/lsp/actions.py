@@ -48,6 +48,7 @@ FIX_TITLES = {
     "DDP407": "create the tracker on rank 0 only",
     "DDP408": "draw the progress bar on rank 0 only",
     "DDP410": "add a barrier between the save and the load",
+    "DDP420": "create the folder with exist_ok=True",
 }
 _SET_EPOCH = re.compile(r"^\s*([A-Za-z_][\w.]*)\.set_epoch\((.+)\)\s*$")
 

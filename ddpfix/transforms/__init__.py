@@ -44,6 +44,7 @@ from .ddp407_unguarded_tracker import UnguardedTracker
 from .ddp408_unguarded_progress_bar import UnguardedProgressBar
 from .ddp409_metrics_not_reduced import MetricsNotReduced
 from .ddp410_save_load_race import SaveLoadRace
+from .ddp420_makedirs_race import MakedirsRace
 
 # Rules run in this order. Where inserted statements go is each edit's own `Order`; the run order matters
 # where one rule reads plan state another provides (`Rule.reads` / `Rule.provides`: a wrap must be
@@ -89,6 +90,7 @@ RULES: list[Rule] = [
     UnguardedProgressBar(),
     MetricsNotReduced(),
     SaveLoadRace(),
+    MakedirsRace(),
 ]
 
 BY_CODE = {r.code: r for r in RULES}
