@@ -139,3 +139,106 @@ def test_ddp420_leaves_safe_creations_alone():
         assert [d.fix for d in found(race(body), "DDP420")] in ([], ["none"]), body
     assert found(race("if not os.path.exists(other):\n    os.makedirs(out)\n"), "DDP420")[0].fix == "none"
     assert found(race("if not fs.exists(out):\n    fs.mkdir(out)\n"), "DDP420") == []
+
+
+# --------------------------------------------------------------------------- DDP208
+DOWNLOAD = """\
+import torch
+import torch.nn as nn
+from torchvision import datasets
+{top}
+
+def main():
+{body}
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def download(body: str, top: str = "") -> str:
+    return DOWNLOAD.format(top=top, body=textwrap.indent(textwrap.dedent(body), "    "))
+
+
+WAIT = "    if DISTRIBUTED and LOCAL_RANK != 0:\n        dist.barrier()  # the other ranks wait while local rank 0 downloads\n"
+RELEASE = "    if DISTRIBUTED and LOCAL_RANK == 0:\n        dist.barrier()\n"
+
+
+def test_ddp208_local_rank_0_downloads_first():
+    src = download('train_set = datasets.MNIST("data", train=True, download=True)\n')
+    out = fix_source(src).code
+    assert WAIT + '    train_set = datasets.MNIST("data", train=True, download=True)\n' + RELEASE in out
+    assert fix_source(out).code == out  # the barriers are recognised on the next run
+
+
+def test_ddp208_adjacent_downloads_share_one_pair_of_barriers():
+    src = download("""
+        train_set = datasets.MNIST("data", train=True, download=True)
+        test_set = datasets.MNIST("data", train=False, download=True)
+    """)
+    out = fix_source(src).code
+    assert out.count("dist.barrier()") == 2
+    assert WAIT + "    train_set = " in out and "train=False, download=True)\n" + RELEASE in out
+
+
+def test_ddp208_hub_and_urlretrieve_shapes():
+    src = download(
+        """
+        tok = AutoTokenizer.from_pretrained("bert-base-uncased")
+        weights = torch.hub.load_state_dict_from_url(URL)
+        """,
+        top="from transformers import AutoTokenizer\nURL = 'https://example.com/w.pt'\n",
+    )
+    assert len(found(src, "DDP208")) == 2
+
+
+def test_ddp208_plain_dataset_and_download_false_are_not_downloads():
+    src = download('train_set = datasets.MNIST("data", train=True, download=False)\n')
+    assert found(src, "DDP208") == []
+    assert found(download('train_set = datasets.ImageFolder("data")\n'), "DDP208") == []
+
+
+def test_ddp208_returned_download_is_reported_with_the_reason():
+    src = download(
+        "train_set = get_data()\n", top='\n\ndef get_data():\n    return datasets.MNIST("data", download=True)\n'
+    )
+    [d] = found(src, "DDP208")
+    assert d.fix == "none" and "returned straight out" in d.message
+
+
+def test_ddp208_download_before_the_process_group_is_reported():
+    src = download("pass\n", top='TRAIN = datasets.MNIST("data", download=True)\n')
+    [d] = found(src, "DDP208")
+    assert d.fix == "none" and "before the process group" in d.message
+
+
+def test_ddp208_download_in_a_helper_called_after_init():
+    src = download(
+        "train_set = get_data()\n",
+        top='\n\ndef get_data():\n    ds = datasets.MNIST("data", download=True)\n    return ds\n',
+    )
+    out = fix_source(src).code
+    assert WAIT + '    ds = datasets.MNIST("data", download=True)\n' + RELEASE in out
+
+
+def test_ddp208_already_ordered_downloads_are_left_alone():
+    assert (
+        found(
+            download("""
+                if LOCAL_RANK == 0:
+                    datasets.MNIST("data", download=True)
+            """).replace("import torch\n", "import torch\nLOCAL_RANK = 0\n"),
+            "DDP208",
+        )
+        == []
+    )
+    src = download("""
+        with torch_distributed_zero_first(LOCAL_RANK):
+            train_set = datasets.MNIST("data", download=True)
+    """)
+    assert found(src, "DDP208") == []

@@ -31,6 +31,7 @@ FIX_TITLES = {
     "DDP203": "drop shuffle= (the sampler shuffles)",
     "DDP204": "call sampler.set_epoch(epoch) each epoch",
     "DDP205": "give the sampler the same seed on every rank",
+    "DDP208": "download on local rank 0 first, then the other ranks",
     "DDP301": "wrap the model in DistributedDataParallel",
     "DDP302": "replace DataParallel with DistributedDataParallel",
     "DDP303": "derive device_ids from the model's device",

@@ -24,6 +24,7 @@ from .ddp204_missing_set_epoch import MissingSetEpoch
 from .ddp205_sampler_seed_per_rank import SamplerSeedPerRank
 from .ddp206_padded_eval_metrics import PaddedEvalMetrics
 from .ddp207_batch_size_semantics import BatchSizeSemantics
+from .ddp208_download_on_every_rank import DownloadOnEveryRank
 from .ddp301_missing_ddp_wrap import MissingDdpWrap
 from .ddp302_dataparallel import DataParallelToDdp
 from .ddp303_device_ids_mismatch import DeviceIdsMismatch
@@ -69,6 +70,7 @@ RULES: list[Rule] = [
     SamplerSeedPerRank(),
     PaddedEvalMetrics(),
     BatchSizeSemantics(),
+    DownloadOnEveryRank(),
     MissingSyncBatchNorm(),
     DataParallelToDdp(),
     MissingDdpWrap(),
