@@ -242,3 +242,89 @@ def test_ddp208_already_ordered_downloads_are_left_alone():
             train_set = datasets.MNIST("data", download=True)
     """)
     assert found(src, "DDP208") == []
+
+
+# --------------------------------------------------------------------------- DDP201: loader arguments from a dict
+KWARGS = """
+def main(args):
+    ds = TensorDataset(torch.randn(8, 2), torch.randn(8, 1))
+{build}
+    loader = DataLoader({loader})
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+"""
+
+
+def kw_script(build: str, loader: str = "ds, **kw") -> str:
+    return script(KWARGS.format(build=textwrap.indent(textwrap.dedent(build).strip("\n"), "    "), loader=loader))
+
+
+PUT = '    if DISTRIBUTED:\n        kw["sampler"] = DistributedSampler(ds, shuffle=kw.pop("shuffle", False))\n'
+SET_EPOCH = "    for epoch in range(2):\n        if DISTRIBUTED:\n            loader.sampler.set_epoch(epoch)\n"
+
+
+def test_ddp201_dict_with_shuffle_on_some_paths_gets_the_sampler_at_run_time():
+    src = kw_script("""
+        kw = {"batch_size": 2}
+        if torch.cuda.is_available():
+            kw.update({"pin_memory": True, "shuffle": True})
+    """)
+    out = fixed(src, "DDP201")
+    assert PUT + "    loader = DataLoader(ds, **kw)\n" in out
+    assert SET_EPOCH in out
+    assert found(out, "DDP201") == [] and found(out, "DDP203") == [] and found(out, "DDP204") == []
+
+
+def test_ddp201_dict_shapes_that_are_followed():
+    for build in (
+        "kw = dict(batch_size=2, shuffle=True)",
+        'base = {"batch_size": 2}\nkw = {**base, "shuffle": args.shuffle}',
+        'kw = {"batch_size": 2}\nkw["shuffle"] = True',
+        'kw = {"batch_size": 2} | {"shuffle": True}',
+        'extra = {"shuffle": True}\nkw = {"batch_size": 2}\nif args.shuffle:\n    kw.update(extra)',
+        'kw = {"batch_size": 2}\nkw.setdefault("shuffle", True)',
+    ):
+        assert PUT in fixed(kw_script(build), "DDP201"), build
+
+
+def test_ddp201_dict_without_shuffle_takes_the_plain_sampler_fix():
+    out = fixed(kw_script('kw = {"batch_size": 2, "num_workers": 0}'), "DDP201")
+    assert "    sampler = DistributedSampler(ds, shuffle=False) if DISTRIBUTED else None\n" in out
+    assert "    loader = DataLoader(ds, sampler=sampler, **kw)\n" in out
+
+
+def test_ddp201_dict_that_cannot_be_read_is_reported_with_where_it_comes_from():
+    [d] = found(kw_script("kw = vars(args)"), "DDP201")
+    assert d.fix == "none" and "vars(args) (line" in d.message
+    [d] = found(kw_script('kw = {"batch_size": 2}\nkw.update(load_config())'), "DDP201")
+    assert d.fix == "none" and "load_config() (line" in d.message
+    src = script(KWARGS.format(build="    pass", loader="ds, **kw").replace("def main(args):", "def main(args, **kw):"))
+    [d] = found(src, "DDP201")
+    assert d.fix == "none" and "a parameter of main()" in d.message
+
+
+def test_ddp201_dict_used_again_is_not_changed():
+    src = kw_script('kw = {"batch_size": 2, "shuffle": True}').replace(
+        "    loader = DataLoader(ds, **kw)\n",
+        "    loader = DataLoader(ds, **kw)\n    val_loader = DataLoader(ds, **kw)\n",
+    )
+    [d] = found(src, "DDP201")
+    assert d.fix == "none" and "kw is used again at line" in d.message
+    handed = kw_script('kw = {"batch_size": 2, "shuffle": True}\nlog_config(kw)')
+    [d] = found(handed, "DDP201")
+    assert d.fix == "none" and "handed on at line" in d.message
+
+
+def test_ddp201_dataset_inside_the_dict():
+    src = kw_script("kw = dict(dataset=ds, batch_size=2, shuffle=True)", loader="**kw")
+    out = fixed(src, "DDP201")
+    assert '        kw["sampler"] = DistributedSampler(kw["dataset"], shuffle=kw.pop("shuffle", False))\n' in out
+    assert fixed(out, "DDP201") == out
+
+
+def test_ddp201_dict_that_brings_a_sampler_is_left_alone():
+    assert found(kw_script('kw = {"batch_size": 2, "sampler": my_sampler}'), "DDP201") == []

@@ -9,6 +9,7 @@ from functools import cached_property
 import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, dotted, mentions, walk
+from .dicts import Contents, Dicts
 from .index import Site, TreeIndex
 from .names import Names
 from .training import HELPER_DEPTH, Training
@@ -31,6 +32,20 @@ class Data:
         self.index = index
         self.names = names
         self.training = training
+
+    @cached_property
+    def dicts(self) -> Dicts:
+        return Dicts(self.index, self.names)
+
+    def kwargs_of(self, call: cst.Call) -> Contents | None:
+        """What the `**kwargs` of `call` hold (None when it has none), all of them together."""
+        stars = [a for a in call.args if a.star == "**"]
+        if not stars:
+            return None
+        out = Contents()
+        for arg in stars:
+            out.update(self.dicts.value(arg.value, call))
+        return out
 
     @cached_property
     def sampler_calls(self) -> list[cst.Call]:

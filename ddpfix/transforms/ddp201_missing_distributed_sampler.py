@@ -8,6 +8,7 @@ from ..analysis import Loader
 from ..edits import set_epoch_statements, with_kwarg
 from ..rule import Context, Order, Rule
 from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, loop_variable, positional
+from .loader_kwargs import add_sampler_to_kwargs, dataset_name, kwargs_fix_blocker, prefix
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -45,9 +46,26 @@ for epoch in range(epochs):
 shuffle), and `set_epoch(epoch)` becomes the first statement of the epoch loop so every epoch gets a
 new order. A plain run has no sampler and keeps the exact same order and random-number use.
 
+Arguments that come from a dict (`DataLoader(train_set, **train_kwargs)`) are followed to where the
+dict is built (a literal, `dict(...)`, `{**a, **b}`, `.update(...)`, `d["shuffle"] = ...`), including
+keys set on some paths only (`if use_cuda: train_kwargs.update(cuda_kwargs)` with `"shuffle": True`
+in it). When the dict may hold `shuffle` (or the dataset), whether the loader shuffles is known at
+run time only, so the sampler goes into the dict at run time:
+```python
+if DISTRIBUTED:
+    train_kwargs["sampler"] = DistributedSampler(train_set, shuffle=train_kwargs.pop("shuffle", False))
+train_loader = DataLoader(train_set, **train_kwargs)
+for epoch in range(1, epochs + 1):
+    if DISTRIBUTED:
+        train_loader.sampler.set_epoch(epoch)
+```
+A dict that cannot hold `shuffle` gets the plain fix (`sampler=train_sampler` before `**train_kwargs`).
+
 ## Fix safety
 Safe for map-style datasets. Loaders with `batch_sampler=` or over an `IterableDataset` get the
-diagnostic only.
+diagnostic only, and so do loaders whose dict of arguments cannot be read (`**vars(args)`, a
+function's result or parameter: the message names it and its line), is handed to other code before
+the loader, is used again after it (the sampler would reach that use too), or is unpacked in a loop.
 """
 
     def run(self, ctx: Context) -> None:
@@ -72,26 +90,37 @@ diagnostic only.
                 continue
             if _has_unpassed_sampler(facts, call):
                 continue
-            if any(a.star == "**" for a in call.args):
+            contents = facts.data.kwargs_of(call)
+            if contents is not None and contents.unknown:
                 ctx.report(
                     call,
-                    "training DataLoader without a DistributedSampler, its arguments come from **kwargs: "
-                    "pass sampler=DistributedSampler(dataset) and move shuffle into it by hand",
+                    f"training DataLoader without a DistributedSampler; its arguments come from {contents.unknown[0]}, "
+                    "which cannot be read here: pass sampler=DistributedSampler(dataset) and move shuffle into it",
                     fix="none",
                 )
                 continue
-            if kwarg(call, "batch_sampler") is not None:
+            if contents is not None and contents.has("sampler"):
+                continue  # the dict brings its own sampler
+            if kwarg(call, "batch_sampler") is not None or (contents is not None and contents.has("batch_sampler")):
                 ctx.report(
                     call, "training DataLoader with a batch_sampler: shard the batches per rank by hand", fix="none"
                 )
                 continue
             ds_arg = positional(call, 0) or kwarg(call, "dataset")
-            if ds_arg is None or _is_iterable_dataset(facts, ds_arg.value):
+            ds_key = contents is not None and ds_arg is None and contents.has("dataset")
+            if (ds_arg is None and not ds_key) or (ds_arg is not None and _is_iterable_dataset(facts, ds_arg.value)):
                 ctx.report(
                     call,
                     "training DataLoader over an IterableDataset: shard it per rank inside the dataset",
                     fix="none",
                 )
+                continue
+            if contents is not None and (contents.has("shuffle") or ds_key):
+                why = kwargs_fix_blocker(facts, call)
+                if why is not None:
+                    ctx.report(call, f"training DataLoader without a DistributedSampler; {why}", fix="none")
+                elif ctx.report(call, fix="unsafe" if dataparallel else None):
+                    add_sampler_to_kwargs(ctx, loader, batch_loop, ds_arg)
                 continue
             if not ctx.report(call, fix="unsafe" if dataparallel else None):
                 continue
@@ -174,32 +203,18 @@ def _bound_to_class(facts, var: str, cls_name: str) -> bool:
     return False
 
 
-def _prefix(target: str) -> str:
-    """`train_loader` -> "train"; `loader`, `dataloader`, `data_loader` -> "" (plain `sampler`)."""
-    base = target.split(".")[-1]
-    for suffix in ("_dataloader", "_loader", "dataloader", "loader", "_dl", "dl", "_data"):
-        if base.lower().endswith(suffix):
-            rest = base[: -len(suffix)].rstrip("_")
-            return "" if rest.lower() in ("", "data") else rest
-    return "" if base.lower() in ("data", "dataset") else base
-
-
 def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.Arg) -> None:
     plan = ctx.plan
     call = loader.site.node
     target = loader.target or "loader"
-    prefix = _prefix(target)
+    p = prefix(target)
     head = "self." if target.startswith("self.") else ""
     stmt = loader.site.stmt
     sampler_cls = plan.ref(SAMPLER, "DistributedSampler")
     dist_flag = ctx.env("DISTRIBUTED")
 
-    ds_expr = dotted(ds_arg.value)
-    new_stmts: list[cst.BaseStatement] = []
-    if ds_expr is None:
-        ds_expr = plan.fresh(f"{prefix}_dataset" if prefix else "dataset")
-        new_stmts += plan.statements("{ds} = {value}", ds=ds_expr, value=code_of(ds_arg.value))
-    sampler_base = f"{prefix}_sampler" if prefix else "sampler"
+    ds_expr, new_stmts = dataset_name(ctx, loader, ds_arg)
+    sampler_base = f"{p}_sampler" if p else "sampler"
     sampler = f"{head}{sampler_base}" if head else plan.fresh(sampler_base)
 
     shuffle_arg = kwarg(call, "shuffle")
@@ -220,15 +235,6 @@ def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.
     plan.insert_before(stmt, new_stmts, order=Order.SAMPLER)
 
     def rewrite(node: cst.Call) -> cst.Call:
-        args = list(node.args)
-        if dotted(ds_arg.value) is None:
-            args = [
-                a.with_changes(value=cst.Name(ds_expr))
-                if a.value.deep_equals(ds_arg.value) and (a.keyword is None or a.keyword.value == "dataset")
-                else a
-                for a in args
-            ]
-            node = node.with_changes(args=args)
         if loader_shuffle is not None:
             expr = cst.parse_expression(loader_shuffle)
             if shuffle_arg is None and shuffle_pos is not None:
