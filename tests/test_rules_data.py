@@ -313,7 +313,7 @@ def test_ddp201_dict_used_again_is_not_changed():
         "    loader = DataLoader(ds, **kw)\n    val_loader = DataLoader(ds, **kw)\n",
     )
     [d] = found(src, "DDP201")
-    assert d.fix == "none" and "kw is used again at line" in d.message
+    assert d.fix == "none" and "kw is used again at line" in d.message and "sampler=DistributedSampler" in d.message
     handed = kw_script('kw = {"batch_size": 2, "shuffle": True}\nlog_config(kw)')
     [d] = found(handed, "DDP201")
     assert d.fix == "none" and "handed on at line" in d.message
@@ -328,3 +328,177 @@ def test_ddp201_dataset_inside_the_dict():
 
 def test_ddp201_dict_that_brings_a_sampler_is_left_alone():
     assert found(kw_script('kw = {"batch_size": 2, "sampler": my_sampler}'), "DDP201") == []
+
+
+# --------------------------------------------------------------------------- DDP203: shuffle through **kwargs
+SAMPLED = """
+def main():
+    dist.init_process_group("gloo")
+    ds = TensorDataset(torch.randn(8, 2), torch.randn(8, 1))
+    kw = {{"batch_size": 2}}
+    if torch.cuda.is_available():
+        kw.update({{"pin_memory": True, "shuffle": {shuffle}}})
+    sampler = {sampler}
+    loader = DataLoader(ds, sampler=sampler, **kw)
+    model = DDP(nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+"""
+
+
+def test_ddp203_shuffle_from_kwargs_next_to_a_sampler():
+    src = script(SAMPLED.format(shuffle="True", sampler="DistributedSampler(ds) if DISTRIBUTED else None"))
+    [d] = found(src, "DDP203")
+    assert d.fix == "safe" and "mutually exclusive" in d.message
+    out = fixed(src, "DDP203")
+    assert '    if sampler is not None:\n        kw.pop("shuffle", None)  # the sampler shuffles\n    loader = ' in out
+    assert found(out, "DDP203") == []
+
+
+def test_ddp203_unconditional_sampler_pops_shuffle_unconditionally():
+    out = fixed(script(SAMPLED.format(shuffle="True", sampler="DistributedSampler(ds)")), "DDP203")
+    assert '    kw.pop("shuffle", None)  # the sampler shuffles\n    loader = ' in out
+
+
+def test_ddp203_shuffle_false_in_kwargs_is_fine():
+    assert found(script(SAMPLED.format(shuffle="False", sampler="DistributedSampler(ds)")), "DDP203") == []
+
+
+def test_ddp203_dynamic_shuffle_in_kwargs_is_reported_only():
+    [d] = found(script(SAMPLED.format(shuffle="args_shuffle", sampler="DistributedSampler(ds)")), "DDP203")
+    assert d.fix == "none" and "args_shuffle" in d.message
+
+
+# --------------------------------------------------------------------------- DDP201: loaders built by helpers
+FACTORY = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+{imports}
+{helper}
+
+def main():
+    {call}
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        for x, y in {train}:
+            model(x).sum().backward()
+            opt.step()
+        for x, y in {val}:
+            print(model(x).sum().item())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+PAIR = """
+def build(bs):
+    ds = TensorDataset(torch.randn(8, 4), torch.randn(8, 1))
+    train_loader = DataLoader(ds, batch_size=bs, shuffle=True)
+    val_loader = DataLoader(ds, batch_size=bs)
+    return train_loader, val_loader
+"""
+
+
+def factory(helper: str, call: str, train: str, val: str, imports: str = "") -> str:
+    return FACTORY.format(helper=helper, call=call, train=train, val=val, imports=imports)
+
+
+def test_ddp201_loader_returned_in_a_tuple_under_other_names():
+    src = factory(PAIR, "tl, vl = build(2)", "tl", "vl")
+    out = fixed(src, "DDP201")
+    assert (
+        "    train_loader = DataLoader(ds, batch_size=bs, shuffle=(train_sampler is None), sampler=train_sampler)\n"
+        in out
+    )
+    assert "    val_loader = DataLoader(ds, batch_size=bs)\n" in out
+    assert "        if isinstance(tl.sampler, DistributedSampler):\n            tl.sampler.set_epoch(epoch)\n" in out
+
+
+def test_ddp201_loader_returned_in_a_dict_and_read_by_key():
+    helper = PAIR.replace("return train_loader, val_loader", 'return {"train": train_loader, "val": val_loader}')
+    out = fixed(factory(helper, "loaders = build(2)", 'loaders["train"]', 'loaders["val"]'), "DDP201")
+    assert "sampler=train_sampler)\n" in out and "    val_loader = DataLoader(ds, batch_size=bs)\n" in out
+    assert '            loaders["train"].sampler.set_epoch(epoch)\n' in out
+    picked = factory(helper, 'loaders = build(2)\n    tl = loaders["train"]', "tl", 'loaders["val"]')
+    assert '            loaders["train"].sampler.set_epoch(epoch)\n        for x, y in tl:' in fixed(picked, "DDP201")
+
+
+def test_ddp201_helper_that_also_builds_the_validation_loader_is_reported():
+    helper = "\ndef make(ds, shuffle):\n    return DataLoader(ds, batch_size=2, shuffle=shuffle)\n"
+    call = "ds = TensorDataset(torch.randn(8, 4), torch.randn(8, 1))\n    tl = make(ds, True)\n    vl = make(ds, False)"
+    src = factory(helper, call, "tl", "vl")
+    [d] = found(src, "DDP201")
+    assert d.fix == "none" and "make() (line" in d.message and "also builds vl" in d.message
+    assert "DistributedSampler" not in fixed(src, "DDP201")
+
+
+def test_ddp201_loader_of_another_file_is_reported_at_the_call(tmp_path):
+    (tmp_path / "data_utils.py").write_text(
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        + PAIR.replace("def build", "def build")
+    )
+    src = factory("", "tl, vl = build(2)", "tl", "vl", imports="from data_utils import build\n")
+    script_path = tmp_path / "train.py"
+    [d] = found(src, "DDP201", path=str(script_path))
+    assert d.fix == "none" and "build() at data_utils.py:6" in d.message and "edit that file" in d.message
+    # the validation loader, or one that already has a sampler there, is not reported
+    (tmp_path / "data_utils.py").write_text(
+        (tmp_path / "data_utils.py").read_text().replace("shuffle=True)", "sampler=make_sampler(ds))")
+    )
+    assert found(src, "DDP201", path=str(script_path)) == []
+
+
+# --------------------------------------------------------------------------- DDP202: samplers built by helpers
+HELPER_SAMPLER = """
+def make_sampler(dataset):
+    if dist.is_initialized():
+        return DistributedSampler(dataset)
+    return None
+"""
+USES_HELPER = """
+def main():
+    dist.init_process_group("gloo")
+    ds = TensorDataset(torch.randn(8, 2), torch.randn(8, 1))
+    sampler = make_sampler(ds)
+    loader = DataLoader(ds, batch_size=2, shuffle={shuffle})
+    model = DDP(nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+"""
+
+
+def test_ddp202_sampler_from_a_helper_of_this_file():
+    src = script(HELPER_SAMPLER + USES_HELPER.format(shuffle="True"))
+    [d] = found(src, "DDP202")
+    assert d.fix == "safe" and found(src, "DDP201") == []
+    out = fixed(src, "DDP202")
+    assert "    loader = DataLoader(ds, batch_size=2, shuffle=(sampler is None), sampler=sampler)\n" in out
+    assert "        if sampler is not None:\n            sampler.set_epoch(epoch)\n" in out
+
+
+def test_ddp202_sampler_from_a_helper_of_another_file(tmp_path):
+    (tmp_path / "samplers.py").write_text(
+        "import torch.distributed as dist\nfrom torch.utils.data.distributed import DistributedSampler\n"
+        + HELPER_SAMPLER
+    )
+    src = script("from samplers import make_sampler\n" + USES_HELPER.format(shuffle="True"))
+    path = str(tmp_path / "train.py")
+    [d] = found(src, "DDP202", path=path)
+    assert d.fix == "safe"
+    out = fix_source(src, path=path, select=["DDP202"]).code
+    assert "shuffle=(sampler is None), sampler=sampler)\n" in out
+
+
+def test_ddp202_helper_sampler_with_a_dynamic_shuffle_is_reported_only():
+    [d] = found(script(HELPER_SAMPLER + USES_HELPER.format(shuffle="args_shuffle")), "DDP202")
+    assert d.fix == "none" and "shuffle=args_shuffle" in d.message

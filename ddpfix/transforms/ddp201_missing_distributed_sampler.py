@@ -61,11 +61,20 @@ for epoch in range(1, epochs + 1):
 ```
 A dict that cannot hold `shuffle` gets the plain fix (`sampler=train_sampler` before `**train_kwargs`).
 
+A loader built in a helper of the script is found through the helper: returned alone, in a tuple or
+in a dict (`train_dl, val_dl = build_loaders(args)`, `loaders = get_dataloaders(cfg)` then
+`loaders["train"]`). The sampler goes where the loader is built, and `set_epoch` goes into the epoch
+loop through the name the loop uses (`if isinstance(train_dl.sampler, DistributedSampler):`).
+
 ## Fix safety
 Safe for map-style datasets. Loaders with `batch_sampler=` or over an `IterableDataset` get the
 diagnostic only, and so do loaders whose dict of arguments cannot be read (`**vars(args)`, a
 function's result or parameter: the message names it and its line), is handed to other code before
 the loader, is used again after it (the sampler would reach that use too), or is unpacked in a loop.
+A helper that builds the training loader and also a loader nothing trains on
+(`make_loader(train_set)`, `make_loader(val_set)`) is reported at the training call: sharding inside
+it would shard both. A training loader built in another file (one of the script's own modules) is
+reported at the call, naming that file and line: the fix would edit that file.
 """
 
     def run(self, ctx: Context) -> None:
@@ -85,6 +94,16 @@ the loader, is used again after it (the sampler would reach that use too), or is
                 continue
             call = loader.site.node
             assert isinstance(call, cst.Call)
+            shared = facts.data.shared_factory(loader)
+            if shared is not None and kwarg(call, "sampler") is None:
+                ctx.report(
+                    loader.via[0],
+                    f"training DataLoader without a DistributedSampler; {loader.factory.name.value}() "  # type: ignore[union-attr]
+                    f"(line {_line(facts, call)}) also builds {shared.target} (line {_line(facts, shared.via[0])}), "
+                    "which is not a training loader: give it a sampler argument, or build the training loader apart",
+                    fix="none",
+                )
+                continue
             if kwarg(call, "sampler") is not None:
                 _swap_local_sampler(ctx, loader, batch_loop, kwarg(call, "sampler"))
                 continue
@@ -118,13 +137,31 @@ the loader, is used again after it (the sampler would reach that use too), or is
             if contents is not None and (contents.has("shuffle") or ds_key):
                 why = kwargs_fix_blocker(facts, call)
                 if why is not None:
-                    ctx.report(call, f"training DataLoader without a DistributedSampler; {why}", fix="none")
+                    ctx.report(
+                        call,
+                        f"training DataLoader without a DistributedSampler; {why} "
+                        "(pass sampler=DistributedSampler(dataset) and move shuffle into it)",
+                        fix="none",
+                    )
                 elif ctx.report(call, fix="unsafe" if dataparallel else None):
                     add_sampler_to_kwargs(ctx, loader, batch_loop, ds_arg)
                 continue
             if not ctx.report(call, fix="unsafe" if dataparallel else None):
                 continue
             _add_sampler(ctx, loader, batch_loop, ds_arg)
+        reported: set[int] = set()
+        for foreign, _ in facts.data.foreign_loaders():
+            if foreign.built.sampled or id(foreign.call) in reported:
+                continue
+            reported.add(id(foreign.call))
+            where = f"{_shown(facts, foreign.path)}:{foreign.built.line}"
+            ctx.report(
+                foreign.call,
+                f"training DataLoader without a DistributedSampler, built by {foreign.func}() at {where}: the fix "
+                f"would edit that file; give that DataLoader sampler=DistributedSampler(dataset) when distributed "
+                "(shuffle moved into it) and call set_epoch(epoch) at the start of each epoch",
+                fix="none",
+            )
 
 
 LOCAL_SAMPLERS = {
@@ -174,15 +211,12 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: 
 
 
 def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
-    """A DistributedSampler already built over this loader's dataset (never passed: DDP202's case)."""
+    """A DistributedSampler already built (or got from a helper) over this loader's dataset and never
+    passed: DDP202's case."""
     ds = positional(call, 0) or kwarg(call, "dataset")
     if ds is None:
         return False
-    for sampler in facts.data.sampler_calls:
-        arg = positional(sampler, 0) or kwarg(sampler, "dataset")
-        if arg is not None and arg.value.deep_equals(ds.value):
-            return True
-    return False
+    return any(b.dataset is not None and b.dataset.deep_equals(ds.value) for b in facts.data.sampler_bindings)
 
 
 def _is_iterable_dataset(facts, expr: cst.BaseExpression) -> bool:
@@ -206,9 +240,8 @@ def _bound_to_class(facts, var: str, cls_name: str) -> bool:
 def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.Arg) -> None:
     plan = ctx.plan
     call = loader.site.node
-    target = loader.target or "loader"
-    p = prefix(target)
-    head = "self." if target.startswith("self.") else ""
+    p = prefix(loader.local or loader.target or "loader")
+    head = "self." if (loader.local or "").startswith("self.") else ""  # the sampler lives where the loader is built
     stmt = loader.site.stmt
     sampler_cls = plan.ref(SAMPLER, "DistributedSampler")
     dist_flag = ctx.env("DISTRIBUTED")
@@ -286,3 +319,16 @@ def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.For, sampler: s
             e=epoch,
         )
     ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
+
+
+def _line(facts, node: cst.CSTNode) -> int:
+    return facts.index.position(node).start.line
+
+
+def _shown(facts, path) -> str:
+    """The module's file as the user knows it: relative to the script's folder when it is inside it."""
+    folder = facts.modules.folder
+    try:
+        return path.resolve().relative_to(folder.resolve()).as_posix() if folder is not None else str(path)
+    except ValueError:
+        return str(path)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis import Loader
+from ..analysis.flow import handle_of
 from ..rule import Context, Order
-from ..syntax import code_of, dotted, loop_variable
+from ..syntax import code_of, loop_variable
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -29,32 +30,33 @@ def star_dict(call: cst.Call) -> str | None:
 
 
 def kwargs_fix_blocker(facts, call: cst.Call) -> str | None:
-    """Why the dict of `call` cannot take the sampler here, or None when it can."""
+    """Why the one dict unpacked into `call` cannot be changed just before it, or None when it can."""
     name = star_dict(call)
     if name is None:
-        return "its arguments come from several dicts: give it sampler=DistributedSampler(dataset) by hand"
+        return "its arguments come from several dicts: change them by hand"
     dicts = facts.data.dicts
     index = facts.index
     escape = dicts.escapes(name, call)
     if escape is not None:
-        return (
-            f"{name} is handed on at line {dicts.line(escape)} before the loader, so the sampler cannot be put "
-            f"into it here: give the loader sampler=DistributedSampler(dataset) and take shuffle out of {name}"
-        )
+        return f"{name} is handed on at line {dicts.line(escape)} before the loader: change it by hand"
     later = dicts.uses_after(name, call)
     if later is not None:
         return (
-            f"{name} is used again at line {dicts.line(later)}: a sampler put into it would reach that use too; "
-            f"give this loader sampler=DistributedSampler(dataset) and take shuffle out of its arguments by hand"
+            f"{name} is used again at line {dicts.line(later)}, which a change here would reach too: change it by hand"
         )
     scope = index.scope_of(call)
     if any(isinstance(a, (cst.For, cst.While)) and index.contains(scope, a) for a in index.ancestors(call)):
-        return f"it is built in a loop from {name}: put sampler=DistributedSampler(dataset) into its arguments by hand"
+        return f"the loader is built in a loop from {name}: change it by hand"
     return None
 
 
 def prefix(target: str) -> str:
-    """`train_loader` -> "train"; `loader`, `dataloader`, `data_loader` -> "" (plain `sampler`)."""
+    """`train_loader` -> "train"; `loader`, `dataloader`, `data_loader` -> "" (plain `sampler`);
+    `loaders["train"]` -> "train"."""
+    if target.endswith('"]'):
+        target = target[target.index('["') + 2 : -2]
+    elif target.endswith("]"):
+        target = target[: target.index("[")]
     base = target.split(".")[-1]
     for suffix in ("_dataloader", "_loader", "dataloader", "loader", "_dl", "dl", "_data"):
         if base.lower().endswith(suffix):
@@ -67,11 +69,11 @@ def dataset_name(ctx: Context, loader: Loader, ds_arg: cst.Arg) -> tuple[str, li
     """How the sampler names the loader's dataset: its variable, or a new one bound to the expression
     the loader was given (`TensorDataset(x, y)`), whose statement goes before the loader and which
     takes the expression's place in the call."""
-    existing = dotted(ds_arg.value)
+    existing = handle_of(ds_arg.value)  # `train_set`, `self.train_set`, `datasets["train"]`
     if existing is not None:
-        return existing, []
+        return code_of(ds_arg.value), []
     plan = ctx.plan
-    p = prefix(loader.target or "loader")
+    p = prefix(loader.local or loader.target or "loader")
     name = plan.fresh(f"{p}_dataset" if p else "dataset")
     stmts = plan.statements("{ds} = {value}", ds=name, value=code_of(ds_arg.value))
 
