@@ -426,6 +426,7 @@ def test_ddp201_loader_returned_in_a_dict_and_read_by_key():
     out = fixed(factory(helper, "loaders = build(2)", 'loaders["train"]', 'loaders["val"]'), "DDP201")
     assert "sampler=train_sampler)\n" in out and "    val_loader = DataLoader(ds, batch_size=bs)\n" in out
     assert '            loaders["train"].sampler.set_epoch(epoch)\n' in out
+    assert found(out, "DDP204") == []  # that set_epoch is seen on the next run
     picked = factory(helper, 'loaders = build(2)\n    tl = loaders["train"]', "tl", 'loaders["val"]')
     assert '            loaders["train"].sampler.set_epoch(epoch)\n        for x, y in tl:' in fixed(picked, "DDP201")
 
@@ -502,3 +503,116 @@ def test_ddp202_sampler_from_a_helper_of_another_file(tmp_path):
 def test_ddp202_helper_sampler_with_a_dynamic_shuffle_is_reported_only():
     [d] = found(script(HELPER_SAMPLER + USES_HELPER.format(shuffle="args_shuffle")), "DDP202")
     assert d.fix == "none" and "shuffle=args_shuffle" in d.message
+
+
+# --------------------------------------------------------------------------- DDP209
+MANUAL = """\
+import numpy as np
+import torch
+import torch.nn as nn
+
+x, y = torch.randn(50, 2), torch.randn(50, 1)
+model = nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+{body}
+"""
+
+STEP = "model(xb).sum().backward()\nopt.step()\n"
+
+
+def manual(body: str) -> str:
+    """`body` in the epoch loop, and a training step after it (inside it when it is a loop)."""
+    body = textwrap.dedent(body).strip("\n")
+    step = textwrap.indent(STEP, "        " if body.startswith("for ") else "    ")
+    return MANUAL.format(body=textwrap.indent(body, "    ") + "\n" + step)
+
+
+def test_ddp209_offset_loop_takes_every_world_size_th_batch_the_same_number_on_every_rank():
+    out = fixed(manual("for i in range(0, len(x), 10):\n    xb = x[i:i + 10]"), "DDP209")
+    assert (
+        "    num_batches = len(range(0, len(x), 10)) // WORLD_SIZE  # the same on every rank: DDP steps together\n"
+        "    for i in range(RANK * 10, len(x), WORLD_SIZE * 10)[:num_batches]:\n"
+    ) in out
+    assert found(out, "DDP209") == []
+
+
+def test_ddp209_enumerated_offsets_and_batch_numbers():
+    out = fixed(manual("for step, i in enumerate(range(0, len(x), bs + 1)):\n    xb = x[i:i + bs + 1]"), "DDP209")
+    assert "enumerate(range(RANK * (bs + 1), len(x), WORLD_SIZE * (bs + 1))[:num_batches])" in out
+    out = fixed(manual("for b in range(len(x) // 10):\n    xb = x[b * 10:(b + 1) * 10]"), "DDP209")
+    assert "    for b in range(RANK, len(x) // 10, WORLD_SIZE)[: (len(x) // 10) // WORLD_SIZE]:\n" in out
+
+
+def test_ddp209_plain_run_takes_the_same_batches():
+    for n, bs, world in ((50, 10, 1), (53, 10, 1), (7, 3, 1)):
+        rank = 0
+        num_batches = len(range(0, n, bs)) // world
+        assert list(range(rank * bs, n, world * bs)[:num_batches]) == list(range(0, n, bs))
+    for n, bs, world in ((53, 10, 2), (100, 8, 3), (5, 2, 4)):  # equal counts, disjoint
+        num_batches = len(range(0, n, bs)) // world
+        shards = [list(range(r * bs, n, world * bs)[:num_batches]) for r in range(world)]
+        assert len({len(s) for s in shards}) == 1
+        assert len({i for s in shards for i in s}) == sum(len(s) for s in shards)
+
+
+def test_ddp209_random_batch_indices_become_one_draw_split_by_rank():
+    src = manual("ix = torch.randint(len(x), (bs,))\nxb = x[ix]")
+    out = fixed(src, "DDP209")
+    assert (
+        "    ix = torch.randint(len(x), (bs * WORLD_SIZE,))[RANK * bs:(RANK + 1) * bs]"
+        "  # one draw for all ranks; this rank's part\n"
+    ) in out
+    out = fixed(manual("ix = np.random.randint(0, len(x), size=bs)\nxb = x[ix]"), "DDP209")
+    assert "np.random.randint(0, len(x), size=bs * WORLD_SIZE)[RANK * bs:(RANK + 1) * bs]" in out
+
+
+def test_ddp209_shapes_reported_with_what_to_do():
+    [d] = found(manual("for xb in x.split(10):\n    pass"), "DDP209")
+    assert d.fix == "none" and "x.split(10)" in d.message
+    [d] = found(manual("for i in range(5, len(x), 10):\n    xb = x[i:i + 10]"), "DDP209")
+    assert d.fix == "none" and "does not start at 0" in d.message
+
+
+def test_ddp209_leaves_alone():
+    for body in (
+        "for i in range(RANK * 10, len(x), WORLD_SIZE * 10):\n    xb = x[i:i + 10]",  # sharded already
+        "for i in range(0, len(x), 10):\n    xb = x",  # the offset cuts nothing
+        "ix = torch.randint(10, (4,))\nxb = x",  # a draw that indexes nothing
+    ):
+        src = manual(body).replace("import torch\n", "import torch\nRANK, WORLD_SIZE = 0, 1\n")
+        assert found(src, "DDP209") == [], body
+
+
+def test_ddp208_and_ddp209_leave_spawned_ranks_to_the_author():
+    spawned = """\
+import torch
+import torch.multiprocessing as mp
+import torch.nn as nn
+from torchvision import datasets
+
+
+def worker(rank, world_size):
+    data = datasets.MNIST("data", download=True)
+    x = torch.randn(20, 2)
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(0, len(x), 5):
+        model(x[i:i + 5]).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2,), nprocs=2)
+"""
+    assert [(d.code, d.fix) for d in check_source(spawned) if d.code in ("DDP208", "DDP209")] == [
+        ("DDP208", "none"),
+        ("DDP209", "none"),
+    ]
+
+
+def test_ddp209_data_already_sharded_by_rank_is_left_alone():
+    unsharded = manual("for i in range(0, len(shard), 10):\n    xb = shard[i:i + 10]")
+    assert len(found(unsharded.replace("for epoch", "shard = x\nfor epoch"), "DDP209")) == 1
+    src = unsharded.replace("for epoch", "RANK, WORLD_SIZE = 0, 1\nshard = x[RANK::WORLD_SIZE]\nfor epoch")
+    assert found(src, "DDP209") == []

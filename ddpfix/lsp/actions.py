@@ -32,6 +32,7 @@ FIX_TITLES = {
     "DDP204": "call sampler.set_epoch(epoch) each epoch",
     "DDP205": "give the sampler the same seed on every rank",
     "DDP208": "download on local rank 0 first, then the other ranks",
+    "DDP209": "give each rank its own batches, as many on every rank",
     "DDP301": "wrap the model in DistributedDataParallel",
     "DDP302": "replace DataParallel with DistributedDataParallel",
     "DDP303": "derive device_ids from the model's device",

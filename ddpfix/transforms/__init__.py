@@ -25,6 +25,7 @@ from .ddp205_sampler_seed_per_rank import SamplerSeedPerRank
 from .ddp206_padded_eval_metrics import PaddedEvalMetrics
 from .ddp207_batch_size_semantics import BatchSizeSemantics
 from .ddp208_download_on_every_rank import DownloadOnEveryRank
+from .ddp209_unsharded_manual_batches import UnshardedManualBatches
 from .ddp301_missing_ddp_wrap import MissingDdpWrap
 from .ddp302_dataparallel import DataParallelToDdp
 from .ddp303_device_ids_mismatch import DeviceIdsMismatch
@@ -71,6 +72,7 @@ RULES: list[Rule] = [
     PaddedEvalMetrics(),
     BatchSizeSemantics(),
     DownloadOnEveryRank(),
+    UnshardedManualBatches(),
     MissingSyncBatchNorm(),
     DataParallelToDdp(),
     MissingDdpWrap(),

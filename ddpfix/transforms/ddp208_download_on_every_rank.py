@@ -83,9 +83,11 @@ not reported.
                 continue
             if stmt is not None:
                 seen.add(id(stmt))
+                if _after_barrier(facts, stmt):
+                    continue  # the script already orders the ranks here
                 why = why or _why_not_after_init(facts, stmt)
-            if why is None and _after_barrier(facts, stmt):
-                continue  # the script waits for something before it already
+            if why is None and facts.launch.spawn_calls:
+                why = "mp.spawn starts the ranks: let the worker's rank 0 download first, behind a barrier, by hand"
             if why is not None:
                 ctx.report(call, f"{self.message}; {why}", fix="none")
                 continue
