@@ -60,7 +60,8 @@ if DISTRIBUTED and LOCAL_RANK == 0:
 Local rank 0 of each node downloads while the others wait at a barrier; then it joins the barrier and
 the others load what is now on disk. Adjacent downloads share one pair of barriers; an `if` that
 checks for the file first (`if not os.path.exists(path): urlretrieve(url, path)`) is kept inside
-them. A plain run (`DISTRIBUTED` false) runs exactly as before.
+them. A plain run (`DISTRIBUTED` false) runs exactly as before. Several nodes that share one file
+system still download once per node at the same time: there, test `RANK` instead of `LOCAL_RANK`.
 
 ## Fix safety
 Safe where the download is one statement of its own (or one existence-checked `if`) that runs after
