@@ -54,7 +54,10 @@ def opens_for_writing(call: cst.Call) -> bool:
 
 
 def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    """`call` with `name=value` appended (or replaced), keeping the call's comma and line style."""
+    """`call` with `name=value` (replaced in place when the call has it), laid out as a person would
+    type it: on the line of the last argument in a one-line call, on a line of its own with the same
+    indentation when the arguments are one per line, keeping a trailing comma, the comment after the
+    last argument on that argument's line, and a `**kwargs` argument last."""
     args = list(call.args)
     for i, arg in enumerate(args):
         if arg.keyword is not None and arg.keyword.value == name:
@@ -67,29 +70,82 @@ def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call
     )
     if not args:
         return call.with_changes(args=[new])
+    star = next((i for i, a in enumerate(args) if a.star == "**"), None)
+    if star is not None:  # keywords go before `**kwargs`, taking its place in the layout
+        before = args[star - 1].comma.whitespace_after if star else call.whitespace_before_args
+        sep = _plain_break(before) if isinstance(before, cst.ParenthesizedWhitespace) else _SPACE
+        args.insert(star, new.with_changes(comma=cst.Comma(whitespace_after=sep)))
+        return call.with_changes(args=args)
     last = args[-1]
-    if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument takes the same layout
-        args.append(new.with_changes(comma=last.comma))
-    else:  # the separator between the last two arguments (a newline in a multi-line call) is reused
-        sep = (
-            args[-2].comma
-            if len(args) > 1 and isinstance(args[-2].comma, cst.Comma)
-            else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    trailing = isinstance(last.comma, cst.Comma)
+    tail = last.comma.whitespace_after if trailing else last.whitespace_after_arg  # what closes the call
+    sep = _separator(call, args)
+    if isinstance(sep, cst.ParenthesizedWhitespace):  # one argument per line: the new one on a line of its own
+        comment_line = tail.first_line if isinstance(tail, cst.ParenthesizedWhitespace) else cst.TrailingWhitespace()
+        after_last = sep.with_changes(first_line=comment_line)
+        closing = (
+            tail.with_changes(first_line=cst.TrailingWhitespace())
+            if isinstance(tail, cst.ParenthesizedWhitespace)
+            else tail
         )
-        args[-1] = last.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace(""))
-        args.append(new.with_changes(whitespace_after_arg=last.whitespace_after_arg))
+    else:  # on the line of the last argument (a comment after it moves after the new one)
+        after_last, closing = _SPACE, tail
+    before_comma = last.comma.whitespace_before if trailing else cst.SimpleWhitespace("")
+    args[-1] = last.with_changes(
+        comma=cst.Comma(whitespace_before=before_comma, whitespace_after=after_last),
+        whitespace_after_arg=cst.SimpleWhitespace(""),
+    )
+    if trailing:
+        args.append(new.with_changes(comma=cst.Comma(whitespace_after=closing)))
+    else:
+        args.append(new.with_changes(whitespace_after_arg=closing))
     return call.with_changes(args=args)
+
+
+_SPACE = cst.SimpleWhitespace(" ")
+
+
+def _plain_break(ws: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
+    """The same line break and indentation, without the comment or blank lines it carried."""
+    return ws.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+
+
+def _separator(call: cst.Call, args: list[cst.Arg]):
+    """What goes between two arguments of this call: the break before its last argument (a line break
+    and indentation in a one-per-line call, a space otherwise), or the break after `(` for one argument."""
+    if len(args) > 1 and isinstance(args[-2].comma, cst.Comma):
+        ws = args[-2].comma.whitespace_after
+    else:
+        ws = call.whitespace_before_args
+    return _plain_break(ws) if isinstance(ws, cst.ParenthesizedWhitespace) else _SPACE
 
 
 def without_kwarg(call: cst.Call, name: str) -> cst.Call:
-    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == name)]
-    if args and not any(isinstance(a.comma, cst.Comma) and "\n" in _code(a.comma) for a in call.args):
-        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    """`call` without its `name=` argument; the call keeps its closing layout (a trailing comma, the
+    line break before `)`) and the comments of the arguments that stay."""
+    args = list(call.args)
+    i = next((k for k, a in enumerate(args) if a.keyword is not None and a.keyword.value == name), None)
+    if i is None:
+        return call
+    gone = args.pop(i)
+    if i < len(args) or not args:
+        return call.with_changes(args=args)
+    # the last argument went: the one before it now closes the call
+    prev = args[-1]
+    trailing = isinstance(gone.comma, cst.Comma)
+    tail = gone.comma.whitespace_after if trailing else gone.whitespace_after_arg
+    own = prev.comma.whitespace_after if isinstance(prev.comma, cst.Comma) else None
+    if isinstance(own, cst.ParenthesizedWhitespace) and own.first_line.comment is not None:
+        if isinstance(tail, cst.ParenthesizedWhitespace):  # keep the comment on prev's line
+            tail = tail.with_changes(first_line=own.first_line)
+        else:
+            tail = own.with_changes(last_line=cst.SimpleWhitespace(""), empty_lines=[])
+    if trailing:
+        comma = prev.comma if isinstance(prev.comma, cst.Comma) else cst.Comma()
+        args[-1] = prev.with_changes(comma=comma.with_changes(whitespace_after=tail))
+    else:
+        args[-1] = prev.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=tail)
     return call.with_changes(args=args)
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
 
 
 def cuda_test(ctx: Context, model_handle: str, at: cst.CSTNode) -> str:

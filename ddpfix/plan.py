@@ -40,6 +40,7 @@ class Order(IntEnum):
     NO_SYNC = 21  # the micro-step's sync decision at the top of the accumulation loop
     SET_DEVICE = 30  # before CUDA work and before init_process_group
     SYNC_BATCHNORM = 31  # before the wrap
+    DOWNLOAD = 35  # the barriers around a download: after set_device, before the wrap's collectives
     SAMPLER = 40  # before the DataLoader that takes it
     WRAP = 41  # after the model is built, moved and loaded
     OPTIMIZER = 50  # after the wrap (moved optimizers keep their order: OPTIMIZER + i)
@@ -342,13 +343,20 @@ class _Applier(cst.CSTTransformer):
         for orig, upd in zip(originals, updated):
             if orig in plan.moved:
                 continue
-            befores = plan.before.get(orig, [])
-            new_before = emit(befores)
+            new_before: list[cst.BaseStatement] = []
+            owed = None  # the order of an insert that wants a blank line after it, until one is placed
+            for ins in sorted(plan.before.get(orig, []), key=lambda i: (i.order, i.seq)):
+                stmts = emit([ins])
+                if stmts and owed is not None and owed != ins.order:  # `setup`, blank line, then the next kind
+                    stmts[0] = stmts[0].with_changes(leading_lines=[blank(), *stmts[0].leading_lines])
+                    owed = None
+                new_before += stmts
+                owed = ins.order if ins.blank_after else owed
             if new_before:
                 new_before[0] = new_before[0].with_changes(
                     leading_lines=[*upd.leading_lines, *new_before[0].leading_lines]
                 )
-                lines = [blank()] if any(b.blank_after for b in befores) and not upd.leading_lines else []
+                lines = [blank()] if owed is not None and not upd.leading_lines else []
                 upd = upd.with_changes(leading_lines=lines)
                 items.extend((s, None) for s in new_before)
             items.append((upd, plan.guards.get(orig)))

@@ -42,6 +42,9 @@ CASES = [
     ("ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!", "DDP002"),
     ("AttributeError: 'DistributedDataParallel' object has no attribute 'generate'", "DDP308"),
     ("TypeError: main_noarg() takes 1 positional argument but 2 were given", "DDP004"),
+    ("FileExistsError: [Errno 17] File exists: 'runs/exp1'", "DDP420"),
+    ("zipfile.BadZipFile: File is not a zip file", "DDP208"),
+    ("EOFError: Compressed file ended before the end-of-stream marker was reached", "DDP208"),
 ]
 
 

@@ -62,7 +62,7 @@ class ScriptFacts:
 
     @cached_property
     def data(self) -> Data:
-        return Data(self.index, self.names, self.training)
+        return Data(self.index, self.names, self.training, self.modules)
 
     @cached_property
     def launch(self) -> Launch:

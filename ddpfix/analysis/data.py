@@ -3,14 +3,19 @@ it, and how code elsewhere names a loader (a parameter, a class attribute)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, dotted, mentions, walk
+from ..syntax import assign_targets, assigned_value, dotted, is_literal, kwarg, positional, walk
+from .dicts import Contents, Dicts
+from .flow import Flow, handle_of
 from .index import Site, TreeIndex
+from .modules import LocalModules
 from .names import Names
+from .returns import LOADER, SAMPLER, Built, leaves
 from .training import HELPER_DEPTH, Training
 
 LOADER_NAMES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -18,19 +23,53 @@ SAMPLER_NAMES = {"torch.utils.data.distributed.DistributedSampler", "torch.utils
 
 
 @dataclass(eq=False)
+class Foreign:
+    """A DataLoader or DistributedSampler one of the script's own modules builds and a helper there
+    returns (`train_loader, val_loader = data_utils.build_loaders(args)`), by the name it gets here."""
+
+    call: cst.Call  # the helper's call in this file
+    target: str
+    binding: cst.BaseStatement
+    built: Built  # what the helper returns at that place, and its line there
+    path: Path  # the module's file
+    func: str  # the helper's name there
+
+
+@dataclass(eq=False)
 class Loader:
+    """One name a DataLoader is known by. A loader a helper returns to several callers is one Loader
+    per name its callers bind it to, all with the same `site`."""
+
     site: Site  # the DataLoader(...) call
-    target: str | None  # "train_loader", "self.train_loader"
+    target: str | None  # "train_loader", "self.train_loader", 'loaders["train"]'
     binding: cst.CSTNode | None = None  # the statement binding `target` (a factory's call site, or the loader's own)
+    local: str | None = None  # the name the loader gets where it is built, if any (`train_loader = DataLoader(...)`)
+    factory: cst.FunctionDef | None = None  # the helper of this file that builds and returns it
+    via: list[cst.Call] = field(default_factory=list)  # the helper calls it comes out of, innermost first
 
 
 class Data:
     """Loaders, samplers and the loops over them."""
 
-    def __init__(self, index: TreeIndex, names: Names, training: Training) -> None:
+    def __init__(self, index: TreeIndex, names: Names, training: Training, modules: LocalModules) -> None:
         self.index = index
         self.names = names
         self.training = training
+        self.modules = modules
+
+    @cached_property
+    def dicts(self) -> Dicts:
+        return Dicts(self.index, self.names)
+
+    def kwargs_of(self, call: cst.Call) -> Contents | None:
+        """What the `**kwargs` of `call` hold (None when it has none), all of them together."""
+        stars = [a for a in call.args if a.star == "**"]
+        if not stars:
+            return None
+        out = Contents()
+        for arg in stars:
+            out.update(self.dicts.value(arg.value, call))
+        return out
 
     @cached_property
     def sampler_calls(self) -> list[cst.Call]:
@@ -46,36 +85,82 @@ class Data:
         return any((dotted(c.func) or "").endswith(".set_epoch") for c in self.index.calls)
 
     @cached_property
+    def flow(self) -> Flow:
+        return Flow(self.index)
+
+    @cached_property
     def loaders(self) -> list[Loader]:
         out = []
         for call in self.loader_calls:
             site = self.index.site(call)
             targets = assign_targets(site.stmt)
-            target = targets[0] if len(targets) == 1 and assigned_value(site.stmt) is call else None
-            binding: cst.CSTNode | None = site.stmt if target else None
-            small = site.stmt.body[0] if isinstance(site.stmt, cst.SimpleStatementLine) else None
-            if target is None and isinstance(small, cst.Return) and small.value is call and site.func is not None:
-                target, binding = self._factory_binding(site.func)  # return DataLoader(...) in a factory
-            out.append(Loader(site, target, binding))
+            local = targets[0] if len(targets) == 1 and assigned_value(site.stmt) is call else None
+            handles = self.flow.handles(call)
+            for h in handles:
+                out.append(Loader(site, h.target, h.binding, local, h.factory, h.via))
+            if not handles:
+                out.append(Loader(site, None, None, local))
         return out
 
-    def _factory_binding(self, func: cst.FunctionDef) -> tuple[str | None, cst.CSTNode | None]:
-        """`train_data = prepare_dataloader(...)`: the name a factory's result is bound to."""
-        for call in self.index.callers_of(func):
-            stmt = self.index.site(call).stmt
-            targets = assign_targets(stmt)
-            if len(targets) == 1 and assigned_value(stmt) is call:
-                return targets[0], stmt
-        return None, None
+    @cached_property
+    def foreign(self) -> list[Foreign]:
+        """Loaders and samplers the script gets from helpers of its own modules, by the names it binds."""
+        out = []
+        for call in self.index.calls:
+            target = self.modules.target_of(call.func)
+            if target is None or target.summary is None or target.member is None:
+                continue
+            for path, built in leaves(target.summary.returns.get(target.member)):
+                for h in self.flow.bound(call, path):
+                    out.append(Foreign(call, h.target, h.binding, built, target.summary.path, target.member))
+        return out
+
+    def foreign_loaders(self) -> list[tuple[Foreign, cst.For]]:
+        """Loaders of the script's own modules that a training loop here iterates, with that loop."""
+        out = []
+        for f in self.foreign:
+            if f.built.kind == LOADER:
+                loop = self.training_loop_of(Loader(self.index.site(f.call), f.target, f.binding))
+                if loop is not None:
+                    out.append((f, loop))
+        return out
+
+    def foreign_samplers(self) -> list[Foreign]:
+        return [f for f in self.foreign if f.built.kind == SAMPLER]
+
+    @cached_property
+    def sampler_bindings(self) -> list[SamplerBinding]:
+        """Every name a DistributedSampler is bound to where it is built, or where a helper returns it."""
+        return list(_sampler_bindings(self))
+
+    def loaders_at(self, call: cst.CSTNode) -> list[Loader]:
+        """Every name the DataLoader built by `call` is known by."""
+        return [loader for loader in self.loaders if loader.site.node is call]
 
     @cached_property
     def training_loaders(self) -> list[tuple[Loader, cst.For]]:
+        """Each DataLoader a training loop iterates, once (by the first of its names that a training
+        loop iterates), with that loop."""
         out = []
+        seen: set[int] = set()
         for loader in self.loaders:
+            if id(loader.site.node) in seen:
+                continue
             loop = self.training_loop_of(loader)
             if loop is not None:
+                seen.add(id(loader.site.node))
                 out.append((loader, loop))
         return out
+
+    def shared_factory(self, loader: Loader) -> Loader | None:
+        """Another name, from another call of the helper that builds `loader`, that no training loop
+        iterates (`val_loader = make_loader(val_set)` beside `train_loader = make_loader(train_set)`)."""
+        if loader.factory is None or not loader.via:
+            return None
+        for other in self.loaders_at(loader.site.node):
+            if other.via and other.via[0] is not loader.via[0] and self.training_loop_of(other) is None:
+                return other
+        return None
 
     def training_loop_of(self, loader: Loader) -> cst.For | None:
         """The batch loop that iterates `loader` and trains (calls backward/step inside, maybe via helpers)."""
@@ -90,13 +175,13 @@ class Data:
         """Does `loop` iterate `loader`: by its name, through a wrapper bound to it (`tqdm(loader)`),
         a parameter some call passes it to, or the class attribute that holds it?"""
         index = self.index
-        names = {dotted(n) for n in walk(loop.iter) if isinstance(n, (cst.Name, cst.Attribute))}
+        names = {handle_of(n) for n in walk(loop.iter) if isinstance(n, (cst.Name, cst.Attribute, cst.Subscript))}
         target = loader.target or ""
         if target in names:
             return True
         for name in names:  # `pbar = tqdm(train_loader)` ... `for batch in pbar:`
             if name and any(
-                mentions(assigned_value(s.stmt) or cst.Name("_"), target)
+                _refers(assigned_value(s.stmt) or cst.Name("_"), target)
                 for s in self.names.assignments(index.scope_of(loop), name)
                 if index.before(s.stmt, loop)
             ):
@@ -126,8 +211,8 @@ class Data:
         bound: list[str] = []
         for call in self.index.class_calls(cls):
             pos = [a for a in call.args if a.keyword is None]
-            bound += [params[i] for i, a in enumerate(pos) if i < len(params) and dotted(a.value) == value]
-            bound += [a.keyword.value for a in call.args if a.keyword is not None and dotted(a.value) == value]
+            bound += [params[i] for i, a in enumerate(pos) if i < len(params) and handle_of(a.value) == value]
+            bound += [a.keyword.value for a in call.args if a.keyword is not None and handle_of(a.value) == value]
         for stmt in walk(init):
             if isinstance(stmt, cst.SimpleStatementLine) and dotted(assigned_value(stmt) or cst.Name("_")) in bound:
                 targets = assign_targets(stmt)
@@ -143,10 +228,10 @@ class Data:
         for call in self.index.calls_by_name(func.name.value):
             pos = [a for a in call.args if a.keyword is None]
             for i, arg in enumerate(pos):
-                if dotted(arg.value) == value and i < len(params_pos):
+                if handle_of(arg.value) == value and i < len(params_pos):
                     out.append(params_pos[i])
             for arg in call.args:
-                if arg.keyword is not None and dotted(arg.value) == value:
+                if arg.keyword is not None and handle_of(arg.value) == value:
                     out.append(arg.keyword.value)
         return out
 
@@ -189,4 +274,69 @@ class Data:
         return None
 
 
-__all__ = ["LOADER_NAMES", "SAMPLER_NAMES", "Data", "Loader"]
+def _refers(node: cst.CSTNode, handle: str) -> bool:
+    """Does `node` contain an expression spelled `handle` (a name, attribute or constant subscript)?"""
+    return any(isinstance(n, (cst.Name, cst.Attribute, cst.Subscript)) and handle_of(n) == handle for n in walk(node))
+
+
+@dataclass
+class SamplerBinding:
+    """A name a DistributedSampler is bound to: built right there, or returned by a helper."""
+
+    name: str
+    stmt: cst.BaseStatement  # the statement binding it
+    dataset: cst.BaseExpression | None  # the dataset it samples, as the binding's scope spells it
+    conditional: bool  # may be None (`... if DISTRIBUTED else None`, a helper that may return None)
+    ctor: cst.Call | None  # the DistributedSampler(...) call, when it is built in that statement
+    report: cst.CSTNode  # where the finding points: the constructor, or the helper's call
+
+
+def _sampler_bindings(data: Data):
+    index = data.index
+    for call in data.sampler_calls:
+        site = index.site(call)
+        value = assigned_value(site.stmt)
+        conditional = isinstance(value, cst.IfExp) and value.body is call
+        targets = assign_targets(site.stmt)
+        ds = positional(call, 0) or kwarg(call, "dataset")
+        if len(targets) == 1 and (value is call or conditional):
+            yield SamplerBinding(targets[0], site.stmt, ds.value if ds else None, conditional, call, call)
+            continue
+        for h in data.flow.handles(call):  # `sampler = make_sampler(train_set)`
+            if h.factory is None or len(h.via) != 1 or dotted(cst.parse_expression(h.target)) is None:
+                continue
+            maybe_none = isinstance(index.parent.get(call), cst.IfExp) or _returns_none(h.factory)
+            dataset = _argument(h.factory, h.via[0], ds.value) if ds is not None else None
+            yield SamplerBinding(h.target, h.binding, dataset, maybe_none, None, h.via[0])
+    for f in data.foreign_samplers():  # the same, with the helper in one of the script's modules
+        if dotted(cst.parse_expression(f.target)) is None:
+            continue
+        arg = kwarg(f.call, f.built.dataset) if f.built.dataset else None
+        if arg is None and f.built.dataset_pos is not None:
+            arg = positional(f.call, f.built.dataset_pos)
+        yield SamplerBinding(f.target, f.binding, arg.value if arg else None, f.built.maybe_none, None, f.call)
+
+
+def _argument(func: cst.FunctionDef, call: cst.Call, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """What `expr` in `func` is at `call`: the argument given for it when it is a parameter, else itself."""
+    if not isinstance(expr, cst.Name):
+        return expr
+    params = [p.name.value for p in func.params.params]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        params = params[1:]  # a method called through its object
+    if expr.value not in params and expr.value not in [p.name.value for p in func.params.kwonly_params]:
+        return expr
+    by_keyword = kwarg(call, expr.value)
+    if by_keyword is not None:
+        return by_keyword.value
+    if expr.value in params:
+        arg = positional(call, params.index(expr.value))
+        return arg.value if arg is not None else None
+    return None
+
+
+def _returns_none(func: cst.FunctionDef) -> bool:
+    return any(isinstance(n, cst.Return) and (n.value is None or is_literal(n.value, None)) for n in walk(func.body))
+
+
+__all__ = ["LOADER_NAMES", "SAMPLER_NAMES", "Data", "Foreign", "Loader", "SamplerBinding"]

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .imports import Imported, ImportTable, Origin, find_module
+from .returns import LOADER as RETURNS_LOADER
+from .returns import SAMPLER as RETURNS_SAMPLER
+from .returns import Shape, returned
 
 # What a function may do, as the summary records it.
 INIT = "init"  # joins a process group (init_process_group)
@@ -74,6 +77,7 @@ class ModuleSummary:
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     runs_as_program: bool = False  # has an `if __name__ == "__main__":` block
     at_import: set[str] = field(default_factory=set)  # effects of its module-level code
+    returns: dict[str, Shape] = field(default_factory=dict)  # function -> the loaders / samplers it returns
 
     def does(self, func: str, effect: str) -> bool:
         return effect in self.effects.get(func, ())
@@ -172,6 +176,21 @@ class _Summariser:
                 if any(_dotted(t) in ("builtins.print", "__builtin__.print", "__builtins__.print") for t in targets):
                     direct.add(SILENCES_PRINT)
         self.direct[name] = direct
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            shape = returned(node, self._builds)
+            if shape is not None:
+                self.summary.returns[name] = shape
+
+    def _builds(self, call: ast.Call) -> str | None:
+        """RETURNS_LOADER for a torch DataLoader(...) call, RETURNS_SAMPLER for a DistributedSampler(...)."""
+        name = _dotted(call.func)
+        if name is None:
+            return None
+        origin = self.table.imported.get(name.split(".")[0])
+        qual = name if origin is None else ".".join(filter(None, [origin[0], origin[1], *name.split(".")[1:]]))
+        if not qual.startswith("torch"):
+            return None
+        return {"DataLoader": RETURNS_LOADER, "DistributedSampler": RETURNS_SAMPLER}.get(name.split(".")[-1])
 
     def _class(self, node: ast.ClassDef) -> None:
         cls = ClassSummary(node.name, [_dotted(b) or "" for b in node.bases])

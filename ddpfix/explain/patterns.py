@@ -142,6 +142,13 @@ PATTERNS: list[tuple[str, tuple[str, ...], str]] = [
         "a rank waits in a collective the others never reach",
     ),
     (r"destroy_process_group\(\) was not called", ("DDP001",), "the process group is never torn down"),
+    (r"FileExistsError: \[Errno 17\] File exists", ("DDP420",), "several ranks created the same folder at once"),
+    (
+        r"File is not a zip file|Compressed file ended before the end-of-stream"
+        r"|(MD5|checksum|Checksum).*(mismatch|failed|does not match)",
+        ("DDP208", "DDP410"),
+        "a download or archive read while another rank was still writing it",
+    ),
     (
         r"find_unused_parameters=True was specified in DDP constructor, but did not find any unused",
         ("DDP310",),

@@ -31,6 +31,8 @@ FIX_TITLES = {
     "DDP203": "drop shuffle= (the sampler shuffles)",
     "DDP204": "call sampler.set_epoch(epoch) each epoch",
     "DDP205": "give the sampler the same seed on every rank",
+    "DDP208": "download on local rank 0 first, then the other ranks",
+    "DDP209": "give each rank its own batches, as many on every rank",
     "DDP301": "wrap the model in DistributedDataParallel",
     "DDP302": "replace DataParallel with DistributedDataParallel",
     "DDP303": "derive device_ids from the model's device",
@@ -48,6 +50,7 @@ FIX_TITLES = {
     "DDP407": "create the tracker on rank 0 only",
     "DDP408": "draw the progress bar on rank 0 only",
     "DDP410": "add a barrier between the save and the load",
+    "DDP420": "create the folder with exist_ok=True",
 }
 _SET_EPOCH = re.compile(r"^\s*([A-Za-z_][\w.]*)\.set_epoch\((.+)\)\s*$")
 

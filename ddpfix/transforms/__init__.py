@@ -24,6 +24,8 @@ from .ddp204_missing_set_epoch import MissingSetEpoch
 from .ddp205_sampler_seed_per_rank import SamplerSeedPerRank
 from .ddp206_padded_eval_metrics import PaddedEvalMetrics
 from .ddp207_batch_size_semantics import BatchSizeSemantics
+from .ddp208_download_on_every_rank import DownloadOnEveryRank
+from .ddp209_unsharded_manual_batches import UnshardedManualBatches
 from .ddp301_missing_ddp_wrap import MissingDdpWrap
 from .ddp302_dataparallel import DataParallelToDdp
 from .ddp303_device_ids_mismatch import DeviceIdsMismatch
@@ -44,6 +46,7 @@ from .ddp407_unguarded_tracker import UnguardedTracker
 from .ddp408_unguarded_progress_bar import UnguardedProgressBar
 from .ddp409_metrics_not_reduced import MetricsNotReduced
 from .ddp410_save_load_race import SaveLoadRace
+from .ddp420_makedirs_race import MakedirsRace
 
 # Rules run in this order. Where inserted statements go is each edit's own `Order`; the run order matters
 # where one rule reads plan state another provides (`Rule.reads` / `Rule.provides`: a wrap must be
@@ -68,6 +71,8 @@ RULES: list[Rule] = [
     SamplerSeedPerRank(),
     PaddedEvalMetrics(),
     BatchSizeSemantics(),
+    DownloadOnEveryRank(),
+    UnshardedManualBatches(),
     MissingSyncBatchNorm(),
     DataParallelToDdp(),
     MissingDdpWrap(),
@@ -89,6 +94,7 @@ RULES: list[Rule] = [
     UnguardedProgressBar(),
     MetricsNotReduced(),
     SaveLoadRace(),
+    MakedirsRace(),
 ]
 
 BY_CODE = {r.code: r for r in RULES}

@@ -34,7 +34,10 @@ becomes
 sampler = DistributedSampler(dataset)
 loader = DataLoader(dataset, sampler=sampler, ...)
 ```
-or, for an IterableDataset, the loop runs under `with Join([model]):`.
+or, for an IterableDataset, the loop runs under `with Join([model]):`. A shard cut by hand can also
+be made the same length on every rank (`data[rank::world_size][: len(data) // world_size]`), which
+leaves out up to `world_size - 1` samples: DDP209 does that for batches cut by hand in a single-GPU
+script.
 
 ## Fix safety
 None: which one fits depends on the data pipeline.
@@ -49,14 +52,18 @@ None: which one fits depends on the data pipeline.
         ranks = facts.ranks
         for node in _subscripts(facts):
             ctx.report(
-                node, "data sharded by hand with the rank: shard sizes can differ; use a DistributedSampler or Join"
+                node,
+                "data sharded by hand with the rank: shard sizes can differ; use a DistributedSampler or Join, "
+                "or cut every shard to the same length",
             )
         for call in facts.index.calls:
             if (dotted(call.func) or "").split(".")[-1] == "Subset":
                 idx = positional(call, 1) or kwarg(call, "indices")
                 if idx is not None and ranks.depends_on_rank(idx.value):
                     ctx.report(
-                        call, "Subset built from the rank: shard sizes can differ; use a DistributedSampler or Join"
+                        call,
+                        "Subset built from the rank: shard sizes can differ; use a DistributedSampler or Join, "
+                        "or cut every shard to the same length",
                     )
         for loader, _ in facts.data.training_loaders:
             ds = positional(loader.site.node, 0) or kwarg(loader.site.node, "dataset")  # type: ignore[arg-type]
@@ -120,7 +127,7 @@ EXAMPLES = (
             opt.step()
         dist.destroy_process_group()
         """,
-        message="data sharded by hand with the rank: shard sizes can differ; use a DistributedSampler or Join",
+        message="data sharded by hand with the rank: shard sizes can differ; use a DistributedSampler or Join, or cut every shard to the same length",
         note="65 rows over 2 ranks: 5 batches of 8 on rank 0, 4 on rank 1, and rank 0's last backward waits for ever:",
     ),
     clean(

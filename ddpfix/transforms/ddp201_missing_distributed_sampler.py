@@ -9,6 +9,7 @@ from ..edits import set_epoch_statements, with_kwarg
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, loop_variable, positional
+from .loader_kwargs import add_sampler_to_kwargs, dataset_name, kwargs_fix_blocker, prefix
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -46,9 +47,35 @@ for epoch in range(epochs):
 shuffle), and `set_epoch(epoch)` becomes the first statement of the epoch loop so every epoch gets a
 new order. A plain run has no sampler and keeps the exact same order and random-number use.
 
+Arguments that come from a dict (`DataLoader(train_set, **train_kwargs)`) are followed to where the
+dict is built (a literal, `dict(...)`, `{**a, **b}`, `.update(...)`, `d["shuffle"] = ...`), including
+keys set on some paths only (`if use_cuda: train_kwargs.update(cuda_kwargs)` with `"shuffle": True`
+in it). When the dict may hold `shuffle` (or the dataset), whether the loader shuffles is known at
+run time only, so the sampler goes into the dict at run time:
+```python
+if DISTRIBUTED:
+    train_kwargs["sampler"] = DistributedSampler(train_set, shuffle=train_kwargs.pop("shuffle", False))
+train_loader = DataLoader(train_set, **train_kwargs)
+for epoch in range(1, epochs + 1):
+    if DISTRIBUTED:
+        train_loader.sampler.set_epoch(epoch)
+```
+A dict that cannot hold `shuffle` gets the plain fix (`sampler=train_sampler` before `**train_kwargs`).
+
+A loader built in a helper of the script is found through the helper: returned alone, in a tuple or
+in a dict (`train_dl, val_dl = build_loaders(args)`, `loaders = get_dataloaders(cfg)` then
+`loaders["train"]`). The sampler goes where the loader is built, and `set_epoch` goes into the epoch
+loop through the name the loop uses (`if isinstance(train_dl.sampler, DistributedSampler):`).
+
 ## Fix safety
 Safe for map-style datasets. Loaders with `batch_sampler=` or over an `IterableDataset` get the
-diagnostic only.
+diagnostic only, and so do loaders whose dict of arguments cannot be read (`**vars(args)`, a
+function's result or parameter: the message names it and its line), is handed to other code before
+the loader, is used again after it (the sampler would reach that use too), or is unpacked in a loop.
+A helper that builds the training loader and also a loader nothing trains on
+(`make_loader(train_set)`, `make_loader(val_set)`) is reported at the training call: sharding inside
+it would shard both. A training loader built in another file (one of the script's own modules) is
+reported at the call, naming that file and line: the fix would edit that file.
 """
 
     def run(self, ctx: Context) -> None:
@@ -68,35 +95,74 @@ diagnostic only.
                 continue
             call = loader.site.node
             assert isinstance(call, cst.Call)
+            shared = facts.data.shared_factory(loader)
+            if shared is not None and kwarg(call, "sampler") is None:
+                ctx.report(
+                    loader.via[0],
+                    f"training DataLoader without a DistributedSampler; {loader.factory.name.value}() "  # type: ignore[union-attr]
+                    f"(line {_line(facts, call)}) also builds {shared.target} (line {_line(facts, shared.via[0])}), "
+                    "which is not a training loader: give it a sampler argument, or build the training loader apart",
+                    fix="none",
+                )
+                continue
             if kwarg(call, "sampler") is not None:
                 _swap_local_sampler(ctx, loader, batch_loop, kwarg(call, "sampler"))
                 continue
             if _has_unpassed_sampler(facts, call):
                 continue
-            if any(a.star == "**" for a in call.args):
+            contents = facts.data.kwargs_of(call)
+            if contents is not None and contents.unknown:
                 ctx.report(
                     call,
-                    "training DataLoader without a DistributedSampler, its arguments come from **kwargs: "
-                    "pass sampler=DistributedSampler(dataset) and move shuffle into it by hand",
+                    f"training DataLoader without a DistributedSampler; its arguments come from {contents.unknown[0]}, "
+                    "which cannot be read here: pass sampler=DistributedSampler(dataset) and move shuffle into it",
                     fix="none",
                 )
                 continue
-            if kwarg(call, "batch_sampler") is not None:
+            if contents is not None and contents.has("sampler"):
+                continue  # the dict brings its own sampler
+            if kwarg(call, "batch_sampler") is not None or (contents is not None and contents.has("batch_sampler")):
                 ctx.report(
                     call, "training DataLoader with a batch_sampler: shard the batches per rank by hand", fix="none"
                 )
                 continue
             ds_arg = positional(call, 0) or kwarg(call, "dataset")
-            if ds_arg is None or _is_iterable_dataset(facts, ds_arg.value):
+            ds_key = contents is not None and ds_arg is None and contents.has("dataset")
+            if (ds_arg is None and not ds_key) or (ds_arg is not None and _is_iterable_dataset(facts, ds_arg.value)):
                 ctx.report(
                     call,
                     "training DataLoader over an IterableDataset: shard it per rank inside the dataset",
                     fix="none",
                 )
                 continue
+            if contents is not None and (contents.has("shuffle") or ds_key):
+                why = kwargs_fix_blocker(facts, call)
+                if why is not None:
+                    ctx.report(
+                        call,
+                        f"training DataLoader without a DistributedSampler; {why} "
+                        "(pass sampler=DistributedSampler(dataset) and move shuffle into it)",
+                        fix="none",
+                    )
+                elif ctx.report(call, fix="unsafe" if dataparallel else None):
+                    add_sampler_to_kwargs(ctx, loader, batch_loop, ds_arg)
+                continue
             if not ctx.report(call, fix="unsafe" if dataparallel else None):
                 continue
             _add_sampler(ctx, loader, batch_loop, ds_arg)
+        reported: set[int] = set()
+        for foreign, _ in facts.data.foreign_loaders():
+            if foreign.built.sampled or id(foreign.call) in reported:
+                continue
+            reported.add(id(foreign.call))
+            where = f"{_shown(facts, foreign.path)}:{foreign.built.line}"
+            ctx.report(
+                foreign.call,
+                f"training DataLoader without a DistributedSampler, built by {foreign.func}() at {where}: the fix "
+                f"would edit that file; give that DataLoader sampler=DistributedSampler(dataset) when distributed "
+                "(shuffle moved into it) and call set_epoch(epoch) at the start of each epoch",
+                fix="none",
+            )
 
 
 LOCAL_SAMPLERS = {
@@ -146,15 +212,12 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: 
 
 
 def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
-    """A DistributedSampler already built over this loader's dataset (never passed: DDP202's case)."""
+    """A DistributedSampler already built (or got from a helper) over this loader's dataset and never
+    passed: DDP202's case."""
     ds = positional(call, 0) or kwarg(call, "dataset")
     if ds is None:
         return False
-    for sampler in facts.data.sampler_calls:
-        arg = positional(sampler, 0) or kwarg(sampler, "dataset")
-        if arg is not None and arg.value.deep_equals(ds.value):
-            return True
-    return False
+    return any(b.dataset is not None and b.dataset.deep_equals(ds.value) for b in facts.data.sampler_bindings)
 
 
 def _is_iterable_dataset(facts, expr: cst.BaseExpression) -> bool:
@@ -175,32 +238,17 @@ def _bound_to_class(facts, var: str, cls_name: str) -> bool:
     return False
 
 
-def _prefix(target: str) -> str:
-    """`train_loader` -> "train"; `loader`, `dataloader`, `data_loader` -> "" (plain `sampler`)."""
-    base = target.split(".")[-1]
-    for suffix in ("_dataloader", "_loader", "dataloader", "loader", "_dl", "dl", "_data"):
-        if base.lower().endswith(suffix):
-            rest = base[: -len(suffix)].rstrip("_")
-            return "" if rest.lower() in ("", "data") else rest
-    return "" if base.lower() in ("data", "dataset") else base
-
-
 def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.Arg) -> None:
     plan = ctx.plan
     call = loader.site.node
-    target = loader.target or "loader"
-    prefix = _prefix(target)
-    head = "self." if target.startswith("self.") else ""
+    p = prefix(loader.local or loader.target or "loader")
+    head = "self." if (loader.local or "").startswith("self.") else ""  # the sampler lives where the loader is built
     stmt = loader.site.stmt
     sampler_cls = plan.ref(SAMPLER, "DistributedSampler")
     dist_flag = ctx.env("DISTRIBUTED")
 
-    ds_expr = dotted(ds_arg.value)
-    new_stmts: list[cst.BaseStatement] = []
-    if ds_expr is None:
-        ds_expr = plan.fresh(f"{prefix}_dataset" if prefix else "dataset")
-        new_stmts += plan.statements("{ds} = {value}", ds=ds_expr, value=code_of(ds_arg.value))
-    sampler_base = f"{prefix}_sampler" if prefix else "sampler"
+    ds_expr, new_stmts = dataset_name(ctx, loader, ds_arg)
+    sampler_base = f"{p}_sampler" if p else "sampler"
     sampler = f"{head}{sampler_base}" if head else plan.fresh(sampler_base)
 
     shuffle_arg = kwarg(call, "shuffle")
@@ -221,15 +269,6 @@ def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.
     plan.insert_before(stmt, new_stmts, order=Order.SAMPLER)
 
     def rewrite(node: cst.Call) -> cst.Call:
-        args = list(node.args)
-        if dotted(ds_arg.value) is None:
-            args = [
-                a.with_changes(value=cst.Name(ds_expr))
-                if a.value.deep_equals(ds_arg.value) and (a.keyword is None or a.keyword.value == "dataset")
-                else a
-                for a in args
-            ]
-            node = node.with_changes(args=args)
         if loader_shuffle is not None:
             expr = cst.parse_expression(loader_shuffle)
             if shuffle_arg is None and shuffle_pos is not None:
@@ -281,6 +320,19 @@ def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.For, sampler: s
             e=epoch,
         )
     ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
+
+
+def _line(facts, node: cst.CSTNode) -> int:
+    return facts.index.position(node).start.line
+
+
+def _shown(facts, path) -> str:
+    """The module's file as the user knows it: relative to the script's folder when it is inside it."""
+    folder = facts.modules.folder
+    try:
+        return path.resolve().relative_to(folder.resolve()).as_posix() if folder is not None else str(path)
+    except ValueError:
+        return str(path)
 
 
 EXAMPLES = (

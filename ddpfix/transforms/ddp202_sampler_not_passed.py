@@ -8,8 +8,7 @@ from ..edits import set_epoch_statements, with_kwarg, without_kwarg
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import (
-    assign_targets,
-    assigned_value,
+    code_of,
     dotted,
     is_literal,
     kwarg,
@@ -58,58 +57,66 @@ shuffle`): with a conditional sampler it becomes `shuffle=(sampler is None)`, so
 its order; with an unconditional one it is dropped (the sampler shuffles). When the epoch loop
 never calls `set_epoch`, it is added as the loop's first statement.
 
+The sampler may come from a helper, of this file or of one of the script's own modules
+(`train_sampler = make_sampler(train_set)` with `make_sampler` returning a `DistributedSampler`, or
+`None` without a process group): the loader over the dataset given to the helper gets
+`sampler=train_sampler` the same way, with `shuffle=(train_sampler is None)` where the helper may
+return `None`.
+
 ## Fix safety
 Safe when exactly one DataLoader in the sampler's scope iterates the sampler's dataset and is built
-after it. Otherwise (no such loader, several, or a loader built before the sampler) the diagnostic
+after it. A loader `shuffle=` that is neither `True` nor `False` next to a helper's sampler is
+reported only: it would have to move into the helper. Otherwise (no such loader, several, or a loader built before the sampler) the diagnostic
 says where to pass it by hand.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for sampler_call in facts.data.sampler_calls:
-            site = facts.index.site(sampler_call)
-            value = assigned_value(site.stmt)
-            conditional = isinstance(value, cst.IfExp) and value.body is sampler_call
-            targets = assign_targets(site.stmt)
-            if len(targets) != 1 or not (value is sampler_call or conditional):
-                continue  # inline in a DataLoader call, or handed on directly
-            name = targets[0]
-            if _is_used(facts, name, site.stmt):
+        for b in facts.data.sampler_bindings:
+            name = b.name
+            if _is_used(facts, name, b.stmt) or b.dataset is None:
                 continue
-            ds = positional(sampler_call, 0) or kwarg(sampler_call, "dataset")
-            if ds is None:
-                continue
-            scope = facts.index.scope_of(site.stmt)
+            scope = facts.index.scope_of(b.stmt)
             loaders = [
                 c
                 for c in facts.data.loader_calls
                 if facts.index.scope_of(c) is scope
                 and kwarg(c, "sampler") is None
                 and kwarg(c, "batch_sampler") is None
-                and (lambda a: a is not None and a.value.deep_equals(ds.value))(positional(c, 0) or kwarg(c, "dataset"))
+                and (lambda a: a is not None and a.value.deep_equals(b.dataset))(
+                    positional(c, 0) or kwarg(c, "dataset")
+                )
             ]
             if len(loaders) != 1:
                 ctx.report(
-                    sampler_call,
-                    f"{name} is built but never passed to a DataLoader: pass it as sampler={name}",
-                    fix="none",
+                    b.report, f"{name} is built but never passed to a DataLoader: pass it as sampler={name}", fix="none"
                 )
                 continue
             loader = loaders[0]
-            if not facts.index.before(site.stmt, loader):
+            if not facts.index.before(b.stmt, loader):
                 ctx.report(
-                    sampler_call,
+                    b.report,
                     f"{name} is never passed to the DataLoader built before it: build it first and pass sampler={name}",
                     fix="none",
                 )
                 continue
-            if not ctx.report(sampler_call):
+            shuffle = kwarg(loader, "shuffle") or positional(loader, 2)
+            if b.ctor is None and shuffle is not None and not is_literal(shuffle.value, True):
+                if not is_literal(shuffle.value, False):
+                    ctx.report(
+                        b.report,
+                        f"{name} is never passed to the DataLoader; its shuffle={code_of(shuffle.value)} belongs in "
+                        f"the sampler, which a helper builds: pass sampler={name} and move shuffle into the helper",
+                        fix="none",
+                    )
+                    continue
+            if not ctx.report(b.report):
                 continue
-            self._pass(ctx, loader, sampler_call, name, conditional)
-            self._set_epoch(ctx, loader, site.stmt, name, conditional)
+            self._pass(ctx, loader, b.ctor, name, b.conditional)
+            self._set_epoch(ctx, loader, b.stmt, name, b.conditional)
 
     @staticmethod
-    def _pass(ctx: Context, loader: cst.Call, sampler_call: cst.Call, name: str, conditional: bool) -> None:
+    def _pass(ctx: Context, loader: cst.Call, sampler_call: cst.Call | None, name: str, conditional: bool) -> None:
         shuffle_kw = kwarg(loader, "shuffle")
         shuffle_pos = positional(loader, 2)  # DataLoader(dataset, batch_size, shuffle)
         shuffle = (
@@ -122,7 +129,7 @@ says where to pass it by hand.
         elif dynamic:
             shuffle_code = cst.Module(body=[]).code_for_node(shuffle)
             replacement = cst.parse_expression(f"({name} is None and {shuffle_code})") if conditional else None
-            if kwarg(sampler_call, "shuffle") is None:  # the loader's choice moves into the sampler
+            if sampler_call is not None and kwarg(sampler_call, "shuffle") is None:  # the choice moves into the sampler
                 ctx.plan.replace(sampler_call, lambda n, v=shuffle: with_kwarg(n, "shuffle", v))
 
         def rewrite(node: cst.Call) -> cst.Call:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.flow import handle_of
 from ..edits import set_epoch_statements
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
@@ -42,7 +43,7 @@ sampler is built conditionally).
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        called = {dotted(receiver(c)) for c in facts.names.method_calls("set_epoch") if receiver(c) is not None}
+        called = {_spelled(receiver(c)) for c in facts.names.method_calls("set_epoch") if receiver(c) is not None}
         for loader, batch_loop in facts.data.training_loaders:
             call = loader.site.node
             sampler_arg = kwarg(call, "sampler")  # type: ignore[arg-type]
@@ -108,6 +109,14 @@ def _sampler_site(facts, name: str, at: cst.CSTNode) -> cst.Call | None:
         ):
             return value
     return None
+
+
+def _spelled(expr: cst.BaseExpression) -> str | None:
+    """`train_sampler`, `self.loader.sampler`, `loaders["train"].sampler`: how a receiver is written."""
+    if isinstance(expr, cst.Attribute):
+        base = handle_of(expr.value)
+        return f"{base}.{expr.attr.value}" if base is not None else None
+    return handle_of(expr)
 
 
 EXAMPLES = (

@@ -7,7 +7,7 @@ import libcst as cst
 from ..diagnostic import NONE
 from ..examples import clean, reports
 from ..rule import Context, Rule
-from ..syntax import assigned_value, calls_in, dotted, is_literal, kwarg, method_name, walk
+from ..syntax import assigned_value, calls_in, dotted, is_literal, kwarg, method_name, positional, walk
 
 
 class PaddedEvalMetrics(Rule):
@@ -20,14 +20,16 @@ class PaddedEvalMetrics(Rule):
     docs = """
 ## What
 A loop that accumulates metrics (`correct += ...`, `total += ...`) over a DataLoader whose sampler
-is a `DistributedSampler`, outside training (no `backward()` in the loop).
+is a `DistributedSampler` that pads (no `drop_last=True`), outside training (no `backward()` in the
+loop).
 
 ## Why
 `DistributedSampler` gives every rank the same number of samples. When the dataset size is not a
 multiple of the world size it pads by repeating indices from the start (`drop_last=False`, the
-default: 10 samples on 3 ranks are `[0, 3, 6, 9] [1, 4, 7, 0] [2, 5, 8, 1]`), or drops the tail
-(`drop_last=True`). Summed or all-reduced, the metric counts some samples twice or misses some, and
-the result depends on the number of processes. Nothing fails.
+default: 10 samples on 3 ranks are `[0, 3, 6, 9] [1, 4, 7, 0] [2, 5, 8, 1]`). Summed or
+all-reduced, the metric counts some samples twice, and the result depends on the number of
+processes. Nothing fails. A sampler with `drop_last=True` does not pad (it leaves out the last
+`len(dataset) % WORLD_SIZE` samples instead, so nothing counts twice) and is not reported.
 
 ## Example
 ```python
@@ -53,8 +55,9 @@ No automatic fix: which of the two the script wants (speed or simplicity) is the
             sampler = kwarg(call, "sampler")
             if id(call) in training or sampler is None or loader.target is None:
                 continue
-            if not _is_distributed_sampler(facts, sampler.value, call):
-                continue
+            ctor = _sampler_ctor(facts, sampler.value, call)
+            if ctor is None or _drops_last(ctor):
+                continue  # not a DistributedSampler, or one that does not pad
             for loop in facts.index.loops:
                 if not isinstance(loop, cst.For) or not facts.data.iterates(loop, loader):
                     continue
@@ -65,21 +68,27 @@ No automatic fix: which of the two the script wants (speed or simplicity) is the
                     break
 
 
-def _is_distributed_sampler(facts, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+def _drops_last(ctor: cst.Call) -> bool:
+    arg = kwarg(ctor, "drop_last") or positional(ctor, 5)  # (dataset, num_replicas, rank, shuffle, seed, drop_last)
+    return arg is not None and is_literal(arg.value, True)
+
+
+def _sampler_ctor(facts, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.Call | None:
+    """The DistributedSampler(...) call behind a loader's `sampler=` (inline or by variable), if any."""
     if is_literal(expr, None):
-        return False
+        return None
     if isinstance(expr, cst.Call):
-        return any(expr is s for s in facts.data.sampler_calls)
+        return expr if any(expr is s for s in facts.data.sampler_calls) else None
     name = dotted(expr)
     if name is None:
-        return False
+        return None
     scope = facts.index.scope_of(at)
     for site in reversed(facts.names.assignments(scope, name) or facts.names.assignments(facts.module, name)):
         value = assigned_value(site.stmt)
         if isinstance(value, cst.IfExp):
             value = value.body
-        return isinstance(value, cst.Call) and any(value is s for s in facts.data.sampler_calls)
-    return False
+        return value if isinstance(value, cst.Call) and any(value is s for s in facts.data.sampler_calls) else None
+    return None
 
 
 EXAMPLES = (

@@ -1,0 +1,341 @@
+"""DDP208: every rank downloads the same dataset or weights into the same place at once."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.summaries import INIT
+from ..examples import clean, fixes
+from ..rule import Context, Order, Rule
+from ..syntax import calls_in, dotted, is_literal, kwarg, method_name, walk
+
+# Calls that fetch from the network into a local file or cache (qualified names).
+DOWNLOADS = {
+    "urllib.request.urlretrieve",
+    "wget.download",
+    "torch.hub.load",
+    "torch.hub.load_state_dict_from_url",
+    "torch.hub.download_url_to_file",
+    "torch.utils.model_zoo.load_url",
+    "torchvision.datasets.utils.download_url",
+    "torchvision.datasets.utils.download_and_extract_archive",
+    "huggingface_hub.hf_hub_download",
+    "huggingface_hub.snapshot_download",
+    "datasets.load_dataset",
+}
+HUB_LIBRARIES = ("transformers.", "diffusers.", "sentence_transformers.", "peft.", "timm.")
+CHECKS = ("exists", "isfile", "isdir", "is_file", "is_dir")
+HELPER_DEPTH = 3
+
+
+class DownloadOnEveryRank(Rule):
+    code = "DDP208"
+    name = "download-on-every-rank"
+    message = "download runs on every rank at once: the processes write the same files over each other"
+    requires = ("DDP001",)
+    docs = """
+## What
+A dataset or weights fetched from the network on every rank: a torchvision dataset with
+`download=True`, `from_pretrained(...)` of transformers / diffusers / timm / PEFT, `torch.hub.load`,
+`load_state_dict_from_url`, `urllib.request.urlretrieve`, `hf_hub_download`, `snapshot_download`,
+`datasets.load_dataset`, a torchvision model with pretrained weights.
+
+## Why
+Every process starts the same download into the same folder at the same moment. They write the same
+files over each other, one process reads an archive another is still writing (`EOFError`,
+`zipfile.BadZipFile: File is not a zip file`, `RuntimeError: ... failed finding central directory`,
+a checksum error), and the dataset is fetched N times.
+
+## Example
+```python
+train_set = datasets.MNIST("data", train=True, download=True, transform=transform)
+```
+becomes
+```python
+if DISTRIBUTED and LOCAL_RANK != 0:
+    dist.barrier()  # the other ranks wait while local rank 0 downloads
+train_set = datasets.MNIST("data", train=True, download=True, transform=transform)
+if DISTRIBUTED and LOCAL_RANK == 0:
+    dist.barrier()
+```
+Local rank 0 of each node downloads while the others wait at a barrier; then it joins the barrier and
+the others load what is now on disk. Adjacent downloads share one pair of barriers; an `if` that
+checks for the file first (`if not os.path.exists(path): urlretrieve(url, path)`) is kept inside
+them. A plain run (`DISTRIBUTED` false) runs exactly as before. Several nodes that share one file
+system still download once per node at the same time: there, test `RANK` instead of `LOCAL_RANK`.
+
+## Fix safety
+Safe where the download is one statement of its own (or one existence-checked `if`) that runs after
+the process group is joined, on every rank. Otherwise the diagnostic says why there is no fix: the
+download runs before the process group exists (at import time, say), is returned straight out of a
+function (`return datasets.MNIST(...)`: assign it first), or shares a line with other code. Downloads
+already under a rank condition, after a barrier or inside a "main process first" context manager are
+not reported.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        groups: list[list[cst.BaseStatement]] = []
+        seen: set[int] = set()
+        for call in facts.index.calls:
+            if not _downloads(facts, call) or facts.ranks.rank_guarded(call) or _in_first_context(facts, call):
+                continue
+            stmt, why = _statement(facts, call)
+            if stmt is not None and id(stmt) in seen:
+                continue
+            if stmt is not None:
+                seen.add(id(stmt))
+                if _after_barrier(facts, stmt):
+                    continue  # the script already orders the ranks here
+                why = why or _why_not_after_init(facts, stmt)
+            if why is None and facts.launch.spawn_calls:
+                why = "mp.spawn starts the ranks: let the worker's rank 0 download first, behind a barrier, by hand"
+            if why is not None:
+                ctx.report(call, f"{self.message}; {why}", fix="none")
+                continue
+            if not ctx.report(call):
+                continue
+            if groups and _adjacent(facts, groups[-1][-1], stmt):
+                groups[-1].append(stmt)
+            else:
+                groups.append([stmt])
+        for group in groups:
+            _bracket(ctx, group)
+
+
+def _downloads(facts, call: cst.Call) -> bool:
+    qual = facts.names.call_qual(call) or ""
+    if qual in DOWNLOADS:
+        return True
+    if qual.startswith("torchvision.datasets.") and kwarg(call, "download") is not None:
+        return not is_literal(kwarg(call, "download").value, False)  # type: ignore[union-attr]
+    if qual.startswith("torchvision.models."):
+        weights, pretrained = kwarg(call, "weights"), kwarg(call, "pretrained")
+        return (weights is not None and not is_literal(weights.value, None)) or (
+            pretrained is not None and not is_literal(pretrained.value, False)
+        )
+    if method_name(call) == "from_pretrained" and qual.startswith(HUB_LIBRARIES):
+        return True
+    if qual == "timm.create_model":
+        pretrained = kwarg(call, "pretrained")
+        return pretrained is not None and not is_literal(pretrained.value, False)
+    return False
+
+
+def _statement(facts, call: cst.Call) -> tuple[cst.BaseStatement | None, str | None]:
+    """The statement to put between the barriers, or why there is none."""
+    index = facts.index
+    if index.in_one_line_suite(call):
+        return None, "it shares its line with other code: move it to a line of its own"
+    stmt = index.site(call).stmt
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return None, "it runs where the rank barriers cannot go (a default argument or decorator)"
+    if isinstance(stmt, cst.SimpleStatementLine):
+        if len(stmt.body) > 1:
+            return None, "it shares its line with other code: move it to a line of its own"
+        if isinstance(stmt.body[0], cst.Return):
+            return None, "it is returned straight out of the function: assign it to a name first, then return it"
+        while True:  # `if not os.path.exists(path): urlretrieve(url, path)`: the check goes between the barriers too
+            block = index.parent.get(stmt)
+            owner = index.parent.get(block) if isinstance(block, cst.IndentedBlock) else None
+            if not (isinstance(owner, cst.If) and _is_existence_check(owner) and owner.orelse is None):
+                break
+            stmt = owner
+        return stmt, None
+    if any(isinstance(n, (cst.Return, cst.Yield, cst.Break, cst.Continue)) for n in walk(stmt)):
+        return None, "the statement holding it can leave early: download it in a statement of its own"
+    if facts.ranks.collectives_in(stmt):
+        return None, "the statement holding it also issues collectives: download it in a statement of its own"
+    return stmt, None
+
+
+def _is_existence_check(node: cst.If) -> bool:
+    return any((dotted(c.func) or "").rsplit(".", 1)[-1] in CHECKS for c in calls_in(node.test))
+
+
+def _in_first_context(facts, call: cst.Call) -> bool:
+    """Inside `with torch_distributed_zero_first(rank):` or `with accelerator.main_process_first():`."""
+    for anc in facts.index.ancestors(call):
+        if isinstance(anc, cst.With):
+            for item in anc.items:
+                value = item.item.func if isinstance(item.item, cst.Call) else item.item
+                if (dotted(value) or "").rsplit(".", 1)[-1].endswith("_first"):
+                    return True
+    return False
+
+
+def _after_barrier(facts, stmt: cst.BaseStatement) -> bool:
+    """The first half of "main process first" precedes `stmt`: the nearest earlier statement of its
+    block that issues a collective is a barrier only the ranks other than 0 wait at."""
+    block = facts.index.parent.get(stmt)
+    body = list(getattr(block, "body", ()))
+    idx = next((i for i, s in enumerate(body) if s is stmt), 0)
+    for prev in reversed(body[:idx]):
+        ops = facts.ranks.collectives_in(prev)
+        if not ops:
+            continue
+        if isinstance(prev, cst.If) and all(op.endswith("barrier") for _, op in ops):
+            rank0_waits, _ = facts.ranks.takes(prev.test)
+            return rank0_waits is False
+        return False
+    return False
+
+
+def _why_not_after_init(facts, stmt: cst.BaseStatement) -> str | None:
+    """None when every rank reaches `stmt` after joining the process group (one the script joins, or
+    the one DDP001 sets up at the top of the entry point); else why not."""
+    launch = facts.launch
+    joins = list(launch.init_calls) + [c for c in facts.index.calls if facts.modules.call_does(c, INIT)]
+    if not joins and launch.joins_elsewhere is None:
+        return "where the script joins its process group cannot be told: put a barrier around it by hand"
+    if joins:
+        points = _join_points(facts, joins)
+        return None if _reached_after(facts, stmt, points, 0) else _BEFORE_INIT
+    entry = launch.entry
+    if isinstance(entry, cst.Module):
+        points = [facts.module]
+    else:
+        points = [entry]
+    return None if _reached_after(facts, stmt, points, 0) else _BEFORE_INIT
+
+
+_BEFORE_INIT = "it runs before the process group is joined, so it cannot wait at a barrier: move it after"
+
+
+def _join_points(facts, joins: list[cst.Call]) -> list[cst.CSTNode]:
+    """The calls after which the process group exists: the joins, and calls of this file's functions
+    that make them."""
+    index = facts.index
+    points: list[cst.CSTNode] = list(joins)
+    frontier = list(joins)
+    for _ in range(HELPER_DEPTH):
+        funcs = {index.scope_of(c) for c in frontier}
+        frontier = [c for f in funcs if isinstance(f, cst.FunctionDef) for c in index.callers_of(f)]
+        points += frontier
+    return points
+
+
+def _reached_after(facts, stmt: cst.CSTNode, points: list[cst.CSTNode], depth: int) -> bool:
+    index = facts.index
+    scope = index.scope_of(stmt)
+    for point in points:
+        if point is scope and not isinstance(point, cst.Module):
+            return True  # the entry function: DDP001 joins at its top
+        if isinstance(point, cst.If) and index.contains(point, stmt):
+            return True  # the __main__ block
+        if point is facts.module and scope is facts.module:
+            return True  # a module-level script: DDP001 joins after the imports
+        if isinstance(point, cst.Call) and index.scope_of(point) is scope and index.before(point, stmt):
+            return True
+    if isinstance(scope, cst.FunctionDef) and depth < HELPER_DEPTH:
+        callers = index.callers_of(scope)
+        return bool(callers) and all(_reached_after(facts, index.site(c).stmt, points, depth + 1) for c in callers)
+    return False
+
+
+def _adjacent(facts, a: cst.BaseStatement, b: cst.BaseStatement) -> bool:
+    """`b` follows `a` in the same block, with only plain statements (no collectives) between them."""
+    block = facts.index.parent.get(a)
+    if block is None or facts.index.parent.get(b) is not block:
+        return False
+    body = list(block.body)  # type: ignore[attr-defined]
+    i, j = body.index(a), body.index(b)
+    between = body[i + 1 : j]
+    return j > i and all(isinstance(s, cst.SimpleStatementLine) and not facts.ranks.collectives_in(s) for s in between)
+
+
+def _bracket(ctx: Context, group: list[cst.BaseStatement]) -> None:
+    plan = ctx.plan
+    dist = plan.ref("torch.distributed", "dist", style="import")
+    distributed, local_rank = ctx.env("DISTRIBUTED"), ctx.env("LOCAL_RANK")
+    wait = plan.statements(
+        """
+        if {D} and {L} != 0:
+            {dist}.barrier()  # the other ranks wait while local rank 0 downloads
+        """,
+        D=distributed,
+        L=local_rank,
+        dist=dist,
+    )
+    release = plan.statements("if {D} and {L} == 0:\n    {dist}.barrier()", D=distributed, L=local_rank, dist=dist)
+    plan.insert_before(group[0], wait, order=Order.DOWNLOAD)
+    plan.insert_after(group[-1], release, order=Order.DOWNLOAD)
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader
+        from torch.utils.data.distributed import DistributedSampler
+        from torchvision import datasets, transforms
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        dist.init_process_group("gloo")
+        train_set = datasets.MNIST("data", train=True, download=True, transform=transforms.ToTensor())
+        loader = DataLoader(train_set, batch_size=64, sampler=DistributedSampler(train_set))
+        model = DDP(nn.Linear(784, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x.flatten(1)), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader
+        from torch.utils.data.distributed import DistributedSampler
+        from torchvision import datasets, transforms
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        RANK = int(os.environ.get("RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+        dist.init_process_group("gloo")
+        if DISTRIBUTED and LOCAL_RANK != 0:
+            dist.barrier()  # the other ranks wait while local rank 0 downloads
+        train_set = datasets.MNIST("data", train=True, download=True, transform=transforms.ToTensor())
+        if DISTRIBUTED and LOCAL_RANK == 0:
+            dist.barrier()
+        loader = DataLoader(train_set, batch_size=64, sampler=DistributedSampler(train_set))
+        model = DDP(nn.Linear(784, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x.flatten(1)), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="Every rank downloads into the same folder at once; local rank 0 downloads first, the others wait for it:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader
+        from torchvision import datasets, transforms
+
+        train_set = datasets.MNIST("data", train=True, download=False, transform=transforms.ToTensor())
+        loader = DataLoader(train_set, batch_size=64, shuffle=True)
+        model = nn.Linear(784, 10)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x.flatten(1)), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="Data already on disk (download=False): nothing to fetch, nothing to order:",
+    ),
+)

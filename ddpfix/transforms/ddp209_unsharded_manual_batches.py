@@ -1,0 +1,367 @@
+"""DDP209: training batches cut from tensors by hand, the same on every rank."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..examples import clean, fixes
+from ..rule import Context, Order, Rule
+from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional, single_small, walk
+
+RANDOM_INDICES = {"torch.randint", "numpy.random.randint"}
+SPLITS = {"split", "chunk", "tensor_split", "array_split"}
+SIMPLE = (cst.Name, cst.Attribute, cst.Integer, cst.Call, cst.Subscript)
+SPAWNED = "mp.spawn starts the ranks: shard the batches with the worker's rank and world size by hand"
+
+
+class UnshardedManualBatches(Rule):
+    code = "DDP209"
+    name = "unsharded-manual-batches"
+    message = "training batches cut from tensors by hand: every rank trains on the same batches"
+    requires = ("DDP001",)
+    docs = """
+## What
+Training batches taken from tensors without a DataLoader, in one of these shapes:
+- a loop over batch offsets or numbers that slices the data: `for i in range(0, n, bs):
+  xb = x[i:i + bs]`, `for i in range(n // bs): xb = x[i * bs:(i + 1) * bs]` (also through a
+  permutation drawn each epoch: `idx = perm[i:i + bs]`);
+- random batch indices drawn each step: `ix = torch.randint(len(data) - block, (batch_size,))`,
+  `np.random.randint(0, n, batch_size)`.
+
+## Why
+DDP does not shard input. Every process cuts the same batches (the same offsets; the same random
+draws, since every rank seeds its generator alike), so N processes do N times the work on identical
+data and the gradient average gains nothing.
+
+## Example
+```python
+for epoch in range(epochs):
+    perm = torch.randperm(n)
+    for i in range(0, n, bs):
+        idx = perm[i:i + bs]
+```
+becomes
+```python
+for epoch in range(epochs):
+    perm = torch.randperm(n)
+    num_batches = len(range(0, n, bs)) // WORLD_SIZE  # the same on every rank: DDP steps together
+    for i in range(RANK * bs, n, WORLD_SIZE * bs)[:num_batches]:
+        idx = perm[i:i + bs]
+```
+Each rank takes every WORLD_SIZE-th batch, starting at its own. Every rank must run the same number
+of steps (a rank with one batch more waits forever in its gradient all-reduce), so each runs
+`len(batches) // WORLD_SIZE` of them: up to WORLD_SIZE - 1 batches at the end of an epoch are left
+out when distributed. `for i in range(num_batches):` becomes
+`for i in range(RANK, num_batches, WORLD_SIZE)[: num_batches // WORLD_SIZE]`. Random draws become
+one draw for all ranks, of which each takes its own part:
+```python
+ix = torch.randint(len(data) - block, (batch_size * WORLD_SIZE,))[RANK * batch_size:(RANK + 1) * batch_size]
+```
+Every rank draws the same numbers, so the random generators stay in step across ranks (a
+permutation or split drawn later is still the same everywhere).
+
+A plain run (RANK 0, WORLD_SIZE 1) takes every batch in the same order, and draws the same random
+numbers as before.
+
+## Fix safety
+Safe for the shapes above. Batches taken with `x.split(bs)`, `torch.chunk`, or a `range` with another
+start, and random draws whose size is not a literal tuple, are reported with what to do by hand.
+Loops that already depend on the rank are left alone.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        spawned = bool(facts.launch.spawn_calls)  # ranks come from mp.spawn, not from torchrun's environment
+        loops = [
+            loop for loop in facts.index.loops if isinstance(loop, cst.For) and facts.training.trains_in(loop.body)
+        ]
+        for loop in loops:
+            if facts.ranks.depends_on_rank(loop.iter) or not _innermost(facts, loop, loops):
+                continue
+            var, rng = _batch_range(loop)
+            if rng is not None and var is not None and _slices_with(loop.body, var):
+                if _sharded_before(facts, loop, var):
+                    continue  # cut from data the script already shards by rank
+                if spawned:
+                    ctx.report(rng, f"{self.message}; {SPAWNED}", fix="none")
+                else:
+                    self._range(ctx, loop, rng)
+                continue
+            split = _split_iter(loop)
+            if split is not None and _uses_target(loop):
+                ctx.report(
+                    split,
+                    f"{self.message}; give each rank its share of {code_of(split)} by hand "
+                    "([RANK::WORLD_SIZE], cut to the same length on every rank)",
+                    fix="none",
+                )
+        for call in facts.names.calls_matching(lambda q: q in RANDOM_INDICES):
+            if _draws_batch(facts, call, loops) and not facts.ranks.depends_on_rank(call):
+                if spawned:
+                    ctx.report(call, f"{self.message}; {SPAWNED}", fix="none")
+                else:
+                    self._draw(ctx, call)
+
+    # ------------------------------------------------------------------ for i in range(0, n, bs)
+    def _range(self, ctx: Context, loop: cst.For, rng: cst.Call) -> None:
+        args = [a for a in rng.args if not a.keyword]
+        if len(args) == 3 and is_literal(args[0].value, 0) and len(args) == len(rng.args):
+            if not ctx.report(rng):
+                return
+            n, bs = code_of(args[1].value), _paren(args[2].value)
+            rank, world = ctx.env("RANK"), ctx.env("WORLD_SIZE")
+            count = ctx.plan.fresh("num_batches")
+            stmts = ctx.plan.statements(
+                "{c} = len(range(0, {n}, {b})) // {w}  # the same on every rank: DDP steps together",
+                c=count,
+                n=n,
+                b=code_of(args[2].value),
+                w=world,
+            )
+            ctx.plan.insert_before(loop, stmts, order=Order.SAMPLER)
+            new = f"range({rank} * {bs}, {n}, {world} * {bs})[:{count}]"
+            ctx.plan.replace(rng, lambda _n, t=new: cst.parse_expression(t))
+            return
+        if len(args) == 1 and len(rng.args) == 1:
+            if not ctx.report(rng):
+                return
+            total = code_of(args[0].value)
+            rank, world = ctx.env("RANK"), ctx.env("WORLD_SIZE")
+            new = f"range({rank}, {total}, {world})[: {_paren(args[0].value)} // {world}]"
+            ctx.plan.replace(rng, lambda _n, t=new: cst.parse_expression(t))
+            return
+        ctx.report(
+            rng,
+            f"{self.message}; this range does not start at 0: give each rank every WORLD_SIZE-th batch "
+            "by hand, the same number on every rank",
+            fix="none",
+        )
+
+    # ------------------------------------------------------------------ ix = torch.randint(high, (bs,))
+    def _draw(self, ctx: Context, call: cst.Call) -> None:
+        facts = ctx.facts
+        qual = facts.names.call_qual(call)
+        size = kwarg(call, "size") or (positional(call, 1) if qual == "torch.randint" else positional(call, 2))
+        if qual == "torch.randint" and len([a for a in call.args if not a.keyword]) == 3:
+            size = positional(call, 2)  # torch.randint(low, high, size)
+        stmt = facts.index.site(call).stmt
+        small = single_small(stmt)
+        if size is None or not isinstance(small, cst.Assign) or assigned_value(stmt) is not call:
+            ctx.report(call, f"{self.message}; draw WORLD_SIZE times as many and keep this rank's part", fix="none")
+            return
+        value = size.value
+        if isinstance(value, cst.Tuple) and value.elements:
+            first = value.elements[0].value
+        elif qual == "numpy.random.randint" and not isinstance(value, (cst.Tuple, cst.List)):
+            first = value
+        else:
+            ctx.report(call, f"{self.message}; draw WORLD_SIZE times as many and keep this rank's part", fix="none")
+            return
+        if not ctx.report(call):
+            return
+        rank, world = ctx.env("RANK"), ctx.env("WORLD_SIZE")
+        b = _paren(first)
+        more = cst.parse_expression(f"{b} * {world}")
+
+        def widen(node: cst.Call) -> cst.Call:
+            args = list(node.args)
+            for i, a in enumerate(args):
+                if a.deep_equals(size):
+                    if isinstance(a.value, cst.Tuple):
+                        elements = list(a.value.elements)
+                        elements[0] = elements[0].with_changes(value=more)
+                        args[i] = a.with_changes(value=a.value.with_changes(elements=elements))
+                    else:
+                        args[i] = a.with_changes(value=more)
+            return node.with_changes(args=args)
+
+        sliced = f"[{rank} * {b}:({rank} + 1) * {b}]"
+        ctx.plan.replace(call, lambda n: cst.parse_expression(code_of(widen(n)) + sliced))
+        comment = "  # one draw for all ranks; this rank's part"
+        if isinstance(stmt, cst.SimpleStatementLine) and stmt.trailing_whitespace.comment is None:
+            ctx.plan.replace(
+                stmt,
+                lambda s: s.with_changes(
+                    trailing_whitespace=cst.TrailingWhitespace(
+                        whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(comment.strip())
+                    )
+                ),
+            )
+
+
+def _paren(expr: cst.BaseExpression) -> str:
+    text = code_of(expr)
+    return text if isinstance(expr, SIMPLE) else f"({text})"
+
+
+def _sharded_before(facts, loop: cst.For, var: str) -> bool:
+    """Are the tensors the loop cuts (or the range it walks) already a per-rank shard
+    (`shard_x = data[rank::world_size]`)?"""
+    names = {n.value for n in walk(loop.iter) if isinstance(n, cst.Name)}
+    for node in walk(loop.body):
+        if isinstance(node, cst.Subscript) and any(
+            isinstance(e.slice, cst.Slice) and any(isinstance(n, cst.Name) and n.value == var for n in walk(e.slice))
+            for e in node.slice
+        ):
+            names |= {n.value for n in walk(node.value) if isinstance(n, cst.Name)}
+    scope = facts.index.scope_of(loop)
+    for name in names:
+        for site in facts.names.assignments(scope, name):
+            value = assigned_value(site.stmt)
+            if value is not None and facts.ranks.depends_on_rank(value):
+                return True
+    return False
+
+
+def _innermost(facts, loop: cst.For, loops: list[cst.For]) -> bool:
+    """No other training loop inside it: the batch loop, not the epoch loop around it."""
+    return not any(other is not loop and facts.index.contains(loop, other) for other in loops)
+
+
+def _batch_range(loop: cst.For) -> tuple[str | None, cst.Call | None]:
+    """(the loop variable, the range call) for `for i in range(...)` and `for step, i in enumerate(range(...))`."""
+    it, target = loop.iter, loop.target
+    if isinstance(it, cst.Call) and dotted(it.func) == "enumerate" and it.args:
+        inner = it.args[0].value
+        if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+            target = target.elements[1].value
+        it = inner
+    if isinstance(it, cst.Call) and dotted(it.func) == "range" and isinstance(target, cst.Name):
+        return target.value, it
+    return None, None
+
+
+def _slices_with(body: cst.CSTNode, var: str) -> bool:
+    """Does `body` cut a slice whose bounds use `var` (`x[i:i + bs]`, `x[i * bs:(i + 1) * bs]`)?"""
+    for node in walk(body):
+        if isinstance(node, cst.Slice) and node.lower is not None and node.upper is not None:
+            if any(isinstance(n, cst.Name) and n.value == var for n in walk(node.lower)) and any(
+                isinstance(n, cst.Name) and n.value == var for n in walk(node.upper)
+            ):
+                return True
+    return False
+
+
+def _split_iter(loop: cst.For) -> cst.Call | None:
+    it = loop.iter
+    if isinstance(it, cst.Call) and dotted(it.func) == "zip" and it.args:
+        it = it.args[0].value
+    if isinstance(it, cst.Call) and (dotted(it.func) or "").rsplit(".", 1)[-1] in SPLITS:
+        return it
+    return None
+
+
+def _uses_target(loop: cst.For) -> bool:
+    return isinstance(loop.target, (cst.Name, cst.Tuple))
+
+
+def _draws_batch(facts, call: cst.Call, loops: list[cst.For]) -> bool:
+    """A draw of batch indices: bound to a name the same function then indexes data with, in a
+    training loop or in a function such a loop calls."""
+    stmt = facts.index.site(call).stmt
+    if assigned_value(stmt) is not call:
+        return False
+    small = single_small(stmt)
+    target = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+    if not isinstance(target, cst.Name):
+        return False
+    scope = facts.index.scope_of(call)
+    if not _indexes_with(facts, scope, target.value, stmt):
+        return False
+    if any(facts.index.contains(loop.body, call) for loop in loops):
+        return True
+    if isinstance(scope, cst.FunctionDef):
+        return any(any(facts.index.contains(loop.body, c) for loop in loops) for c in facts.index.callers_of(scope))
+    return False
+
+
+def _indexes_with(facts, scope: cst.CSTNode, name: str, after: cst.CSTNode) -> bool:
+    """Is `name` used after `after` as an index (`x[ix]`) or as what a loop or comprehension walks
+    (`[data[i:i + n] for i in ix]`)?"""
+    for node in walk(scope):
+        if isinstance(node, cst.SubscriptElement) and any(
+            isinstance(n, cst.Name) and n.value == name for n in walk(node)
+        ):
+            if facts.index.before(after, node):
+                return True
+        if isinstance(node, (cst.CompFor, cst.For)) and isinstance(node.iter, cst.Name) and node.iter.value == name:
+            if facts.index.before(after, node):
+                return True
+    return False
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        RANK = int(os.environ.get("RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        dist.init_process_group("gloo")
+        data, target = torch.randn(1000, 4), torch.randn(1000, 1)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        bs = 50
+        for i in range(0, len(data), bs):
+            loss = nn.functional.mse_loss(model(data[i : i + bs]), target[i : i + bs])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        RANK = int(os.environ.get("RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        dist.init_process_group("gloo")
+        data, target = torch.randn(1000, 4), torch.randn(1000, 1)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        bs = 50
+        num_batches = len(range(0, len(data), bs)) // WORLD_SIZE  # the same on every rank: DDP steps together
+        for i in range(RANK * bs, len(data), WORLD_SIZE * bs)[:num_batches]:
+            loss = nn.functional.mse_loss(model(data[i : i + bs]), target[i : i + bs])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note=(
+            "Batches sliced by hand: every rank trained on every batch; each rank now takes every WORLD_SIZE-th "
+            "batch, and all take the same number:"
+        ),
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        RANK = int(os.environ.get("RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        dist.init_process_group("gloo")
+        data, target = torch.randn(1000, 4), torch.randn(1000, 1)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        bs = 50
+        for i in range(RANK * bs, 1000 - WORLD_SIZE * bs + 1, WORLD_SIZE * bs):
+            loss = nn.functional.mse_loss(model(data[i : i + bs]), target[i : i + bs])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="Batches the script already shards by rank:",
+    ),
+)

@@ -1,0 +1,255 @@
+"""DDP420: a folder created on every rank after an "is it there?" check: the ranks race, and the losers
+raise FileExistsError."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..edits import with_kwarg
+from ..examples import clean, fixes
+from ..rule import Context, Rule
+from ..syntax import code_of, is_literal, kwarg, method_name, positional, receiver
+
+EXISTS_CHECKS = {"os.path.exists", "os.path.isdir", "os.path.lexists"}
+PATH_CHECKS = {"exists", "is_dir"}
+CAUGHT = {"FileExistsError", "OSError", "IOError", "Exception", "BaseException"}
+
+
+class MakedirsRace(Rule):
+    code = "DDP420"
+    name = "makedirs-race"
+    message = (
+        "folder created after an exists() check on every rank: the ranks race, and the losers raise FileExistsError"
+    )
+    docs = """
+## What
+A folder made on every rank after checking that it is missing:
+`if not os.path.exists(d): os.makedirs(d)` (also `os.path.isdir`, `os.mkdir`, and pathlib's
+`if not p.exists(): p.mkdir()`), or made without `exist_ok=True` and no check at all.
+
+## Why
+Every process runs the check before any of them creates the folder: all see it missing, all try to
+create it, and every process but the first fails with `FileExistsError: [Errno 17] File exists`.
+Whether it happens depends on timing, so it comes and goes from run to run.
+
+## Example
+```python
+if not os.path.exists(args.output_dir):
+    os.makedirs(args.output_dir)
+```
+becomes
+```python
+os.makedirs(args.output_dir, exist_ok=True)
+```
+When the `if` does more than create the folder, the call gets `exist_ok=True` and the `if` stays.
+pathlib's `p.mkdir()` gets `exist_ok=True` the same way.
+
+## Fix safety
+Safe for `os.makedirs` and `Path.mkdir` behind the check: a plain run creates the same folder; the
+only difference is a *file* at that path, which the check skipped and `exist_ok=True` reports
+(`FileExistsError`). `os.mkdir` becomes `os.makedirs(d, exist_ok=True)`, which also creates missing
+parent folders where `mkdir` raised: an unsafe fix. A creation with no check and no `exist_ok`
+(`os.makedirs(d)`) is reported only: it fails on a second plain run too, which may be on purpose
+(refusing to reuse a folder); pass `exist_ok=True`, or create it on rank 0 before the other ranks
+use it. Creations under a rank-0 guard or inside `try: ... except FileExistsError:` are not reported.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        for call in facts.index.calls:
+            qual = facts.names.call_qual(call)
+            if qual in ("os.makedirs", "os.mkdir"):
+                path = positional(call, 0) or kwarg(call, "name") or kwarg(call, "path")
+                path_code = code_of(path.value) if path is not None else None
+                exist_ok = kwarg(call, "exist_ok") or (positional(call, 2) if qual == "os.makedirs" else None)
+            elif method_name(call) == "mkdir" and receiver(call) is not None and _path_mkdir(call):
+                path_code = code_of(receiver(call))  # type: ignore[arg-type]
+                exist_ok = kwarg(call, "exist_ok") or positional(call, 2)  # Path.mkdir(mode, parents, exist_ok)
+            else:
+                continue
+            if path_code is None or (exist_ok is not None and not is_literal(exist_ok.value, False)):
+                continue
+            if facts.ranks.rank_guarded(call) or _caught(facts, call):
+                continue
+            check = _existence_check(facts, call, path_code)
+            if check is None and qual not in ("os.makedirs", "os.mkdir") and not _evidently_path(facts, call):
+                continue  # `x.mkdir()` of something that may not be a pathlib path
+            if check is None:
+                ctx.report(
+                    call,
+                    f"{code_of(call.func)}() without exist_ok=True on every rank: all ranks but one raise "
+                    "FileExistsError; pass exist_ok=True, or create it on rank 0 before the others use it",
+                    fix="none",
+                )
+                continue
+            mkdir = qual == "os.mkdir"
+            if not ctx.report(call, fix="unsafe" if mkdir else None):
+                continue
+            self._fix(ctx, call, check, mkdir)
+
+    @staticmethod
+    def _fix(ctx: Context, call: cst.Call, check: cst.If, mkdir: bool) -> None:
+        positional_flag = positional(call, 2) if kwarg(call, "exist_ok") is None else None
+
+        def rewrite(node: cst.Call) -> cst.Call:
+            if mkdir:
+                node = node.with_changes(func=cst.parse_expression(code_of(node.func)[: -len("mkdir")] + "makedirs"))
+            if positional_flag is not None:  # os.makedirs(d, mode, False)
+                args = [
+                    a.with_changes(value=cst.Name("True")) if a.deep_equals(positional_flag) else a for a in node.args
+                ]
+                return node.with_changes(args=args)
+            return with_kwarg(node, "exist_ok", cst.Name("True"))
+
+        ctx.plan.replace(call, rewrite)
+        if _collapsible(ctx.facts, check):
+            ctx.plan.replace(check, _collapse)
+
+
+def _existence_check(facts, call: cst.Call, path_code: str) -> cst.If | None:
+    """The `if not os.path.exists(<same path>):` whose body is (or holds) the statement `call`."""
+    parent = facts.index.parent
+    expr = parent.get(call)
+    if not isinstance(expr, cst.Expr):
+        return None
+    holder = parent.get(expr)
+    if isinstance(holder, cst.SimpleStatementLine):
+        block = parent.get(holder)
+        owner = parent.get(block) if isinstance(block, cst.IndentedBlock) else None
+    else:  # `if not os.path.exists(d): os.makedirs(d)` on one line
+        owner = parent.get(holder)
+    if not isinstance(owner, cst.If):
+        return None
+    test = owner.test
+    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+        return None
+    inner = test.expression
+    if not isinstance(inner, cst.Call):
+        return None
+    if facts.names.call_qual(inner) in EXISTS_CHECKS:
+        arg = positional(inner, 0) or kwarg(inner, "path")
+        checked = code_of(arg.value) if arg is not None else None
+    elif method_name(inner) in PATH_CHECKS and receiver(inner) is not None and not inner.args:
+        checked = code_of(receiver(inner))  # type: ignore[arg-type]
+    else:
+        return None
+    return owner if checked == path_code else None
+
+
+def _path_mkdir(call: cst.Call) -> bool:
+    """`p.mkdir()`, `p.mkdir(parents=True)`: pathlib's signature (mode, parents, exist_ok), not a path
+    argument (`fs.mkdir("dir")` of another API)."""
+    first = positional(call, 0)
+    return first is None or isinstance(first.value, cst.Integer)
+
+
+def _evidently_path(facts, call: cst.Call) -> bool:
+    """`Path(d).mkdir()`, `(root / "ckpt").mkdir()`: the receiver is a pathlib path by its spelling."""
+    value = receiver(call)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Divide):
+        return True
+    return isinstance(value, cst.Call) and (facts.names.call_qual(value) or "").endswith("Path")
+
+
+def _collapsible(facts, check: cst.If) -> bool:
+    """`if not exists(d): makedirs(d)` and nothing else, no comment on the `if` line: one statement."""
+    if check.orelse is not None or facts.index.in_one_line_suite(check):
+        return False
+    if not isinstance(facts.index.parent.get(check), (cst.IndentedBlock, cst.Module)):
+        return False  # an `elif`
+    body = check.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return len(body.body) == 1
+    if len(body.body) != 1 or body.header.comment is not None:
+        return False
+    only = body.body[0]
+    return (
+        isinstance(only, cst.SimpleStatementLine)
+        and len(only.body) == 1
+        and not any(line.comment for line in body.footer)
+    )
+
+
+def _collapse(node: cst.If) -> cst.BaseStatement:
+    body = node.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return cst.SimpleStatementLine(
+            body=body.body, leading_lines=node.leading_lines, trailing_whitespace=body.trailing_whitespace
+        )
+    only = body.body[0]
+    return only.with_changes(leading_lines=[*node.leading_lines, *only.leading_lines])
+
+
+def _caught(facts, call: cst.Call) -> bool:
+    """Inside `try:` with an `except` that catches FileExistsError (or a base of it)."""
+    for anc in facts.index.ancestors(call):
+        if isinstance(anc, cst.FunctionDef):
+            return False
+        if isinstance(anc, cst.Try) and facts.index.contains(anc.body, call):
+            for handler in anc.handlers:
+                if handler.type is None:
+                    return True
+                types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+                names = {code_of(t.value if isinstance(t, cst.Element) else t).split(".")[-1] for t in types}
+                if names & CAUGHT:
+                    return True
+    return False
+
+
+EXAMPLES = (
+    fixes(
+        """
+        import os
+
+        import torch
+        import torch.nn as nn
+
+        out_dir = "checkpoints"
+        if not os.path.exists(out_dir):
+            os.makedirs(out_dir)
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.nn as nn
+
+        out_dir = "checkpoints"
+        os.makedirs(out_dir, exist_ok=True)
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="Two ranks can both see the folder missing, and the second makedirs raises FileExistsError:",
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.nn as nn
+
+        out_dir = "checkpoints"
+        os.makedirs(out_dir, exist_ok=True)
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="makedirs with exist_ok=True: safe when several ranks create the folder:",
+    ),
+)

@@ -1,0 +1,618 @@
+"""Finer cases for the data rules (DDP104, DDP201-DDP209) and the file-system race (DDP411): what they
+catch, what they fix, and the near misses they must leave alone."""
+
+from __future__ import annotations
+
+import textwrap
+
+from ddpfix import check_source, fix_source
+
+HEAD = """\
+import os
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+RANK = int(os.environ.get("RANK", 0))
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+DISTRIBUTED = WORLD_SIZE > 1
+"""
+
+
+def script(body: str) -> str:
+    return HEAD + textwrap.dedent(body)
+
+
+def found(src: str, code: str, path: str | None = None) -> list:
+    return [d for d in check_source(src, path=path) if d.code == code]
+
+
+def fixed(src: str, *codes: str, **kw) -> str:
+    return fix_source(src, select=list(codes), **kw).code
+
+
+# --------------------------------------------------------------------------- DDP206
+EVAL = """
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(nn.Linear(2, 2))
+    val = TensorDataset(torch.randn(5, 2), torch.randint(0, 2, (5,)))
+    sampler = DistributedSampler(val, shuffle=False{sargs})
+    val_loader = DataLoader(val, batch_size=2, sampler=sampler)
+    correct = 0
+    for x, y in val_loader:
+        correct += (model(x).argmax(1) == y).sum().item()
+"""
+
+
+def test_ddp206_padding_sampler_is_reported():
+    assert [d.fix for d in found(script(EVAL.format(sargs="")), "DDP206")] == ["none"]
+    assert len(found(script(EVAL.format(sargs=", drop_last=False")), "DDP206")) == 1
+
+
+def test_ddp206_sampler_that_drops_the_tail_does_not_pad():
+    assert found(script(EVAL.format(sargs=", drop_last=True")), "DDP206") == []
+    conditional = EVAL.format(sargs=", drop_last=True").replace(
+        "shuffle=False, drop_last=True)", "shuffle=False, drop_last=True) if DISTRIBUTED else None"
+    )
+    assert found(script(conditional), "DDP206") == []
+
+
+# --------------------------------------------------------------------------- DDP420
+TRAIN_TAIL = """
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(4, 2)).sum().backward()
+    opt.step()
+"""
+
+
+def race(body: str) -> str:
+    return script("\ndef main(out):\n" + textwrap.indent(textwrap.dedent(body), "    ") + TRAIN_TAIL)
+
+
+def test_ddp420_check_then_makedirs_becomes_one_call():
+    src = race("""
+        # checkpoints go here
+        if not os.path.exists(out):
+            os.makedirs(out)
+    """)
+    assert [d.fix for d in found(src, "DDP420")] == ["safe"]
+    assert "    # checkpoints go here\n    os.makedirs(out, exist_ok=True)\n" in fixed(src, "DDP420")
+
+
+def test_ddp420_one_line_check_and_isdir():
+    src = race("if not os.path.isdir(out): os.makedirs(out, 0o755)  # logs\n")
+    assert "    os.makedirs(out, 0o755, exist_ok=True)  # logs\n" in fixed(src, "DDP420")
+
+
+def test_ddp420_if_doing_more_keeps_the_check():
+    src = race("""
+        if not os.path.exists(out):  # first run
+            os.makedirs(out)
+            print("created", out)
+    """)
+    out = fixed(src, "DDP420")
+    assert (
+        "    if not os.path.exists(out):  # first run\n        os.makedirs(out, exist_ok=True)\n        print(" in out
+    )
+
+
+def test_ddp420_pathlib_mkdir():
+    src = race("""
+        ckpt = Path(out) / "ckpt"
+        if not ckpt.exists():
+            ckpt.mkdir(parents=True)
+    """).replace("import os\n", "import os\nfrom pathlib import Path\n")
+    assert "    ckpt.mkdir(parents=True, exist_ok=True)\n" in fixed(src, "DDP420")
+
+
+def test_ddp420_os_mkdir_becomes_makedirs_only_as_an_unsafe_fix():
+    src = race("""
+        if not os.path.exists(out):
+            os.mkdir(out)
+    """)
+    assert [d.fix for d in found(src, "DDP420")] == ["unsafe"]
+    assert "os.mkdir(out)" in fixed(src, "DDP420")
+    assert "    os.makedirs(out, exist_ok=True)\n" in fixed(src, "DDP420", unsafe_fixes=True)
+
+
+def test_ddp420_bare_makedirs_is_reported_without_a_fix():
+    src = race("os.makedirs(out)\n")
+    [d] = found(src, "DDP420")
+    assert d.fix == "none" and "exist_ok=True" in d.message
+    assert fixed(src, "DDP420") == src
+
+
+def test_ddp420_leaves_safe_creations_alone():
+    for body in (
+        "os.makedirs(out, exist_ok=True)\n",
+        "if RANK == 0:\n    os.makedirs(out)\n",
+        "try:\n    os.mkdir(out)\nexcept FileExistsError:\n    pass\n",
+        "if not fs.exists(out):\n    fs.mkdir(out)\n",  # another API's mkdir
+        "if not os.path.exists(other):\n    os.makedirs(out)\n",  # checks something else
+    ):
+        assert [d.fix for d in found(race(body), "DDP420")] in ([], ["none"]), body
+    assert found(race("if not os.path.exists(other):\n    os.makedirs(out)\n"), "DDP420")[0].fix == "none"
+    assert found(race("if not fs.exists(out):\n    fs.mkdir(out)\n"), "DDP420") == []
+
+
+# --------------------------------------------------------------------------- DDP208
+DOWNLOAD = """\
+import torch
+import torch.nn as nn
+from torchvision import datasets
+{top}
+
+def main():
+{body}
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def download(body: str, top: str = "") -> str:
+    return DOWNLOAD.format(top=top, body=textwrap.indent(textwrap.dedent(body), "    "))
+
+
+WAIT = "    if DISTRIBUTED and LOCAL_RANK != 0:\n        dist.barrier()  # the other ranks wait while local rank 0 downloads\n"
+RELEASE = "    if DISTRIBUTED and LOCAL_RANK == 0:\n        dist.barrier()\n"
+
+
+def test_ddp208_local_rank_0_downloads_first():
+    src = download('train_set = datasets.MNIST("data", train=True, download=True)\n')
+    out = fix_source(src).code
+    assert WAIT + '    train_set = datasets.MNIST("data", train=True, download=True)\n' + RELEASE in out
+    assert fix_source(out).code == out  # the barriers are recognised on the next run
+
+
+def test_ddp208_adjacent_downloads_share_one_pair_of_barriers():
+    src = download("""
+        train_set = datasets.MNIST("data", train=True, download=True)
+        test_set = datasets.MNIST("data", train=False, download=True)
+    """)
+    out = fix_source(src).code
+    assert out.count("dist.barrier()") == 2
+    assert WAIT + "    train_set = " in out and "train=False, download=True)\n" + RELEASE in out
+
+
+def test_ddp208_hub_and_urlretrieve_shapes():
+    src = download(
+        """
+        tok = AutoTokenizer.from_pretrained("bert-base-uncased")
+        weights = torch.hub.load_state_dict_from_url(URL)
+        """,
+        top="from transformers import AutoTokenizer\nURL = 'https://example.com/w.pt'\n",
+    )
+    assert len(found(src, "DDP208")) == 2
+
+
+def test_ddp208_plain_dataset_and_download_false_are_not_downloads():
+    src = download('train_set = datasets.MNIST("data", train=True, download=False)\n')
+    assert found(src, "DDP208") == []
+    assert found(download('train_set = datasets.ImageFolder("data")\n'), "DDP208") == []
+
+
+def test_ddp208_returned_download_is_reported_with_the_reason():
+    src = download(
+        "train_set = get_data()\n", top='\n\ndef get_data():\n    return datasets.MNIST("data", download=True)\n'
+    )
+    [d] = found(src, "DDP208")
+    assert d.fix == "none" and "returned straight out" in d.message
+
+
+def test_ddp208_download_before_the_process_group_is_reported():
+    src = download("pass\n", top='TRAIN = datasets.MNIST("data", download=True)\n')
+    [d] = found(src, "DDP208")
+    assert d.fix == "none" and "before the process group" in d.message
+
+
+def test_ddp208_download_in_a_helper_called_after_init():
+    src = download(
+        "train_set = get_data()\n",
+        top='\n\ndef get_data():\n    ds = datasets.MNIST("data", download=True)\n    return ds\n',
+    )
+    out = fix_source(src).code
+    assert WAIT + '    ds = datasets.MNIST("data", download=True)\n' + RELEASE in out
+
+
+def test_ddp208_already_ordered_downloads_are_left_alone():
+    assert (
+        found(
+            download("""
+                if LOCAL_RANK == 0:
+                    datasets.MNIST("data", download=True)
+            """).replace("import torch\n", "import torch\nLOCAL_RANK = 0\n"),
+            "DDP208",
+        )
+        == []
+    )
+    src = download("""
+        with torch_distributed_zero_first(LOCAL_RANK):
+            train_set = datasets.MNIST("data", download=True)
+    """)
+    assert found(src, "DDP208") == []
+
+
+# --------------------------------------------------------------------------- DDP201: loader arguments from a dict
+KWARGS = """
+def main(args):
+    ds = TensorDataset(torch.randn(8, 2), torch.randn(8, 1))
+{build}
+    loader = DataLoader({loader})
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+"""
+
+
+def kw_script(build: str, loader: str = "ds, **kw") -> str:
+    return script(KWARGS.format(build=textwrap.indent(textwrap.dedent(build).strip("\n"), "    "), loader=loader))
+
+
+PUT = '    if DISTRIBUTED:\n        kw["sampler"] = DistributedSampler(ds, shuffle=kw.pop("shuffle", False))\n'
+SET_EPOCH = "    for epoch in range(2):\n        if DISTRIBUTED:\n            loader.sampler.set_epoch(epoch)\n"
+
+
+def test_ddp201_dict_with_shuffle_on_some_paths_gets_the_sampler_at_run_time():
+    src = kw_script("""
+        kw = {"batch_size": 2}
+        if torch.cuda.is_available():
+            kw.update({"pin_memory": True, "shuffle": True})
+    """)
+    out = fixed(src, "DDP201")
+    assert PUT + "    loader = DataLoader(ds, **kw)\n" in out
+    assert SET_EPOCH in out
+    assert found(out, "DDP201") == [] and found(out, "DDP203") == [] and found(out, "DDP204") == []
+
+
+def test_ddp201_dict_shapes_that_are_followed():
+    for build in (
+        "kw = dict(batch_size=2, shuffle=True)",
+        'base = {"batch_size": 2}\nkw = {**base, "shuffle": args.shuffle}',
+        'kw = {"batch_size": 2}\nkw["shuffle"] = True',
+        'kw = {"batch_size": 2} | {"shuffle": True}',
+        'extra = {"shuffle": True}\nkw = {"batch_size": 2}\nif args.shuffle:\n    kw.update(extra)',
+        'kw = {"batch_size": 2}\nkw.setdefault("shuffle", True)',
+    ):
+        assert PUT in fixed(kw_script(build), "DDP201"), build
+
+
+def test_ddp201_dict_without_shuffle_takes_the_plain_sampler_fix():
+    out = fixed(kw_script('kw = {"batch_size": 2, "num_workers": 0}'), "DDP201")
+    assert "    sampler = DistributedSampler(ds, shuffle=False) if DISTRIBUTED else None\n" in out
+    assert "    loader = DataLoader(ds, sampler=sampler, **kw)\n" in out
+
+
+def test_ddp201_dict_that_cannot_be_read_is_reported_with_where_it_comes_from():
+    [d] = found(kw_script("kw = vars(args)"), "DDP201")
+    assert d.fix == "none" and "vars(args) (line" in d.message
+    [d] = found(kw_script('kw = {"batch_size": 2}\nkw.update(load_config())'), "DDP201")
+    assert d.fix == "none" and "load_config() (line" in d.message
+    src = script(KWARGS.format(build="    pass", loader="ds, **kw").replace("def main(args):", "def main(args, **kw):"))
+    [d] = found(src, "DDP201")
+    assert d.fix == "none" and "a parameter of main()" in d.message
+
+
+def test_ddp201_dict_used_again_is_not_changed():
+    src = kw_script('kw = {"batch_size": 2, "shuffle": True}').replace(
+        "    loader = DataLoader(ds, **kw)\n",
+        "    loader = DataLoader(ds, **kw)\n    val_loader = DataLoader(ds, **kw)\n",
+    )
+    [d] = found(src, "DDP201")
+    assert d.fix == "none" and "kw is used again at line" in d.message and "sampler=DistributedSampler" in d.message
+    handed = kw_script('kw = {"batch_size": 2, "shuffle": True}\nlog_config(kw)')
+    [d] = found(handed, "DDP201")
+    assert d.fix == "none" and "handed on at line" in d.message
+
+
+def test_ddp201_dataset_inside_the_dict():
+    src = kw_script("kw = dict(dataset=ds, batch_size=2, shuffle=True)", loader="**kw")
+    out = fixed(src, "DDP201")
+    assert '        kw["sampler"] = DistributedSampler(kw["dataset"], shuffle=kw.pop("shuffle", False))\n' in out
+    assert fixed(out, "DDP201") == out
+
+
+def test_ddp201_dict_that_brings_a_sampler_is_left_alone():
+    assert found(kw_script('kw = {"batch_size": 2, "sampler": my_sampler}'), "DDP201") == []
+
+
+# --------------------------------------------------------------------------- DDP203: shuffle through **kwargs
+SAMPLED = """
+def main():
+    dist.init_process_group("gloo")
+    ds = TensorDataset(torch.randn(8, 2), torch.randn(8, 1))
+    kw = {{"batch_size": 2}}
+    if torch.cuda.is_available():
+        kw.update({{"pin_memory": True, "shuffle": {shuffle}}})
+    sampler = {sampler}
+    loader = DataLoader(ds, sampler=sampler, **kw)
+    model = DDP(nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+"""
+
+
+def test_ddp203_shuffle_from_kwargs_next_to_a_sampler():
+    src = script(SAMPLED.format(shuffle="True", sampler="DistributedSampler(ds) if DISTRIBUTED else None"))
+    [d] = found(src, "DDP203")
+    assert d.fix == "safe" and "mutually exclusive" in d.message
+    out = fixed(src, "DDP203")
+    assert '    if sampler is not None:\n        kw.pop("shuffle", None)  # the sampler shuffles\n    loader = ' in out
+    assert found(out, "DDP203") == []
+
+
+def test_ddp203_unconditional_sampler_pops_shuffle_unconditionally():
+    out = fixed(script(SAMPLED.format(shuffle="True", sampler="DistributedSampler(ds)")), "DDP203")
+    assert '    kw.pop("shuffle", None)  # the sampler shuffles\n    loader = ' in out
+
+
+def test_ddp203_shuffle_false_in_kwargs_is_fine():
+    assert found(script(SAMPLED.format(shuffle="False", sampler="DistributedSampler(ds)")), "DDP203") == []
+
+
+def test_ddp203_dynamic_shuffle_in_kwargs_is_reported_only():
+    [d] = found(script(SAMPLED.format(shuffle="args_shuffle", sampler="DistributedSampler(ds)")), "DDP203")
+    assert d.fix == "none" and "args_shuffle" in d.message
+
+
+# --------------------------------------------------------------------------- DDP201: loaders built by helpers
+FACTORY = """\
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+{imports}
+{helper}
+
+def main():
+    {call}
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        for x, y in {train}:
+            model(x).sum().backward()
+            opt.step()
+        for x, y in {val}:
+            print(model(x).sum().item())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+PAIR = """
+def build(bs):
+    ds = TensorDataset(torch.randn(8, 4), torch.randn(8, 1))
+    train_loader = DataLoader(ds, batch_size=bs, shuffle=True)
+    val_loader = DataLoader(ds, batch_size=bs)
+    return train_loader, val_loader
+"""
+
+
+def factory(helper: str, call: str, train: str, val: str, imports: str = "") -> str:
+    return FACTORY.format(helper=helper, call=call, train=train, val=val, imports=imports)
+
+
+def test_ddp201_loader_returned_in_a_tuple_under_other_names():
+    src = factory(PAIR, "tl, vl = build(2)", "tl", "vl")
+    out = fixed(src, "DDP201")
+    assert (
+        "    train_loader = DataLoader(ds, batch_size=bs, shuffle=(train_sampler is None), sampler=train_sampler)\n"
+        in out
+    )
+    assert "    val_loader = DataLoader(ds, batch_size=bs)\n" in out
+    assert "        if isinstance(tl.sampler, DistributedSampler):\n            tl.sampler.set_epoch(epoch)\n" in out
+
+
+def test_ddp201_loader_returned_in_a_dict_and_read_by_key():
+    helper = PAIR.replace("return train_loader, val_loader", 'return {"train": train_loader, "val": val_loader}')
+    out = fixed(factory(helper, "loaders = build(2)", 'loaders["train"]', 'loaders["val"]'), "DDP201")
+    assert "sampler=train_sampler)\n" in out and "    val_loader = DataLoader(ds, batch_size=bs)\n" in out
+    assert '            loaders["train"].sampler.set_epoch(epoch)\n' in out
+    assert found(out, "DDP204") == []  # that set_epoch is seen on the next run
+    picked = factory(helper, 'loaders = build(2)\n    tl = loaders["train"]', "tl", 'loaders["val"]')
+    assert '            loaders["train"].sampler.set_epoch(epoch)\n        for x, y in tl:' in fixed(picked, "DDP201")
+
+
+def test_ddp201_helper_that_also_builds_the_validation_loader_is_reported():
+    helper = "\ndef make(ds, shuffle):\n    return DataLoader(ds, batch_size=2, shuffle=shuffle)\n"
+    call = "ds = TensorDataset(torch.randn(8, 4), torch.randn(8, 1))\n    tl = make(ds, True)\n    vl = make(ds, False)"
+    src = factory(helper, call, "tl", "vl")
+    [d] = found(src, "DDP201")
+    assert d.fix == "none" and "make() (line" in d.message and "also builds vl" in d.message
+    assert "DistributedSampler" not in fixed(src, "DDP201")
+
+
+def test_ddp201_loader_of_another_file_is_reported_at_the_call(tmp_path):
+    (tmp_path / "data_utils.py").write_text(
+        "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+        + PAIR.replace("def build", "def build")
+    )
+    src = factory("", "tl, vl = build(2)", "tl", "vl", imports="from data_utils import build\n")
+    script_path = tmp_path / "train.py"
+    [d] = found(src, "DDP201", path=str(script_path))
+    assert d.fix == "none" and "build() at data_utils.py:6" in d.message and "edit that file" in d.message
+    # the validation loader, or one that already has a sampler there, is not reported
+    (tmp_path / "data_utils.py").write_text(
+        (tmp_path / "data_utils.py").read_text().replace("shuffle=True)", "sampler=make_sampler(ds))")
+    )
+    assert found(src, "DDP201", path=str(script_path)) == []
+
+
+# --------------------------------------------------------------------------- DDP202: samplers built by helpers
+HELPER_SAMPLER = """
+def make_sampler(dataset):
+    if dist.is_initialized():
+        return DistributedSampler(dataset)
+    return None
+"""
+USES_HELPER = """
+def main():
+    dist.init_process_group("gloo")
+    ds = TensorDataset(torch.randn(8, 2), torch.randn(8, 1))
+    sampler = make_sampler(ds)
+    loader = DataLoader(ds, batch_size=2, shuffle={shuffle})
+    model = DDP(nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+"""
+
+
+def test_ddp202_sampler_from_a_helper_of_this_file():
+    src = script(HELPER_SAMPLER + USES_HELPER.format(shuffle="True"))
+    [d] = found(src, "DDP202")
+    assert d.fix == "safe" and found(src, "DDP201") == []
+    out = fixed(src, "DDP202")
+    assert "    loader = DataLoader(ds, batch_size=2, shuffle=(sampler is None), sampler=sampler)\n" in out
+    assert "        if sampler is not None:\n            sampler.set_epoch(epoch)\n" in out
+
+
+def test_ddp202_sampler_from_a_helper_of_another_file(tmp_path):
+    (tmp_path / "samplers.py").write_text(
+        "import torch.distributed as dist\nfrom torch.utils.data.distributed import DistributedSampler\n"
+        + HELPER_SAMPLER
+    )
+    src = script("from samplers import make_sampler\n" + USES_HELPER.format(shuffle="True"))
+    path = str(tmp_path / "train.py")
+    [d] = found(src, "DDP202", path=path)
+    assert d.fix == "safe"
+    out = fix_source(src, path=path, select=["DDP202"]).code
+    assert "shuffle=(sampler is None), sampler=sampler)\n" in out
+
+
+def test_ddp202_helper_sampler_with_a_dynamic_shuffle_is_reported_only():
+    [d] = found(script(HELPER_SAMPLER + USES_HELPER.format(shuffle="args_shuffle")), "DDP202")
+    assert d.fix == "none" and "shuffle=args_shuffle" in d.message
+
+
+# --------------------------------------------------------------------------- DDP209
+MANUAL = """\
+import numpy as np
+import torch
+import torch.nn as nn
+
+x, y = torch.randn(50, 2), torch.randn(50, 1)
+model = nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+{body}
+"""
+
+STEP = "model(xb).sum().backward()\nopt.step()\n"
+
+
+def manual(body: str) -> str:
+    """`body` in the epoch loop, and a training step after it (inside it when it is a loop)."""
+    body = textwrap.dedent(body).strip("\n")
+    step = textwrap.indent(STEP, "        " if body.startswith("for ") else "    ")
+    return MANUAL.format(body=textwrap.indent(body, "    ") + "\n" + step)
+
+
+def test_ddp209_offset_loop_takes_every_world_size_th_batch_the_same_number_on_every_rank():
+    out = fixed(manual("for i in range(0, len(x), 10):\n    xb = x[i:i + 10]"), "DDP209")
+    assert (
+        "    num_batches = len(range(0, len(x), 10)) // WORLD_SIZE  # the same on every rank: DDP steps together\n"
+        "    for i in range(RANK * 10, len(x), WORLD_SIZE * 10)[:num_batches]:\n"
+    ) in out
+    assert found(out, "DDP209") == []
+
+
+def test_ddp209_enumerated_offsets_and_batch_numbers():
+    out = fixed(manual("for step, i in enumerate(range(0, len(x), bs + 1)):\n    xb = x[i:i + bs + 1]"), "DDP209")
+    assert "enumerate(range(RANK * (bs + 1), len(x), WORLD_SIZE * (bs + 1))[:num_batches])" in out
+    out = fixed(manual("for b in range(len(x) // 10):\n    xb = x[b * 10:(b + 1) * 10]"), "DDP209")
+    assert "    for b in range(RANK, len(x) // 10, WORLD_SIZE)[: (len(x) // 10) // WORLD_SIZE]:\n" in out
+
+
+def test_ddp209_plain_run_takes_the_same_batches():
+    for n, bs, world in ((50, 10, 1), (53, 10, 1), (7, 3, 1)):
+        rank = 0
+        num_batches = len(range(0, n, bs)) // world
+        assert list(range(rank * bs, n, world * bs)[:num_batches]) == list(range(0, n, bs))
+    for n, bs, world in ((53, 10, 2), (100, 8, 3), (5, 2, 4)):  # equal counts, disjoint
+        num_batches = len(range(0, n, bs)) // world
+        shards = [list(range(r * bs, n, world * bs)[:num_batches]) for r in range(world)]
+        assert len({len(s) for s in shards}) == 1
+        assert len({i for s in shards for i in s}) == sum(len(s) for s in shards)
+
+
+def test_ddp209_random_batch_indices_become_one_draw_split_by_rank():
+    src = manual("ix = torch.randint(len(x), (bs,))\nxb = x[ix]")
+    out = fixed(src, "DDP209")
+    assert (
+        "    ix = torch.randint(len(x), (bs * WORLD_SIZE,))[RANK * bs:(RANK + 1) * bs]"
+        "  # one draw for all ranks; this rank's part\n"
+    ) in out
+    out = fixed(manual("ix = np.random.randint(0, len(x), size=bs)\nxb = x[ix]"), "DDP209")
+    assert "np.random.randint(0, len(x), size=bs * WORLD_SIZE)[RANK * bs:(RANK + 1) * bs]" in out
+
+
+def test_ddp209_shapes_reported_with_what_to_do():
+    [d] = found(manual("for xb in x.split(10):\n    pass"), "DDP209")
+    assert d.fix == "none" and "x.split(10)" in d.message
+    [d] = found(manual("for i in range(5, len(x), 10):\n    xb = x[i:i + 10]"), "DDP209")
+    assert d.fix == "none" and "does not start at 0" in d.message
+
+
+def test_ddp209_leaves_alone():
+    for body in (
+        "for i in range(RANK * 10, len(x), WORLD_SIZE * 10):\n    xb = x[i:i + 10]",  # sharded already
+        "for i in range(0, len(x), 10):\n    xb = x",  # the offset cuts nothing
+        "ix = torch.randint(10, (4,))\nxb = x",  # a draw that indexes nothing
+    ):
+        src = manual(body).replace("import torch\n", "import torch\nRANK, WORLD_SIZE = 0, 1\n")
+        assert found(src, "DDP209") == [], body
+
+
+def test_ddp208_and_ddp209_leave_spawned_ranks_to_the_author():
+    spawned = """\
+import torch
+import torch.multiprocessing as mp
+import torch.nn as nn
+from torchvision import datasets
+
+
+def worker(rank, world_size):
+    data = datasets.MNIST("data", download=True)
+    x = torch.randn(20, 2)
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(0, len(x), 5):
+        model(x[i:i + 5]).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2,), nprocs=2)
+"""
+    assert [(d.code, d.fix) for d in check_source(spawned) if d.code in ("DDP208", "DDP209")] == [
+        ("DDP208", "none"),
+        ("DDP209", "none"),
+    ]
+
+
+def test_ddp209_data_already_sharded_by_rank_is_left_alone():
+    unsharded = manual("for i in range(0, len(shard), 10):\n    xb = shard[i:i + 10]")
+    assert len(found(unsharded.replace("for epoch", "shard = x\nfor epoch"), "DDP209")) == 1
+    src = unsharded.replace("for epoch", "RANK, WORLD_SIZE = 0, 1\nshard = x[RANK::WORLD_SIZE]\nfor epoch")
+    assert found(src, "DDP209") == []
