@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from .diagnostic import NONE
 from .facts import ScriptFacts
 from .rule import Context
 from .transforms import RULES
@@ -56,14 +57,23 @@ def registry_index() -> dict[str, int]:
 
 
 def plan_pass(
-    facts: ScriptFacts, active: Iterable[str], fixing: set[str], unsafe_fixes: bool, suppressions=None
+    facts: ScriptFacts,
+    active: Iterable[str],
+    fixing: set[str],
+    unsafe_fixes: bool,
+    suppressions=None,
+    *,
+    edits_only: bool = False,
 ) -> Context:
     """Run every active or fixing rule, in registry order, over `facts` into one plan. A rule that
-    runs only to provide a fix another one needs reports nothing."""
+    runs only to provide a fix another one needs reports nothing. With `edits_only` (a pass whose
+    findings nobody reads), the rules that offer no fix are skipped: they propose no edit."""
     active = set(active)
     ctx = Context(facts, fixing, unsafe_fixes)
     ctx.suppressions = suppressions
     for rule in RULES:
+        if edits_only and rule.fix == NONE:
+            continue
         if rule.code in active or rule.code in fixing:
             ctx.rule = rule
             ctx.plan.rule = rule.code

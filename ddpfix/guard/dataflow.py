@@ -15,7 +15,6 @@ import libcst as cst
 from ..syntax import child_nodes, dotted
 
 Scope = cst.Module | cst.FunctionDef | cst.ClassDef
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -35,8 +34,9 @@ def _chain(node: cst.BaseExpression) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def reads_of(node: cst.CSTNode | None, out: set[str]) -> set[str]:
-    """Every name and attribute chain `node` (an expression or a part of one) reads."""
+def reads_of(node: cst.CSTNode | None, out: set[str], walrus: set[str] | None = None) -> set[str]:
+    """Every name and attribute chain `node` (an expression or a part of one) reads; what its
+    assignment expressions (`:=`) bind goes to `walrus`."""
     if node is None:
         return out
     stack = [node]
@@ -67,6 +67,8 @@ def reads_of(node: cst.CSTNode | None, out: set[str]) -> set[str]:
                     reads_of(part, inner)
             out.update(r for r in inner if r.split(".")[0] not in targets)
         elif isinstance(n, cst.NamedExpr):
+            if walrus is not None:
+                binds_of(n.target, walrus)
             stack.append(n.value)
         else:
             stack.extend(child_nodes(n))
@@ -122,93 +124,95 @@ def _target_reads(target: cst.CSTNode, out: set[str]) -> None:
         reads_of(target, out)
 
 
-def _walrus(node: cst.CSTNode | None, out: set[str]) -> None:
-    if node is None:
-        return
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.NamedExpr):
-            binds_of(n.target, out)
-        if not isinstance(n, (*_SCOPES, *_COMPREHENSIONS)):
-            stack.extend(child_nodes(n))
-
-
 # ------------------------------------------------------------------------------ statements
-def small_names(small: cst.BaseSmallStatement, names: Names) -> None:
+def small_names(small: cst.BaseSmallStatement, names: Names, reads: bool = True) -> None:
+    """What a small statement reads and binds (with `reads` False, only what it binds, leaving out
+    assignment expressions, which would need a walk of every expression)."""
+    r, b = (names.reads, names.binds) if reads else (None, names.binds)
+
+    def read(node: cst.CSTNode | None) -> None:
+        if r is not None:
+            reads_of(node, r, b)
+
     if isinstance(small, cst.Assign):
         for t in small.targets:
-            binds_of(t.target, names.binds)
-            _target_reads(t.target, names.reads)
-        reads_of(small.value, names.reads)
+            binds_of(t.target, b)
+            if r is not None:
+                _target_reads(t.target, r)
+        read(small.value)
     elif isinstance(small, cst.AugAssign):
-        binds_of(small.target, names.binds)
-        reads_of(small.target, names.reads)
-        reads_of(small.value, names.reads)
+        binds_of(small.target, b)
+        read(small.target)
+        read(small.value)
     elif isinstance(small, cst.AnnAssign):
         if small.value is not None:
-            binds_of(small.target, names.binds)
-            reads_of(small.value, names.reads)
-        _target_reads(small.target, names.reads)
+            binds_of(small.target, b)
+            read(small.value)
+        if r is not None:
+            _target_reads(small.target, r)
     elif isinstance(small, cst.Import):
         for alias in small.names:
             if alias.asname is not None:
-                binds_of(alias.asname.name, names.binds)
+                binds_of(alias.asname.name, b)
             else:
-                names.binds.add((dotted(alias.name) or "").split(".")[0])
+                b.add((dotted(alias.name) or "").split(".")[0])
     elif isinstance(small, cst.ImportFrom):
         if not isinstance(small.names, cst.ImportStar):
             for alias in small.names:
-                binds_of(alias.asname.name if alias.asname is not None else alias.name, names.binds)
+                binds_of(alias.asname.name if alias.asname is not None else alias.name, b)
     elif isinstance(small, cst.Del):
-        binds_of(small.target, names.binds)
+        binds_of(small.target, b)
     elif isinstance(small, (cst.Global, cst.Nonlocal)):
-        names.binds.update(n.name.value for n in small.names)
+        b.update(n.name.value for n in small.names)
     else:
-        reads_of(small, names.reads)
-    _walrus(small, names.binds)
+        read(small)
 
 
-def header_names(stmt: cst.BaseStatement) -> Names:
+def header_names(stmt: cst.BaseStatement, reads: bool = True) -> Names:
     """What a statement reads and binds itself; for a compound statement only its header and a body
-    written on the same line (the statements of its indented blocks are units of their own)."""
+    written on the same line (the statements of its indented blocks are units of their own). With
+    `reads` False, only what it binds (see `small_names`)."""
     names = Names()
     if isinstance(stmt, cst.SimpleStatementLine):
         for small in stmt.body:
-            small_names(small, names)
+            small_names(small, names, reads)
         return names
     for part in (stmt, getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None)):
         suite = getattr(part, "body", None)
         if isinstance(suite, cst.SimpleStatementSuite):  # `if x: y = 1`
             for small in suite.body:
-                small_names(small, names)
+                small_names(small, names, reads)
+
+    def read(node: cst.CSTNode | None) -> None:
+        if reads:
+            reads_of(node, names.reads, names.binds)
+
     if isinstance(stmt, (cst.If, cst.While)):
-        reads_of(stmt.test, names.reads)
-        _walrus(stmt.test, names.binds)
+        read(stmt.test)
     elif isinstance(stmt, cst.For):
-        reads_of(stmt.iter, names.reads)
+        read(stmt.iter)
         binds_of(stmt.target, names.binds)
-        _target_reads(stmt.target, names.reads)
+        if reads:
+            _target_reads(stmt.target, names.reads)
     elif isinstance(stmt, cst.With):
         for item in stmt.items:
-            reads_of(item.item, names.reads)
+            read(item.item)
             if item.asname is not None:
                 binds_of(item.asname.name, names.binds)
-                _target_reads(item.asname.name, names.reads)
-    elif isinstance(stmt, cst.FunctionDef):
+                if reads:
+                    _target_reads(item.asname.name, names.reads)
+    elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
         names.binds.add(stmt.name.value)
         for dec in stmt.decorators:
-            reads_of(dec.decorator, names.reads)
-        for p in _params(stmt.params):
-            reads_of(p.default, names.reads)
-    elif isinstance(stmt, cst.ClassDef):
-        names.binds.add(stmt.name.value)
-        for dec in stmt.decorators:
-            reads_of(dec.decorator, names.reads)
-        for arg in (*stmt.bases, *stmt.keywords):
-            reads_of(arg.value, names.reads)
+            read(dec.decorator)
+        if isinstance(stmt, cst.FunctionDef):
+            for p in _params(stmt.params):
+                read(p.default)
+        else:
+            for arg in (*stmt.bases, *stmt.keywords):
+                read(arg.value)
     elif isinstance(stmt, cst.Match):
-        reads_of(stmt.subject, names.reads)
+        read(stmt.subject)
     return names
 
 

@@ -2,7 +2,9 @@
 
 A pass over an output runs what a second `ddpfix apply` would run, on the tree the plan built rather
 than on a new parse of its text; its findings are thrown away, so the analysis computes no position
-(unless the output has suppression comments, which are matched by line).
+(unless the output has suppression comments, which are matched by line), and the rules that offer
+no fix are left out: they propose no edit (the guard checks that of the first pass's plan), and what
+they leave in the plan's shared state are caches the fixing rules compute the same way themselves.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def _pass(guard: Guard, module: cst.Module, text: str, tree: ast.Module | None, 
     facts = ScriptFacts(module, text, tree) if suppressions is not None else _Unplaced(module, text, tree)
     if not reaches_rules(facts):
         return facts, None
-    return facts, plan_pass(facts, guard.active, fixing, guard.unsafe_fixes, suppressions)
+    return facts, plan_pass(facts, guard.active, fixing, guard.unsafe_fixes, suppressions, edits_only=True)
 
 
 __all__ = ["MAX_PASSES", "Fixpoint", "fixpoint"]

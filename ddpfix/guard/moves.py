@@ -49,10 +49,11 @@ class _Order:
         return self.names[i]
 
     def binding(self, name: str) -> list[int]:
+        """The statements that bind `name` (assignment expressions left out: see `small_names`)."""
         if self.binders is None:
             self.binders = {}
-            for i in range(len(self.units)):
-                for n in self.header(i).binds:
+            for i, unit in enumerate(self.units):
+                for n in header_names(unit, reads=False).binds:
                     self.binders.setdefault(n, []).append(i)
         return self.binders.get(name, [])
 
@@ -87,6 +88,14 @@ class MoveCheck:
     def __init__(self, plan: Plan, facts: ScriptFacts) -> None:
         self.plan, self.facts = plan, facts
         self._orders: dict[int, _Order] = {}
+        self._params: dict[int, set[str]] = {}
+        self._deep: dict[int, Names] = {}
+
+    def deep(self, stmt: cst.BaseStatement) -> Names:
+        names = self._deep.get(id(stmt))
+        if names is None:
+            names = self._deep[id(stmt)] = deep_names(stmt)
+        return names
 
     def problems(self) -> list[Problem]:
         entries = list(self._entries())
@@ -161,7 +170,7 @@ class MoveCheck:
         m = order.index.get(id(ins.moved))
         if m is None:
             return  # moved into another scope: the name analysis of the output sees what that breaks
-        mine = deep_names(ins.moved)
+        mine = self.deep(ins.moved)
         for i in range(len(order.units)):
             if m <= i < order.end[m]:
                 continue  # its own blocks move with it
@@ -185,9 +194,11 @@ class MoveCheck:
 
     def _check_insert(self, scope, order: _Order, ins, key: Key, entries, moved_keys) -> Iterator[Problem]:
         bound_here: set[str] = set()
-        params = _parameters(scope)
+        params = self._params.get(id(scope))
+        if params is None:
+            params = self._params[id(scope)] = _parameters(scope)
         for stmt in ins.stmts:
-            names = deep_names(stmt)
+            names = self.deep(stmt)
             for name in sorted(names.reads - bound_here - params):
                 if "." in name:
                     continue  # an attribute chain can be set by code this analysis does not see
@@ -195,19 +206,20 @@ class MoveCheck:
                 if not places or any(p < key for p in places):
                     continue
                 if any(
-                    k < key and name in _binds(other) for sc, k, other in entries if sc is scope and other is not ins
+                    k < key and name in self._binds(other)
+                    for sc, k, other in entries
+                    if sc is scope and other is not ins
                 ):
                     continue  # another insertion binds it first
                 first = order.units[order.binding(name)[0]]
                 yield Problem(ins.rule, f"inserts `{short(stmt)}`, which reads `{name}`, above `{short(first)}`")
             bound_here |= names.binds
 
-
-def _binds(ins) -> set[str]:
-    out: set[str] = set()
-    for stmt in [ins.moved] if ins.moved is not None else ins.stmts:
-        out |= deep_names(stmt).binds
-    return out
+    def _binds(self, ins) -> set[str]:
+        out: set[str] = set()
+        for stmt in [ins.moved] if ins.moved is not None else ins.stmts:
+            out |= self.deep(stmt).binds
+        return out
 
 
 def _parameters(scope: Scope) -> set[str]:
