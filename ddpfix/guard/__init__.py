@@ -58,7 +58,9 @@ class Outcome:
         out = []
         for d in self.ctx.diagnostics:
             reason = self.withheld.get(d.code)
-            if reason is not None and d.fix != NONE and (d.fix == SAFE or unsafe):
+            rule = BY_CODE.get(d.code)
+            offered = d.fix != NONE and (d.fix == SAFE or unsafe)
+            if reason is not None and (offered or (rule is not None and rule.fix == NONE)):  # (an edit unasked)
                 d = dataclasses.replace(d, applied=False, withheld=reason)
             elif d.applied and self.kept_nothing:
                 d = dataclasses.replace(d, applied=False)
@@ -158,7 +160,8 @@ class Guard:
         if first is None:
             return "the process group would be initialised twice"
         line = self.facts.position(first.call).start.line
-        return f"the script already joins the process group ({first.how} at line {line}); it would be initialised twice"
+        joins = "already joins" if first.certain else "may already join"
+        return f"the script {joins} the process group ({first.text} at line {line}); it would be initialised twice"
 
     # ------------------------------------------------------------------ the input's side, once
     def input_parses(self) -> bool:

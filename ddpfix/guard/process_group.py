@@ -39,7 +39,12 @@ INIT_FINDERS: list[Callable[[ScriptFacts], Iterable[cst.Call]]] = []
 @dataclass
 class Point:
     call: cst.Call
-    how: str  # what kind of init: for messages
+    certain: bool  # False: a call that may init, by its name
+    via: str = ""  # how: "" (init_process_group itself), "a helper", "a local module"
+
+    @property
+    def text(self) -> str:
+        return f"`{_call_text(self.call)}`"
 
 
 @dataclass
@@ -97,10 +102,10 @@ class _Paths:
     # ------------------------------------------------------------------ init points
     def _points(self) -> list[Point]:
         facts = self.facts
-        direct = {c: "init_process_group" for c in facts.init_calls}
+        direct = {c: "" for c in facts.init_calls}
         for finder in INIT_FINDERS:
             for c in finder(facts):
-                direct.setdefault(c, "an init of a local module")
+                direct.setdefault(c, "a local module")
         initing: dict[cst.FunctionDef, bool] = {}
         by_func: dict[cst.FunctionDef | None, list[cst.Call]] = {}
         for c in facts.calls:
@@ -120,12 +125,13 @@ class _Paths:
 
         out = []
         for c in facts.calls:
+            callee = self._callee[c]
             if c in direct:
-                out.append(Point(c, direct[c]))
-            elif self._callee[c] is not None and inits(self._callee[c], frozenset()):
-                out.append(Point(c, f"`{_call_text(c)}`, which calls init_process_group"))
+                out.append(Point(c, True, direct[c]))
+            elif callee is not None and inits(callee, frozenset()):
+                out.append(Point(c, True, "a helper"))
             elif self._may_init(c):
-                out.append(Point(c, f"`{_call_text(c)}`"))
+                out.append(Point(c, False))
         return out
 
     def _may_init(self, call: cst.Call) -> bool:

@@ -498,7 +498,7 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
                         title=A.fix_title(d.code, d.fix, len(same)),
                         kind=A.QUICKFIX,
                         diagnostics=same,
-                        disabled=types.CodeActionDisabledType(reason=f"not fixed: {res.withheld[d.code]}"),
+                        disabled=types.CodeActionDisabled(reason=f"not fixed: {res.withheld[d.code]}"),
                     )
                     out.append(action)
                 continue
