@@ -63,6 +63,7 @@ class Plan:
         self.after: dict[cst.CSTNode, list[_Insert]] = {}
         self.prepends: dict[cst.CSTNode, list[_Insert]] = {}
         self.guards: dict[cst.CSTNode, str] = {}
+        self.guard_rules: dict[cst.CSTNode, str | None] = {}  # guarded statement -> the rule that guarded it
         self.moved: set[cst.CSTNode] = set()
         self.imports: list[ImportSpec] = []
         self.introduced: set[str] = set()
@@ -187,6 +188,7 @@ class Plan:
     def guard(self, stmt: cst.CSTNode, condition: str) -> None:
         self._touch()
         self.guards.setdefault(stmt, condition)
+        self.guard_rules.setdefault(stmt, self.rule)
 
     def is_empty(self) -> bool:
         return not (self.replacements or self.before or self.after or self.prepends or self.guards or self.imports)

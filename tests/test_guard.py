@@ -145,6 +145,47 @@ def test_setup_block_above_the_scripts_own_constants_is_withheld():
     run_script(result.code)
 
 
+WRITES_METRICS = src(
+    """
+    import json
+
+    import torch
+
+
+    def main():
+        model = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(2):
+            loss = model(torch.randn(4, 2)).sum()
+            loss.backward()
+            opt.step()
+        with open("metrics.json", "w") as f:
+            stats = {"loss": loss.item()}
+            json.dump(stats, f)
+        best = stats["loss"]
+        return best
+
+
+    if __name__ == "__main__":
+        main()
+    """
+)
+
+
+def test_a_name_bound_under_a_new_rank_guard_and_read_on_every_rank_is_withheld(work, monkeypatch):
+    # DDP405 puts the `with open(...)` under `if RANK == 0:`; `stats` is then unbound on rank 1
+    broken = unguarded(WRITES_METRICS)
+    monkeypatch.setenv("RANK", "1")  # what rank 1 runs (WORLD_SIZE 1: no process group needed)
+    with pytest.raises(NameError, match="stats"):
+        run_script(broken)
+    result = fix_source(WRITES_METRICS)
+    assert result.withheld == {
+        "DDP405": 'binds `stats` under `if RANK == 0:` only, but `best = stats["loss"]` reads it on every rank'
+    }
+    run_script(result.code)
+    assert {"DDP001", "DDP301"} <= set(result.applied_codes)
+
+
 # ---------------------------------------------------------------------------- process group
 HELPER_INIT = src(
     """

@@ -3,8 +3,9 @@
 Every rewrite (`apply`, `diff`, the API, the language server's code actions) is checked against its
 input before anyone sees it:
 
-1. the plan: a rule that offers no fix proposes no edit, and no moved or inserted statement breaks
-   a data dependency (moves.py);
+1. the plan: a rule that offers no fix proposes no edit, no moved or inserted statement breaks a
+   data dependency (moves.py), and no name bound under a new rank guard is read on the other ranks
+   (rank_guards.py);
 2. the output parses, and running the rules over it again plans no edit; when it does, that pass's
    output is checked the same way, up to `MAX_PASSES` passes in all (fixpoint.py);
 3. no name is undefined or read before assignment that was not already (names.py);

@@ -107,7 +107,7 @@ class MoveCheck:
             if ins.moved is not None:
                 moved_keys[id(ins.moved)] = key
         for scope, key, ins in entries:
-            order = self._scope_order(scope)
+            order = self.scope_order(scope)
             if ins.moved is not None:
                 out.extend(self._check_move(order, ins, key, moved_keys))
             elif ins.stmts:
@@ -119,14 +119,14 @@ class MoveCheck:
         plan = self.plan
         for table, kind in ((plan.before, 0), (plan.after, -1), (plan.prepends, -2)):
             for anchor, inserts in table.items():
-                scope = self._scope_of(anchor if kind != -2 else _first(anchor) or anchor)
+                scope = self.scope_of(anchor if kind != -2 else _first(anchor) or anchor)
                 if scope is None:
                     continue
-                order = self._scope_order(scope)
+                order = self.scope_order(scope)
                 for ins in inserts:
                     yield scope, self._key(order, anchor, kind, ins), ins
 
-    def _scope_of(self, node: cst.CSTNode) -> Scope | None:
+    def scope_of(self, node: cst.CSTNode) -> Scope | None:
         if isinstance(node, cst.Module):
             return node
         for anc in self.facts.ancestors(node):
@@ -136,7 +136,7 @@ class MoveCheck:
                 return None
         return None
 
-    def _scope_order(self, scope: Scope) -> _Order:
+    def scope_order(self, scope: Scope) -> _Order:
         order = self._orders.get(id(scope))
         if order is None:
             order = self._orders[id(scope)] = _order(scope)
@@ -258,7 +258,11 @@ def short(stmt: cst.CSTNode) -> str:
 
 
 def check(plan: Plan, facts: ScriptFacts) -> list[Problem]:
-    return MoveCheck(plan, facts).problems()
+    """Moved and inserted statements' dependencies, then names bound under new rank guards."""
+    from . import rank_guards
+
+    moves = MoveCheck(plan, facts)
+    return moves.problems() or rank_guards.check(plan, facts, moves)
 
 
 __all__ = ["Problem", "check", "short"]
