@@ -113,9 +113,9 @@ def test_check_json_and_sarif_show_the_fix_as_withheld(work):
 
 
 # ---------------------------------------------------------------------------- language server
-def _server(disabled: bool):
+def _server(disabled: bool, lazy: bool = False):
     ls = create_server()
-    ls.client = ClientFeatures(literals=True, resolve_edit=False, disabled=disabled)
+    ls.client = ClientFeatures(literals=True, resolve_edit=lazy, disabled=disabled)
     published: list[types.PublishDiagnosticsParams] = []
     ls.text_document_publish_diagnostics = published.append  # type: ignore[method-assign]
     doc = Document(uri="untitled:t.py", text=TRAIN, version=1, path=None)
@@ -123,12 +123,12 @@ def _server(disabled: bool):
     return ls, doc, published
 
 
-def _ask(ls, doc, line: int) -> list:
+def _ask(ls, doc, line: int, trigger=types.CodeActionTriggerKind.Invoked) -> list:
     where = types.Range(start=types.Position(line=line, character=4), end=types.Position(line=line, character=4))
     params = types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=doc.uri),
         range=where,
-        context=types.CodeActionContext(diagnostics=[], trigger_kind=types.CodeActionTriggerKind.Invoked),
+        context=types.CodeActionContext(diagnostics=[], trigger_kind=trigger),
     )
     return code_actions(ls, doc, params)
 
@@ -152,3 +152,17 @@ def test_a_client_that_cannot_show_disabled_actions_gets_none_for_a_withheld_fix
     titles = [a.title for a in _ask(ls, doc, 5)]
     assert not any(t.startswith("DDP901:") for t in titles) and any(t.startswith("DDP006:") for t in titles)
     assert "Ignore DDP901 on this line" in titles
+
+
+def test_on_cursor_moves_no_fix_is_computed_and_resolving_a_withheld_one_gives_no_edit():
+    ls, doc, published = _server(disabled=True, lazy=True)
+    ls.publish(doc)
+    auto = _ask(ls, doc, 5, types.CodeActionTriggerKind.Automatic)  # VS Code asks on every cursor move
+    [action] = [a for a in auto if a.title.startswith("DDP901:")]
+    assert action.disabled is None and action.edit is None and action.data["code"] == "DDP901"
+    assert ls.docs[doc.uri].analysis.fixes == {}  # nothing computed yet
+    assert ls.action_edit(doc, action.data) is None  # resolving it: the guard withholds the fix, no edit ...
+    [after] = [d for d in published[-1].diagnostics if d.code == "DDP901"]
+    assert after.message.endswith(f"(not fixed: {REASON})")  # ... and the diagnostics say why
+    [again] = [a for a in _ask(ls, doc, 5, types.CodeActionTriggerKind.Automatic) if a.title.startswith("DDP901:")]
+    assert again.disabled.reason == f"not fixed: {REASON}"  # known now: shown disabled

@@ -449,6 +449,7 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
     lsp_diags = ls.lsp_diagnostics(doc, a)  # the same objects as published for this analysis
     only = list(params.context.only) if params.context.only else None
     lazy = ls.client.resolve_edit
+    asked = params.context.trigger_kind != types.CodeActionTriggerKind.Automatic  # (None: an older client)
 
     # the findings this request is about: overlapping the range, or sent back by the client as context
     context = {
@@ -489,9 +490,12 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
             done.add(d.code)
             same = [lsp_diags[j] for j, other in enumerate(a.diagnostics) if other.code == d.code]
             added = None
-            # computed now (once per document version): an action whose fix the output guard withholds
-            # is not offered with an edit; the diagnostics are published again with the reason
-            res = ls.fixed(doc, a, (d.code,), d.fix == UNSAFE)
+            # An action whose fix the output guard withholds is offered without an edit (disabled, with
+            # the reason) and the diagnostics are published again saying why. That needs the fix: it
+            # is computed (once per document version) when the user asks, or for DDP204's title;
+            # for the requests editors send on every cursor move, only a fix computed before is used.
+            key = ((d.code,), d.fix == UNSAFE)
+            res = ls.fixed(doc, a, *key) if asked or key in a.fixes or d.code == "DDP204" else None
             if res is not None and d.code in res.withheld:
                 if ls.client.literals and ls.client.disabled:
                     action = types.CodeAction(
