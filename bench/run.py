@@ -300,19 +300,22 @@ def main(argv: list[str] | None = None) -> int:
     print("\ntargets")
     checks = []
     for part in items:
-        part_floor, part_check = api[part][0], api[part][1]
-        ratio = part_check.cpu_s / part_floor.cpu_s
-        checks.append((f"ddpfix check / parse+render (API, {part})", ratio, "<= 2x", ratio <= 2))
+        part_floor = api[part][0]
+        for what, t in (("check", api[part][1]), ("diff", api[part][2])):  # diff: the fixes, checked by the guard
+            ratio = t.cpu_s / part_floor.cpu_s
+            checks.append((f"ddpfix {what} / parse+render (API, {part})", ratio, "<= 2x", ratio <= 2))
     cli_check = by_name.get("ddpfix check (CLI, 1 process)")
-    if cli_check is not None:
-        checks.append(
-            (
-                "ddpfix check CLI / parse+render (startup included)",
-                cli_check.cpu_s / floor.cpu_s,
-                "<= 2x",
-                cli_check.cpu_s <= 2 * floor.cpu_s,
+    for what in ("check", "diff"):
+        cli = by_name.get(f"ddpfix {what} (CLI, 1 process)")
+        if cli is not None:
+            checks.append(
+                (
+                    f"ddpfix {what} CLI / parse+render (startup included)",
+                    cli.cpu_s / floor.cpu_s,
+                    "<= 2x",
+                    cli.cpu_s <= 2 * floor.cpu_s,
+                )
             )
-        )
     tf = by_name.get("TorchFix (CLI, -j 1)")
     if tf is not None and cli_check is not None:
         checks.append(

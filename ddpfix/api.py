@@ -15,17 +15,16 @@ from .analysis import ScriptFacts
 from .diagnostic import Diagnostic, Result
 from .diff import unified_diff
 from .errors import DdpfixError
-from .rule import Context
+from .guard import guarded_fix
+from .passes import MIGHT_TRAIN, plan_pass, reaches_rules, with_requirements
 from .suppress import might_have, scan, selected
-from .transforms import BY_CODE, RULES, expand
+from .transforms import BY_CODE, expand
 
 Source = str | bytes
 
 
 _BOOL_WORDS = (re.compile(r"\b(?:and|or)\b"), re.compile(rb"\b(?:and|or)\b"))
-# A training script, a process group or a DDP wrap (ScriptFacts.is_training_script) cannot
-# be written without one of these words.
-_MIGHT_TRAIN = re.compile(r"parameters|backward|init_process_group|DistributedDataParallel")
+_MIGHT_TRAIN = MIGHT_TRAIN  # the text screen (tests replace it)
 MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
 
 
@@ -103,36 +102,53 @@ def run_rules(
     tree: ast.Module | None = None,
     path: str | None = None,
 ) -> tuple[cst.Module, list[Diagnostic]]:
-    """One analysis, every selected rule, one edit pass. `source` (what `module` was parsed from) and
-    `tree` (Python's parse of it) are optional: they let a source without `# ddpfix: ignore` comments
-    skip looking for them and make positions cheaper to find. `path`, the file's name, lets the
-    analysis read the script's own modules next to it."""
+    """One analysis, every selected rule, one edit pass (checked by the output guard). `source` (what
+    `module` was parsed from) and `tree` (Python's parse of it) are optional: they let a source without
+    `# ddpfix: ignore` comments skip looking for them and make positions cheaper to find. `path`, the
+    file's name, lets the analysis read the script's own modules next to it."""
+    new, _, diagnostics = _run(
+        module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=source, tree=tree, path=path
+    )
+    return new, diagnostics
+
+
+def _run(
+    module: cst.Module,
+    *,
+    select: Iterable[str] | None,
+    ignore: Iterable[str] | None,
+    fix: bool,
+    unsafe_fixes: bool,
+    source: Source | None,
+    tree: ast.Module | None,
+    path: str | None = None,
+) -> tuple[cst.Module, str | None, list[Diagnostic]]:
+    """`run_rules`, also returning the new text when there is one (None: unchanged)."""
     suppressions = scan(module.code) if might_have(source) else None
     text = source.decode(module.encoding) if isinstance(source, bytes) else source
     if text is not None and not _MIGHT_TRAIN.search(text):  # what the test below needs is not even in the text
-        return module, _unused(suppressions, [], select, ignore)
+        return module, None, _unused(suppressions, [], select, ignore)
     facts = ScriptFacts(module, text, tree, path)
-    if not facts.is_training_script():
-        return module, _unused(suppressions, [], select, ignore)  # not a training script: nothing here is about DDP
+    if not reaches_rules(facts):
+        return module, None, _unused(suppressions, [], select, ignore)  # not a training script: nothing about DDP
     active = expand(select, ignore)
-    # A module other files import is not a program: it gets findings, not a process group of its own.
-    fixing = set(active) if fix and facts.launch.is_program else set()
-    for rule in RULES:  # a fix brings the fixes it depends on (DDP201's sampler needs DDP001's process group)
-        if rule.code in fixing:
-            fixing.update(rule.requires)
-    ctx = Context(facts, fixing, unsafe_fixes)
-    ctx.suppressions = suppressions
-    for rule in RULES:
-        if rule.code in active or rule.code in fixing:
-            ctx.rule = rule
-            before = len(ctx.diagnostics)
-            rule.run(ctx)
-            if rule.code not in active:  # ran only to provide a required fix: report nothing
-                del ctx.diagnostics[before:]
-    ctx.finish()
-    new = ctx.plan.apply() if fix else module
-    diagnostics = ctx.diagnostics + _unused(suppressions, active, select, ignore)
-    return new, sorted(diagnostics, key=lambda d: (d.line, d.col, d.code))
+    if not fix or not facts.launch.is_program:  # a module other files import gets findings, no fixes
+        ctx = plan_pass(facts, active, set(), unsafe_fixes, suppressions)
+        new, new_text, diagnostics = module, None, ctx.diagnostics
+    else:
+        outcome = guarded_fix(
+            facts,
+            module.code if text is None else text,
+            tree,
+            active,
+            with_requirements(active),
+            unsafe_fixes,
+            suppressions,
+        )
+        new, diagnostics = outcome.module, outcome.diagnostics()
+        new_text = None if new is module else outcome.text
+    diagnostics = diagnostics + _unused(suppressions, active, select, ignore)
+    return new, new_text, sorted(diagnostics, key=lambda d: (d.line, d.col, d.code))
 
 
 def _unused(suppressions, active: list[str], select, ignore) -> list[Diagnostic]:
@@ -193,7 +209,7 @@ def fix_parsed(
     source, module, old_text = parsed.source, parsed.module, parsed.text
     if module is None:
         return Result(source=old_text, code=old_text, data=source if isinstance(source, bytes) else None)
-    new, diagnostics = run_rules(
+    new, new_text, diagnostics = _run(
         module,
         select=select,
         ignore=ignore,
@@ -203,7 +219,8 @@ def fix_parsed(
         tree=parsed.tree,
         path=None if parsed.path in ("<string>", "-") else parsed.path,
     )
-    new_text = old_text if new is module else new.code
+    if new_text is None:
+        new, new_text = module, old_text
     result = Result(source=old_text, code=new_text, diagnostics=diagnostics)
     if isinstance(source, bytes):
         result.data = source if new is module else new_text.encode(new.encoding)  # `new.bytes` would render again

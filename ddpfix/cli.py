@@ -244,14 +244,24 @@ def _discovered(run: Run, paths, **kwargs) -> list[FileResult]:
 
 
 def _summary(res: FileResult, verb: str = "") -> str:
+    """`path: 2 hunk(s), +9 -1; fixed: DDP001; not fixed: DDP104; 1 fix withheld: DDP006 (why)`."""
     assert res.result is not None
     applied = res.result.applied_codes
-    remaining = sorted({d.code for d in res.result.diagnostics if not d.applied})
+    withheld = res.result.withheld
+    remaining = sorted({d.code for d in res.result.diagnostics if not d.applied} - set(withheld))
     s = stats(res.result.diff)
     text = f"{res.path}: {s.hunks} hunk(s){verb}, +{s.added} -{s.removed}; fixed: {', '.join(applied) or 'nothing'}"
     if remaining:
         text += f"; not fixed: {', '.join(remaining)}"
+    if withheld:
+        text += f"; {_withheld_summary(withheld)}"
     return text
+
+
+def _withheld_summary(withheld: dict[str, str]) -> str:
+    n = len(withheld)
+    items = "; ".join(f"{code} ({reason})" for code, reason in withheld.items())
+    return f"{n} fix{'es' if n > 1 else ''} withheld as unsafe for this script: {items}"
 
 
 # ------------------------------------------------------------------------------------ commands
@@ -273,7 +283,8 @@ def diff(
         bool, typer.Option("--exit-zero", help="Exit 0 even when there are changes (errors still exit 2).")
     ] = False,
 ) -> None:
-    """Print the unified diff `apply` would make, with the same flags (exit 1 when it would change something)."""
+    """Print the unified diff `apply` would make, with the same flags (exit 1 when it would change
+    something or withhold a fix)."""
     run = _start(
         select=select,
         ignore=ignore,
@@ -288,15 +299,17 @@ def diff(
     )
     results = _discovered(run, paths, fix=True, keep="diff")
     out, err = _console(color), _console(color, stderr=True)
-    changed = False
+    changed = withheld = False
     for res in results:
-        if res.result is None or not res.result.diff:
+        if res.result is None or not (res.result.diff or res.result.withheld):
             continue
-        changed = True
-        out.print(Syntax(res.result.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
+        changed = changed or bool(res.result.diff)
+        withheld = withheld or bool(res.result.withheld)
+        if res.result.diff:
+            out.print(Syntax(res.result.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
         if not run.quiet:
             err.print(_summary(res), markup=False)
-    raise typer.Exit(2 if run.errors else (1 if changed and not exit_zero else 0))
+    raise typer.Exit(2 if run.errors else (1 if (changed or withheld) and not exit_zero else 0))
 
 
 @app.command()
@@ -317,7 +330,9 @@ def apply(
     verbose: Verbose = False,
     stdin_filename: StdinName = None,
 ) -> None:
-    """Rewrite files in place (atomically) with the safe fixes; '-' writes the fixed source to standard output."""
+    """Rewrite files in place (atomically) with the safe fixes; '-' writes the fixed source to standard output.
+
+    Exit 1 when the output guard withheld a fix (the summary line says which and why), 2 on errors."""
     if interactive and paths and STDIN in paths:
         _fail("--interactive reads answers from standard input; it cannot also read the source from '-'")
         raise typer.Exit(2) from None
@@ -334,25 +349,27 @@ def apply(
         stdin_filename=stdin_filename,
     )
     results = _discovered(run, paths, fix=True, keep="all")
+    withheld = any(res.result is not None and res.result.withheld for res in results)
     if interactive:
         _interactive(run, results, color)
-        raise typer.Exit(2 if run.errors else 0)
+        raise typer.Exit(2 if run.errors else (1 if withheld else 0))
     for res in results:
         if res.result is None:
             continue
         if res.stdin:
             _stdout(res)
+            if res.result.withheld and not run.quiet:
+                _note(_summary(res, " applied"))
             continue
-        if not res.result.changed:
-            continue
-        try:
-            write_atomic(res.path, res.result.data or res.result.code.encode(), expected=res.original)
-        except DdpfixError as exc:
-            run.error(str(exc))
-            continue
-        if not run.quiet:
+        if res.result.changed:
+            try:
+                write_atomic(res.path, res.result.data or res.result.code.encode(), expected=res.original)
+            except DdpfixError as exc:
+                run.error(str(exc))
+                continue
+        if not run.quiet and (res.result.changed or res.result.withheld):
             _note(_summary(res, " applied"))
-    raise typer.Exit(2 if run.errors else 0)
+    raise typer.Exit(2 if run.errors else (1 if withheld else 0))
 
 
 def _stdout(res: FileResult) -> None:
@@ -367,6 +384,8 @@ def _interactive(run: Run, results: list[FileResult], color: bool | None) -> Non
     out = _console(color)
     plans = []
     for res in results:
+        if res.result is not None and res.result.withheld and not run.quiet:
+            _note(f"{res.path}: {_withheld_summary(res.result.withheld)}")
         if res.result is None or not res.result.changed or res.original is None or res.stdin:
             continue
         opts = run.options(res.path)

@@ -21,12 +21,15 @@ class Diagnostic:
     end_col: int
     fix: str = NONE  # "safe" | "unsafe" | "none": the fix level available for this finding
     applied: bool = False  # whether the fix of this finding is part of Result.code
+    withheld: str | None = None  # why the output guard kept this finding's fix out of Result.code
 
     @property
     def fixable(self) -> bool:
         return self.fix != NONE
 
     def format(self, path: str = "-") -> str:
+        if self.withheld is not None:
+            return f"{path}:{self.line}:{self.col}: {self.code} {self.message} (not fixed: {self.withheld})"
         mark = " [*]" if self.fix == SAFE else (" [unsafe fix]" if self.fix == UNSAFE else "")
         return f"{path}:{self.line}:{self.col}: {self.code}{mark} {self.message}"
 
@@ -40,6 +43,7 @@ class Diagnostic:
             "end_col": self.end_col,
             "fix": self.fix,
             "applied": self.applied,
+            "withheld": self.withheld,
         }
 
 
@@ -60,3 +64,8 @@ class Result:
     @property
     def applied_codes(self) -> list[str]:
         return sorted({d.code for d in self.diagnostics if d.applied})
+
+    @property
+    def withheld(self) -> dict[str, str]:
+        """Rule code -> why the output guard withheld that rule's fix (see docs/output.md)."""
+        return {d.code: d.withheld for d in sorted(self.diagnostics, key=lambda d: d.code) if d.withheld is not None}

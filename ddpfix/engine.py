@@ -44,6 +44,7 @@ class FileResult:
     error: str | None = None
     original: bytes | None = None
     fixes: dict[str, list[dict]] = field(default_factory=dict)  # code -> edits of that rule's fix (formats)
+    withheld: dict[str, str] = field(default_factory=dict)  # code -> why the guard withheld that rule's fix
     seconds: float = 0.0
     stdin: bool = False  # read from standard input (apply writes it to standard output)
 
@@ -166,22 +167,28 @@ def run_path(path: str, options: Options, *, fix: bool = True) -> FileResult:
     return process(path, data, options, fix=fix)
 
 
-def fix_edits(data: bytes | str, path: str, code: str) -> list[dict]:
+def fix_edits(data: bytes | str, path: str, code: str) -> tuple[list[dict], str | None]:
     """The edits that fix the findings of one rule in this source (with the fixes that fix needs),
-    as 1-based line/column ranges over the original text with their replacement text."""
+    as 1-based line/column ranges over the original text with their replacement text; or no edits
+    and the reason the output guard withheld that fix."""
     try:
         res = fix_source(data, path=path, select=[code], unsafe_fixes=True)
     except Exception:  # the file already produced diagnostics; a failing single-rule run just has no edits
-        return []
-    return edits_between(res.source, res.code)
+        return [], None
+    reason = res.withheld.get(code)
+    if reason is not None:
+        return [], reason
+    return edits_between(res.source, res.code), None
 
 
 def with_fixes(res: FileResult) -> FileResult:
-    """Attach each fixable rule's edits (for JSON/SARIF output)."""
+    """Attach each fixable rule's edits, or why its fix was withheld (for JSON/SARIF output)."""
     if res.result is None or res.original is None:
         return res
     for code in sorted({d.code for d in res.result.diagnostics if d.fixable}):
-        res.fixes[code] = fix_edits(res.original, res.path, code)
+        res.fixes[code], reason = fix_edits(res.original, res.path, code)
+        if reason is not None:
+            res.withheld[code] = reason
     return res
 
 

@@ -30,17 +30,25 @@ def rule_by_code() -> dict[str, Rule]:
 
 # ---------------------------------------------------------------------------------------- edits
 # ---------------------------------------------------------------------------------------- records
+def _withheld(res: FileResult, d: Diagnostic) -> str | None:
+    """Why the output guard withheld this finding's fix: in the run that made the result (apply's
+    settings) or in the run of this rule's fix alone (the edits shown)."""
+    return d.withheld or res.withheld.get(d.code)
+
+
 def _fix_of(res: FileResult, d: Diagnostic) -> dict | None:
     if d.fix == NONE:
         return None
     rule = rule_by_code().get(d.code)
+    withheld = _withheld(res, d)
     return {
         "applicability": d.fix,
         "message": f"apply {d.code}'s fix"
         + (" (unsafe: needs --unsafe-fixes)" if d.fix != SAFE else "")
         + (f": {rule.name}" if rule else ""),
         # the edits fix every finding of this rule in the file (and the fixes it needs, e.g. the process group)
-        "edits": res.fixes.get(d.code, []),
+        "edits": [] if withheld else res.fixes.get(d.code, []),
+        "withheld": withheld,  # null, or why the output guard keeps this fix out (docs/output.md)
     }
 
 
@@ -130,9 +138,12 @@ def to_sarif(results: list[FileResult], errors: Iterable[str] = ()) -> dict:
                 ],
                 "properties": {"fix": d.fix},
             }
+            withheld = _withheld(res, d) if d.fix != NONE else None
+            if withheld:
+                item["properties"]["withheld"] = withheld
             if d.code in index:
                 item["ruleIndex"] = index[d.code]
-            edits = res.fixes.get(d.code) if d.fix != NONE else None
+            edits = res.fixes.get(d.code) if d.fix != NONE and not withheld else None
             if edits:
                 item["fixes"] = [
                     {

@@ -65,6 +65,7 @@ class _Insert:
     stmts: list[cst.BaseStatement] = field(default_factory=list)
     moved: cst.BaseStatement | None = None
     blank_after: bool = False
+    rule: str | None = None  # the code of the rule that asked for it (None: shared setup, imports)
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,13 @@ class Plan:
         self.after: dict[cst.CSTNode, list[_Insert]] = {}
         self.prepends: dict[cst.CSTNode, list[_Insert]] = {}
         self.guards: dict[cst.CSTNode, str] = {}
+        self.guard_rules: dict[cst.CSTNode, str | None] = {}  # guarded statement -> the rule that guarded it
         self.moved: set[cst.CSTNode] = set()
         self.imports: list[ImportSpec] = []
         self.introduced: set[str] = set()
         self.bound: dict[str, str] = {}  # qualified name -> local spelling chosen by this plan
+        self.rule: str | None = None  # the rule now proposing edits (set by the pass that runs the rules)
+        self.edited: set[str] = set()  # the rules that proposed at least one edit
         self._seq = 0
         # what one rule's fix tells a later one
         self.wraps: dict[str, PlannedWrap] = {}  # model handle -> the wrap planned for it (fixed or not)
@@ -164,6 +168,7 @@ class Plan:
                 spec = ImportSpec(qualified, asname=name)
         else:
             spec = ImportSpec(mod, obj, None if name == obj else name)
+        self._touch()
         self.imports.append(spec)
         self.bound[qualified] = name
         return name
@@ -185,11 +190,17 @@ class Plan:
         return cst.parse_expression(template.format(**names))
 
     # ------------------------------------------------------------------ edits
+    def _touch(self) -> None:
+        if self.rule is not None:
+            self.edited.add(self.rule)
+
     def _insert(self, table: dict, key: cst.CSTNode, order: int, **kw) -> None:
         self._seq += 1
-        table.setdefault(key, []).append(_Insert(order, self._seq, **kw))
+        self._touch()
+        table.setdefault(key, []).append(_Insert(order, self._seq, rule=self.rule, **kw))
 
     def replace(self, node: cst.CSTNode, fn: Replacer) -> None:
+        self._touch()
         self.replacements.setdefault(node, []).append(fn)
 
     def insert_before(
@@ -212,7 +223,9 @@ class Plan:
         self._insert(self.before, anchor, order, moved=stmt)
 
     def guard(self, stmt: cst.CSTNode, condition: str) -> None:
+        self._touch()
         self.guards.setdefault(stmt, condition)
+        self.guard_rules.setdefault(stmt, self.rule)
 
     def is_empty(self) -> bool:
         return not (self.replacements or self.before or self.after or self.prepends or self.guards or self.imports)

@@ -676,3 +676,37 @@ async def test_stale_ignore_action_does_nothing_and_save_republishes(vscode: Edi
     assert [d.code for d in await vscode.diagnostics(uri, since=before)] == [
         d.code for d in check_source(vscode.texts[uri])
     ]
+
+
+JOINS_THROUGH_A_HELPER = """\
+import torch
+from utils import init_distributed_mode
+
+
+def main(args):
+    init_distributed_mode(args)
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        model(torch.randn(4, 2)).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main(None)
+"""
+
+
+@vscode_only
+async def test_a_fix_the_guard_withholds_is_not_offered_and_the_diagnostics_say_why(vscode: Editor, tmp_path: Path):
+    """DDP001 would add a second init to a script that (by the helper's name) may already join."""
+    uri = uri_for(tmp_path)
+    vscode.open(uri, JOINS_THROUGH_A_HELPER)
+    d = find(await vscode.diagnostics(uri), "DDP001")
+    assert "not fixed" not in d.message  # diagnostics come from `check`, which computes no fix
+    since = len(vscode.published)
+    (fix,) = [a for a in await vscode.actions(uri, d.range, [d]) if a.title.startswith("DDP001")]
+    assert fix.edit is None and fix.data is None and fix.command is None
+    assert fix.disabled.reason.startswith("not fixed: the script may already join the process group")
+    again = find(await vscode.diagnostics(uri, since=since), "DDP001")
+    assert again.message == f"{d.message} ({fix.disabled.reason})"

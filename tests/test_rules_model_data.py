@@ -182,6 +182,7 @@ def test_ddp207_mean_loss_is_silent():
 
 
 # --------------------------------------------------------------------------- DDP302
+# main() is the entry point, so DDP001's process group (which DDP302's fix needs) is set up there.
 DP = """
 def main():
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -192,6 +193,10 @@ def main():
         model(torch.randn(4, 2, device=device)).sum().backward()
         opt.step()
     torch.save(model.module.state_dict(), "m.pt")
+
+
+if __name__ == "__main__":
+    main()
 """
 
 

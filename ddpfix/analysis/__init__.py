@@ -36,13 +36,20 @@ class ScriptFacts:
     """What a script is, computed lazily, once, and shared by every rule."""
 
     def __init__(
-        self, module: cst.Module, text: str | None = None, tree: ast.Module | None = None, path: str | None = None
+        self,
+        module: cst.Module,
+        text: str | None = None,
+        tree: ast.Module | None = None,
+        path: str | None = None,
+        *,
+        placed: bool = True,
     ) -> None:
         """`text` and `tree` (Python's parse) make positions cheaper; `path`, the script's file, lets
-        the analysis read the script's own modules. All three are optional."""
+        the analysis read the script's own modules; without `placed`, findings get no real positions
+        (for a pass whose findings nobody reads)."""
         self.module = module
         self.path = path
-        self.index = TreeIndex(module, text, tree)
+        self.index = TreeIndex(module, text, tree, placed=placed)
 
     @cached_property
     def modules(self) -> LocalModules:

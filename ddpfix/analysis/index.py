@@ -10,7 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import CodeRange
+from libcst.metadata import CodePosition, CodeRange
 
 from ..positions import StatementPositions, module_positions
 from ..syntax import child_nodes, dotted, index_module
@@ -34,15 +34,20 @@ class Site:
 
 
 _LEAVE = object()
+_NOWHERE = CodeRange(CodePosition(1, 0), CodePosition(1, 0))
 
 
 class TreeIndex:
     """Parents, source order, the nodes of each kind the rules read, and navigation."""
 
-    def __init__(self, module: cst.Module, text: str | None = None, tree: ast.Module | None = None) -> None:
+    def __init__(
+        self, module: cst.Module, text: str | None = None, tree: ast.Module | None = None, *, placed: bool = True
+    ) -> None:
         """`text`, the source `module` was parsed from, and `tree`, Python's parse of it, make reported
-        positions cheaper to find (see positions.py); both are optional."""
+        positions cheaper to find (see positions.py); both are optional. Without `placed` (an analysis
+        whose findings nobody reads) every node is at 1:0 and no position is computed."""
         self.module = module
+        self.placed = placed
         self._text, self._tree = text, tree
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
         self.order: dict[cst.CSTNode, int] = {}
@@ -99,6 +104,8 @@ class TreeIndex:
     # ----------------------------------------------------------------- positions
     def position(self, node: cst.CSTNode) -> CodeRange:
         """1-based line, 0-based column range of `node` (computed once, only when asked)."""
+        if not self.placed:
+            return _NOWHERE
         if self._positions is None:
             if self._text is None:
                 self._positions = module_positions(self.module)

@@ -31,6 +31,7 @@ class Analysis:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     fixes: dict[FixKey, Result | None] = field(default_factory=dict)
     parsed: Parsed | None = None
+    withheld: dict[str, str] = field(default_factory=dict)  # code -> why a fix computed so far was withheld
 
     @classmethod
     def run(cls, text: str, version: int | None, options: RuleOptions, path: str = "<editor>") -> "Analysis":
@@ -56,7 +57,8 @@ class Analysis:
         """The document with these rules' fixes (None: the configured rules) applied; cached.
 
         A single rule's fix brings the fixes it needs (DDP201's sampler brings DDP001's process
-        group); that is the engine's job. None when the fix cannot be computed."""
+        group); that is the engine's job, and so is the output guard: a fix it withholds is not in the
+        result, and why is added to `withheld`. None when the fix cannot be computed."""
         key: FixKey = (codes, unsafe)
         if key not in self.fixes:
             try:
@@ -71,6 +73,9 @@ class Analysis:
                 log.exception("internal error fixing %s with %s", self.path, key)
                 res = None
             self.fixes[key] = res
+            if res is not None:
+                for code, reason in res.withheld.items():
+                    self.withheld.setdefault(code, reason)
         return self.fixes[key]
 
 

@@ -101,6 +101,7 @@ class ClientFeatures:
     document_changes: bool = False
     literals: bool = True
     watch_files: bool = False
+    disabled: bool = False  # shows a code action that cannot run, with the reason
 
     @classmethod
     def read(cls, caps: types.ClientCapabilities | None, encoding: str | None) -> "ClientFeatures":
@@ -113,6 +114,7 @@ class ClientFeatures:
             f.literals = ca.code_action_literal_support is not None
             props = ca.resolve_support.properties if ca.resolve_support else []
             f.resolve_edit = "edit" in props and bool(ca.data_support)
+            f.disabled = bool(ca.disabled_support)
         else:
             f.literals = False
         ws = caps.workspace if caps else None
@@ -182,10 +184,11 @@ class DdpfixServer(LanguageServer):
         snap = Text(a.text, self.client.encoding)
         out = []
         for d in a.diagnostics:
+            reason = a.withheld.get(d.code) if d.fixable else None
             out.append(
                 types.Diagnostic(
                     range=snap.range(d.line, d.col, d.end_line, d.end_col),
-                    message=d.message,
+                    message=d.message if reason is None else f"{d.message} (not fixed: {reason})",
                     severity=types.DiagnosticSeverity.Warning,
                     code=d.code,
                     code_description=self._code_description(d.code),
@@ -261,10 +264,23 @@ class DdpfixServer(LanguageServer):
             return self.workspace_edit(doc, doc.text[: s + start] + new + doc.text[s + end :])
         unsafe = bool(data.get("unsafe"))
         codes = (str(data["code"]),) if kind == "fix" else None
-        res = a.fixed(codes, unsafe)
-        if res is None or not res.changed:
-            return None
+        res = self.fixed(doc, a, codes, unsafe)
+        if res is None or not res.changed or (codes is not None and codes[0] in res.withheld):
+            return None  # nothing to change, or the output guard withheld the fix asked for
         return self.workspace_edit(doc, res.code)
+
+    def fixed(self, doc: Document, a: Analysis, codes: tuple[str, ...] | None, unsafe: bool):
+        """`a.fixed(...)`; when the output guard withholds a fix not known to be withheld before, the
+        diagnostics are published again, saying why."""
+        known = len(a.withheld)
+        res = a.fixed(codes, unsafe)
+        if len(a.withheld) > known and doc.analysis is a:
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(
+                    uri=doc.uri, diagnostics=self.lsp_diagnostics(doc, a), version=doc.version
+                )
+            )
+        return res
 
 
 def default_docs_url() -> str | None:
@@ -433,6 +449,7 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
     lsp_diags = ls.lsp_diagnostics(doc, a)  # the same objects as published for this analysis
     only = list(params.context.only) if params.context.only else None
     lazy = ls.client.resolve_edit
+    asked = params.context.trigger_kind != types.CodeActionTriggerKind.Automatic  # (None: an older client)
 
     # the findings this request is about: overlapping the range, or sent back by the client as context
     context = {
@@ -473,10 +490,24 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
             done.add(d.code)
             same = [lsp_diags[j] for j, other in enumerate(a.diagnostics) if other.code == d.code]
             added = None
-            if d.code == "DDP204":  # the title names the sampler and the epoch variable the fix uses
-                res = a.fixed((d.code,), d.fix == UNSAFE)
-                if res is not None:  # only the lines the fix adds, not set_epoch calls already there
-                    added = [line for e in text_edits(doc.text, res.code, "utf-32") for line in e.new_text.splitlines()]
+            # An action whose fix the output guard withholds is offered without an edit (disabled, with
+            # the reason) and the diagnostics are published again saying why. That needs the fix: it
+            # is computed (once per document version) when the user asks, or for DDP204's title;
+            # for the requests editors send on every cursor move, only a fix computed before is used.
+            key = ((d.code,), d.fix == UNSAFE)
+            res = ls.fixed(doc, a, *key) if asked or key in a.fixes or d.code == "DDP204" else None
+            if res is not None and d.code in res.withheld:
+                if ls.client.literals and ls.client.disabled:
+                    action = types.CodeAction(
+                        title=A.fix_title(d.code, d.fix, len(same)),
+                        kind=A.QUICKFIX,
+                        diagnostics=same,
+                        disabled=types.CodeActionDisabled(reason=f"not fixed: {res.withheld[d.code]}"),
+                    )
+                    out.append(action)
+                continue
+            if d.code == "DDP204" and res is not None:  # the title names the sampler and the epoch variable
+                added = [line for e in text_edits(doc.text, res.code, "utf-32") for line in e.new_text.splitlines()]
             title = A.fix_title(d.code, d.fix, len(same), added)
             make(
                 title,

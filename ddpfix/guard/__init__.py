@@ -1,0 +1,203 @@
+"""The output guard: no fix is handed back that makes the script worse than it was.
+
+Every rewrite (`apply`, `diff`, the API, the language server's code actions) is checked against its
+input before anyone sees it:
+
+1. the plan: a rule that offers no fix proposes no edit, no moved or inserted statement breaks a
+   data dependency (moves.py), and no name bound under a new rank guard is read on the other ranks
+   (rank_guards.py);
+2. the output parses, and running the rules over it again plans no edit; when it does, that pass's
+   output is checked the same way, up to `MAX_PASSES` passes in all (fixpoint.py);
+3. no name is undefined or read before assignment that was not already (names.py);
+4. no init point of the process group runs after another one, and every `DistributedDataParallel`
+   is preceded by one, where the input did not already do otherwise (process_group.py).
+
+When a check fails, the rules behind it are found (blame.py) and their fixes withheld, with every fix
+that needs them; the others are planned again without them, over the same analysis, and checked
+again. Each withheld fix is reported on its findings: `Diagnostic.withheld` says why.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..analysis import ScriptFacts
+from ..diagnostic import NONE, SAFE, Diagnostic
+from ..passes import dependents, plan_pass
+from ..rule import Context
+from ..transforms import BY_CODE
+from . import moves, names, process_group
+from .fixpoint import MAX_PASSES, Fixpoint, fixpoint
+
+
+@dataclass
+class Verdict:
+    reason: str | None = None  # None: every check passed
+    rules: set[str] = dataclasses.field(default_factory=set)  # the rules the failing check could name
+    module: cst.Module | None = None  # the checked output (after the passes the fixpoint took)
+    text: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+@dataclass
+class Outcome:
+    ctx: Context  # the pass whose edits are kept (its diagnostics are the findings)
+    module: cst.Module
+    text: str
+    withheld: dict[str, str]  # rule code -> why its fix was left out
+    kept_nothing: bool = False  # no set of fixes passed the checks: the output is the input
+
+    def diagnostics(self) -> list[Diagnostic]:
+        unsafe = self.ctx.unsafe_fixes
+        out = []
+        for d in self.ctx.diagnostics:
+            reason = self.withheld.get(d.code)
+            rule = BY_CODE.get(d.code)
+            offered = d.fix != NONE and (d.fix == SAFE or unsafe)
+            if reason is not None and (offered or (rule is not None and rule.fix == NONE)):  # (an edit unasked)
+                d = dataclasses.replace(d, applied=False, withheld=reason)
+            elif d.applied and self.kept_nothing:
+                d = dataclasses.replace(d, applied=False)
+            out.append(d)
+        return out
+
+
+class Guard:
+    """One input, the rules' settings, and the checks of any set of fixing rules against it."""
+
+    def __init__(
+        self,
+        facts: ScriptFacts,
+        text: str,
+        tree: ast.Module | None,
+        active: list[str],
+        fixing: set[str],
+        unsafe_fixes: bool,
+        suppressions=None,
+    ) -> None:
+        self.facts, self.text, self.tree = facts, text, tree
+        self.active, self.fixing, self.unsafe_fixes = active, fixing, unsafe_fixes
+        self.suppressions = suppressions
+        self._names: names.Findings | None = None
+        self._counts: process_group.Counts | None = None
+        self._parses: bool | None = None
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> Outcome:
+        ctx = self.plan(self.fixing)
+        if ctx.plan.is_empty():
+            return Outcome(ctx, self.facts.module, self.text, {})
+        verdict = self.verify(ctx)
+        if verdict.ok:
+            return self._outcome(ctx, verdict, {})
+        from .blame import blame  # only the failing path pays for it
+
+        ctx, verdict, withheld = blame(self, ctx, verdict)
+        if not verdict.ok:  # no set of fixes passes: the input stays as it is
+            for d in ctx.diagnostics:
+                if d.applied:
+                    withheld.setdefault(d.code, verdict.reason or "")
+            verdict = Verdict(module=None)
+        return self._outcome(ctx, verdict, withheld)
+
+    def _outcome(self, ctx: Context, verdict: Verdict, withheld: dict[str, str]) -> Outcome:
+        full = dict(withheld)
+        for code, reason in withheld.items():
+            for dep in sorted(dependents([code]) - {code}):
+                full.setdefault(dep, f"needs {code}'s fix, which was withheld: {reason}")
+        if verdict.module is None:  # nothing left to apply
+            return Outcome(ctx, self.facts.module, self.text, full, kept_nothing=not ctx.plan.is_empty())
+        return Outcome(ctx, verdict.module, verdict.text, full)
+
+    def plan(self, fixing: set[str]) -> Context:
+        return plan_pass(self.facts, self.active, fixing, self.unsafe_fixes, self.suppressions)
+
+    # ------------------------------------------------------------------ the checks
+    def verify(self, ctx: Context) -> Verdict:
+        """Check the output of `ctx`'s plan (cheapest checks first)."""
+        plan = ctx.plan
+        if plan.is_empty():
+            return Verdict(module=None)
+        silent = sorted(r for r in plan.edited if r in BY_CODE and BY_CODE[r].fix == NONE)
+        if silent:
+            return Verdict(f"{silent[0]} edits the script but offers no fix", set(silent))
+        problems = moves.check(plan, self.facts)
+        if problems:
+            named = {p.rule for p in problems}
+            return Verdict(problems[0].reason, set() if None in named else named)  # type: ignore[arg-type]
+        module = plan.apply()
+        result = fixpoint(self, module, module.code, ctx.fixing)
+        if isinstance(result, str):
+            return Verdict(result)
+        return self._after(result)
+
+    def _after(self, out: Fixpoint) -> Verdict:
+        """The checks that compare the final output with the input."""
+        if out.tree is not None and self.input_parses():
+            found = names.findings(out.tree)
+            added = names.new_findings(self.input_names(), found) if found else []
+            if added:
+                return Verdict(names.describe(added))
+        if out.facts is not None:
+            after = process_group.counts(out.facts)
+            if after.repeated or after.unjoined:
+                before = self.input_counts()
+                if len(after.repeated) > len(before.repeated):
+                    return Verdict(self._repeated_reason(after))
+                if len(after.unjoined) > len(before.unjoined):
+                    wrap = after.unjoined[-1]
+                    return Verdict(f"`{moves.short(wrap)}` would run before the process group is initialised")
+        return Verdict(module=out.module, text=out.text)
+
+    def _repeated_reason(self, after: process_group.Counts) -> str:
+        first = process_group.first_point(self.facts)
+        if first is None:
+            return "the process group would be initialised twice"
+        line = self.facts.index.position(first.call).start.line
+        joins = "already joins" if first.certain else "may already join"
+        return f"the script {joins} the process group ({first.text} at line {line}); it would be initialised twice"
+
+    # ------------------------------------------------------------------ the input's side, once
+    def input_parses(self) -> bool:
+        if self._parses is None:
+            if self.tree is None:
+                try:
+                    self.tree = ast.parse(self.text)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    self.tree = None
+            self._parses = self.tree is not None
+        return self._parses
+
+    def input_names(self) -> names.Findings:
+        if self._names is None:
+            assert self.tree is not None
+            self._names = names.findings(self.tree)
+        return self._names
+
+    def input_counts(self) -> process_group.Counts:
+        if self._counts is None:
+            self._counts = process_group.counts(self.facts)
+        return self._counts
+
+
+def guarded_fix(
+    facts: ScriptFacts,
+    text: str,
+    tree: ast.Module | None,
+    active: list[str],
+    fixing: set[str],
+    unsafe_fixes: bool,
+    suppressions=None,
+) -> Outcome:
+    """Plan every fix, check the output, and leave out the fixes that would break the script."""
+    return Guard(facts, text, tree, active, fixing, unsafe_fixes, suppressions).run()
+
+
+__all__ = ["guarded_fix", "Guard", "Outcome", "Verdict", "MAX_PASSES"]

@@ -1,0 +1,87 @@
+"""The output parses, and the rules plan nothing more on it (or reach that within `MAX_PASSES`).
+
+A pass over an output runs what a second `ddpfix apply` would run, on the tree the plan built rather
+than on a new parse of its text; its findings are thrown away, so the analysis computes no position
+(unless the output has suppression comments, which are matched by line), and the rules that offer
+no fix are left out: they propose no edit (the guard checks that of the first pass's plan), and what
+they leave in the plan's shared state are caches the fixing rules compute the same way themselves.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ..analysis import ScriptFacts
+from ..passes import MIGHT_TRAIN, plan_pass, reaches_rules
+from ..suppress import might_have, scan
+from . import moves
+
+if TYPE_CHECKING:
+    from . import Guard
+
+MAX_PASSES = 3  # the first pass and at most two more over its output
+
+
+@dataclass
+class Fixpoint:
+    module: cst.Module
+    text: str
+    tree: ast.Module | None  # Python's parse of `text` (None when the input has none either)
+    facts: ScriptFacts | None  # the analysis of `module` (None: not a script the rules look at)
+
+
+def fixpoint(guard: Guard, module: cst.Module, text: str, fixing: set[str]) -> Fixpoint | str:
+    """Check that `module` (rendered as `text`) parses and that more passes of the same fixes settle
+    on an output; that output, or why there is none."""
+    for n in range(2, MAX_PASSES + 1):
+        tree, problem = _parse(guard, module, text)
+        if problem is not None:
+            return problem
+        facts, ctx = _pass(guard, module, text, tree, fixing)
+        if ctx is None or ctx.plan.is_empty():
+            return Fixpoint(module, text, tree, facts)
+        if n == MAX_PASSES:
+            edited = ", ".join(sorted(ctx.plan.edited)) or "the shared setup"
+            return f"the output is still not settled after {MAX_PASSES} passes ({edited} would change it again)"
+        problems = moves.check(ctx.plan, facts)  # type: ignore[arg-type]
+        if problems:
+            return problems[0].reason
+        again = ctx.plan.apply()
+        new_text = again.code
+        if new_text == text:  # edits that render as they were
+            return Fixpoint(module, text, tree, facts)
+        module, text = again, new_text
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _parse(guard: Guard, module: cst.Module, text: str) -> tuple[ast.Module | None, str | None]:
+    if guard.input_parses():
+        try:
+            return ast.parse(text), None
+        except SyntaxError as exc:
+            return None, f"the output would not parse: {exc.msg} (line {exc.lineno})"
+        except (ValueError, RecursionError, MemoryError) as exc:
+            return None, f"the output would not parse: {type(exc).__name__}"
+    try:  # syntax newer than this Python knows: LibCST's parser decides
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        return None, f"the output would not parse: {exc.message.splitlines()[0]} (line {exc.raw_line})"
+    return None, None
+
+
+def _pass(guard: Guard, module: cst.Module, text: str, tree: ast.Module | None, fixing: set[str]):
+    """The analysis of an output and the plan the rules make on it (None: no rule would run)."""
+    suppressions = scan(text) if might_have(text) else None
+    if not MIGHT_TRAIN.search(text):
+        return None, None
+    facts = ScriptFacts(module, text, tree, guard.facts.path, placed=suppressions is not None)
+    if not reaches_rules(facts):
+        return facts, None
+    return facts, plan_pass(facts, guard.active, fixing, guard.unsafe_fixes, suppressions, edits_only=True)
+
+
+__all__ = ["MAX_PASSES", "Fixpoint", "fixpoint"]
