@@ -7,11 +7,19 @@ from typing import ClassVar
 import libcst as cst
 
 from .analysis import ScriptFacts
+from .analysis.flow import reads
 from .diagnostic import NONE, SAFE, UNSAFE, Diagnostic
+from .placement import Placement
 from .plan import Order, Plan
 from .syntax import assign_targets
 
 ENV_DEFAULTS = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}
+# What needs the process group to exist, by qualified name: code using them goes after the setup.
+PROCESS_GROUP_USERS = (
+    "torch.distributed",
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.utils.data.distributed.DistributedSampler",
+)
 ENV_FALLBACK_NAMES = {
     "RANK": "GLOBAL_RANK",
     "LOCAL_RANK": "NODE_LOCAL_RANK",
@@ -53,6 +61,7 @@ class Context:
         self.suppressions = None  # suppress.Suppressions: `# ddpfix: ignore[...]` comments of this source
         self._env: dict[str, str] = {}
         self._env_missing: list[str] = []
+        self._setup: tuple[list[cst.BaseStatement], int] | None = None
 
     # ------------------------------------------------------------------ reporting
     def report(self, node: cst.CSTNode, message: str | None = None, *, fix: str | None = None) -> bool:
@@ -111,10 +120,35 @@ class Context:
                 return var
         return self.env("RANK")
 
+    def setup_at_module_level(self, stmts: list[cst.BaseStatement], before: int) -> None:
+        """Process-group setup for a script whose distributed work starts at module level: `finish`
+        puts it after the imports and before top-level statement `before` and before whatever
+        planned code needs the process group."""
+        self._setup = (stmts, before)
+
     def finish(self) -> None:
-        """Emit the module-level environment constants if any rule asked for them."""
-        if not self._env_missing:
-            return
+        """Place what must run at module level before the code that needs it: the process-group setup
+        a rule asked for, the environment constants, and the imports the plan adds."""
+        place = Placement(self.facts, self.plan)
+        setup_gap = None
+        if self._setup is not None:
+            stmts, before = self._setup
+            pg = {self._env.get("DISTRIBUTED", "DISTRIBUTED")} | {
+                self.plan.bound[q] for q in PROCESS_GROUP_USERS if q in self.plan.bound
+            }
+            upper = min(before, place.needed_by(pg))
+            ours = set(self._env.values()) | set(place.new_import_names())
+            lower = place.bound_after(_read_names(stmts) - ours)
+            setup_gap = place.choose(lower, upper)
+            stmts = list(stmts)
+            stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+            place.insert(setup_gap, stmts, Order.PROCESS_GROUP)
+        env_gap = None
+        if self._env_missing:
+            env_gap = self._place_environment(place, setup_gap)
+        place.limit_imports([g for g in (setup_gap, env_gap) if g is not None])
+
+    def _place_environment(self, place: Placement, setup_gap: int | None) -> int:
         os_name = self.plan.ref("os", "os", style="import")
         lines = []
         for k in self._env_missing:
@@ -123,29 +157,29 @@ class Context:
             else:
                 lines.append(f'{self._env[k]} = int({os_name}.environ.get("{k}", {ENV_DEFAULTS[k]}))')
         stmts = self.plan.statements("\n".join(lines))
-        anchor = self.plan.import_anchor()
-        body = list(self.facts.module.body)
+        ours = {self._env[k] for k in self._env_missing}
+        upper = min(place.needed_by(ours), setup_gap if setup_gap is not None else len(place.body))
+        lower = place.bound_after(_read_names(stmts) - ours - set(place.new_import_names()))
+        body = place.body
         script_env = set(self.facts.launch.env_names.values())
         existing = [i for i, st in enumerate(body) if set(assign_targets(st)) & script_env]
+        anchor = self.plan.import_anchor()
+        prefer = None  # after the script's own RANK/WORLD_SIZE, which ours may use: one block with them
         if existing and (anchor is None or existing[-1] > body.index(anchor)):
-            anchor = body[existing[-1]]  # after the script's own RANK/WORLD_SIZE, which ours may use
-            blanks = 0  # one block with them
+            prefer = existing[-1]
+        gap = place.choose(lower, upper, prefer_after=prefer)
+        if prefer is not None and gap == prefer + 1:
+            blanks = 0
         else:
-            nxt = _next_statement(self.facts.module, anchor)
+            nxt = place.next_statement(gap)
             blanks = max(1, sum(1 for l in nxt.leading_lines if l.comment is None)) if nxt is not None else 1
         stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * blanks)
-        if anchor is not None:
-            self.plan.insert_after(anchor, stmts, order=Order.ENVIRONMENT)
-        else:
-            self.plan.prepend(self.facts.module, stmts, order=Order.ENVIRONMENT)
+        place.insert(gap, stmts, Order.ENVIRONMENT)
+        return gap
 
 
-def _next_statement(module: cst.Module, anchor: cst.CSTNode | None) -> cst.BaseStatement | None:
-    body = list(module.body)
-    if anchor is None:
-        return body[0] if body else None
-    idx = next((i for i, s in enumerate(body) if s is anchor), None)
-    return body[idx + 1] if idx is not None and idx + 1 < len(body) else None
+def _read_names(stmts: list[cst.BaseStatement]) -> set[str]:
+    return {name.split(".")[0] for s in stmts for name in reads(s)}
 
 
 __all__ = ["Context", "NONE", "Order", "Rule", "SAFE", "UNSAFE"]

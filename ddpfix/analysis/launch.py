@@ -13,10 +13,11 @@ from ..syntax import assign_targets, assigned_value, code_of, dotted, expr_call,
 from .index import TreeIndex
 from .modules import LocalModules
 from .names import ENV_LOOKUP, Names
-from .summaries import INIT
+from .summaries import DESTROY, INIT
 from .training import Training
 
 SETUP_NAME = re.compile(r"dist|ddp|parallel|init|setup|launch|world|comm", re.IGNORECASE)
+CLEANUP_NAME = re.compile(r"clean|destroy|teardown|tear_down|finali[sz]e|shutdown|dist", re.IGNORECASE)
 MAIN_TEST = re.compile(r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__")
 
 
@@ -53,6 +54,21 @@ class Launch:
     @cached_property
     def destroy_calls(self) -> list[cst.Call]:
         return self.names.torch_calls_ending("destroy_process_group")
+
+    @cached_property
+    def tears_down(self) -> bool | None:
+        """Does the script destroy its process group itself, in this file or through a helper of its
+        own modules? None when it calls a cleanup-looking function of a module that could not be read."""
+        if self.destroy_calls:
+            return True
+        unknown = False
+        for call in self.index.calls:
+            does = self.modules.call_does(call, DESTROY)
+            if does:
+                return True
+            if does is None and CLEANUP_NAME.search(dotted(call.func) or ""):
+                unknown = True
+        return None if unknown else False
 
     @cached_property
     def spawn_calls(self) -> list[cst.Call]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.flow import binds
 from ..edits import backend_choice, torch_name
-from ..rule import Context, Order, Rule
+from ..rule import NONE, Context, Order, Rule
 from ..syntax import anchor_of, single_small, strip_docstring
 
 
@@ -68,10 +69,26 @@ of a module-level script); teardown at its end.
             where = facts.training.optimizer_sites[0].stmt
         else:
             where = facts.index.site(facts.training.backward_calls[0]).stmt
-        if not ctx.report(anchor_of(where)):
-            return
+        entry = launch.entry
+        needs = process_group_needs(facts)
+        module_level = isinstance(entry, cst.Module) or any(_runs_before(facts, n, entry) for n in needs)
+        first = min((facts.flow.runs_at(n) for n in needs), default=len(facts.module.body))
         torch = torch_name(ctx)
         dist = ctx.plan.ref("torch.distributed", "dist", style="import")
+        if module_level:
+            late = _bound_late(facts, (torch, dist), first)
+            if late is not None:
+                line = facts.index.position(facts.module.body[late]).start.line
+                ctx.report(
+                    anchor_of(where),
+                    f"{self.message}; the setup must run before line "
+                    f"{facts.index.position(facts.module.body[first]).start.line}, but what it uses is imported "
+                    f"only at line {line}: move that import up",
+                    fix=NONE,
+                )
+                return
+        if not ctx.report(anchor_of(where)):
+            return
         names = dict(torch=torch, dist=dist, D=ctx.env("DISTRIBUTED"), L=ctx.env("LOCAL_RANK"))
         setup = ctx.plan.statements(
             """
@@ -91,23 +108,21 @@ of a module-level script); teardown at its end.
             """,
             **names,
         )
-        entry = facts.launch.entry
-        if isinstance(entry, cst.Module):
-            setup[0] = setup[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-            anchor = ctx.plan.import_anchor()
-            if anchor is not None:
-                ctx.plan.insert_after(anchor, setup, order=Order.PROCESS_GROUP)
-            else:
-                ctx.plan.prepend(facts.module, setup, order=Order.PROCESS_GROUP)
-            ctx.plan.insert_after(facts.module.body[-1], teardown, order=Order.TEARDOWN)
+        tears_down = launch.tears_down is not False  # the script (or a helper of its modules) destroys it
+        if module_level:
+            ctx.setup_at_module_level(setup, before=first)
+            if not tears_down:
+                ctx.plan.insert_after(facts.module.body[-1], teardown, order=Order.TEARDOWN)
             return
         block = entry.body
         body = list(block.body)
-        first = strip_docstring(body)
-        if first < len(body):
-            ctx.plan.insert_before(body[first], setup, order=Order.PROCESS_GROUP, blank_after=True)
+        first_stmt = max(strip_docstring(body), _after_bindings(facts, body, (torch, dist)))
+        if first_stmt < len(body):
+            ctx.plan.insert_before(body[first_stmt], setup, order=Order.PROCESS_GROUP, blank_after=True)
         else:
             ctx.plan.insert_after(body[-1], setup, order=Order.PROCESS_GROUP)
+        if tears_down:
+            return
         last = body[-1]
         if isinstance(single_small(last), cst.Return):
             ctx.plan.insert_before(
@@ -115,3 +130,44 @@ of a module-level script); teardown at its end.
             )
         else:
             ctx.plan.insert_after(last, teardown, order=Order.TEARDOWN)
+
+
+def process_group_needs(facts) -> list[cst.CSTNode]:
+    """Where the script's distributed work starts: the trained models (wrapped after their definition),
+    the training loaders (their sampler), and any DDP wrap, sampler or collective already written."""
+    out: list[cst.CSTNode] = [m.definition.stmt for m in facts.models.trained]
+    out += [loader.site.stmt for loader, _ in facts.data.training_loaders]
+    out += facts.models.ddp_calls + facts.data.sampler_calls
+    out += [c for c in facts.index.calls if facts.ranks.collective_op(c)]
+    return out
+
+
+def _runs_before(facts, node: cst.CSTNode, entry) -> bool:
+    """Might `node` run before the entry point's setup (outside the entry, no later than it)?"""
+    flow = facts.flow
+    if flow.only_within(node, entry):
+        return False
+    where = entry.body if isinstance(entry, cst.FunctionDef) else entry
+    return flow.runs_at(node) <= flow.runs_at(where)
+
+
+def _bound_late(facts, names, first: int) -> int | None:
+    """The top-level statement that first binds one of the script's `names` (its own imports of
+    torch and torch.distributed), when that is at or after statement `first`."""
+    late = None
+    for name in names:
+        if name in facts.names.aliases:  # the script's own import (a name ddpfix imports goes above `first`)
+            i = facts.flow.first_binding([name])
+            if i is not None and i >= first:
+                late = max(i, late or 0)
+    return late
+
+
+def _after_bindings(facts, body: list, names) -> int:
+    """The first statement of `body` after those binding one of `names` (a function's own import of
+    torch.distributed): the setup reads them."""
+    out = 0
+    for i, stmt in enumerate(body):
+        if binds(stmt) & set(names):
+            out = i + 1
+    return out

@@ -1,0 +1,252 @@
+"""Flow: which names a statement binds and reads, and when module-level execution first reaches a
+node. Where a rule inserts or moves code, these decide what may go where: never above the binding
+of a name it reads, and before the first statement that needs what it sets up.
+
+Module-level execution is the file's top-level statements in order. Code in a function runs when
+something at module level calls it (or hands it on: `fire.Fire(main)`, `mp.spawn(worker, ...)`),
+so a node's *run position* is the index of the first top-level statement that may reach it, or the
+number of statements when nothing at module level does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from functools import cached_property
+
+import libcst as cst
+
+from ..syntax import child_nodes, dotted, walk
+from .index import TreeIndex
+
+
+# --------------------------------------------------------------------------- bindings and reads
+def binds(stmt: cst.CSTNode) -> set[str]:
+    """The (dotted) names a statement binds or changes in its own scope: assignment targets
+    (`x`, `args.rank`, the `d` of `d[k] = v`), loop and `with` targets, imports, `def`/`class` names,
+    walrus targets; inside nested blocks too, but not inside nested functions or classes."""
+    out: set[str] = set()
+    stack: list[cst.CSTNode] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            out.add(node.name.value)
+            continue
+        if isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            continue  # their own scope (a walrus inside one is rare enough to ignore)
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                out.update(_targets(t.target))
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            if not isinstance(node, cst.AnnAssign) or node.value is not None:
+                out.update(_targets(node.target))
+        elif isinstance(node, cst.For):
+            out.update(_targets(node.target))
+        elif isinstance(node, cst.AsName):
+            out.update(_targets(node.name))  # with ... as x, except E as x, import a as b
+        elif isinstance(node, cst.NamedExpr):
+            out.update(_targets(node.target))
+        elif isinstance(node, cst.Del):
+            out.update(_targets(node.target))
+        elif isinstance(node, cst.Import):
+            for alias in node.names:
+                if alias.asname is None:
+                    out.add((dotted(alias.name) or "").split(".")[0])
+        elif isinstance(node, cst.ImportFrom):
+            if isinstance(node.names, cst.ImportStar):
+                out.add("*")
+            else:
+                for alias in node.names:
+                    if alias.asname is None:
+                        out.add(dotted(alias.name) or "")
+        stack.extend(child_nodes(node))
+    out.discard("")
+    return out
+
+
+def _targets(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _targets(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _targets(target.value)
+    elif isinstance(target, cst.Subscript):
+        yield from _targets(target.value)  # `d[k] = v` changes d
+    else:
+        d = dotted(target)
+        if d:
+            yield d
+
+
+def reads(node: cst.CSTNode) -> set[str]:
+    """The (dotted) names `node` mentions as values: `args.local_rank` gives `args` and
+    `args.local_rank`; keyword names and attribute names on their own are not reads."""
+    return set(_reads(node))
+
+
+def _reads(node: cst.CSTNode) -> Iterator[str]:
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, cst.Attribute):
+            d = dotted(cur)
+            if d:
+                yield d
+            stack.append(cur.value)
+        elif isinstance(cur, cst.Name):
+            yield cur.value
+        elif isinstance(cur, cst.Arg):
+            stack.append(cur.value)
+        elif isinstance(cur, (cst.FunctionDef, cst.ClassDef)):
+            stack.extend(d.decorator for d in cur.decorators)  # the body reads when it runs, not here
+            if isinstance(cur, cst.FunctionDef):
+                stack.extend(p.default for p in _params(cur.params) if p.default is not None)
+            else:
+                stack.extend(a.value for a in cur.bases)
+        else:
+            stack.extend(child_nodes(cur))
+
+
+def _params(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+
+
+def conflicts(bound: Iterable[str], read: Iterable[str]) -> bool:
+    """Does binding any of `bound` change what reading any of `read` sees? (`args` and `args.gpu`
+    depend on each other both ways.)"""
+    read = set(read)
+    for b in bound:
+        if b == "*":
+            return True
+        for r in read:
+            if r == b or r.startswith(b + ".") or b.startswith(r + "."):
+                return True
+    return False
+
+
+# --------------------------------------------------------------------------- run order
+class Flow:
+    """When module-level execution reaches a node, and which top-level statement binds a name."""
+
+    def __init__(self, index: TreeIndex) -> None:
+        self.index = index
+        self.body = list(index.module.body)
+        self._top = {id(stmt): i for i, stmt in enumerate(self.body)}
+        self._runs: dict[tuple, int] = {}
+
+    @cached_property
+    def _references(self) -> dict[str, list[cst.Name]]:
+        """Name nodes by spelling, outside the `def`/`class` lines that define them and outside
+        attribute names (`x.train` does not reference a function `train`)."""
+        out: dict[str, list[cst.Name]] = {}
+        skip: set[int] = set()
+        for node in walk(self.index.module):
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                skip.add(id(node.name))
+            elif isinstance(node, cst.Attribute):
+                skip.add(id(node.attr))
+            elif isinstance(node, cst.Arg) and node.keyword is not None:
+                skip.add(id(node.keyword))
+            elif isinstance(node, cst.Name) and id(node) not in skip:
+                out.setdefault(node.value, []).append(node)
+        return out
+
+    def top_index(self, node: cst.CSTNode) -> int:
+        """Index in the module body of the top-level statement holding `node`."""
+        if id(node) in self._top:
+            return self._top[id(node)]
+        for anc in self.index.ancestors(node):
+            if id(anc) in self._top:
+                return self._top[id(anc)]
+        return len(self.body)
+
+    def runs_at(self, node: cst.CSTNode, scope: cst.FunctionDef | None = None) -> int:
+        """Index of the first statement of `scope`'s body (the module's when None) during whose
+        execution `node` may run; the number of those statements when none reaches it."""
+        body = self.body if scope is None else list(scope.body.body)  # type: ignore[union-attr]
+        return self._runs_at(node, scope, body, frozenset())
+
+    def _runs_at(self, node: cst.CSTNode, scope, body: list, seen: frozenset) -> int:
+        owner = self._owner(node)
+        if owner is scope:
+            return self._statement_index(node, scope, body)
+        if owner is None:
+            return len(body)  # module-level code: not reached from inside a function
+        key = (owner, scope)
+        if key in self._runs:
+            return self._runs[key]
+        if owner in seen:
+            return len(body)
+        best = len(body)
+        for ref in self._uses(owner):
+            best = min(best, self._runs_at(ref, scope, body, seen | {owner}))
+        if not seen:  # a complete answer (not cut short by a cycle): keep it
+            self._runs[key] = best
+        return best
+
+    def _statement_index(self, node: cst.CSTNode, scope, body: list) -> int:
+        if scope is None:
+            return self.top_index(node)
+        ids = {id(s): i for i, s in enumerate(body)}
+        for anc in (node, *self.index.ancestors(node)):
+            if id(anc) in ids:
+                return ids[id(anc)]
+        return len(body)
+
+    def _owner(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The innermost function (or lambda) whose body holds `node`: its code runs when called."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.FunctionDef) and child is anc.body:
+                return anc
+            if isinstance(anc, cst.Lambda) and child is anc.body:
+                return None  # a lambda may run where it is written (`sorted(key=lambda ...)`)
+            child = anc
+        return None
+
+    def _uses(self, func: cst.CSTNode) -> list[cst.CSTNode]:
+        """Where `func` may be called from: the calls of this file that reach it, the places that
+        name it (a callback), and for a method, where its class is named or the method is called by
+        attribute."""
+        assert isinstance(func, cst.FunctionDef)
+        out: list[cst.CSTNode] = list(self.index.callers_of(func))
+        name = func.name.value
+        cls = self.index.enclosing(func, cst.ClassDef)
+        if isinstance(cls, cst.ClassDef) and self.index.parent.get(func) is cls.body:
+            out.extend(r for r in self._references.get(cls.name.value, ()) if not self.index.contains(cls, r))
+            out.extend(self.index.calls_by_name(name))
+        else:
+            out.extend(r for r in self._references.get(name, ()) if not self.index.contains(func, r))
+        return out
+
+    def only_within(self, node: cst.CSTNode, container: cst.CSTNode, _depth: int = 0) -> bool:
+        """Does `node` run only while `container` runs: it is inside it, or in a function that is
+        used only from inside it?"""
+        if self.index.contains(container, node):
+            return True
+        owner = self._owner(node)
+        if owner is None or _depth > 6:
+            return False
+        uses = self._uses(owner)
+        return bool(uses) and all(self.only_within(u, container, _depth + 1) for u in uses)
+
+    def first_binding(self, names: Iterable[str], limit: int | None = None) -> int | None:
+        """Index of the first top-level statement (before `limit`) that binds one of `names`."""
+        wanted = set(names)
+        for i, stmt in enumerate(self.body[:limit]):
+            if binds(stmt) & wanted:
+                return i
+        return None
+
+    def last_binding(self, names: Iterable[str], limit: int | None = None) -> int | None:
+        """Index of the last top-level statement (before `limit`) that binds one of `names`."""
+        wanted = set(names)
+        found = None
+        for i, stmt in enumerate(self.body[:limit]):
+            if binds(stmt) & wanted:
+                found = i
+        return found
+
+
+__all__ = ["Flow", "binds", "conflicts", "reads"]
