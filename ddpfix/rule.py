@@ -20,6 +20,11 @@ PROCESS_GROUP_USERS = (
     "torch.nn.parallel.DistributedDataParallel",
     "torch.utils.data.distributed.DistributedSampler",
 )
+# Where the script joins its process group on its own terms, these are read at run time.
+RUNTIME = {
+    "DISTRIBUTED": "{dist}.is_initialized()",
+    "RANK": "({dist}.get_rank() if {dist}.is_initialized() else 0)",
+}
 ENV_FALLBACK_NAMES = {
     "RANK": "GLOBAL_RANK",
     "LOCAL_RANK": "NODE_LOCAL_RANK",
@@ -62,6 +67,7 @@ class Context:
         self._env: dict[str, str] = {}
         self._env_missing: list[str] = []
         self._setup: tuple[list[cst.BaseStatement], int] | None = None
+        self._requested: set[str] = set()
 
     # ------------------------------------------------------------------ reporting
     def report(self, node: cst.CSTNode, message: str | None = None, *, fix: str | None = None) -> bool:
@@ -89,7 +95,12 @@ class Context:
 
     # ------------------------------------------------------------------ shared resources
     def env(self, key: str) -> str:
-        """Spelling of RANK / LOCAL_RANK / WORLD_SIZE / DISTRIBUTED; added at module level once if missing."""
+        """Spelling of RANK / LOCAL_RANK / WORLD_SIZE / DISTRIBUTED; added at module level once if missing.
+
+        A script that joins its process group on its own terms (`mp.spawn`, `--local_rank`, `if
+        args.distributed:`) is not told by torchrun's environment whether it is distributed: there
+        DISTRIBUTED is `dist.is_initialized()` and RANK the process group's rank, decided at run time."""
+        self._requested.add(key)
         if key in self._env:
             return self._env[key]
         env_names = self.facts.launch.env_names
@@ -97,9 +108,14 @@ class Context:
         if existing is not None:
             self._env[key] = existing
             return existing
+        if key in RUNTIME and self.facts.launch.own_path is not None:
+            dist = self.plan.ref("torch.distributed", "dist", style="import")
+            self._env[key] = RUNTIME[key].format(dist=dist)
+            return self._env[key]
         if not self._env_missing:
+            own = self.facts.launch.own_path is not None
             for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "DISTRIBUTED"):
-                if k not in env_names:
+                if k not in env_names and not (own and k in RUNTIME):
                     self._env_missing.append(k)
             for k in self._env_missing:
                 taken = self.facts.index.identifiers | self.plan.introduced
@@ -111,7 +127,15 @@ class Context:
 
     def rank0(self, at: cst.CSTNode | None = None) -> str:
         """The rank-0 test: the script's own global-rank variable where `at` sees one, else RANK."""
-        return f"{self.rank_name(at)} == 0"
+        name = self.rank_name(at)
+        if (
+            name == self._env.get("RANK")
+            and self.facts.launch.own_path is not None
+            and "RANK" not in self.facts.launch.env_names
+        ):
+            dist = self.plan.ref("torch.distributed", "dist", style="import")
+            return f"not {dist}.is_initialized() or {dist}.get_rank() == 0"
+        return f"{name} == 0"
 
     def rank_name(self, at: cst.CSTNode | None = None) -> str:
         if at is not None:
@@ -148,16 +172,21 @@ class Context:
             env_gap = self._place_environment(place, setup_gap)
         place.limit_imports([g for g in (setup_gap, env_gap) if g is not None])
 
-    def _place_environment(self, place: Placement, setup_gap: int | None) -> int:
+    def _place_environment(self, place: Placement, setup_gap: int | None) -> int | None:
+        emit = self._env_missing
+        if self.facts.launch.own_path is not None:  # DISTRIBUTED and RANK are read at run time: only what is used
+            emit = [k for k in emit if k in self._requested]
+        if not emit:
+            return None
         os_name = self.plan.ref("os", "os", style="import")
         lines = []
-        for k in self._env_missing:
+        for k in emit:
             if k == "DISTRIBUTED":
                 lines.append(f"{self._env[k]} = {self._env['WORLD_SIZE']} > 1")
             else:
                 lines.append(f'{self._env[k]} = int({os_name}.environ.get("{k}", {ENV_DEFAULTS[k]}))')
         stmts = self.plan.statements("\n".join(lines))
-        ours = {self._env[k] for k in self._env_missing}
+        ours = {self._env[k] for k in emit}
         upper = min(place.needed_by(ours), setup_gap if setup_gap is not None else len(place.body))
         lower = place.bound_after(_read_names(stmts) - ours - set(place.new_import_names()))
         body = place.body

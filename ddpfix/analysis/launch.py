@@ -10,9 +10,11 @@ from functools import cached_property
 import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, code_of, dotted, expr_call, mentions
+from .flow import reads
 from .index import TreeIndex
 from .modules import LocalModules
 from .names import ENV_LOOKUP, Names
+from .options import Options
 from .summaries import DESTROY, INIT
 from .training import Training
 
@@ -29,6 +31,7 @@ class Launch:
         self.names = names
         self.training = training
         self.modules = modules
+        self.options = Options(index)
 
     @cached_property
     def init_calls(self) -> list[cst.Call]:
@@ -98,6 +101,51 @@ class Launch:
                 found.setdefault("DISTRIBUTED", targets[0])
         return found
 
+    # ----------------------------------------------------------------- the script's own launch path
+    @cached_property
+    def own_path(self) -> str | None:
+        """How the script joins its process group on its own terms, when torchrun's environment does
+        not decide it: "mp.spawn", an option of its own (`--local_rank`), or a flag of its own around
+        init_process_group (`args.distributed`). None for scripts driven by torchrun's environment."""
+        if self.spawn_calls:
+            return "mp.spawn"
+        if not self.init_calls:
+            return None
+        for call in self.init_calls:
+            for test in self._tests_around(call):
+                if not self._env_driven(test):
+                    return f"`{code_of(test)}`"
+        if self.options.launch:
+            return self.options.launch[0].flags[0]
+        return None
+
+    def _tests_around(self, node: cst.CSTNode) -> list[cst.BaseExpression]:
+        """The conditions of the `if`s (and `x if c else y`) whose true branch holds `node`."""
+        out = []
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.body:
+                out.append(anc.test)
+            child = anc
+        return out
+
+    def _env_driven(self, test: cst.BaseExpression, depth: int = 0) -> bool:
+        """Is `test` decided by torchrun's environment (`DISTRIBUTED`, `world_size > 1` with
+        `world_size = int(os.environ["WORLD_SIZE"])`, `"RANK" in os.environ`, `dist.is_available()`)?"""
+        text = code_of(test)
+        if ENV_LOOKUP.search(text) or "environ" in text or "is_torchelastic_launched" in text:
+            return True
+        env = set(self.env_names.values())
+        scope = self.index.scope_of(test)
+        for n in _names_read(test):
+            if n in env or n.split(".")[0] in self.names.aliases:
+                continue  # torchrun's constants, or torch's own tests (`dist.is_initialized()`)
+            sites = self.names.assignments(scope, n) + self.names.assignments(self.index.module, n)
+            values = [v for s in sites if (v := assigned_value(s.stmt)) is not None]
+            if depth >= 3 or not values or not all(self._env_driven(v, depth + 1) for v in values):
+                return False
+        return True
+
     # ----------------------------------------------------------------- entry point
     @cached_property
     def main_guard(self) -> cst.If | None:
@@ -144,6 +192,12 @@ class Launch:
         if guard is not None and self.training.reaches_training(guard):
             return guard
         return index.module
+
+
+def _names_read(expr: cst.BaseExpression) -> set[str]:
+    """The longest names and attribute chains a condition reads (`args.distributed`, `world_size`)."""
+    found = reads(expr)
+    return {n for n in found if not any(p.startswith(n + ".") for p in found)} - {"True", "False", "None"}
 
 
 __all__ = ["Launch"]
