@@ -19,13 +19,21 @@ from .rule import Context
 from .suppress import might_have, scan, selected
 from .transforms import BY_CODE, RULES, expand
 
+# The names of the frameworks DDP008 recognises (ddpfix.analysis.names.FRAMEWORKS, TRAINER_LIBRARIES).
+FRAMEWORK_WORDS = (
+    r"accelerate|lightning|deepspeed|horovod|torch_xla|colossalai|fairscale|mmengine|mmcv|Trainer|fsdp|elastic|launcher"
+)
+_FRAMEWORK = re.compile(FRAMEWORK_WORDS)
+FRAMEWORK_RULE = "DDP008"
+
 Source = str | bytes
 
 
 _BOOL_WORDS = (re.compile(r"\b(?:and|or)\b"), re.compile(rb"\b(?:and|or)\b"))
 # A training script, a process group or a DDP wrap (ScriptFacts.is_training_script) cannot
-# be written without one of these words.
-_MIGHT_TRAIN = re.compile(r"parameters|backward|init_process_group|DistributedDataParallel")
+# be written without one of these words; a script a framework distributes names the framework.
+_MIGHT_TRAIN = re.compile(r"parameters|backward|init_process_group|DistributedDataParallel|" + FRAMEWORK_WORDS)
+_MIGHT_TRAIN_BYTES = re.compile(FRAMEWORK_WORDS.encode())
 MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
 
 
@@ -69,8 +77,11 @@ def _parse(source: Source, path: str) -> tuple[cst.Module, ast.Module | None]:
 
 
 def _might_need_ddp(source: Source) -> bool:
-    """Cheap pre-filter: a file that never mentions torch is skipped without parsing."""
-    return (b"torch" in source) if isinstance(source, bytes) else ("torch" in source)
+    """Cheap pre-filter: a file that never mentions torch (nor a framework that distributes it, whose
+    scripts get DDP008's information line) is skipped without parsing."""
+    if isinstance(source, bytes):
+        return b"torch" in source or _MIGHT_TRAIN_BYTES.search(source) is not None
+    return "torch" in source or _FRAMEWORK.search(source) is not None
 
 
 def _check_syntax_only(source: Source, path: str) -> str:
@@ -112,7 +123,11 @@ def run_rules(
     if text is not None and not _MIGHT_TRAIN.search(text):  # what the test below needs is not even in the text
         return module, _unused(suppressions, [], select, ignore)
     facts = ScriptFacts(module, text, tree, path)
-    if not facts.is_training_script():
+    rules = RULES
+    if facts.names.other_launcher is not None:  # a framework distributes it: one information line, no edits
+        rules = [BY_CODE[FRAMEWORK_RULE]]
+        fix = False
+    elif not facts.is_training_script():
         return module, _unused(suppressions, [], select, ignore)  # not a training script: nothing here is about DDP
     active = expand(select, ignore)
     # A module other files import is not a program: it gets findings, not a process group of its own.
@@ -122,7 +137,7 @@ def run_rules(
             fixing.update(rule.requires)
     ctx = Context(facts, fixing, unsafe_fixes)
     ctx.suppressions = suppressions
-    for rule in RULES:
+    for rule in rules:
         if rule.code in active or rule.code in fixing:
             ctx.rule = rule
             before = len(ctx.diagnostics)

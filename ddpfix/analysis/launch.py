@@ -112,14 +112,14 @@ class Launch:
         if not self.init_calls:
             return None
         for call in self.init_calls:
-            for test in self._tests_around(call):
+            for test in self.tests_around(call):
                 if not self._env_driven(test):
                     return f"`{code_of(test)}`"
         if self.options.launch:
             return self.options.launch[0].flags[0]
         return None
 
-    def _tests_around(self, node: cst.CSTNode) -> list[cst.BaseExpression]:
+    def tests_around(self, node: cst.CSTNode) -> list[cst.BaseExpression]:
         """The conditions of the `if`s (and `x if c else y`) whose true branch holds `node`."""
         out = []
         child = node

@@ -250,6 +250,11 @@ def _local_rank_in_scope(ctx: Context, node: cst.CSTNode, *, module_level: bool 
         for p in func.params.params:
             if re.fullmatch(r"(local_rank|gpu|gpu_id|device_id)", p.name.value):
                 return p.name.value
+    if "local_rank" in facts.launch.options.by_dest:  # the script's own --local_rank, read where it joins
+        for test in facts.launch.tests_around(node):
+            for name in reads(test):
+                if name.endswith(".local_rank"):
+                    return name
     for s in facts.module.body if module_level else ():
         value = assigned_value(s)
         if value is not None and "LOCAL_RANK" in code_of(value) and len(assign_targets(s)) == 1:
