@@ -21,9 +21,11 @@ PROCESS_GROUP_USERS = (
     "torch.utils.data.distributed.DistributedSampler",
 )
 # Where the script joins its process group on its own terms, these are read at run time.
+# (A spawned process's LOCAL_RANK is the device mp.spawn's index picked: set_device ran before init.)
 RUNTIME = {
     "DISTRIBUTED": "{dist}.is_initialized()",
     "RANK": "({dist}.get_rank() if {dist}.is_initialized() else 0)",
+    "LOCAL_RANK": "{torch}.cuda.current_device()",
 }
 ENV_FALLBACK_NAMES = {
     "RANK": "GLOBAL_RANK",
@@ -68,6 +70,7 @@ class Context:
         self._env_missing: list[str] = []
         self._setup: tuple[list[cst.BaseStatement], int] | None = None
         self._requested: set[str] = set()
+        self.blocked: set[str] = set()  # rules whose fix others require but that could not fix here
 
     # ------------------------------------------------------------------ reporting
     def report(self, node: cst.CSTNode, message: str | None = None, *, fix: str | None = None) -> bool:
@@ -78,6 +81,10 @@ class Context:
         pos = self.facts.index.position(node)
         if self.suppressions is not None and self.suppressions.silences(rule.code, pos.start.line):
             return False  # silenced: no finding, and no edits
+        blocked = [code for code in rule.requires if code in self.blocked]
+        if blocked and level != NONE:  # what this fix needs cannot be made: a finding without a fix
+            level = NONE
+            message = f"{message or rule.message} (no fix: {blocked[0]} cannot be fixed here)"
         applied = level != NONE and rule.code in self.fixing and (level == SAFE or self.unsafe_fixes)
         self.diagnostics.append(
             Diagnostic(
@@ -108,14 +115,14 @@ class Context:
         if existing is not None:
             self._env[key] = existing
             return existing
-        if key in RUNTIME and self.facts.launch.own_path is not None:
+        if self._runtime(key):
             dist = self.plan.ref("torch.distributed", "dist", style="import")
-            self._env[key] = RUNTIME[key].format(dist=dist)
+            torch = self.plan.ref("torch", "torch", style="import")
+            self._env[key] = RUNTIME[key].format(dist=dist, torch=torch)
             return self._env[key]
         if not self._env_missing:
-            own = self.facts.launch.own_path is not None
             for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "DISTRIBUTED"):
-                if k not in env_names and not (own and k in RUNTIME):
+                if k not in env_names and not self._runtime(k):
                     self._env_missing.append(k)
             for k in self._env_missing:
                 taken = self.facts.index.identifiers | self.plan.introduced
@@ -124,6 +131,11 @@ class Context:
             for k, v in env_names.items():
                 self._env.setdefault(k, v)
         return self._env[key]
+
+    def _runtime(self, key: str) -> bool:
+        """Is `key` read at run time here (a script with its own launch path; LOCAL_RANK under mp.spawn)?"""
+        own = self.facts.launch.own_path
+        return own is not None and key in RUNTIME and (key != "LOCAL_RANK" or own == "mp.spawn")
 
     def rank0(self, at: cst.CSTNode | None = None) -> str:
         """The rank-0 test: the script's own global-rank variable where `at` sees one, else RANK."""
@@ -143,6 +155,12 @@ class Context:
             if var is not None:
                 return var
         return self.env("RANK")
+
+    def block(self) -> None:
+        """The running rule cannot make the fix other rules require of it (DDP001 cannot set up the
+        process group): their findings come without a fix."""
+        assert self.rule is not None
+        self.blocked.add(self.rule.code)
 
     def setup_at_module_level(self, stmts: list[cst.BaseStatement], before: int) -> None:
         """Process-group setup for a script whose distributed work starts at module level: `finish`

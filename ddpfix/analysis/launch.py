@@ -18,7 +18,7 @@ from .options import Options
 from .summaries import DESTROY, INIT
 from .training import Training
 
-SETUP_NAME = re.compile(r"dist|ddp|parallel|init|setup|launch|world|comm", re.IGNORECASE)
+SETUP_NAME = re.compile(r"dist|ddp|parallel|init|setup|launch|world|comm(?!and)", re.IGNORECASE)
 CLEANUP_NAME = re.compile(r"clean|destroy|teardown|tear_down|finali[sz]e|shutdown|dist", re.IGNORECASE)
 MAIN_TEST = re.compile(r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__")
 
@@ -105,12 +105,14 @@ class Launch:
     @cached_property
     def own_path(self) -> str | None:
         """How the script joins its process group on its own terms, when torchrun's environment does
-        not decide it: "mp.spawn", an option of its own (`--local_rank`), or a flag of its own around
-        init_process_group (`args.distributed`). None for scripts driven by torchrun's environment."""
+        not decide it: "mp.spawn", an option of its own (`--local_rank`), a flag of its own around
+        init_process_group (`args.distributed`), or a helper of its own modules (which may also not
+        join: then nothing that needs the group may run). None for scripts driven by torchrun's
+        environment."""
         if self.spawn_calls:
             return "mp.spawn"
         if not self.init_calls:
-            return None
+            return None if self.joins_elsewhere is False else "a helper of its own modules"
         for call in self.init_calls:
             for test in self.tests_around(call):
                 if not self._env_driven(test):
@@ -175,8 +177,9 @@ class Launch:
 
     @cached_property
     def entry(self) -> cst.FunctionDef | cst.If | cst.Module:
-        """Where the process group is set up and torn down: the function `__main__` calls, or the
-        `__main__` block itself, or the module for module-level scripts."""
+        """Where the process group is set up and torn down: the function `__main__` calls (or hands to
+        a command-line library: `fire.Fire(main)`, `typer.run(train)`), or the `__main__` block
+        itself, or a `def main()` a console entry point calls, or the module for module-level scripts."""
         guard = self.main_guard
         index = self.index
         stmts: Iterable[cst.BaseStatement] = guard.body.body if guard is not None else index.module.body  # type: ignore[union-attr]
@@ -185,12 +188,20 @@ class Launch:
             if call is None:
                 value = assigned_value(stmt)
                 call = value if isinstance(value, cst.Call) else None
-            if call is not None and isinstance(call.func, cst.Name) and call.func.value in index.func_by_name:
-                func = index.func_by_name[call.func.value]
-                if self.training.reaches_training(func):
+            if call is None:
+                continue
+            named = [call.func] if isinstance(call.func, cst.Name) else [a.value for a in call.args]
+            for name in named:
+                func = index.func_by_name.get(name.value) if isinstance(name, cst.Name) else None
+                if func is not None and self.training.reaches_training(func):
                     return func
         if guard is not None and self.training.reaches_training(guard):
             return guard
+        main = index.func_by_name.get("main")
+        if guard is None and main is not None and self.training.reaches_training(main):
+            code = [s for s in index.module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+            if not any(self.training.reaches_training(s) for s in code):
+                return main  # a console entry point: nothing at module level trains
         return index.module
 
 

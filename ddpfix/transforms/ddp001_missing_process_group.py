@@ -86,6 +86,7 @@ of a module-level script); teardown at its end.
                     f"only at line {line}: move that import up",
                     fix=NONE,
                 )
+                ctx.block()  # no wrap or sampler without a process group on their path
                 return
         if not ctx.report(anchor_of(where)):
             return

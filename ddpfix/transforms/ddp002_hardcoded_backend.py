@@ -62,7 +62,7 @@ finding has none.
             if setting is None:
                 continue
             literal, what = setting
-            if ctx.report(literal, f'backend "nccl" is the default of {what}: a run on a machine without GPUs fails'):
+            if ctx.report(literal, f'backend "nccl" comes from {what}: a run on a machine without GPUs fails'):
                 quote = literal.quote if isinstance(literal, cst.SimpleString) else '"'
                 expr = cst.parse_expression(
                     f"{quote}nccl{quote} if {torch_name(ctx)}.cuda.is_available() else {quote}gloo{quote}"
@@ -84,7 +84,7 @@ def _setting(facts, expr: cst.BaseExpression) -> tuple[cst.SimpleString, str] | 
     option = facts.launch.options.of(expr)
     if option is not None:
         if option.default is not None and string_value(option.default.value) == "nccl":
-            return option.default.value, option.flags[0]  # type: ignore[return-value]
+            return option.default.value, f"the default of {option.flags[0]}"  # type: ignore[return-value]
         return None
     if isinstance(expr, cst.Name):
         func = facts.index.enclosing(expr, cst.FunctionDef)
@@ -92,7 +92,7 @@ def _setting(facts, expr: cst.BaseExpression) -> tuple[cst.SimpleString, str] | 
         for p in params:  # def setup(rank, world_size, backend="nccl")
             if p.name.value == expr.value:
                 if p.default is not None and string_value(p.default) == "nccl":
-                    return p.default, f"the parameter `{expr.value}`"  # type: ignore[return-value]
+                    return p.default, f"the default of the parameter `{expr.value}`"  # type: ignore[return-value]
                 return None
         sites = facts.names.assignments(facts.index.scope_of(expr), expr.value) or facts.names.assignments(
             facts.module, expr.value
