@@ -72,6 +72,8 @@ Safe: a `set_device` placed before init moves nothing but the current device of 
             if local is not None and not _bound_before(facts, local, init_stmt):
                 ctx.report(init, f"{message} (`{local}` is set only after it: set the device by hand)", fix=NONE)
                 continue
+            if local is not None and helper is None:
+                message = message.replace("set_device(LOCAL_RANK)", f"set_device({local})")
             if not ctx.report(init, message):
                 continue
             local = local or ctx.env("LOCAL_RANK")
