@@ -19,6 +19,8 @@ from .summaries import DESTROY, INIT
 from .training import Training
 
 SETUP_NAME = re.compile(r"dist|ddp|parallel|init|setup|launch|world|comm(?!and)", re.IGNORECASE)
+# Helpers whose names say they set the device up: only these are read for it (reading a module costs).
+DEVICE_NAME = re.compile(r"device|gpu|cuda|setup|init|dist|launch|rank", re.IGNORECASE)
 CLEANUP_NAME = re.compile(r"clean|destroy|teardown|tear_down|finali[sz]e|shutdown|dist", re.IGNORECASE)
 MAIN_TEST = re.compile(r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__")
 
@@ -57,6 +59,18 @@ class Launch:
     @cached_property
     def destroy_calls(self) -> list[cst.Call]:
         return self.names.torch_calls_ending("destroy_process_group")
+
+    @cached_property
+    def helper_joins(self) -> list[cst.Call]:
+        """Calls of helpers of the script's own modules that join the process group (none looked for
+        where the script calls init_process_group itself)."""
+        if self.init_calls or not self.is_program or not self.joins_elsewhere:
+            return []  # (a module others import is not read for a process group of its own)
+        return [c for c in self.index.calls if self.modules.call_does(c, INIT)]
+
+    def helper_does(self, call: cst.Call, effect: str) -> bool:
+        """Does `call`, a call of a device-looking helper of the script's own modules, do `effect`?"""
+        return bool(DEVICE_NAME.search(dotted(call.func) or "")) and bool(self.modules.call_does(call, effect))
 
     @cached_property
     def tears_down(self) -> bool | None:
@@ -112,7 +126,9 @@ class Launch:
         if self.spawn_calls:
             return "mp.spawn"
         if not self.init_calls:
-            return None if self.joins_elsewhere is False else "a helper of its own modules"
+            if not self.is_program or self.joins_elsewhere is False:
+                return None
+            return "a helper of its own modules"
         for call in self.init_calls:
             for test in self.tests_around(call):
                 if not self._env_driven(test):

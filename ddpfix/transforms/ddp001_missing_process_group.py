@@ -16,7 +16,10 @@ class MissingProcessGroup(Rule):
     message = "trains a model but never joins a process group: add init_process_group/destroy_process_group"
     docs = """
 ## What
-A training script with no `torch.distributed.init_process_group()` call.
+A training script with no `torch.distributed.init_process_group()` call, neither in the file nor in
+a helper of the script's own modules (`utils.init_distributed_mode(args)`, read from the files next
+to the script). A module other files import (no `__main__` block, no module-level training) is
+not a program: it gets no process group of its own, and no rule inserts a wrap or sampler into it.
 
 ## Why
 Under `torchrun` every process runs the script on its own: without a process group there is no
@@ -51,9 +54,22 @@ keeps on the CPU still trains; a plain `"nccl"` group fails there with `No backe
 with device type cpu`), gloo without CUDA. A plain `python train.py` has WORLD_SIZE 1 and
 creates no process group, so it behaves exactly as before.
 
+Where it goes: at the top of the entry point (the function `__main__` calls or hands to `fire.Fire`
+/ `typer.run`, the `__main__` block, or the `main()` a console entry point calls), after any import
+that function makes of what the setup uses. When the model or the training loader is built at module
+level (a script without `main()`, or globals that functions read), the setup goes at module level:
+after the imports and before the first statement that needs it, including statements other fixes
+insert (a sampler built before a mid-file import) and functions called at module level. The
+constants are placed the same way: never above the binding of a name they read, always above their
+first use. `destroy_process_group` goes at the end of the entry point, unless the script (or a helper
+of its modules) already destroys the group.
+
 ## Fix safety
-Safe. Setup goes at the top of the entry point (the function `__main__` calls, or after the imports
-of a module-level script); teardown at its end.
+Safe. Where the setup would have to read a name the script imports only after the first statement
+that needs the process group, the finding has no fix, and neither do the DDP wrap and sampler that
+would need the group (no wrap without a process group on its path). A script whose helper may join
+(an import that could not be read) gets no second process group; what other rules add there is
+decided at run time (`dist.is_initialized()`).
 """
 
     def run(self, ctx: Context) -> None:

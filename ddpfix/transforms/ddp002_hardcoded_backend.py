@@ -68,7 +68,7 @@ finding has none.
                     f"{quote}nccl{quote} if {torch_name(ctx)}.cuda.is_available() else {quote}gloo{quote}"
                 )
                 ctx.plan.replace(literal, lambda n, e=expr: e)
-        for call in facts.index.calls:
+        for call in facts.launch.helper_joins:
             for found in facts.modules.findings(call, HARDCODED_BACKEND):
                 ctx.report(
                     call,

@@ -48,7 +48,7 @@ file and line to change; no fix in another file.
         facts = ctx.facts
         if facts.launch.spawn_calls:
             return
-        for call in facts.index.calls:
+        for call in facts.launch.helper_joins:
             for found in facts.modules.findings(call, INIT_ARGS):
                 ctx.report(
                     call,

@@ -13,6 +13,7 @@ from ..rule import NONE, Context, Rule
 from ..syntax import assigned_value, calls_in, code_of, dotted, kwarg, mentions, method_name, positional, walk
 
 DEVICE_EXPRS = (cst.Name, cst.Attribute, cst.Call)
+DEVICE_HELPER = re.compile(r"device|gpu|cuda", re.IGNORECASE)
 RANK_READERS = {"int", "os.environ.get", "os.getenv", "torch.distributed.get_rank"}
 
 SIDE_EFFECTS = ("torch.save", "print", "logging.", "SummaryWriter", "wandb.")
@@ -25,14 +26,20 @@ class LocalVsGlobalRank(Rule):
     docs = """
 ## What
 The global rank used as a CUDA device (`torch.cuda.set_device(rank)`, `.to(rank)`,
-`device_ids=[rank]`, `output_device=rank`), or the local rank used where the global one is meant: the single writer
-(`if local_rank == 0: torch.save(...)`) or the sampler's shard (`DistributedSampler(ds, rank=local_rank)`).
+`torch.device(f"cuda:{dist.get_rank()}")`, `device_ids=[rank]`, `output_device=rank`, also inside a
+helper such as `get_device()`, or passed to a helper's device parameter), or the local rank used
+where the global one is meant: the single writer (`if local_rank == 0: torch.save(...)`), the
+sampler's shard (`DistributedSampler(ds, rank=local_rank)`), or the rank of `init_process_group`
+in an `mp.spawn` target that uses the process index (`rank = gpu`) in a world spanning several
+nodes. A helper of the script's own modules that picks the GPU by the global rank is reported
+where the script calls it.
 
 ## Why
 On one node RANK == LOCAL_RANK, so this only breaks multi-node: `set_device(rank)` gives
 `CUDA error: invalid device ordinal` on the second node; `local_rank == 0` elects one writer per
 node, which clobber each other on a shared filesystem; a sampler keyed on the local rank makes every
-node train the same shard.
+node train the same shard; and spawned processes numbered 0..N-1 on every node join with duplicate
+ranks, so `init_process_group` waits until it times out.
 
 ## Example
 ```python
@@ -48,10 +55,24 @@ torch.cuda.set_device(local_rank)
 if RANK == 0:
     torch.save(model.module.state_dict(), "ckpt.pt")
 ```
+and in an mp.spawn target whose options name the node's rank (`--nr`, `--node_rank`)
+```python
+def train(gpu, args):
+    rank = gpu
+```
+becomes
+```python
+def train(gpu, args):
+    rank = args.nr * args.gpus + gpu
+```
+(`args.gpus` being what `mp.spawn(..., nprocs=args.gpus)` starts per node).
 
 ## Fix safety
 Safe for names recognised as ranks (environment variables, `dist.get_rank()`, argparse
-`--local_rank`); the sampler's `rank=`/`num_replicas=` are dropped so the process group decides.
+`--local_rank`); the sampler's `rank=`/`num_replicas=` are dropped so the process group decides. In
+a script that spawns its processes the local rank is the spawn target's process index; elsewhere
+there the finding has no fix. Multi-node spawn ranks are fixed only where the node rank and the
+processes per node are both named in the script; a helper in another file is reported, not changed.
 """
 
     def run(self, ctx: Context) -> None:
@@ -69,6 +90,8 @@ Safe for names recognised as ranks (environment variables, `dist.get_rank()`, ar
                 elif ctx.report(expr, message):
                     ctx.plan.replace(expr, lambda n, local=local: cst.parse_expression(local))
         for call in facts.index.calls:
+            if not DEVICE_HELPER.search(dotted(call.func) or ""):
+                continue  # only helpers named for devices are read (reading a module costs)
             for found in facts.modules.findings(call, GLOBAL_RANK_DEVICE):
                 ctx.report(
                     call,

@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from ..analysis.flow import binds, conflicts, reads
-from ..analysis.summaries import INIT, SET_DEVICE
+from ..analysis.summaries import SET_DEVICE
 from ..edits import torch_name
 from ..rule import NONE, Context, Order, Rule
 from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, method_name, positional
@@ -20,7 +20,9 @@ class SetDeviceMissingOrLate(Rule):
     requires = ()
     docs = """
 ## What
-`init_process_group()` with no `torch.cuda.set_device(local_rank)` before it (or with it after).
+`init_process_group()` with no `torch.cuda.set_device(local_rank)` before it (or with it after),
+also where the script joins through a helper of its own modules (`utils.setup()`) that does not set
+the device itself.
 
 ## Why
 Each process otherwise creates its CUDA context on GPU 0 (about 0.7 GB extra per rank there), and
@@ -37,10 +39,28 @@ if torch.cuda.is_available():
     torch.cuda.set_device(LOCAL_RANK)
 dist.init_process_group("nccl")
 ```
+The device is the script's own local rank where it has one (`local_rank`, `args.local_rank` of a
+`--local_rank` option, an mp.spawn target's process index), else LOCAL_RANK. A late `set_device`
+moves up together with the assignments it reads:
+```python
+dist.init_process_group("gloo")
+device = torch.device(f"cuda:{local_rank}")
+torch.cuda.set_device(device)
+```
+becomes
+```python
+device = torch.device(f"cuda:{local_rank}")
+torch.cuda.set_device(device)
+dist.init_process_group("gloo")
+```
 
 ## Fix safety
-Safe: a `set_device` placed before init moves nothing but the current device of each rank; a late
-`set_device` in the same block is moved up.
+Safe: a `set_device` placed before init moves nothing but the current device of each rank. Data
+decides where it may go: an assignment moves along only when it reads the environment or the
+hardware (`int(os.environ[...])`, `torch.device(...)`) and no line it passes reads or sets what it
+sets. A `set_device` that reads something computed from the process group (`dist.get_rank() %
+n`), or sits in another block than the init call, or a device variable set only after init, is
+reported without a fix.
 """
 
     def run(self, ctx: Context) -> None:
@@ -93,9 +113,7 @@ def _joins(facts):
     """(call, helper) for every place the script joins its process group: its own
     init_process_group calls (helper None), and calls of its own modules' helpers that do."""
     out = [(c, None) for c in facts.launch.init_calls]
-    for call in facts.index.calls:
-        if facts.modules.call_does(call, INIT):
-            out.append((call, dotted(call.func)))
+    out += [(c, dotted(c.func)) for c in facts.launch.helper_joins]
     return sorted(out, key=lambda p: facts.index.order[p[0]])
 
 
@@ -103,7 +121,7 @@ def _device_setters(facts):
     """torch.cuda.set_device calls, and calls of the script's own helpers that set the device."""
     yield from facts.launch.set_device_calls
     for call in facts.index.calls:
-        if facts.modules.call_does(call, SET_DEVICE):
+        if facts.launch.helper_does(call, SET_DEVICE):
             yield call
 
 
