@@ -84,7 +84,7 @@ class Context:
         blocked = [code for code in rule.requires if code in self.blocked]
         if blocked and level != NONE:  # what this fix needs cannot be made: a finding without a fix
             level = NONE
-            message = f"{message or rule.message} (no fix: {blocked[0]} cannot be fixed here)"
+            message = f"{message or rule.message} (no fix: it needs the fix of {blocked[0]}, which is not made here)"
         applied = level != NONE and rule.code in self.fixing and (level == SAFE or self.unsafe_fixes)
         self.diagnostics.append(
             Diagnostic(
@@ -155,6 +155,12 @@ class Context:
             if var is not None:
                 return var
         return self.env("RANK")
+
+    def silenced(self, node: cst.CSTNode) -> bool:
+        """Does a `# ddpfix: ignore[...]` comment silence the running rule at `node`?"""
+        assert self.rule is not None
+        line = self.facts.index.position(node).start.line
+        return self.suppressions is not None and self.suppressions.silences(self.rule.code, line)
 
     def block(self) -> None:
         """The running rule cannot make the fix other rules require of it (DDP001 cannot set up the

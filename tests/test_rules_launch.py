@@ -240,6 +240,21 @@ def test_setup_that_would_need_a_late_import_is_reported_without_a_fix():
     assert "DDP(" not in fixed(text)  # no wrap without a process group on its path
 
 
+def test_a_silenced_process_group_brings_no_wrap_or_sampler():
+    silenced = MIDFILE_TOP.replace("model = nn.Linear(4, 1)", "model = nn.Linear(4, 1)  # ddpfix: ignore[DDP001]")
+    result = fix_source(silenced)
+    assert "init_process_group" not in result.code and "DDP(" not in result.code
+    assert "DistributedSampler(" not in result.code
+    held = [d for d in result.diagnostics if d.code in ("DDP201", "DDP301")]
+    assert len(held) == 2 and all(
+        d.fix == "none" and "needs the fix of DDP001, which is not made here" in d.message for d in held
+    )
+    assert [(d.code, d.fix) for d in check_source(silenced) if d.code in ("DDP201", "DDP301")] == [
+        ("DDP201", "none"),
+        ("DDP301", "none"),
+    ]
+
+
 def test_setup_in_a_function_goes_after_the_function_s_own_import():
     text = src("""
         import torch

@@ -104,6 +104,9 @@ decided at run time (`dist.is_initialized()`).
                 )
                 ctx.block()  # no wrap or sampler without a process group on their path
                 return
+        if ctx.silenced(anchor_of(where)):
+            ctx.block()  # no process group here, by the author's choice: no wrap or sampler either
+            return
         if not ctx.report(anchor_of(where)):
             return
         names = dict(torch=torch, dist=dist, D=ctx.env("DISTRIBUTED"), L=ctx.env("LOCAL_RANK"))

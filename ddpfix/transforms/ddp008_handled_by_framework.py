@@ -37,7 +37,9 @@ gets `DDP008 distribution is handled by Accelerate: ddpfix leaves this script al
 ## Fix safety
 Nothing to fix. Utilities that do not take over the training (`accelerate.utils.set_seed`,
 `torch.distributed.elastic.multiprocessing.errors.record`, a transformers model without a trainer)
-do not count: such scripts are converted as usual.
+do not count: such scripts are converted as usual. Like every finding, the line makes `ddpfix check`
+exit 1; where a check over a repository must pass on such scripts, ignore the code there
+(`--ignore DDP008`, or `ignore = ["DDP008"]` under `[tool.ddpfix]`).
 """
 
     def run(self, ctx: Context) -> None:
