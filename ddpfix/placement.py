@@ -117,7 +117,8 @@ class Placement:
             self.plan.import_limit = self.body[gap]
 
     def _is_top(self, node: cst.CSTNode) -> bool:
-        return self.facts.flow.top_index(node) < len(self.body) and self.body[self.facts.flow.top_index(node)] is node
+        i = self.facts.flow.top_index(node)
+        return i < len(self.body) and self.body[i] is node
 
 
 def _replacement_mentions(node: cst.CSTNode, fns, wanted: set[str]) -> bool:

@@ -231,22 +231,13 @@ class Flow:
         uses = self._uses(owner)
         return bool(uses) and all(self.only_within(u, container, _depth + 1) for u in uses)
 
-    def first_binding(self, names: Iterable[str], limit: int | None = None) -> int | None:
-        """Index of the first top-level statement (before `limit`) that binds one of `names`."""
+    def first_binding(self, names: Iterable[str]) -> int | None:
+        """Index of the first top-level statement that binds one of `names`."""
         wanted = set(names)
-        for i, stmt in enumerate(self.body[:limit]):
+        for i, stmt in enumerate(self.body):
             if binds(stmt) & wanted:
                 return i
         return None
-
-    def last_binding(self, names: Iterable[str], limit: int | None = None) -> int | None:
-        """Index of the last top-level statement (before `limit`) that binds one of `names`."""
-        wanted = set(names)
-        found = None
-        for i, stmt in enumerate(self.body[:limit]):
-            if binds(stmt) & wanted:
-                found = i
-        return found
 
 
 __all__ = ["Flow", "binds", "conflicts", "reads"]
