@@ -71,6 +71,7 @@ class Context:
         self._setup: tuple[list[cst.BaseStatement], int] | None = None
         self._requested: set[str] = set()
         self.blocked: set[str] = set()  # rules whose fix others require but that could not fix here
+        self._elsewhere: str | None = None
 
     # ------------------------------------------------------------------ reporting
     def report(self, node: cst.CSTNode, message: str | None = None, *, fix: str | None = None) -> bool:
@@ -134,17 +135,23 @@ class Context:
 
     def _runtime(self, key: str) -> bool:
         """Is `key` read at run time here (a script with its own launch path; LOCAL_RANK under mp.spawn)?"""
-        own = self.facts.launch.own_path
+        own = self.own_path
         return own is not None and key in RUNTIME and (key != "LOCAL_RANK" or own == "mp.spawn")
+
+    @property
+    def own_path(self) -> str | None:
+        """The script's own launch path (`facts.launch.own_path`), or "elsewhere" where the author
+        silenced DDP001: the process group, if any, is set up where ddpfix does not see it."""
+        return self.facts.launch.own_path or self._elsewhere
+
+    def joins_elsewhere(self) -> None:
+        """The process group is the author's business (DDP001 silenced): what needs it is decided at run time."""
+        self._elsewhere = "elsewhere"
 
     def rank0(self, at: cst.CSTNode | None = None) -> str:
         """The rank-0 test: the script's own global-rank variable where `at` sees one, else RANK."""
         name = self.rank_name(at)
-        if (
-            name == self._env.get("RANK")
-            and self.facts.launch.own_path is not None
-            and "RANK" not in self.facts.launch.env_names
-        ):
+        if name == self._env.get("RANK") and self.own_path is not None and "RANK" not in self.facts.launch.env_names:
             dist = self.plan.ref("torch.distributed", "dist", style="import")
             return f"not {dist}.is_initialized() or {dist}.get_rank() == 0"
         return f"{name} == 0"
@@ -198,7 +205,7 @@ class Context:
 
     def _place_environment(self, place: Placement, setup_gap: int | None) -> int | None:
         emit = self._env_missing
-        if self.facts.launch.own_path is not None:  # DISTRIBUTED and RANK are read at run time: only what is used
+        if self.own_path is not None:  # DISTRIBUTED and RANK are read at run time: only what is used
             emit = [k for k in emit if k in self._requested]
         if not emit:
             return None

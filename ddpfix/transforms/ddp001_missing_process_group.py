@@ -69,7 +69,8 @@ Safe. Where the setup would have to read a name the script imports only after th
 that needs the process group, the finding has no fix, and neither do the DDP wrap and sampler that
 would need the group (no wrap without a process group on its path). A script whose helper may join
 (an import that could not be read) gets no second process group; what other rules add there is
-decided at run time (`dist.is_initialized()`).
+decided at run time (`dist.is_initialized()`). So is what they add where DDP001 is silenced
+(`# ddpfix: ignore[DDP001]`): the process group, if any, is set up where ddpfix does not see it.
 """
 
     def run(self, ctx: Context) -> None:
@@ -105,7 +106,7 @@ decided at run time (`dist.is_initialized()`).
                 ctx.block()  # no wrap or sampler without a process group on their path
                 return
         if ctx.silenced(anchor_of(where)):
-            ctx.block()  # no process group here, by the author's choice: no wrap or sampler either
+            ctx.joins_elsewhere()  # no process group here, by the author's choice: the rest decides at run time
             return
         if not ctx.report(anchor_of(where)):
             return
