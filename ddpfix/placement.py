@@ -13,13 +13,14 @@ the number of statements: the end of the file).
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
 from .analysis import ScriptFacts
 from .plan import Order, Plan
-from .syntax import names_in, single_small, strip_docstring
+from .syntax import dotted, names_in, single_small, strip_docstring
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -69,6 +70,42 @@ class Placement:
             if i is not None:
                 floor = max(floor, i + 1)
         return floor
+
+    def late_imports(self, names: Iterable[str], upper: int) -> list[cst.BaseStatement]:
+        """The script's own imports of `names` that come only at or after gap `upper` and can move up:
+        plain top-level imports of the standard library or torch (`import os` below the first line
+        that needs it). Moving those is what a person would do; anything else stays a lower bound."""
+        out = []
+        for name in set(names):
+            i = self.facts.flow.first_binding([name])
+            if i is None or i < upper:
+                continue
+            stmt = self.body[i]
+            small = single_small(stmt)
+            if (
+                isinstance(small, cst.Import)
+                and len(small.names) == 1
+                or (isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None)
+            ):
+                top = _import_top(stmt)
+                if top in sys.stdlib_module_names or top == "torch":
+                    out.append(stmt)
+        return sorted(set(out), key=self.body.index)
+
+    def hoist(self, stmts: Sequence[cst.BaseStatement], gap: int) -> None:
+        """Move the script's own import statements `stmts` up, ahead of gap `gap`: the standard
+        library's to the top of the file's first imports, torch's after its last import above `gap`."""
+        imports = [i for i in range(strip_docstring(self.body), gap) if _is_import(self.body[i])]
+        for stmt in stmts:
+            stdlib = _import_top(stmt) in sys.stdlib_module_names
+            if imports and stdlib:
+                self.plan.move_before(stmt, self.body[imports[0]], order=Order.IMPORTS)
+            elif imports:
+                self.plan.move_after(stmt, self.body[imports[-1]], order=Order.IMPORTS)
+            elif gap == 0:
+                self.plan.move_before(stmt, self.body[0], order=Order.IMPORTS)
+            else:
+                self.plan.move_after(stmt, self.body[gap - 1], order=Order.IMPORTS)
 
     def choose(self, lower: int, upper: int, prefer_after: int | None = None) -> int:
         """The gap between `lower` and `upper` a person would pick: after the imports (or after the
@@ -131,6 +168,16 @@ def _replacement_mentions(node: cst.CSTNode, fns, wanted: set[str]) -> bool:
     except Exception:  # noqa: BLE001 - a replacement that needs the edited node: assume it may
         return True
     return bool(wanted & (names_in(new) - names_in(node)))
+
+
+def _import_top(stmt: cst.BaseStatement) -> str:
+    """The top-level package a one-module import statement imports from (`os`, `torch`)."""
+    small = single_small(stmt)
+    if isinstance(small, cst.Import):
+        return (dotted(small.names[0].name) or "").split(".")[0]
+    if isinstance(small, cst.ImportFrom) and small.module is not None:
+        return (dotted(small.module) or "").split(".")[0]
+    return ""
 
 
 def _is_import(stmt: cst.BaseStatement) -> bool:

@@ -7,7 +7,7 @@ from typing import ClassVar
 import libcst as cst
 
 from .analysis import ScriptFacts
-from .analysis.flow import reads
+from .analysis.flow import binds, reads
 from .diagnostic import NONE, SAFE, UNSAFE, Diagnostic
 from .placement import Placement
 from .plan import Order, Plan
@@ -193,8 +193,11 @@ class Context:
             }
             upper = min(before, place.needed_by(pg))
             ours = set(self._env.values()) | set(place.new_import_names())
-            lower = place.bound_after(_read_names(stmts) - ours)
+            needs = _read_names(stmts) - ours
+            late = place.late_imports(needs, upper)
+            lower = place.bound_after(needs - _bound_by(late))
             setup_gap = place.choose(lower, upper)
+            place.hoist(late, setup_gap)
             stmts = list(stmts)
             stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
             place.insert(setup_gap, stmts, Order.PROCESS_GROUP)
@@ -219,7 +222,9 @@ class Context:
         stmts = self.plan.statements("\n".join(lines))
         ours = {self._env[k] for k in emit}
         upper = min(place.needed_by(ours), setup_gap if setup_gap is not None else len(place.body))
-        lower = place.bound_after(_read_names(stmts) - ours - set(place.new_import_names()))
+        needs = _read_names(stmts) - ours - set(place.new_import_names())
+        late = place.late_imports(needs, upper)  # `import os` below the first line that needs the constants
+        lower = place.bound_after(needs - _bound_by(late))
         body = place.body
         script_env = set(self.facts.launch.env_names.values())
         existing = [i for i, st in enumerate(body) if set(assign_targets(st)) & script_env]
@@ -234,8 +239,13 @@ class Context:
             nxt = place.next_statement(gap)
             blanks = max(1, sum(1 for l in nxt.leading_lines if l.comment is None)) if nxt is not None else 1
         stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * blanks)
+        place.hoist(late, gap)
         place.insert(gap, stmts, Order.ENVIRONMENT)
         return gap
+
+
+def _bound_by(stmts: list[cst.BaseStatement]) -> set[str]:
+    return set().union(*(binds(s) for s in stmts)) if stmts else set()
 
 
 def _read_names(stmts: list[cst.BaseStatement]) -> set[str]:

@@ -224,20 +224,33 @@ def test_module_level_model_gets_its_process_group_at_module_level():
     assert out.count("init_process_group(") == 1
 
 
-def test_setup_that_would_need_a_late_import_is_reported_without_a_fix():
-    text = src("""
-        import torch
-        import torch.nn as nn
+LATE_DIST = src("""
+    import torch
+    import torch.nn as nn
 
-        model = nn.Linear(4, 1)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        import torch.distributed as dist
-        model(torch.randn(2, 4)).sum().backward()
-        opt.step()
-    """)
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    {late}
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+""")
+
+
+def test_setup_that_would_need_a_late_binding_is_reported_without_a_fix():
+    text = LATE_DIST.format(late="try:\n    import torch.distributed as dist\nexcept ImportError:\n    dist = None")
     [d] = found(text, "DDP001")
     assert d.fix == "none" and "imported only at line 6" in d.message
-    assert "DDP(" not in fixed(text)  # no wrap without a process group on its path
+    out = fixed(text)
+    assert "DDP(" not in out and "init_process_group" not in out  # no wrap without a process group on its path
+    assert [d.fix for d in found(text, "DDP301")] == ["none"]
+
+
+def test_late_plain_imports_move_up_with_what_needs_them(tmp_path):
+    out = fixed(LATE_DIST.format(late="import torch.distributed as dist\nimport os"))
+    assert before(out, "import os", "import torch.distributed as dist", "RANK = int(os.environ", "model = nn.Linear")
+    assert out.count("import os") == 1 and out.count("import torch.distributed as dist") == 1
+    got = runs(out, tmp_path)
+    assert got.returncode == 0, got.stderr.decode()[-2000:]
 
 
 def test_a_silenced_process_group_leaves_the_rest_to_run_time(tmp_path):

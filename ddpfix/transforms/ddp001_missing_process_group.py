@@ -7,7 +7,7 @@ import libcst as cst
 from ..analysis.flow import binds
 from ..edits import backend_choice, torch_name
 from ..rule import NONE, Context, Order, Rule
-from ..syntax import anchor_of, single_small, strip_docstring
+from ..syntax import anchor_of, dotted, single_small, strip_docstring
 
 
 class MissingProcessGroup(Rule):
@@ -179,9 +179,17 @@ def _bound_late(facts, names, first: int) -> int | None:
     for name in names:
         if name in facts.names.aliases:  # the script's own import (a name ddpfix imports goes above `first`)
             i = facts.flow.first_binding([name])
-            if i is not None and i >= first:
+            if i is not None and i >= first and not _movable_import(facts.module.body[i]):
                 late = max(i, late or 0)
     return late
+
+
+def _movable_import(stmt: cst.CSTNode) -> bool:
+    """A plain `import torch...` / `from torch... import` line, which the setup can take up with it."""
+    small = single_small(stmt)
+    if isinstance(small, cst.Import):
+        return all((dotted(a.name) or "").split(".")[0] == "torch" for a in small.names)
+    return isinstance(small, cst.ImportFrom) and not small.relative and (dotted(small.module) or "").startswith("torch")
 
 
 def _after_bindings(facts, body: list, names) -> int:
