@@ -16,15 +16,25 @@ from .diagnostic import Diagnostic, Result
 from .diff import unified_diff
 from .errors import DdpfixError
 from .guard import guarded_fix
-from .passes import MIGHT_TRAIN, plan_pass, reaches_rules, with_requirements
+from .passes import plan_pass, reaches_rules, with_requirements
 from .suppress import might_have, scan, selected
 from .transforms import BY_CODE, expand
+
+# The names of the frameworks DDP008 recognises (ddpfix.analysis.names.FRAMEWORKS, TRAINER_LIBRARIES).
+FRAMEWORK_WORDS = (
+    r"accelerate|lightning|deepspeed|horovod|torch_xla|colossalai|fairscale|mmengine|mmcv|Trainer|fsdp|elastic|launcher"
+)
+_FRAMEWORK = re.compile(FRAMEWORK_WORDS)
+FRAMEWORK_RULE = "DDP008"
 
 Source = str | bytes
 
 
 _BOOL_WORDS = (re.compile(r"\b(?:and|or)\b"), re.compile(rb"\b(?:and|or)\b"))
-_MIGHT_TRAIN = MIGHT_TRAIN  # the text screen (tests replace it)
+# A training script, a process group or a DDP wrap (ScriptFacts.is_training_script) cannot
+# be written without one of these words; a script a framework distributes names the framework.
+_MIGHT_TRAIN = re.compile(r"parameters|backward|init_process_group|DistributedDataParallel|" + FRAMEWORK_WORDS)
+_MIGHT_TRAIN_BYTES = re.compile(FRAMEWORK_WORDS.encode())
 MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
 
 
@@ -68,8 +78,11 @@ def _parse(source: Source, path: str) -> tuple[cst.Module, ast.Module | None]:
 
 
 def _might_need_ddp(source: Source) -> bool:
-    """Cheap pre-filter: a file that never mentions torch is skipped without parsing."""
-    return (b"torch" in source) if isinstance(source, bytes) else ("torch" in source)
+    """Cheap pre-filter: a file that never mentions torch (nor a framework that distributes it, whose
+    scripts get DDP008's information line) is skipped without parsing."""
+    if isinstance(source, bytes):
+        return b"torch" in source or _MIGHT_TRAIN_BYTES.search(source) is not None
+    return "torch" in source or _FRAMEWORK.search(source) is not None
 
 
 def _check_syntax_only(source: Source, path: str) -> str:
@@ -129,6 +142,10 @@ def _run(
     if text is not None and not _MIGHT_TRAIN.search(text):  # what the test below needs is not even in the text
         return module, None, _unused(suppressions, [], select, ignore)
     facts = ScriptFacts(module, text, tree, path)
+    if facts.names.other_launcher is not None:  # a framework distributes it: one information line, no edits
+        active = [c for c in expand(select, ignore) if c == FRAMEWORK_RULE]
+        ctx = plan_pass(facts, active, set(), unsafe_fixes, suppressions)
+        return module, None, sorted(ctx.diagnostics + _unused(suppressions, active, select, ignore), key=_order)
     if not reaches_rules(facts):
         return module, None, _unused(suppressions, [], select, ignore)  # not a training script: nothing about DDP
     active = expand(select, ignore)
@@ -141,14 +158,28 @@ def _run(
             module.code if text is None else text,
             tree,
             active,
-            with_requirements(active),
+            _fixing(facts, active, unsafe_fixes, suppressions),
             unsafe_fixes,
             suppressions,
         )
         new, diagnostics = outcome.module, outcome.diagnostics()
         new_text = None if new is module else outcome.text
     diagnostics = diagnostics + _unused(suppressions, active, select, ignore)
-    return new, new_text, sorted(diagnostics, key=lambda d: (d.line, d.col, d.code))
+    return new, new_text, sorted(diagnostics, key=_order)
+
+
+def _fixing(facts: ScriptFacts, active: list[str], unsafe_fixes: bool, suppressions) -> set[str]:
+    """The selected rules, and the fixes they need (DDP201's sampler needs DDP001's process group) —
+    only for the rules that fix something here: a selection whose findings have no fix brings nothing."""
+    fixing = with_requirements(active)
+    if fixing == set(active):
+        return fixing
+    trial = plan_pass(facts, active, fixing, unsafe_fixes, suppressions, edits_only=True)
+    return set(active) | with_requirements(trial.plan.edited & set(active))
+
+
+def _order(d: Diagnostic) -> tuple:
+    return (d.line, d.col, d.code)
 
 
 def _unused(suppressions, active: list[str], select, ignore) -> list[Diagnostic]:

@@ -111,6 +111,8 @@ class Plan:
         self.wraps: dict[str, PlannedWrap] = {}  # model handle -> the wrap planned for it (fixed or not)
         self.raw_names: dict[str, str] = {}  # model handle -> the name chosen for its plain module
         self.hoisted: list[cst.Call] = []  # collectives moved out of a rank guard
+        # New imports go above this top-level statement (the first that needs them), set by placement.py.
+        self.import_limit: cst.BaseStatement | None = None
 
     # ------------------------------------------------------------------ naming
     # When the preferred name is taken, a descriptive variant reads better than a number.
@@ -241,7 +243,7 @@ class Plan:
         body = self.module.body
         region = []
         for stmt in body[strip_docstring(body) :]:
-            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or stmt is self.import_limit:
                 break
             if isinstance(single_small(stmt), (cst.Import, cst.ImportFrom)):
                 region.append(stmt)

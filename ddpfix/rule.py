@@ -7,11 +7,26 @@ from typing import ClassVar
 import libcst as cst
 
 from .analysis import ScriptFacts
+from .analysis.flow import binds, reads
 from .diagnostic import NONE, SAFE, UNSAFE, Diagnostic
+from .placement import Placement
 from .plan import Order, Plan
 from .syntax import assign_targets
 
 ENV_DEFAULTS = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}
+# What needs the process group to exist, by qualified name: code using them goes after the setup.
+PROCESS_GROUP_USERS = (
+    "torch.distributed",
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.utils.data.distributed.DistributedSampler",
+)
+# Where the script joins its process group on its own terms, these are read at run time.
+# (A spawned process's LOCAL_RANK is the device mp.spawn's index picked: set_device ran before init.)
+RUNTIME = {
+    "DISTRIBUTED": "{dist}.is_initialized()",
+    "RANK": "({dist}.get_rank() if {dist}.is_initialized() else 0)",
+    "LOCAL_RANK": "{torch}.cuda.current_device()",
+}
 ENV_FALLBACK_NAMES = {
     "RANK": "GLOBAL_RANK",
     "LOCAL_RANK": "NODE_LOCAL_RANK",
@@ -53,6 +68,10 @@ class Context:
         self.suppressions = None  # suppress.Suppressions: `# ddpfix: ignore[...]` comments of this source
         self._env: dict[str, str] = {}
         self._env_missing: list[str] = []
+        self._setup: tuple[list[cst.BaseStatement], int] | None = None
+        self._requested: set[str] = set()
+        self.blocked: set[str] = set()  # rules whose fix others require but that could not fix here
+        self._elsewhere: str | None = None
 
     # ------------------------------------------------------------------ reporting
     def report(self, node: cst.CSTNode, message: str | None = None, *, fix: str | None = None) -> bool:
@@ -63,6 +82,10 @@ class Context:
         pos = self.facts.index.position(node)
         if self.suppressions is not None and self.suppressions.silences(rule.code, pos.start.line):
             return False  # silenced: no finding, and no edits
+        blocked = [code for code in rule.requires if code in self.blocked]
+        if blocked and level != NONE:  # what this fix needs cannot be made: a finding without a fix
+            level = NONE
+            message = f"{message or rule.message} (no fix: it needs the fix of {blocked[0]}, which is not made here)"
         applied = level != NONE and rule.code in self.fixing and (level == SAFE or self.unsafe_fixes)
         self.diagnostics.append(
             Diagnostic(
@@ -80,7 +103,12 @@ class Context:
 
     # ------------------------------------------------------------------ shared resources
     def env(self, key: str) -> str:
-        """Spelling of RANK / LOCAL_RANK / WORLD_SIZE / DISTRIBUTED; added at module level once if missing."""
+        """Spelling of RANK / LOCAL_RANK / WORLD_SIZE / DISTRIBUTED; added at module level once if missing.
+
+        A script that joins its process group on its own terms (`mp.spawn`, `--local_rank`, `if
+        args.distributed:`) is not told by torchrun's environment whether it is distributed: there
+        DISTRIBUTED is `dist.is_initialized()` and RANK the process group's rank, decided at run time."""
+        self._requested.add(key)
         if key in self._env:
             return self._env[key]
         env_names = self.facts.launch.env_names
@@ -88,9 +116,14 @@ class Context:
         if existing is not None:
             self._env[key] = existing
             return existing
+        if self._runtime(key):
+            dist = self.plan.ref("torch.distributed", "dist", style="import")
+            torch = self.plan.ref("torch", "torch", style="import")
+            self._env[key] = RUNTIME[key].format(dist=dist, torch=torch)
+            return self._env[key]
         if not self._env_missing:
             for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "DISTRIBUTED"):
-                if k not in env_names:
+                if k not in env_names and not self._runtime(k):
                     self._env_missing.append(k)
             for k in self._env_missing:
                 taken = self.facts.index.identifiers | self.plan.introduced
@@ -100,9 +133,28 @@ class Context:
                 self._env.setdefault(k, v)
         return self._env[key]
 
+    def _runtime(self, key: str) -> bool:
+        """Is `key` read at run time here (a script with its own launch path; LOCAL_RANK under mp.spawn)?"""
+        own = self.own_path
+        return own is not None and key in RUNTIME and (key != "LOCAL_RANK" or own == "mp.spawn")
+
+    @property
+    def own_path(self) -> str | None:
+        """The script's own launch path (`facts.launch.own_path`), or "elsewhere" where the author
+        silenced DDP001: the process group, if any, is set up where ddpfix does not see it."""
+        return self.facts.launch.own_path or self._elsewhere
+
+    def joins_elsewhere(self) -> None:
+        """The process group is the author's business (DDP001 silenced): what needs it is decided at run time."""
+        self._elsewhere = "elsewhere"
+
     def rank0(self, at: cst.CSTNode | None = None) -> str:
         """The rank-0 test: the script's own global-rank variable where `at` sees one, else RANK."""
-        return f"{self.rank_name(at)} == 0"
+        name = self.rank_name(at)
+        if name == self._env.get("RANK") and self.own_path is not None and "RANK" not in self.facts.launch.env_names:
+            dist = self.plan.ref("torch.distributed", "dist", style="import")
+            return f"not {dist}.is_initialized() or {dist}.get_rank() == 0"
+        return f"{name} == 0"
 
     def rank_name(self, at: cst.CSTNode | None = None) -> str:
         if at is not None:
@@ -111,41 +163,93 @@ class Context:
                 return var
         return self.env("RANK")
 
+    def silenced(self, node: cst.CSTNode) -> bool:
+        """Does a `# ddpfix: ignore[...]` comment silence the running rule at `node`?"""
+        assert self.rule is not None
+        line = self.facts.index.position(node).start.line
+        return self.suppressions is not None and self.suppressions.silences(self.rule.code, line)
+
+    def block(self) -> None:
+        """The running rule cannot make the fix other rules require of it (DDP001 cannot set up the
+        process group): their findings come without a fix."""
+        assert self.rule is not None
+        self.blocked.add(self.rule.code)
+
+    def setup_at_module_level(self, stmts: list[cst.BaseStatement], before: int) -> None:
+        """Process-group setup for a script whose distributed work starts at module level: `finish`
+        puts it after the imports and before top-level statement `before` and before whatever
+        planned code needs the process group."""
+        self._setup = (stmts, before)
+
     def finish(self) -> None:
-        """Emit the module-level environment constants if any rule asked for them."""
-        if not self._env_missing:
-            return
+        """Place what must run at module level before the code that needs it: the process-group setup
+        a rule asked for, the environment constants, and the imports the plan adds."""
+        place = Placement(self.facts, self.plan)
+        setup_gap = None
+        if self._setup is not None:
+            stmts, before = self._setup
+            pg = {self._env.get("DISTRIBUTED", "DISTRIBUTED")} | {
+                self.plan.bound[q] for q in PROCESS_GROUP_USERS if q in self.plan.bound
+            }
+            upper = min(before, place.needed_by(pg))
+            ours = set(self._env.values()) | set(place.new_import_names())
+            needs = _read_names(stmts) - ours
+            late = place.late_imports(needs, upper)
+            lower = place.bound_after(needs - _bound_by(late))
+            setup_gap = place.choose(lower, upper)
+            place.hoist(late, setup_gap)
+            stmts = list(stmts)
+            stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+            place.insert(setup_gap, stmts, Order.PROCESS_GROUP)
+        env_gap = None
+        if self._env_missing:
+            env_gap = self._place_environment(place, setup_gap)
+        place.limit_imports([g for g in (setup_gap, env_gap) if g is not None])
+
+    def _place_environment(self, place: Placement, setup_gap: int | None) -> int | None:
+        emit = self._env_missing
+        if self.own_path is not None:  # DISTRIBUTED and RANK are read at run time: only what is used
+            emit = [k for k in emit if k in self._requested]
+        if not emit:
+            return None
         os_name = self.plan.ref("os", "os", style="import")
         lines = []
-        for k in self._env_missing:
+        for k in emit:
             if k == "DISTRIBUTED":
                 lines.append(f"{self._env[k]} = {self._env['WORLD_SIZE']} > 1")
             else:
                 lines.append(f'{self._env[k]} = int({os_name}.environ.get("{k}", {ENV_DEFAULTS[k]}))')
         stmts = self.plan.statements("\n".join(lines))
-        anchor = self.plan.import_anchor()
-        body = list(self.facts.module.body)
+        ours = {self._env[k] for k in emit}
+        upper = min(place.needed_by(ours), setup_gap if setup_gap is not None else len(place.body))
+        needs = _read_names(stmts) - ours - set(place.new_import_names())
+        late = place.late_imports(needs, upper)  # `import os` below the first line that needs the constants
+        lower = place.bound_after(needs - _bound_by(late))
+        body = place.body
         script_env = set(self.facts.launch.env_names.values())
         existing = [i for i, st in enumerate(body) if set(assign_targets(st)) & script_env]
+        anchor = self.plan.import_anchor()
+        prefer = None  # after the script's own RANK/WORLD_SIZE, which ours may use: one block with them
         if existing and (anchor is None or existing[-1] > body.index(anchor)):
-            anchor = body[existing[-1]]  # after the script's own RANK/WORLD_SIZE, which ours may use
-            blanks = 0  # one block with them
+            prefer = existing[-1]
+        gap = place.choose(lower, upper, prefer_after=prefer)
+        if prefer is not None and gap == prefer + 1:
+            blanks = 0
         else:
-            nxt = _next_statement(self.facts.module, anchor)
+            nxt = place.next_statement(gap)
             blanks = max(1, sum(1 for l in nxt.leading_lines if l.comment is None)) if nxt is not None else 1
         stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * blanks)
-        if anchor is not None:
-            self.plan.insert_after(anchor, stmts, order=Order.ENVIRONMENT)
-        else:
-            self.plan.prepend(self.facts.module, stmts, order=Order.ENVIRONMENT)
+        place.hoist(late, gap)
+        place.insert(gap, stmts, Order.ENVIRONMENT)
+        return gap
 
 
-def _next_statement(module: cst.Module, anchor: cst.CSTNode | None) -> cst.BaseStatement | None:
-    body = list(module.body)
-    if anchor is None:
-        return body[0] if body else None
-    idx = next((i for i, s in enumerate(body) if s is anchor), None)
-    return body[idx + 1] if idx is not None and idx + 1 < len(body) else None
+def _bound_by(stmts: list[cst.BaseStatement]) -> set[str]:
+    return set().union(*(binds(s) for s in stmts)) if stmts else set()
+
+
+def _read_names(stmts: list[cst.BaseStatement]) -> set[str]:
+    return {name.split(".")[0] for s in stmts for name in reads(s)}
 
 
 __all__ = ["Context", "NONE", "Order", "Rule", "SAFE", "UNSAFE"]

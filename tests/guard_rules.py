@@ -65,6 +65,31 @@ class AlwaysInit(_TestRule):
             ctx.plan.insert_before(first, stmt, order=Order.PROCESS_GROUP)
 
 
+class SetDeviceFirst(_TestRule):
+    """Moves `torch.cuda.set_device(...)` right above `init_process_group(...)`, whatever it reads."""
+
+    code, name, message = "DDP905", "test-set-device-first", "set_device after init_process_group"
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        for call in facts.launch.set_device_calls:
+            stmt, init = facts.index.site(call).stmt, facts.launch.init_calls
+            if init and facts.index.before(init[0], call) and ctx.report(stmt):
+                ctx.plan.move_before(stmt, facts.index.site(init[0]).stmt, order=Order.SET_DEVICE)
+
+
+class ReadsDistributedFirst(_TestRule):
+    """Inserts a line reading `DISTRIBUTED` at the top of the module, before anything binds it."""
+
+    code, name, message = "DDP906", "test-reads-distributed-first", "reads the distributed flag"
+
+    def run(self, ctx: Context) -> None:
+        body = ctx.facts.module.body
+        if not any("_was_distributed" in ctx.facts.index.identifiers for _ in (0,)) and ctx.report(body[0]):
+            flag = ctx.env("DISTRIBUTED")
+            ctx.plan.insert_before(body[0], ctx.plan.statements(f"_was_distributed = {flag}"), order=Order.IMPORTS)
+
+
 class EarlyWrap(_TestRule):
     """Wraps the model in DDP where it is defined, whether or not a process group exists (once)."""
 

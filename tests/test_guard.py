@@ -8,7 +8,18 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from guard_rules import AlwaysInit, BrokenSyntax, PrintX, RenameX, Restless, SilentEditor, TwoSteps, registered
+from guard_rules import (
+    AlwaysInit,
+    BrokenSyntax,
+    PrintX,
+    ReadsDistributedFirst,
+    RenameX,
+    Restless,
+    SetDeviceFirst,
+    SilentEditor,
+    TwoSteps,
+    registered,
+)
 
 from ddpfix import fix_source
 from ddpfix.analysis import ScriptFacts
@@ -64,17 +75,23 @@ SET_DEVICE_AFTER_ITS_VALUE = src(
 
 
 def test_set_device_is_not_moved_above_the_binding_it_reads():
-    # DDP006 moves a late set_device before init_process_group: here that is above `device = ...`
-    assert "torch.cuda.set_device(device)\n    dist.init_process_group" in unguarded(SET_DEVICE_AFTER_ITS_VALUE)
+    # DDP006 leaves this script's set_device where it is (it reads `device`, bound after init) ...
     result = fix_source(SET_DEVICE_AFTER_ITS_VALUE)
+    assert result.withheld == {}
+    assert 'device = int(os.environ["LOCAL_RANK"])\n    torch.cuda.set_device(device)' in result.code
+    # ... and a fix that moves it above its binding anyway is withheld
+    with registered(SetDeviceFirst()):
+        assert "torch.cuda.set_device(device)\n    dist.init_process_group" in unguarded(
+            SET_DEVICE_AFTER_ITS_VALUE, ["DDP905"]
+        )
+        result = fix_source(SET_DEVICE_AFTER_ITS_VALUE, select=["DDP905"])
     assert result.withheld == {
-        "DDP006": 'moves `torch.cuda.set_device(device)` up above `device = int(os.environ["LOCAL_RANK"])`, '
+        "DDP905": 'moves `torch.cuda.set_device(device)` up above `device = int(os.environ["LOCAL_RANK"])`, '
         "which binds `device`"
     }
-    [d] = [d for d in result.diagnostics if d.code == "DDP006"]
+    [d] = [d for d in result.diagnostics if d.code == "DDP905"]
     assert not d.applied and d.format().endswith(f"(not fixed: {d.withheld})")
-    assert 'device = int(os.environ["LOCAL_RANK"])\n    torch.cuda.set_device(device)' in result.code
-    assert {"DDP002", "DDP301"} <= set(result.applied_codes)  # the other fixes are kept
+    assert result.code == SET_DEVICE_AFTER_ITS_VALUE
 
 
 MID_FILE_IMPORT = src(
@@ -99,16 +116,18 @@ MID_FILE_IMPORT = src(
 )
 
 
-def test_sampler_that_reads_the_setup_constants_before_they_exist_is_withheld():
-    # the constants and the setup go after the last import, which is below the DataLoader line
-    broken = unguarded(MID_FILE_IMPORT)
-    with pytest.raises(NameError, match="DISTRIBUTED"):
-        run_script(broken)
+def test_a_line_that_reads_the_setup_constants_before_they_exist_is_withheld():
+    # the rules place the constants and the setup above the sampler, mid-file import or not ...
     result = fix_source(MID_FILE_IMPORT)
-    assert set(result.withheld) == {"DDP201"}
-    assert result.withheld["DDP201"].startswith("`DISTRIBUTED` would be read where it is not defined")
-    assert "DistributedSampler" not in result.code and "init_process_group" in result.code
-    run_script(result.code)  # the guarded output runs
+    assert result.withheld == {} and "DistributedSampler" in result.code
+    run_script(result.code)
+    # ... and a line inserted above everything that binds them is withheld
+    with registered(ReadsDistributedFirst()):
+        with pytest.raises(NameError):
+            run_script(unguarded(MID_FILE_IMPORT, ["DDP906"]))
+        result = fix_source(MID_FILE_IMPORT, select=["DDP906"])
+    assert "would be read where it is not defined" in result.withheld["DDP906"]
+    assert result.code == MID_FILE_IMPORT
 
 
 MODULE_LEVEL_CONSTANTS = src(
@@ -132,16 +151,11 @@ MODULE_LEVEL_CONSTANTS = src(
 )
 
 
-def test_setup_block_above_the_scripts_own_constants_is_withheld():
-    # main() is never called: the module is the entry point, and the setup goes after the imports
-    with pytest.raises(NameError, match="DISTRIBUTED"):
-        run_script(unguarded(MODULE_LEVEL_CONSTANTS))
+def test_the_setup_goes_below_the_scripts_own_constants():
+    # main() is never called: the module is the entry point; the setup must follow `DISTRIBUTED = ...`
     result = fix_source(MODULE_LEVEL_CONSTANTS)
-    assert result.withheld["DDP001"] == (
-        "inserts `if DISTRIBUTED:`, which reads `DISTRIBUTED`, above `DISTRIBUTED = WORLD_SIZE > 1`"
-    )
-    assert result.withheld["DDP301"].startswith("needs DDP001's fix, which was withheld: ")
-    assert result.code == MODULE_LEVEL_CONSTANTS
+    assert result.withheld == {} and "init_process_group" in result.code
+    assert result.code.index("DISTRIBUTED = WORLD_SIZE > 1") < result.code.index("if DISTRIBUTED:")
     run_script(result.code)
 
 

@@ -678,35 +678,41 @@ async def test_stale_ignore_action_does_nothing_and_save_republishes(vscode: Edi
     ]
 
 
-JOINS_THROUGH_A_HELPER = """\
+WRITES_METRICS = """\
+import json
+
 import torch
-from utils import init_distributed_mode
 
 
-def main(args):
-    init_distributed_mode(args)
-    model = torch.nn.Linear(2, 2)
+def main():
+    model = torch.nn.Linear(2, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for step in range(3):
-        model(torch.randn(4, 2)).sum().backward()
+    for step in range(2):
+        loss = model(torch.randn(4, 2)).sum()
+        loss.backward()
         opt.step()
+    with open("metrics.json", "w") as f:
+        stats = {"loss": loss.item()}
+        json.dump(stats, f)
+    best = stats["loss"]
+    return best
 
 
 if __name__ == "__main__":
-    main(None)
+    main()
 """
 
 
 @vscode_only
 async def test_a_fix_the_guard_withholds_is_not_offered_and_the_diagnostics_say_why(vscode: Editor, tmp_path: Path):
-    """DDP001 would add a second init to a script that (by the helper's name) may already join."""
+    """DDP405 would guard the `with open(...)` to rank 0, leaving `stats` unbound on the other ranks."""
     uri = uri_for(tmp_path)
-    vscode.open(uri, JOINS_THROUGH_A_HELPER)
-    d = find(await vscode.diagnostics(uri), "DDP001")
+    vscode.open(uri, WRITES_METRICS)
+    d = find(await vscode.diagnostics(uri), "DDP405")
     assert "not fixed" not in d.message  # diagnostics come from `check`, which computes no fix
     since = len(vscode.published)
-    (fix,) = [a for a in await vscode.actions(uri, d.range, [d]) if a.title.startswith("DDP001")]
+    (fix,) = [a for a in await vscode.actions(uri, d.range, [d]) if a.title.startswith("DDP405")]
     assert fix.edit is None and fix.data is None and fix.command is None
-    assert fix.disabled.reason.startswith("not fixed: the script may already join the process group")
-    again = find(await vscode.diagnostics(uri, since=since), "DDP001")
+    assert fix.disabled.reason.startswith("not fixed: binds `stats` under `if RANK == 0:` only")
+    again = find(await vscode.diagnostics(uri, since=since), "DDP405")
     assert again.message == f"{d.message} ({fix.disabled.reason})"

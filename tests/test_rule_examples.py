@@ -64,7 +64,9 @@ def test_examples_are_whole_training_scripts():
         for ex in examples_of(rule):
             assert "import torch" in ex.source and ex.source.endswith("\n"), (rule.code, ex.source[:60])
             facts = ScriptFacts(cst.parse_module(ex.source), ex.source)
-            assert facts.is_training_script(), (rule.code, ex.source[:60])
+            # a script a framework distributes is not one ddpfix converts; DDP008 is about exactly those
+            framework = rule.code == "DDP008" and facts.names.other_launcher is not None
+            assert facts.is_training_script() or framework, (rule.code, ex.source[:60])
 
 
 def test_a_rule_without_examples_fails_the_check():

@@ -280,7 +280,7 @@ def test_scripts_distributed_by_another_library_are_left_alone():
         "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP",
     ):
         src = textwrap.dedent(body.format(imp=imp))
-        assert check_source(src) == [] and not fix_source(src).changed, imp
+        assert [d.code for d in check_source(src)] == ["DDP008"] and not fix_source(src).changed, imp
 
 
 def test_a_print_sharing_its_line_is_not_guarded():

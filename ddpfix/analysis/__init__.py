@@ -12,6 +12,7 @@ index; each part of the analysis is built the first time a rule asks for it, and
     facts.ranks      the rank detector and collectives                                 (ranks.py)
     facts.wraps      how the script reaches a wrapped model's plain module             (wraps.py)
     facts.modules    the script's own modules, summarised            (modules.py, imports.py, summaries.py)
+    facts.flow       names bound and read, when module-level execution reaches a node  (flow.py)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from functools import cached_property
 import libcst as cst
 
 from .data import Data, Loader
+from .flow import Flow
 from .index import Block, Scope, Site, TreeIndex
 from .launch import Launch
 from .models import Model, Models, WrapPoint
@@ -54,6 +56,10 @@ class ScriptFacts:
     @cached_property
     def modules(self) -> LocalModules:
         return LocalModules(self.index.imports, self.path)
+
+    @cached_property
+    def flow(self) -> Flow:
+        return Flow(self.index)
 
     @cached_property
     def names(self) -> Names:

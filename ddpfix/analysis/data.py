@@ -11,12 +11,12 @@ import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, dotted, is_literal, kwarg, positional, walk
 from .dicts import Contents, Dicts
-from .flow import Flow, handle_of
 from .index import Site, TreeIndex
 from .modules import LocalModules
 from .names import Names
 from .returns import LOADER, SAMPLER, Built, leaves
 from .training import HELPER_DEPTH, Training
+from .values import Values, handle_of
 
 LOADER_NAMES = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 SAMPLER_NAMES = {"torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"}
@@ -85,8 +85,8 @@ class Data:
         return any((dotted(c.func) or "").endswith(".set_epoch") for c in self.index.calls)
 
     @cached_property
-    def flow(self) -> Flow:
-        return Flow(self.index)
+    def values(self) -> Values:
+        return Values(self.index)
 
     @cached_property
     def loaders(self) -> list[Loader]:
@@ -95,7 +95,7 @@ class Data:
             site = self.index.site(call)
             targets = assign_targets(site.stmt)
             local = targets[0] if len(targets) == 1 and assigned_value(site.stmt) is call else None
-            handles = self.flow.handles(call)
+            handles = self.values.handles(call)
             for h in handles:
                 out.append(Loader(site, h.target, h.binding, local, h.factory, h.via))
             if not handles:
@@ -111,7 +111,7 @@ class Data:
             if target is None or target.summary is None or target.member is None:
                 continue
             for path, built in leaves(target.summary.returns.get(target.member)):
-                for h in self.flow.bound(call, path):
+                for h in self.values.bound(call, path):
                     out.append(Foreign(call, h.target, h.binding, built, target.summary.path, target.member))
         return out
 
@@ -302,7 +302,7 @@ def _sampler_bindings(data: Data):
         if len(targets) == 1 and (value is call or conditional):
             yield SamplerBinding(targets[0], site.stmt, ds.value if ds else None, conditional, call, call)
             continue
-        for h in data.flow.handles(call):  # `sampler = make_sampler(train_set)`
+        for h in data.values.handles(call):  # `sampler = make_sampler(train_set)`
             if h.factory is None or len(h.via) != 1 or dotted(cst.parse_expression(h.target)) is None:
                 continue
             maybe_none = isinstance(index.parent.get(call), cst.IfExp) or _returns_none(h.factory)

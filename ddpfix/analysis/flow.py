@@ -1,161 +1,243 @@
-"""Where a value built in one place ends up bound: `train_loader = DataLoader(...)`, or a DataLoader (or
-sampler) a helper of this file returns, alone, in a tuple or in a dict, to the names its callers
-unpack it into (`train_loader, val_loader = build_loaders(args)`, `loaders = get_dataloaders(cfg)`
-then `loaders["train"]`)."""
+"""Flow: which names a statement binds and reads, and when module-level execution first reaches a
+node. Where a rule inserts or moves code, these decide what may go where: never above the binding
+of a name it reads, and before the first statement that needs what it sets up.
+
+Module-level execution is the file's top-level statements in order. Code in a function runs when
+something at module level calls it (or hands it on: `fire.Fire(main)`, `mp.spawn(worker, ...)`),
+so a node's *run position* is the index of the first top-level statement that may reach it, or the
+number of statements when nothing at module level does.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from functools import cached_property
 
 import libcst as cst
 
-from ..syntax import assigned_value, dotted, single_small, string_value, walk
+from ..syntax import child_nodes, dotted, walk
 from .index import TreeIndex
 
-DEPTH = 3  # helpers returning what other helpers return
+
+# --------------------------------------------------------------------------- bindings and reads
+def binds(stmt: cst.CSTNode) -> set[str]:
+    """The (dotted) names a statement binds or changes in its own scope: assignment targets
+    (`x`, `args.rank`, the `d` of `d[k] = v`), loop and `with` targets, imports, `def`/`class` names,
+    walrus targets; inside nested blocks too, but not inside nested functions or classes."""
+    out: set[str] = set()
+    stack: list[cst.CSTNode] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            out.add(node.name.value)
+            continue
+        if isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            continue  # their own scope (a walrus inside one is rare enough to ignore)
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                out.update(_targets(t.target))
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            if not isinstance(node, cst.AnnAssign) or node.value is not None:
+                out.update(_targets(node.target))
+        elif isinstance(node, cst.For):
+            out.update(_targets(node.target))
+        elif isinstance(node, cst.AsName):
+            out.update(_targets(node.name))  # with ... as x, except E as x, import a as b
+        elif isinstance(node, cst.NamedExpr):
+            out.update(_targets(node.target))
+        elif isinstance(node, cst.Del):
+            out.update(_targets(node.target))
+        elif isinstance(node, cst.Import):
+            for alias in node.names:
+                if alias.asname is None:
+                    out.add((dotted(alias.name) or "").split(".")[0])
+        elif isinstance(node, cst.ImportFrom):
+            if isinstance(node.names, cst.ImportStar):
+                out.add("*")
+            else:
+                for alias in node.names:
+                    if alias.asname is None:
+                        out.add(dotted(alias.name) or "")
+        stack.extend(child_nodes(node))
+    out.discard("")
+    return out
 
 
-@dataclass(eq=False)
-class Handle:
-    """How code names a value after it is built: `target` ("train_loader", "self.loader",
-    'loaders["train"]'), bound by the statement `binding`, reached through the helper calls `via`
-    (outermost last), the first of them being a call of `factory`."""
-
-    target: str
-    binding: cst.BaseStatement
-    via: list[cst.Call] = field(default_factory=list)
-    factory: cst.FunctionDef | None = None
-
-
-def handle_of(expr: cst.BaseExpression) -> str | None:
-    """`a.b` -> "a.b"; `loaders["train"]` -> 'loaders["train"]'; `pair[0]` -> "pair[0]"; else None."""
-    name = dotted(expr)
-    if name is not None:
-        return name
-    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
-        base = dotted(expr.value)
-        key = expr.slice[0].slice.value
-        if base is None:
-            return None
-        if isinstance(key, cst.Integer):
-            return f"{base}[{key.evaluated_value}]"
-        text = string_value(key)
-        return f'{base}["{text}"]' if text is not None and '"' not in text else None
-    return None
+def _targets(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _targets(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _targets(target.value)
+    elif isinstance(target, cst.Subscript):
+        yield from _targets(target.value)  # `d[k] = v` changes d
+    else:
+        d = dotted(target)
+        if d:
+            yield d
 
 
+def reads(node: cst.CSTNode) -> set[str]:
+    """The (dotted) names `node` mentions as values: `args.local_rank` gives `args` and
+    `args.local_rank`; keyword names and attribute names on their own are not reads."""
+    return set(_reads(node))
+
+
+def _reads(node: cst.CSTNode) -> Iterator[str]:
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, cst.Attribute):
+            d = dotted(cur)
+            if d:
+                yield d
+            stack.append(cur.value)
+        elif isinstance(cur, cst.Name):
+            yield cur.value
+        elif isinstance(cur, cst.Arg):
+            stack.append(cur.value)
+        elif isinstance(cur, (cst.FunctionDef, cst.ClassDef)):
+            stack.extend(d.decorator for d in cur.decorators)  # the body reads when it runs, not here
+            if isinstance(cur, cst.FunctionDef):
+                stack.extend(p.default for p in _params(cur.params) if p.default is not None)
+            else:
+                stack.extend(a.value for a in cur.bases)
+        else:
+            stack.extend(child_nodes(cur))
+
+
+def _params(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+
+
+def conflicts(bound: Iterable[str], read: Iterable[str]) -> bool:
+    """Does binding any of `bound` change what reading any of `read` sees? (`args` and `args.gpu`
+    depend on each other both ways.)"""
+    read = set(read)
+    for b in bound:
+        if b == "*":
+            return True
+        for r in read:
+            if r == b or r.startswith(b + ".") or b.startswith(r + "."):
+                return True
+    return False
+
+
+# --------------------------------------------------------------------------- run order
 class Flow:
-    """Follows built values to the names that hold them."""
+    """When module-level execution reaches a node, and which top-level statement binds a name."""
 
     def __init__(self, index: TreeIndex) -> None:
         self.index = index
+        self.body = list(index.module.body)
+        self._top = {id(stmt): i for i, stmt in enumerate(self.body)}
+        self._runs: dict[tuple, int] = {}
 
-    def handles(self, node: cst.BaseExpression) -> list[Handle]:
-        """Where `node` (a call building a loader or sampler) ends up: the names holding it."""
-        return self._from(node, [], None, 0)
-
-    def bound(self, node: cst.BaseExpression, path: tuple) -> list[Handle]:
-        """Where the part at `path` (tuple indices, dict keys) of what `node` evaluates to ends up."""
-        return self._from(node, list(path), None, 0)
-
-    def _from(self, node: cst.CSTNode, path: list, func: cst.FunctionDef | None, depth: int) -> list[Handle]:
-        index = self.index
-        parent = index.parent.get(node)
-        if isinstance(parent, cst.IfExp) and (parent.body is node or parent.orelse is node):
-            return self._from(parent, path, func, depth)  # `DistributedSampler(ds) if DISTRIBUTED else None`
-        if isinstance(parent, cst.Element) and isinstance(index.parent.get(parent), cst.Tuple):
-            tup = index.parent.get(parent)
-            i = list(tup.elements).index(parent)  # type: ignore[union-attr]
-            return self._from(tup, [i, *path], func, depth)
-        if isinstance(parent, cst.DictElement) and parent.value is node and string_value(parent.key) is not None:
-            return self._from(index.parent.get(parent), [string_value(parent.key), *path], func, depth)
-        if isinstance(parent, cst.Arg) and parent.keyword is not None and not parent.star:
-            call = index.parent.get(parent)
-            if isinstance(call, cst.Call) and dotted(call.func) == "dict":
-                return self._from(call, [parent.keyword.value, *path], func, depth)
-            return []
-        stmt = index.site(node).stmt
-        small = single_small(stmt)
-        if isinstance(small, cst.Return) and small.value is node:
-            scope = index.scope_of(stmt)
-            return self._returned(scope, path, depth) if isinstance(scope, cst.FunctionDef) else []
-        if isinstance(small, (cst.Assign, cst.AnnAssign)) and assigned_value(stmt) is node:
-            targets = small.targets if isinstance(small, cst.Assign) else [small]
-            out = []
-            for t in targets:
-                out += self._bound(t.target, path, stmt, depth)
-            return out
-        return []
-
-    def _bound(self, target: cst.BaseExpression, path: list, stmt: cst.BaseStatement, depth: int) -> list[Handle]:
-        """`target = <value at path>`: the names holding the value."""
-        if path and isinstance(path[0], int) and isinstance(target, (cst.Tuple, cst.List)):
-            elements = list(target.elements)
-            if path[0] < len(elements) and not any(isinstance(e, cst.StarredElement) for e in elements):
-                return self._bound(elements[path[0]].value, path[1:], stmt, depth)
-            return []
-        name = handle_of(target)
-        if name is None:
-            return []
-        for key in path:
-            name = f"{name}[{key}]" if isinstance(key, int) else f'{name}["{key}"]'
-        scope = self.index.scope_of(stmt)
-        if (
-            isinstance(target, cst.Name) and not path
-        ):  # a local returned on: `train_loader = ...; return train_loader, ...`
-            returned = self._local_returns(target.value, scope, stmt, depth)
-            if returned:
-                return returned
-        out = [Handle(name, stmt)]
-        if path:  # `loaders = get_loaders()` then `train_loader = loaders["train"]`
-            out += self._picked(name, scope, stmt)
+    @cached_property
+    def _references(self) -> dict[str, list[cst.Name]]:
+        """Name nodes by spelling, outside the `def`/`class` lines that define them and outside
+        attribute names (`x.train` does not reference a function `train`)."""
+        out: dict[str, list[cst.Name]] = {}
+        skip: set[int] = set()
+        for node in walk(self.index.module):
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                skip.add(id(node.name))
+            elif isinstance(node, cst.Attribute):
+                skip.add(id(node.attr))
+            elif isinstance(node, cst.Arg) and node.keyword is not None:
+                skip.add(id(node.keyword))
+            elif isinstance(node, cst.Name) and id(node) not in skip:
+                out.setdefault(node.value, []).append(node)
         return out
 
-    def _picked(self, name: str, scope: cst.CSTNode, after: cst.BaseStatement) -> list[Handle]:
-        out = []
-        for node in walk(scope):
-            if isinstance(node, cst.SimpleStatementLine) and self.index.before(after, node):
-                value = assigned_value(node)
-                small = single_small(node)
-                if value is not None and handle_of(value) == name and isinstance(small, cst.Assign):
-                    target = handle_of(small.targets[0].target)
-                    if target is not None and len(small.targets) == 1:
-                        out.append(Handle(target, node))
+    def top_index(self, node: cst.CSTNode) -> int:
+        """Index in the module body of the top-level statement holding `node`."""
+        if id(node) in self._top:
+            return self._top[id(node)]
+        for anc in self.index.ancestors(node):
+            if id(anc) in self._top:
+                return self._top[id(anc)]
+        return len(self.body)
+
+    def runs_at(self, node: cst.CSTNode, scope: cst.FunctionDef | None = None) -> int:
+        """Index of the first statement of `scope`'s body (the module's when None) during whose
+        execution `node` may run; the number of those statements when none reaches it."""
+        body = self.body if scope is None else list(scope.body.body)  # type: ignore[union-attr]
+        return self._runs_at(node, scope, body, frozenset())
+
+    def _runs_at(self, node: cst.CSTNode, scope, body: list, seen: frozenset) -> int:
+        owner = self._owner(node)
+        if owner is scope:
+            return self._statement_index(node, scope, body)
+        if owner is None:
+            return len(body)  # module-level code: not reached from inside a function
+        key = (owner, scope)
+        if key in self._runs:
+            return self._runs[key]
+        if owner in seen:
+            return len(body)
+        best = len(body)
+        for ref in self._uses(owner):
+            best = min(best, self._runs_at(ref, scope, body, seen | {owner}))
+        if not seen:  # a complete answer (not cut short by a cycle): keep it
+            self._runs[key] = best
+        return best
+
+    def _statement_index(self, node: cst.CSTNode, scope, body: list) -> int:
+        if scope is None:
+            return self.top_index(node)
+        ids = {id(s): i for i, s in enumerate(body)}
+        for anc in (node, *self.index.ancestors(node)):
+            if id(anc) in ids:
+                return ids[id(anc)]
+        return len(body)
+
+    def _owner(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The innermost function (or lambda) whose body holds `node`: its code runs when called."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.FunctionDef) and child is anc.body:
+                return anc
+            if isinstance(anc, cst.Lambda) and child is anc.body:
+                return None  # a lambda may run where it is written (`sorted(key=lambda ...)`)
+            child = anc
+        return None
+
+    def _uses(self, func: cst.CSTNode) -> list[cst.CSTNode]:
+        """Where `func` may be called from: the calls of this file that reach it, the places that
+        name it (a callback), and for a method, where its class is named or the method is called by
+        attribute."""
+        assert isinstance(func, cst.FunctionDef)
+        out: list[cst.CSTNode] = list(self.index.callers_of(func))
+        name = func.name.value
+        cls = self.index.enclosing(func, cst.ClassDef)
+        if isinstance(cls, cst.ClassDef) and self.index.parent.get(func) is cls.body:
+            out.extend(r for r in self._references.get(cls.name.value, ()) if not self.index.contains(cls, r))
+            out.extend(self.index.calls_by_name(name))
+        else:
+            out.extend(r for r in self._references.get(name, ()) if not self.index.contains(func, r))
         return out
 
-    def _local_returns(self, name: str, scope: cst.CSTNode, after: cst.CSTNode, depth: int) -> list[Handle]:
-        if not isinstance(scope, cst.FunctionDef):
-            return []
-        out = []
-        for node in walk(scope.body):
-            if isinstance(node, cst.Return) and node.value is not None and self.index.scope_of(node) is scope:
-                for leaf in _leaves(node.value):
-                    if isinstance(leaf, cst.Name) and leaf.value == name and self.index.before(after, leaf):
-                        out += self._from(leaf, [], scope, depth)
-        return out
+    def only_within(self, node: cst.CSTNode, container: cst.CSTNode, _depth: int = 0) -> bool:
+        """Does `node` run only while `container` runs: it is inside it, or in a function that is
+        used only from inside it?"""
+        if self.index.contains(container, node):
+            return True
+        owner = self._owner(node)
+        if owner is None or _depth > 6:
+            return False
+        uses = self._uses(owner)
+        return bool(uses) and all(self.only_within(u, container, _depth + 1) for u in uses)
 
-    def _returned(self, func: cst.FunctionDef, path: list, depth: int) -> list[Handle]:
-        """The value at `path` of what `func` returns, followed to its callers."""
-        if depth >= DEPTH:
-            return []
-        out = []
-        for call in self.index.callers_of(func):
-            for handle in self._from(call, path, None, depth + 1):
-                handle.via.insert(0, call)
-                handle.factory = func  # the innermost helper: the one that builds the value
-                out.append(handle)
-        return out
+    def first_binding(self, names: Iterable[str]) -> int | None:
+        """Index of the first top-level statement that binds one of `names`."""
+        wanted = set(names)
+        for i, stmt in enumerate(self.body):
+            if binds(stmt) & wanted:
+                return i
+        return None
 
 
-def _leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """The values a returned expression is made of: itself, a tuple's elements, a dict's values."""
-    if isinstance(expr, cst.Tuple):
-        return [e.value for e in expr.elements]
-    if isinstance(expr, cst.Dict):
-        return [e.value for e in expr.elements if isinstance(e, cst.DictElement)]
-    if isinstance(expr, cst.Call) and dotted(expr.func) == "dict":
-        return [a.value for a in expr.args if a.keyword is not None]
-    return [expr]
-
-
-__all__ = ["DEPTH", "Flow", "Handle", "handle_of"]
+__all__ = ["Flow", "binds", "conflicts", "reads"]

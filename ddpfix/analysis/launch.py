@@ -10,13 +10,18 @@ from functools import cached_property
 import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, code_of, dotted, expr_call, mentions
+from .flow import reads
 from .index import TreeIndex
 from .modules import LocalModules
 from .names import ENV_LOOKUP, Names
-from .summaries import INIT
+from .options import Options
+from .summaries import DESTROY, INIT
 from .training import Training
 
-SETUP_NAME = re.compile(r"dist|ddp|parallel|init|setup|launch|world|comm", re.IGNORECASE)
+SETUP_NAME = re.compile(r"dist|ddp|parallel|init|setup|launch|world|comm(?!and)", re.IGNORECASE)
+# Helpers whose names say they set the device up: only these are read for it (reading a module costs).
+DEVICE_NAME = re.compile(r"device|gpu|cuda|setup|init|dist|launch|rank", re.IGNORECASE)
+CLEANUP_NAME = re.compile(r"clean|destroy|teardown|tear_down|finali[sz]e|shutdown|dist", re.IGNORECASE)
 MAIN_TEST = re.compile(r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__")
 
 
@@ -28,6 +33,7 @@ class Launch:
         self.names = names
         self.training = training
         self.modules = modules
+        self.options = Options(index)
 
     @cached_property
     def init_calls(self) -> list[cst.Call]:
@@ -53,6 +59,33 @@ class Launch:
     @cached_property
     def destroy_calls(self) -> list[cst.Call]:
         return self.names.torch_calls_ending("destroy_process_group")
+
+    @cached_property
+    def helper_joins(self) -> list[cst.Call]:
+        """Calls of helpers of the script's own modules that join the process group (none looked for
+        where the script calls init_process_group itself)."""
+        if self.init_calls or not self.is_program or not self.joins_elsewhere:
+            return []  # (a module others import is not read for a process group of its own)
+        return [c for c in self.index.calls if self.modules.call_does(c, INIT)]
+
+    def helper_does(self, call: cst.Call, effect: str) -> bool:
+        """Does `call`, a call of a device-looking helper of the script's own modules, do `effect`?"""
+        return bool(DEVICE_NAME.search(dotted(call.func) or "")) and bool(self.modules.call_does(call, effect))
+
+    @cached_property
+    def tears_down(self) -> bool | None:
+        """Does the script destroy its process group itself, in this file or through a helper of its
+        own modules? None when it calls a cleanup-looking function of a module that could not be read."""
+        if self.destroy_calls:
+            return True
+        unknown = False
+        for call in self.index.calls:
+            does = self.modules.call_does(call, DESTROY)
+            if does:
+                return True
+            if does is None and CLEANUP_NAME.search(dotted(call.func) or ""):
+                unknown = True
+        return None if unknown else False
 
     @cached_property
     def spawn_calls(self) -> list[cst.Call]:
@@ -81,6 +114,55 @@ class Launch:
             elif "WORLD_SIZE" in found and re.fullmatch(rf"{re.escape(found['WORLD_SIZE'])}\s*>\s*1", text):
                 found.setdefault("DISTRIBUTED", targets[0])
         return found
+
+    # ----------------------------------------------------------------- the script's own launch path
+    @cached_property
+    def own_path(self) -> str | None:
+        """How the script joins its process group on its own terms, when torchrun's environment does
+        not decide it: "mp.spawn", an option of its own (`--local_rank`), a flag of its own around
+        init_process_group (`args.distributed`), or a helper of its own modules (which may also not
+        join: then nothing that needs the group may run). None for scripts driven by torchrun's
+        environment."""
+        if self.spawn_calls:
+            return "mp.spawn"
+        if not self.init_calls:
+            if not self.is_program or self.joins_elsewhere is False:
+                return None
+            return "a helper of its own modules"
+        for call in self.init_calls:
+            for test in self.tests_around(call):
+                if not self._env_driven(test):
+                    return f"`{code_of(test)}`"
+        if self.options.launch:
+            return self.options.launch[0].flags[0]
+        return None
+
+    def tests_around(self, node: cst.CSTNode) -> list[cst.BaseExpression]:
+        """The conditions of the `if`s (and `x if c else y`) whose true branch holds `node`."""
+        out = []
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.body:
+                out.append(anc.test)
+            child = anc
+        return out
+
+    def _env_driven(self, test: cst.BaseExpression, depth: int = 0) -> bool:
+        """Is `test` decided by torchrun's environment (`DISTRIBUTED`, `world_size > 1` with
+        `world_size = int(os.environ["WORLD_SIZE"])`, `"RANK" in os.environ`, `dist.is_available()`)?"""
+        text = code_of(test)
+        if ENV_LOOKUP.search(text) or "environ" in text or "is_torchelastic_launched" in text:
+            return True
+        env = set(self.env_names.values())
+        scope = self.index.scope_of(test)
+        for n in _names_read(test):
+            if n in env or n.split(".")[0] in self.names.aliases:
+                continue  # torchrun's constants, or torch's own tests (`dist.is_initialized()`)
+            sites = self.names.assignments(scope, n) + self.names.assignments(self.index.module, n)
+            values = [v for s in sites if (v := assigned_value(s.stmt)) is not None]
+            if depth >= 3 or not values or not all(self._env_driven(v, depth + 1) for v in values):
+                return False
+        return True
 
     # ----------------------------------------------------------------- entry point
     @cached_property
@@ -111,8 +193,9 @@ class Launch:
 
     @cached_property
     def entry(self) -> cst.FunctionDef | cst.If | cst.Module:
-        """Where the process group is set up and torn down: the function `__main__` calls, or the
-        `__main__` block itself, or the module for module-level scripts."""
+        """Where the process group is set up and torn down: the function `__main__` calls (or hands to
+        a command-line library: `fire.Fire(main)`, `typer.run(train)`), or the `__main__` block
+        itself, or a `def main()` a console entry point calls, or the module for module-level scripts."""
         guard = self.main_guard
         index = self.index
         stmts: Iterable[cst.BaseStatement] = guard.body.body if guard is not None else index.module.body  # type: ignore[union-attr]
@@ -121,13 +204,27 @@ class Launch:
             if call is None:
                 value = assigned_value(stmt)
                 call = value if isinstance(value, cst.Call) else None
-            if call is not None and isinstance(call.func, cst.Name) and call.func.value in index.func_by_name:
-                func = index.func_by_name[call.func.value]
-                if self.training.reaches_training(func):
+            if call is None:
+                continue
+            named = [call.func] if isinstance(call.func, cst.Name) else [a.value for a in call.args]
+            for name in named:
+                func = index.func_by_name.get(name.value) if isinstance(name, cst.Name) else None
+                if func is not None and self.training.reaches_training(func):
                     return func
         if guard is not None and self.training.reaches_training(guard):
             return guard
+        main = index.func_by_name.get("main")
+        if guard is None and main is not None and self.training.reaches_training(main):
+            code = [s for s in index.module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+            if not any(self.training.reaches_training(s) for s in code):
+                return main  # a console entry point: nothing at module level trains
         return index.module
+
+
+def _names_read(expr: cst.BaseExpression) -> set[str]:
+    """The longest names and attribute chains a condition reads (`args.distributed`, `world_size`)."""
+    found = reads(expr)
+    return {n for n in found if not any(p.startswith(n + ".") for p in found)} - {"True", "False", "None"}
 
 
 __all__ = ["Launch"]

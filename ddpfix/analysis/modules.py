@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..syntax import dotted
 from .imports import Imported, ImportTable, Origin, find_module
-from .summaries import ClassSummary, ModuleSummary, finder, summarise
+from .summaries import ClassSummary, Finding, ModuleSummary, finder, summarise
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,17 @@ class LocalModules:
         if target.member in target.summary.classes:
             return target.summary.does(f"{target.member}.__init__", effect)
         return target.summary.does(target.member, effect)
+
+    def findings(self, call: cst.Call, kind: str) -> list[Finding]:
+        """What `call` does through a local module that a rule reports at the call (`kind`:
+        HARDCODED_BACKEND, INIT_ARGS, GLOBAL_RANK_DEVICE), with the module's file and line."""
+        target = self.target_of(call.func)
+        if target is None or target.summary is None or target.member is None:
+            return []
+        member = target.member
+        if member in target.summary.classes:
+            member = f"{member}.__init__"
+        return target.summary.findings(member, kind)
 
     def class_of(self, func: cst.BaseExpression) -> ClassSummary | None:
         """The local class a constructor call names (`models.Net(...)`, or `Net(...)` imported)."""

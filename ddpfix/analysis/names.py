@@ -12,16 +12,31 @@ import libcst as cst
 from ..syntax import assign_targets, dotted, method_name, walk
 from .index import Site, TreeIndex
 
+# Libraries that distribute a script themselves, by the import that hands them the job (the longest
+# prefix wins) -> how to name them.
 FRAMEWORKS = {
-    "accelerate",
-    "lightning",
-    "pytorch_lightning",
-    "deepspeed",
-    "horovod",
-    "torch_xla",
-    "colossalai",
-    "fairscale",
+    "accelerate": "Accelerate",
+    "lightning": "Lightning",
+    "lightning.fabric": "Lightning Fabric",
+    "lightning_fabric": "Lightning Fabric",
+    "pytorch_lightning": "Lightning",
+    "deepspeed": "DeepSpeed",
+    "horovod": "Horovod",
+    "torch_xla": "PyTorch/XLA",
+    "colossalai": "ColossalAI",
+    "fairscale": "FairScale",
+    "mmengine.runner": "MMEngine",
+    "mmcv.runner": "MMCV",
+    "torch.distributed.fsdp": "FSDP",
+    "torch.distributed._composable.fsdp": "FSDP",
+    "torch.distributed.elastic.agent": "torch.distributed.elastic",
+    "torch.distributed.launcher": "torch.distributed.elastic",
+    "torch.distributed.run": "torch.distributed.elastic",
 }
+# Libraries whose trainer classes run the training loop, and distribute it, for the script.
+TRAINER_LIBRARIES = {"transformers": "the Hugging Face Trainer", "trl": "TRL"}
+# Parts of Accelerate a plain script may use without handing it the training (seeding, logging).
+ACCELERATE_UTILITIES = ("accelerate.utils", "accelerate.logging")
 
 _UNKNOWN = object()
 
@@ -108,12 +123,31 @@ class Names:
 
     @cached_property
     def other_launcher(self) -> str | None:
-        """A library that distributes the script itself (Accelerate, Lightning, DeepSpeed, FSDP,
-        Horovod, XLA): its own setup, samplers and wrappers are not DDP's to rewrite."""
-        for full in self.aliases.values():
-            top = full.split(".")[0]
-            if top in FRAMEWORKS or full.startswith(("torch.distributed.fsdp", "torch.distributed._composable.fsdp")):
-                return top if top in FRAMEWORKS else "FSDP"
+        """The library that distributes the script itself (Accelerate, Lightning, DeepSpeed, FSDP,
+        Horovod, a Hugging Face or TRL trainer, ...), by name: its own setup, samplers and wrappers are
+        not DDP's to rewrite."""
+        found = self._launcher
+        return found[0] if found is not None else None
+
+    @cached_property
+    def launcher_import(self) -> cst.Import | cst.ImportFrom | None:
+        """The import that brings in `other_launcher`."""
+        found = self._launcher
+        return found[1] if found is not None else None
+
+    @cached_property
+    def _launcher(self) -> tuple[str, cst.Import | cst.ImportFrom] | None:
+        for node in self.index.imports:
+            for full in _imported(node):
+                name = _framework(full)
+                if name is not None:
+                    return name, node
+        for call in self.calls_matching(lambda q: q.split(".")[0] in TRAINER_LIBRARIES and q.endswith("Trainer")):
+            top = (self.call_qual(call) or "").split(".")[0]  # `import transformers` ... `transformers.Trainer(...)`
+            node = next(
+                n for n in self.index.imports if top in _imported(n) or any(f.startswith(top) for f in _imported(n))
+            )
+            return TRAINER_LIBRARIES[top], node
         return None
 
     # ----------------------------------------------------------------- assignments
@@ -163,6 +197,29 @@ class Names:
     def reads_environment(self, stmt: cst.CSTNode) -> bool:
         """Might `stmt` (a statement line) read RANK, LOCAL_RANK or WORLD_SIZE from the environment?"""
         return stmt in self._env_string_lines
+
+
+def _imported(node: cst.Import | cst.ImportFrom) -> list[str]:
+    """What an import brings in, by qualified name (`accelerate.Accelerator`, `deepspeed`)."""
+    if isinstance(node, cst.Import):
+        return [dotted(a.name) or "" for a in node.names]
+    if node.relative or node.module is None:
+        return []
+    module = dotted(node.module) or ""
+    if isinstance(node.names, cst.ImportStar):
+        return [module]
+    return [f"{module}.{dotted(a.name)}" for a in node.names]
+
+
+def _framework(full: str) -> str | None:
+    """The framework an imported name hands the training to, if any."""
+    top = full.split(".")[0]
+    if top in TRAINER_LIBRARIES:
+        return TRAINER_LIBRARIES[top] if full.endswith("Trainer") else None
+    if full.startswith(ACCELERATE_UTILITIES):
+        return None
+    best = max((p for p in FRAMEWORKS if full == p or full.startswith(p + ".")), key=len, default=None)
+    return FRAMEWORKS[best] if best is not None else None
 
 
 ENV_LOOKUP = re.compile(r"environ(?:\.get\(|\[)\s*['\"](RANK|LOCAL_RANK|WORLD_SIZE)['\"]")

@@ -27,10 +27,29 @@ WRAP = "wrap"  # wraps a model in DistributedDataParallel
 SAVE = "save"  # torch.save
 LOAD = "load"  # torch.load
 COLLECTIVE = "collective"  # a torch.distributed collective
+SET_DEVICE = "set_device"  # torch.cuda.set_device
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something a rule reports about a helper, carried to the script's call site with its place:
+    `kind` is HARDCODED_BACKEND (detail: the backend), INIT_ARGS (detail: the literal arguments) or
+    GLOBAL_RANK_DEVICE (detail: the expression that picks the GPU)."""
+
+    kind: str
+    path: Path
+    line: int
+    detail: str
+
+
+HARDCODED_BACKEND = "hardcoded_backend"  # init_process_group("nccl")
+INIT_ARGS = "init_args"  # init_process_group(..., rank=0, world_size=2, init_method="tcp://...")
+GLOBAL_RANK_DEVICE = "global_rank_device"  # torch.device(f"cuda:{dist.get_rank()}")
 
 _DIRECT = {
     "init_process_group": INIT,
     "destroy_process_group": DESTROY,
+    "set_device": SET_DEVICE,
     "DistributedSampler": SAMPLER,
     "DataLoader": LOADER,
     "DistributedDataParallel": WRAP,
@@ -73,7 +92,8 @@ class ModuleSummary:
     """What one local module defines, by function name."""
 
     path: Path
-    effects: dict[str, set[str]] = field(default_factory=dict)  # function -> INIT, DESTROY, ... (transitive)
+    # function -> INIT, DESTROY, ... and the Findings its calls carry (transitive)
+    effects: dict[str, set] = field(default_factory=dict)
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     runs_as_program: bool = False  # has an `if __name__ == "__main__":` block
     at_import: set[str] = field(default_factory=set)  # effects of its module-level code
@@ -81,6 +101,11 @@ class ModuleSummary:
 
     def does(self, func: str, effect: str) -> bool:
         return effect in self.effects.get(func, ())
+
+    def findings(self, func: str, kind: str) -> list[Finding]:
+        """The findings of `kind` in `func` and the functions it calls, in file and line order."""
+        found = [f for f in self.effects.get(func, ()) if isinstance(f, Finding) and f.kind == kind]
+        return sorted(found, key=lambda f: (str(f.path), f.line))
 
 
 _CACHE: dict[tuple[str, int, int], ModuleSummary] = {}
@@ -175,6 +200,7 @@ class _Summariser:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 if any(_dotted(t) in ("builtins.print", "__builtin__.print", "__builtins__.print") for t in targets):
                     direct.add(SILENCES_PRINT)
+        direct.update(self._findings(node))
         self.direct[name] = direct
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             shape = returned(node, self._builds)
@@ -191,6 +217,70 @@ class _Summariser:
         if not qual.startswith("torch"):
             return None
         return {"DataLoader": RETURNS_LOADER, "DistributedSampler": RETURNS_SAMPLER}.get(name.split(".")[-1])
+
+    def _qual(self, name: str) -> str:
+        origin = self.table.imported.get(name.split(".")[0])
+        return name if origin is None else ".".join(filter(None, [origin[0], origin[1], *name.split(".")[1:]]))
+
+    def _findings(self, func: ast.AST) -> set[Finding]:
+        """Hard-coded process-group arguments and GPUs picked by the global rank, in one function."""
+        out: set[Finding] = set()
+        path = self.summary.path
+        global_vars = {
+            _dotted(t)
+            for n in ast.walk(func)
+            if isinstance(n, ast.Assign) and self._global_rank(n.value)
+            for t in n.targets
+            if _dotted(t)
+        }
+        for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
+            qual = self._qual(_dotted(call.func) or "")
+            last = qual.split(".")[-1]
+            if qual.startswith("torch.distributed") and last == "init_process_group":
+                backend = next((k.value for k in call.keywords if k.arg == "backend"), None)
+                backend = backend or (call.args[0] if call.args else None)
+                if _constant(backend) == "nccl":
+                    out.add(Finding(HARDCODED_BACKEND, path, call.lineno, "nccl"))
+                literal = [
+                    k.arg
+                    for k in call.keywords
+                    if k.arg in ("rank", "world_size", "init_method")
+                    and isinstance(k.value, ast.Constant)
+                    and k.value.value != "env://"
+                ]
+                if literal:
+                    out.add(Finding(INIT_ARGS, path, call.lineno, ", ".join(literal)))
+            device_args: list[ast.AST] = []
+            if qual == "torch.device":
+                device_args = list(call.args[:2])
+            elif qual == "torch.cuda.set_device" or last in ("to", "cuda"):
+                device_args = list(call.args[:1])
+            for arg in device_args:
+                if self._global_rank(arg, global_vars) or _cuda_fstring_of(
+                    arg, lambda e: self._global_rank(e, global_vars)
+                ):
+                    out.add(Finding(GLOBAL_RANK_DEVICE, path, call.lineno, ast.unparse(arg)))
+        return out
+
+    def _global_rank(self, expr: ast.AST | None, names: set = frozenset()) -> bool:
+        """`dist.get_rank()`, `int(os.environ["RANK"])`, or a name holding one of them."""
+        if expr is None:
+            return False
+        if _dotted(expr) in names:
+            return True
+        for n in ast.walk(expr):
+            if isinstance(n, ast.Call) and self._qual(_dotted(n.func) or "").endswith("distributed.get_rank"):
+                return True
+            if isinstance(n, ast.Subscript) and _dotted(n.value) in ("os.environ",) and _constant(n.slice) == "RANK":
+                return True
+            if (
+                isinstance(n, ast.Call)
+                and _dotted(n.func) in ("os.environ.get", "os.getenv")
+                and n.args
+                and _constant(n.args[0]) == "RANK"
+            ):
+                return True
+        return False
 
     def _class(self, node: ast.ClassDef) -> None:
         cls = ClassSummary(node.name, [_dotted(b) or "" for b in node.bases])
@@ -271,8 +361,18 @@ def _is_main_test(test: ast.AST) -> bool:
     )
 
 
-def _constant(node: ast.AST) -> str | None:
+def _constant(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _cuda_fstring_of(node: ast.AST, pred) -> bool:
+    """`f"cuda:{x}"` with `pred(x)`."""
+    if not isinstance(node, ast.JoinedStr) or not node.values:
+        return False
+    head = node.values[0]
+    if not (isinstance(head, ast.Constant) and str(head.value).startswith("cuda:")):
+        return False
+    return any(isinstance(v, ast.FormattedValue) and pred(v.value) for v in node.values[1:])
 
 
 def _is_rank_test(expr: ast.AST) -> bool:
@@ -291,6 +391,11 @@ def _is_rank_test(expr: ast.AST) -> bool:
 __all__ = [
     "COLLECTIVE",
     "DESTROY",
+    "GLOBAL_RANK_DEVICE",
+    "HARDCODED_BACKEND",
+    "INIT_ARGS",
+    "SET_DEVICE",
+    "Finding",
     "INIT",
     "LOAD",
     "LOADER",

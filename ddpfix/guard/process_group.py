@@ -167,6 +167,8 @@ class _Paths:
 
     def joined(self, node: cst.CSTNode, seen: frozenset = frozenset()) -> str:
         """Is the process group joined before `node` on every path to it: "yes", "no" or "unknown"."""
+        if _gated(self.facts, node):
+            return "yes"  # `if dist.is_initialized(): model = DDP(model)` runs only once someone joined
         scope = self._scope(node)
         if any(self.facts.index.before(p.call, node) for p in self.by_scope.get(scope, ())):
             return "yes"
@@ -179,6 +181,17 @@ class _Paths:
             return "no" if scope in self.roots else "unknown"
         answers = {self.joined(c, seen | {scope}) for c in callers}
         return "no" if "no" in answers else ("unknown" if "unknown" in answers else "yes")
+
+
+def _gated(facts: ScriptFacts, node: cst.CSTNode) -> bool:
+    """Is `node` in the true branch of a test of `torch.distributed.is_initialized()`?"""
+    child = node
+    for anc in facts.index.ancestors(node):
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is anc.body and isinstance(anc.test, cst.Call):
+            if facts.names.call_qual(anc.test) == "torch.distributed.is_initialized":
+                return True
+        child = anc
+    return False
 
 
 def _exclusive(facts: ScriptFacts, a: cst.CSTNode, b: cst.CSTNode) -> bool:
@@ -205,12 +218,16 @@ def _call_text(call: cst.Call) -> str:
 
 
 def counts(facts: ScriptFacts) -> Counts:
-    if not (facts.launch.init_calls or facts.models.ddp_calls or INIT_FINDERS or _named_inits(facts)):
+    if not (facts.launch.init_calls or facts.models.ddp_calls or _named_inits(facts) or _found_inits(facts)):
         return Counts([], [])
     paths = _Paths(facts)
     repeated = [p for p in paths.points if paths.preceded(p.call)]
     unjoined = [w for w in facts.models.ddp_calls if paths.joined(w) == "no"]
     return Counts(repeated, unjoined)
+
+
+def _found_inits(facts: ScriptFacts) -> bool:
+    return any(any(True for _ in finder(facts)) for finder in INIT_FINDERS)
 
 
 def _named_inits(facts: ScriptFacts) -> bool:
@@ -219,7 +236,7 @@ def _named_inits(facts: ScriptFacts) -> bool:
 
 def first_point(facts: ScriptFacts) -> Point | None:
     """The script's own first init point (for a message)."""
-    if not (facts.launch.init_calls or INIT_FINDERS or _named_inits(facts)):
+    if not (facts.launch.init_calls or _named_inits(facts) or _found_inits(facts)):
         return None
     points = _Paths(facts).points
     return points[0] if points else None

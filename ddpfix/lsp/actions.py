@@ -24,6 +24,7 @@ FIX_TITLES = {
     "DDP005": "use LOCAL_RANK for devices and RANK for writers",
     "DDP006": "call torch.cuda.set_device(LOCAL_RANK) before init_process_group",
     "DDP007": "use the device of LOCAL_RANK",
+    "DDP009": "read --local_rank from torchrun's LOCAL_RANK",
     "DDP101": "move the collective out of the rank guard",
     "DDP103": "run rank 0's forward through the unwrapped model",
     "DDP201": "give the DataLoader a DistributedSampler",

@@ -12,6 +12,8 @@ from .ddp004_spawn_without_rank import SpawnWithoutRank
 from .ddp005_local_vs_global_rank import LocalVsGlobalRank
 from .ddp006_set_device_missing_or_late import SetDeviceMissingOrLate
 from .ddp007_hardcoded_cuda_device import HardcodedCudaDevice
+from .ddp008_handled_by_framework import HandledByFramework
+from .ddp009_own_launch_path import OwnLaunchPath
 from .ddp101_collective_under_rank_guard import CollectiveUnderRankGuard
 from .ddp102_rank_divergent_exit import RankDivergentExit
 from .ddp103_rank0_forward_through_ddp import Rank0ForwardThroughDdp
@@ -60,6 +62,8 @@ RULES: list[Rule] = [
     LocalVsGlobalRank(),
     SetDeviceMissingOrLate(),
     HardcodedCudaDevice(),
+    HandledByFramework(),
+    OwnLaunchPath(),
     CollectiveUnderRankGuard(),
     RankDivergentExit(),
     StepInRankGuard(),

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.flow import binds
 from ..edits import backend_choice, torch_name
 from ..examples import clean, fixes
-from ..rule import Context, Order, Rule
-from ..syntax import anchor_of, single_small, strip_docstring
+from ..rule import NONE, Context, Order, Rule
+from ..syntax import anchor_of, dotted, single_small, strip_docstring
 
 
 class MissingProcessGroup(Rule):
@@ -16,7 +17,10 @@ class MissingProcessGroup(Rule):
     message = "trains a model but never joins a process group: add init_process_group/destroy_process_group"
     docs = """
 ## What
-A training script with no `torch.distributed.init_process_group()` call.
+A training script with no `torch.distributed.init_process_group()` call, neither in the file nor in
+a helper of the script's own modules (`utils.init_distributed_mode(args)`, read from the files next
+to the script). A module other files import (no `__main__` block, no module-level training) is
+not a program: it gets no process group of its own, and no rule inserts a wrap or sampler into it.
 
 ## Why
 Under `torchrun` every process runs the script on its own: without a process group there is no
@@ -51,9 +55,23 @@ keeps on the CPU still trains; a plain `"nccl"` group fails there with `No backe
 with device type cpu`), gloo without CUDA. A plain `python train.py` has WORLD_SIZE 1 and
 creates no process group, so it behaves exactly as before.
 
+Where it goes: at the top of the entry point (the function `__main__` calls or hands to `fire.Fire`
+/ `typer.run`, the `__main__` block, or the `main()` a console entry point calls), after any import
+that function makes of what the setup uses. When the model or the training loader is built at module
+level (a script without `main()`, or globals that functions read), the setup goes at module level:
+after the imports and before the first statement that needs it, including statements other fixes
+insert (a sampler built before a mid-file import) and functions called at module level. The
+constants are placed the same way: never above the binding of a name they read, always above their
+first use. `destroy_process_group` goes at the end of the entry point, unless the script (or a helper
+of its modules) already destroys the group.
+
 ## Fix safety
-Safe. Setup goes at the top of the entry point (the function `__main__` calls, or after the imports
-of a module-level script); teardown at its end.
+Safe. Where the setup would have to read a name the script imports only after the first statement
+that needs the process group, the finding has no fix, and neither do the DDP wrap and sampler that
+would need the group (no wrap without a process group on its path). A script whose helper may join
+(an import that could not be read) gets no second process group; what other rules add there is
+decided at run time (`dist.is_initialized()`). So is what they add where DDP001 is silenced
+(`# ddpfix: ignore[DDP001]`): the process group, if any, is set up where ddpfix does not see it.
 """
 
     def run(self, ctx: Context) -> None:
@@ -69,10 +87,30 @@ of a module-level script); teardown at its end.
             where = facts.training.optimizer_sites[0].stmt
         else:
             where = facts.index.site(facts.training.backward_calls[0]).stmt
-        if not ctx.report(anchor_of(where)):
-            return
+        entry = launch.entry
+        needs = process_group_needs(facts)
+        module_level = isinstance(entry, cst.Module) or any(_runs_before(facts, n, entry) for n in needs)
+        first = min((facts.flow.runs_at(n) for n in needs), default=len(facts.module.body))
         torch = torch_name(ctx)
         dist = ctx.plan.ref("torch.distributed", "dist", style="import")
+        if module_level:
+            late = _bound_late(facts, (torch, dist), first)
+            if late is not None:
+                line = facts.index.position(facts.module.body[late]).start.line
+                ctx.report(
+                    anchor_of(where),
+                    f"{self.message}; the setup must run before line "
+                    f"{facts.index.position(facts.module.body[first]).start.line}, but what it uses is imported "
+                    f"only at line {line}: move that import up",
+                    fix=NONE,
+                )
+                ctx.block()  # no wrap or sampler without a process group on their path
+                return
+        if ctx.silenced(anchor_of(where)):
+            ctx.joins_elsewhere()  # no process group here, by the author's choice: the rest decides at run time
+            return
+        if not ctx.report(anchor_of(where)):
+            return
         names = dict(torch=torch, dist=dist, D=ctx.env("DISTRIBUTED"), L=ctx.env("LOCAL_RANK"))
         setup = ctx.plan.statements(
             """
@@ -92,23 +130,21 @@ of a module-level script); teardown at its end.
             """,
             **names,
         )
-        entry = facts.launch.entry
-        if isinstance(entry, cst.Module):
-            setup[0] = setup[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-            anchor = ctx.plan.import_anchor()
-            if anchor is not None:
-                ctx.plan.insert_after(anchor, setup, order=Order.PROCESS_GROUP)
-            else:
-                ctx.plan.prepend(facts.module, setup, order=Order.PROCESS_GROUP)
-            ctx.plan.insert_after(facts.module.body[-1], teardown, order=Order.TEARDOWN)
+        tears_down = launch.tears_down is not False  # the script (or a helper of its modules) destroys it
+        if module_level:
+            ctx.setup_at_module_level(setup, before=first)
+            if not tears_down:
+                ctx.plan.insert_after(facts.module.body[-1], teardown, order=Order.TEARDOWN)
             return
         block = entry.body
         body = list(block.body)
-        first = strip_docstring(body)
-        if first < len(body):
-            ctx.plan.insert_before(body[first], setup, order=Order.PROCESS_GROUP, blank_after=True)
+        first_stmt = max(strip_docstring(body), _after_bindings(facts, body, (torch, dist)))
+        if first_stmt < len(body):
+            ctx.plan.insert_before(body[first_stmt], setup, order=Order.PROCESS_GROUP, blank_after=True)
         else:
             ctx.plan.insert_after(body[-1], setup, order=Order.PROCESS_GROUP)
+        if tears_down:
+            return
         last = body[-1]
         if isinstance(single_small(last), cst.Return):
             ctx.plan.insert_before(
@@ -116,6 +152,55 @@ of a module-level script); teardown at its end.
             )
         else:
             ctx.plan.insert_after(last, teardown, order=Order.TEARDOWN)
+
+
+def process_group_needs(facts) -> list[cst.CSTNode]:
+    """Where the script's distributed work starts: the trained models (wrapped after their definition),
+    the training loaders (their sampler), and any DDP wrap, sampler or collective already written."""
+    out: list[cst.CSTNode] = [m.definition.stmt for m in facts.models.trained]
+    out += [loader.site.stmt for loader, _ in facts.data.training_loaders]
+    out += facts.models.ddp_calls + facts.data.sampler_calls
+    out += [c for c in facts.index.calls if facts.ranks.collective_op(c)]
+    return out
+
+
+def _runs_before(facts, node: cst.CSTNode, entry) -> bool:
+    """Might `node` run before the entry point's setup (outside the entry, no later than it)?"""
+    flow = facts.flow
+    if flow.only_within(node, entry):
+        return False
+    where = entry.body if isinstance(entry, cst.FunctionDef) else entry
+    return flow.runs_at(node) <= flow.runs_at(where)
+
+
+def _bound_late(facts, names, first: int) -> int | None:
+    """The top-level statement that first binds one of the script's `names` (its own imports of
+    torch and torch.distributed), when that is at or after statement `first`."""
+    late = None
+    for name in names:
+        if name in facts.names.aliases:  # the script's own import (a name ddpfix imports goes above `first`)
+            i = facts.flow.first_binding([name])
+            if i is not None and i >= first and not _movable_import(facts.module.body[i]):
+                late = max(i, late or 0)
+    return late
+
+
+def _movable_import(stmt: cst.CSTNode) -> bool:
+    """A plain `import torch...` / `from torch... import` line, which the setup can take up with it."""
+    small = single_small(stmt)
+    if isinstance(small, cst.Import):
+        return all((dotted(a.name) or "").split(".")[0] == "torch" for a in small.names)
+    return isinstance(small, cst.ImportFrom) and not small.relative and (dotted(small.module) or "").startswith("torch")
+
+
+def _after_bindings(facts, body: list, names) -> int:
+    """The first statement of `body` after those binding one of `names` (a function's own import of
+    torch.distributed): the setup reads them."""
+    out = 0
+    for i, stmt in enumerate(body):
+        if binds(stmt) & set(names):
+            out = i + 1
+    return out
 
 
 EXAMPLES = (

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from ..analysis.summaries import INIT_ARGS
 from ..edits import without_kwarg
 from ..examples import clean, fixes
-from ..rule import Context, Rule
-from ..syntax import kwarg, string_value
+from ..rule import NONE, Context, Rule
+from ..syntax import dotted, kwarg, string_value
 
 DROPPED = ("rank", "world_size", "init_method")
 
@@ -37,13 +38,25 @@ dist.init_process_group("gloo")
 
 ## Fix safety
 Safe under torchrun (`env://`). Scripts that start their own processes with `mp.spawn` are left
-alone (see DDP004).
+alone (see DDP004). Values a script with its own launch path takes from its own options
+(`rank=args.rank, world_size=args.world_size, init_method=args.dist_url` with `--rank`,
+`--world-size`, `--dist-url`) are its launch contract: reported, not removed. A helper of the
+script's own modules that passes literal values is reported where the script calls it, naming the
+file and line to change; no fix in another file.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         if facts.launch.spawn_calls:
             return
+        for call in facts.launch.helper_joins:
+            for found in facts.modules.findings(call, INIT_ARGS):
+                ctx.report(
+                    call,
+                    f"{dotted(call.func)}() passes {found.detail} to init_process_group by hand "
+                    f"({found.path.name}:{found.line}): under torchrun they come from the environment; drop them there",
+                    fix=NONE,
+                )
         for call in facts.launch.init_calls:
             present = [name for name in DROPPED if kwarg(call, name) is not None]
             method = kwarg(call, "init_method")
@@ -51,9 +64,20 @@ alone (see DDP004).
                 present.remove("init_method")
             if not present:
                 continue
+            args = ", ".join(present)
+            first = kwarg(call, present[0])
+            options = [o for name in present if (o := facts.launch.options.of(kwarg(call, name).value)) is not None]
+            if options and facts.launch.own_path is not None:
+                flags = ", ".join(o.flags[0] for o in options)
+                ctx.report(
+                    first,
+                    f"init_process_group gets {args} from the script's own options ({flags}), which torchrun does not "
+                    "set: launch the script the way it expects, or read RANK/WORLD_SIZE from the environment by hand",
+                    fix=NONE,
+                )
+                continue
             if ctx.report(
-                kwarg(call, present[0]),
-                f"init_process_group gets {', '.join(present)} by hand: under torchrun they come from the environment",
+                first, f"init_process_group gets {args} by hand: under torchrun they come from the environment"
             ):
 
                 def drop(node, names=tuple(present)):

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..analysis.ranks import Ranks
+from ..analysis.summaries import GLOBAL_RANK_DEVICE
 from ..edits import without_kwarg
 from ..examples import clean, fixes
-from ..rule import Context, Rule
-from ..syntax import calls_in, dotted, kwarg, method_name, positional, walk
+from ..rule import NONE, Context, Rule
+from ..syntax import assigned_value, calls_in, code_of, dotted, kwarg, mentions, method_name, positional, walk
+
+DEVICE_EXPRS = (cst.Name, cst.Attribute, cst.Call)
+DEVICE_HELPER = re.compile(r"device|gpu|cuda", re.IGNORECASE)
+RANK_READERS = {"int", "os.environ.get", "os.getenv", "torch.distributed.get_rank"}
 
 SIDE_EFFECTS = ("torch.save", "print", "logging.", "SummaryWriter", "wandb.")
 
@@ -20,14 +27,20 @@ class LocalVsGlobalRank(Rule):
     docs = """
 ## What
 The global rank used as a CUDA device (`torch.cuda.set_device(rank)`, `.to(rank)`,
-`device_ids=[rank]`, `output_device=rank`), or the local rank used where the global one is meant: the single writer
-(`if local_rank == 0: torch.save(...)`) or the sampler's shard (`DistributedSampler(ds, rank=local_rank)`).
+`torch.device(f"cuda:{dist.get_rank()}")`, `device_ids=[rank]`, `output_device=rank`, also inside a
+helper such as `get_device()`, or passed to a helper's device parameter), or the local rank used
+where the global one is meant: the single writer (`if local_rank == 0: torch.save(...)`), the
+sampler's shard (`DistributedSampler(ds, rank=local_rank)`), or the rank of `init_process_group`
+in an `mp.spawn` target that uses the process index (`rank = gpu`) in a world spanning several
+nodes. A helper of the script's own modules that picks the GPU by the global rank is reported
+where the script calls it.
 
 ## Why
 On one node RANK == LOCAL_RANK, so this only breaks multi-node: `set_device(rank)` gives
 `CUDA error: invalid device ordinal` on the second node; `local_rank == 0` elects one writer per
 node, which clobber each other on a shared filesystem; a sampler keyed on the local rank makes every
-node train the same shard.
+node train the same shard; and spawned processes numbered 0..N-1 on every node join with duplicate
+ranks, so `init_process_group` waits until it times out.
 
 ## Example
 ```python
@@ -43,23 +56,51 @@ torch.cuda.set_device(local_rank)
 if RANK == 0:
     torch.save(model.module.state_dict(), "ckpt.pt")
 ```
+and in an mp.spawn target whose options name the node's rank (`--nr`, `--node_rank`)
+```python
+def train(gpu, args):
+    rank = gpu
+```
+becomes
+```python
+def train(gpu, args):
+    rank = args.nr * args.gpus + gpu
+```
+(`args.gpus` being what `mp.spawn(..., nprocs=args.gpus)` starts per node).
 
 ## Fix safety
 Safe for names recognised as ranks (environment variables, `dist.get_rank()`, argparse
-`--local_rank`); the sampler's `rank=`/`num_replicas=` are dropped so the process group decides.
+`--local_rank`); the sampler's `rank=`/`num_replicas=` are dropped so the process group decides. In
+a script that spawns its processes the local rank is the spawn target's process index; elsewhere
+there the finding has no fix. Multi-node spawn ranks are fixed only where the node rank and the
+processes per node are both named in the script; a helper in another file is reported, not changed.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         ranks = facts.ranks
-        for expr in _device_uses(facts):
-            if ranks.is_global_rank(expr):
-                if ctx.report(
-                    expr,
-                    f"the global rank `{dotted(expr)}` picks the GPU: use the local rank (device ordinals restart on every node)",
-                ):
-                    local = _local_name(ctx, expr)
+        for expr in _with_callers(facts, _device_uses(facts)):
+            if _is_global(facts, expr):
+                message = (
+                    f"the global rank `{code_of(expr)}` picks the GPU: use the local rank "
+                    "(device ordinals restart on every node)"
+                )
+                local = _local_name(ctx, expr)
+                if local is None:
+                    ctx.report(expr, message + "; mp.spawn's process index is the local rank: pass it here", fix=NONE)
+                elif ctx.report(expr, message):
                     ctx.plan.replace(expr, lambda n, local=local: cst.parse_expression(local))
+        for call in facts.index.calls:
+            if not DEVICE_HELPER.search(dotted(call.func) or ""):
+                continue  # only helpers named for devices are read (reading a module costs)
+            for found in facts.modules.findings(call, GLOBAL_RANK_DEVICE):
+                ctx.report(
+                    call,
+                    f"{dotted(call.func)}() picks the GPU by the global rank (`{found.detail}`, "
+                    f"{found.path.name}:{found.line}): use the local rank there (device ordinals restart on every node)",
+                    fix=NONE,
+                )
+        spawned_ranks(ctx)
         for node in facts.index.ifs:
             if not _has_side_effect(facts, node.body):
                 continue
@@ -77,14 +118,25 @@ Safe for names recognised as ranks (environment variables, `dist.get_rank()`, ar
 
 
 def _device_uses(facts):
+    """Expressions that name a CUDA device: set_device/.to/.cuda arguments, torch.device's index,
+    the `{...}` of `f"cuda:{...}"`, device_ids and output_device."""
     for call in facts.index.calls:
         q = facts.names.call_qual(call) or ""
         if q == "torch.cuda.set_device" or method_name(call) in ("to", "cuda"):
             arg = positional(call, 0)
-            if arg is not None and isinstance(arg.value, (cst.Name, cst.Attribute)):
+            if arg is not None and isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
                 yield arg.value
-        if q == "torch.device" and len(call.args) == 2 and isinstance(call.args[1].value, (cst.Name, cst.Attribute)):
+        if q == "torch.device" and len(call.args) == 2 and isinstance(call.args[1].value, DEVICE_EXPRS):
             yield call.args[1].value
+    for node in walk(facts.module):
+        if not isinstance(node, cst.FormattedString):
+            continue
+        head = node.parts[0] if node.parts else None
+        if isinstance(head, cst.FormattedStringText) and head.value.startswith("cuda:") and len(node.parts) == 2:
+            part = node.parts[1]
+            if isinstance(part, cst.FormattedStringExpression) and isinstance(part.expression, DEVICE_EXPRS):
+                yield part.expression
+    for call in facts.index.calls:
         ids = kwarg(call, "device_ids")
         if ids is not None and isinstance(ids.value, cst.List) and len(ids.value.elements) == 1:
             el = ids.value.elements[0].value
@@ -95,7 +147,44 @@ def _device_uses(facts):
             yield out.value
 
 
-def _local_name(ctx: Context, at: cst.CSTNode) -> str:
+def _with_callers(facts, exprs):
+    """The device expressions, and where one is a parameter of a helper of this file (`def
+    get_device(rank): return torch.device("cuda", rank)`), the arguments its callers pass for it."""
+    for expr in exprs:
+        yield expr
+        func = facts.index.enclosing(expr, cst.FunctionDef)
+        if not isinstance(expr, cst.Name) or not isinstance(func, cst.FunctionDef):
+            continue
+        params = [p.name.value for p in func.params.params]
+        if expr.value not in params or facts.names.assignments(func, expr.value):
+            continue
+        pos = params.index(expr.value)
+        if facts.index.enclosing(func, cst.ClassDef) is not None:
+            pos -= 1  # self
+        for call in facts.index.callers_of(func):
+            arg = kwarg(call, expr.value) or (positional(call, pos) if pos >= 0 else None)
+            if arg is not None and isinstance(arg.value, DEVICE_EXPRS):
+                yield arg.value
+
+
+def _is_global(facts, expr: cst.BaseExpression) -> bool:
+    """A global rank: a name bound to one (`rank = dist.get_rank()`), or `dist.get_rank()` itself."""
+    if isinstance(expr, cst.Call):
+        return (facts.names.call_qual(expr) or "").endswith("distributed.get_rank") and not expr.args
+    if not facts.ranks.is_global_rank(expr):
+        return False
+    name = dotted(expr)
+    for scope in (facts.index.scope_of(expr), facts.module):
+        for site in facts.names.assignments(scope, name or ""):
+            value = assigned_value(site.stmt)
+            if isinstance(value, cst.Call) and (facts.names.call_qual(value) or "") not in RANK_READERS:
+                return False  # `device = pick(dist.get_rank())`: what the call returns is not the rank
+    return True
+
+
+def _local_name(ctx: Context, at: cst.CSTNode) -> str | None:
+    """The local rank where `at` is: the script's `local_rank`, an mp.spawn target's process index,
+    or LOCAL_RANK (None in a script that spawns its processes, where the environment has none)."""
     facts = ctx.facts
     for name in ("local_rank", "args.local_rank"):
         if facts.names.assignments(facts.index.scope_of(at), name):
@@ -103,7 +192,131 @@ def _local_name(ctx: Context, at: cst.CSTNode) -> str:
     func = facts.index.enclosing(at, cst.FunctionDef)
     if isinstance(func, cst.FunctionDef) and any(p.name.value == "local_rank" for p in func.params.params):
         return "local_rank"
+    if facts.launch.spawn_calls:
+        target = spawn_target_of(facts, at)
+        return target.params.params[0].name.value if target is not None and target.params.params else None
     return ctx.env("LOCAL_RANK")
+
+
+def spawn_target_of(facts, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The mp.spawn target function `node` is in (directly)."""
+    func = facts.index.enclosing(node, cst.FunctionDef)
+    targets = {t for t, _ in _spawns(facts)}
+    return func if func in targets else None
+
+
+def _spawns(facts):
+    """(target function, spawn call) for every mp.spawn of a function of this file."""
+    for call in facts.launch.spawn_calls:
+        arg = positional(call, 0) or kwarg(call, "fn")
+        func = facts.index.func_by_name.get(dotted(arg.value) or "") if arg is not None else None
+        if func is not None and func.params.params:
+            yield func, call
+
+
+NODE_RANK = re.compile(r"^(node_rank|nr|node_id|node_idx|machine_rank|node)$", re.IGNORECASE)
+
+
+def spawned_ranks(ctx: Context) -> None:
+    """mp.spawn's process index used as the global rank of init_process_group: right on one node, but
+    on a second node the ranks repeat (`rank = gpu` instead of `node_rank * gpus_per_node + gpu`)."""
+    facts = ctx.facts
+    for func, spawn in _spawns(facts):
+        index = func.params.params[0].name.value
+        node = _node_rank(facts, func, spawn)
+        if node is None and not _multi_node_world(facts, func):
+            continue  # one node: the process index is the global rank
+        for init in facts.launch.init_calls:
+            if facts.index.enclosing(init, cst.FunctionDef) is not func:
+                continue
+            arg = kwarg(init, "rank")
+            if arg is None:
+                continue
+            site = _index_only(facts, func, arg.value, index)
+            if site is None:
+                continue
+            per_node = _in_target(facts, func, spawn)
+            message = (
+                f"mp.spawn's process index `{index}` is the global rank here: on a second node the ranks repeat "
+                f"and init_process_group waits forever; the global rank is node rank * processes per node + {index}"
+            )
+            if node is None or per_node is None:
+                ctx.report(site, message + " (name the node rank and pass it here)", fix=NONE)
+            elif ctx.report(site, message):
+                expr = cst.parse_expression(f"{node} * {per_node} + {index}")
+                ctx.plan.replace(site, lambda n, e=expr: e)
+
+
+def _node_rank(facts, func: cst.FunctionDef, spawn: cst.Call) -> str | None:
+    """How `func` spells the node's rank: an option of the parsed arguments it receives
+    (`args.node_rank`, `args.nr`) or a parameter (`node_rank`)."""
+    params = [p.name.value for p in func.params.params]
+    for p in params:
+        if NODE_RANK.match(p):
+            return p
+    dests = facts.launch.options.by_dest
+    namespace = next((p for p in params if any(mentions(func.body, f"{p}.{d}") for d in dests)), None)
+    spawned = kwarg(spawn, "args")
+    if namespace is None and spawned is not None and isinstance(spawned.value, cst.Tuple):
+        for el, param in zip(spawned.value.elements, params[1:]):
+            if isinstance(el.value, cst.Name) and _parsed_options(facts, spawn, el.value.value):
+                namespace = param
+    for dest in dests:
+        if NODE_RANK.match(dest) and namespace is not None:
+            return f"{namespace}.{dest}"  # the parsed options reach the target: it can read the node rank
+    return None
+
+
+def _parsed_options(facts, at: cst.CSTNode, name: str) -> bool:
+    """Is `name` bound to `parser.parse_args()` where `at` is (or at module level)?"""
+    for scope in (facts.index.scope_of(at), facts.module):
+        for site in facts.names.assignments(scope, name):
+            value = assigned_value(site.stmt)
+            if isinstance(value, cst.Call) and method_name(value) in ("parse_args", "parse_known_args"):
+                return True
+    return False
+
+
+def _multi_node_world(facts, func: cst.FunctionDef) -> bool:
+    """Does the script size its world beyond one node (`world_size = gpus * nodes`)?"""
+    for assign in facts.index.assigns:
+        if isinstance(assign.value, cst.BinaryOperation) and isinstance(assign.value.operator, cst.Multiply):
+            if any("world" in (dotted(t.target) or "").lower() for t in assign.targets):
+                return True
+    return False
+
+
+def _index_only(facts, func: cst.FunctionDef, expr: cst.BaseExpression, index: str) -> cst.BaseExpression | None:
+    """The expression to fix when `expr` (init's rank) is the process index itself or a name whose
+    every assignment in `func` is the bare index (`rank = gpu`, `args.rank = gpu`)."""
+    if isinstance(expr, cst.Name) and expr.value == index:
+        return expr
+    name = dotted(expr)
+    if name is None:
+        return None
+    sites = facts.names.assignments(func, name)
+    values = [assigned_value(s.stmt) for s in sites]
+    if sites and all(isinstance(v, cst.Name) and v.value == index for v in values) and len(sites) == 1:
+        return values[0]
+    return None
+
+
+def _in_target(facts, func: cst.FunctionDef, spawn: cst.Call) -> str | None:
+    """The spawn's `nprocs` in the target's own terms: the parameter it is passed as, or an
+    attribute of one (`args.gpus` when `args` is passed)."""
+    nprocs = kwarg(spawn, "nprocs")
+    spawned = kwarg(spawn, "args")
+    if nprocs is None or spawned is None or not isinstance(spawned.value, cst.Tuple):
+        return None
+    text = code_of(nprocs.value)
+    params = [p.name.value for p in func.params.params[1:]]
+    for el, param in zip(spawned.value.elements, params):
+        passed = code_of(el.value)
+        if passed == text:
+            return param
+        if text.startswith(passed + "."):
+            return param + text[len(passed) :]
+    return None
 
 
 def _has_side_effect(facts, body, depth: int = 0) -> bool:

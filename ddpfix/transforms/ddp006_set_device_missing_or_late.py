@@ -6,10 +6,12 @@ import re
 
 import libcst as cst
 
+from ..analysis.flow import binds, conflicts, reads
+from ..analysis.summaries import SET_DEVICE
 from ..edits import torch_name
 from ..examples import clean, fixes, reports
-from ..rule import Context, Order, Rule
-from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, positional
+from ..rule import NONE, Context, Order, Rule
+from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, method_name, positional
 
 
 class SetDeviceMissingOrLate(Rule):
@@ -19,7 +21,9 @@ class SetDeviceMissingOrLate(Rule):
     requires = ()
     docs = """
 ## What
-`init_process_group()` with no `torch.cuda.set_device(local_rank)` before it (or with it after).
+`init_process_group()` with no `torch.cuda.set_device(local_rank)` before it (or with it after),
+also where the script joins through a helper of its own modules (`utils.setup()`) that does not set
+the device itself.
 
 ## Why
 Each process otherwise creates its CUDA context on GPU 0 (about 0.7 GB extra per rank there), and
@@ -36,34 +40,62 @@ if torch.cuda.is_available():
     torch.cuda.set_device(LOCAL_RANK)
 dist.init_process_group("nccl")
 ```
+The device is the script's own local rank where it has one (`local_rank`, `args.local_rank` of a
+`--local_rank` option, an mp.spawn target's process index), else LOCAL_RANK. A late `set_device`
+moves up together with the assignments it reads:
+```python
+dist.init_process_group("gloo")
+device = torch.device(f"cuda:{local_rank}")
+torch.cuda.set_device(device)
+```
+becomes
+```python
+device = torch.device(f"cuda:{local_rank}")
+torch.cuda.set_device(device)
+dist.init_process_group("gloo")
+```
 
 ## Fix safety
-Safe: a `set_device` placed before init moves nothing but the current device of each rank; a late
-`set_device` in the same block is moved up.
+Safe: a `set_device` placed before init moves nothing but the current device of each rank. Data
+decides where it may go: an assignment moves along only when it reads the environment or the
+hardware (`int(os.environ[...])`, `torch.device(...)`) and no line it passes reads or sets what it
+sets. A `set_device` that reads something computed from the process group (`dist.get_rank() %
+n`), or sits in another block than the init call, or a device variable set only after init, is
+reported without a fix.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        for init in facts.launch.init_calls:
-            init_stmt = facts.index.site(init).stmt
+        for init, helper in _joins(facts):
+            if helper is not None and facts.modules.call_does(init, SET_DEVICE):
+                continue  # the helper sets the device itself
+            if any(facts.index.before(c, init) for c in _device_setters(facts)):
+                continue
+            joins = "init_process_group" if helper is None else f"{dotted(init.func)}() (it joins the process group)"
             late = [c for c in facts.launch.set_device_calls if facts.index.before(init, c)]
-            early = [c for c in facts.launch.set_device_calls if facts.index.before(c, init)]
-            if early:
-                continue
             if late:
-                late_msg = "torch.cuda.set_device() runs after init_process_group: move it before"
-                pair = _siblings(facts, late[0], init)
-                if pair is None:
-                    ctx.report(late[0], late_msg, fix="none")
+                late_msg = f"torch.cuda.set_device() runs after {joins}: move it before"
+                moves, why = _hoist(facts, late[0], init)
+                if moves is None:
+                    ctx.report(late[0], f"{late_msg} ({why})", fix=NONE)
                 elif ctx.report(late[0], late_msg):
-                    ctx.plan.move_before(pair[0], pair[1], order=Order.SET_DEVICE)
+                    anchor = facts.index.site(init).stmt
+                    for stmt in moves:
+                        ctx.plan.move_before(stmt, _in_block(facts, anchor, stmt), order=Order.SET_DEVICE)
                 continue
+            message = self.message if helper is None else f"no torch.cuda.set_device(LOCAL_RANK) before {joins}"
             spawned = _is_spawn_target(facts, init)
             local = _local_rank_in_scope(ctx, init, module_level=not spawned)  # mp.spawn sets no LOCAL_RANK
             if local is None and spawned:
-                ctx.report(init, self.message + " (pass the process index of mp.spawn to set_device)", fix="none")
+                ctx.report(init, message + " (pass the process index of mp.spawn to set_device)", fix=NONE)
                 continue
-            if not ctx.report(init):
+            init_stmt = facts.index.site(init).stmt
+            if local is not None and not _bound_before(facts, local, init_stmt):
+                ctx.report(init, f"{message} (`{local}` is set only after it: set the device by hand)", fix=NONE)
+                continue
+            if local is not None and helper is None:
+                message = message.replace("set_device(LOCAL_RANK)", f"set_device({local})")
+            if not ctx.report(init, message):
                 continue
             local = local or ctx.env("LOCAL_RANK")
             torch = torch_name(ctx)
@@ -76,6 +108,118 @@ Safe: a `set_device` placed before init moves nothing but the current device of 
                 L=local,
             )
             ctx.plan.insert_before(init_stmt, stmts, order=Order.SET_DEVICE)
+
+
+def _joins(facts):
+    """(call, helper) for every place the script joins its process group: its own
+    init_process_group calls (helper None), and calls of its own modules' helpers that do."""
+    out = [(c, None) for c in facts.launch.init_calls]
+    out += [(c, dotted(c.func)) for c in facts.launch.helper_joins]
+    return sorted(out, key=lambda p: facts.index.order[p[0]])
+
+
+def _device_setters(facts):
+    """torch.cuda.set_device calls, and calls of the script's own helpers that set the device."""
+    yield from facts.launch.set_device_calls
+    for call in facts.index.calls:
+        if facts.launch.helper_does(call, SET_DEVICE):
+            yield call
+
+
+# Calls a statement may make and still move above init_process_group: they read the environment or
+# the hardware and change nothing.
+PURE_CALLS = {
+    "int",
+    "str",
+    "float",
+    "bool",
+    "len",
+    "min",
+    "max",
+    "getattr",
+    "os.environ.get",
+    "os.getenv",
+    "torch.device",
+    "torch.cuda.is_available",
+    "torch.cuda.device_count",
+}
+
+
+def _hoist(facts, set_device: cst.Call, init: cst.Call):
+    """The statements to move before the init statement so set_device runs first: the one holding
+    set_device, and before it the assignments of the names it reads that sit between the two (when
+    they only read the environment or the hardware). (None, why) when that cannot be done."""
+    pair = _siblings(facts, set_device, init)
+    if pair is None:
+        return None, "it is not in the same block as the init call: move it by hand"
+    holder, init_stmt = pair
+    body = list(facts.index.parent[holder].body)  # type: ignore[attr-defined]
+    lo, hi = body.index(init_stmt), body.index(holder)
+    need = reads(holder)
+    movers: list[cst.BaseStatement] = []
+    for j in range(hi - 1, lo - 1, -1):
+        stmt = body[j]
+        bound = binds(stmt)
+        if not conflicts(bound, need):
+            continue
+        name = next(b for b in sorted(bound) if conflicts([b], need))
+        line = facts.index.position(stmt).start.line
+        if j == lo or not _pure(facts, stmt):
+            return None, f"it reads `{name}`, set at line {line} after the process group exists"
+        movers.insert(0, stmt)
+        need |= reads(stmt)
+    moved = set().union(*(binds(m) for m in movers)) if movers else set()
+    for j in range(lo, hi):
+        stmt = body[j]
+        if stmt not in movers and (conflicts(moved, reads(stmt)) or conflicts(moved, binds(stmt))):
+            line = facts.index.position(stmt).start.line
+            return None, f"moving what it reads up would change line {line}"
+    return [*movers, holder], None
+
+
+def _pure(facts, stmt: cst.CSTNode) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for call in calls_in(stmt):
+        q = facts.names.call_qual(call) or ""
+        if q not in PURE_CALLS and not (
+            method_name(call) == "format" and isinstance(call.func.value, cst.SimpleString)
+        ):  # type: ignore[attr-defined]
+            return False
+    return True
+
+
+def _in_block(facts, anchor: cst.CSTNode, stmt: cst.CSTNode) -> cst.CSTNode:
+    """The statement of `stmt`'s block that holds `anchor` (what a move goes before)."""
+    block = facts.index.parent[stmt]
+    for node in (anchor, *facts.index.ancestors(anchor)):
+        if facts.index.parent.get(node) is block:
+            return node
+    return anchor
+
+
+def _bound_before(facts, name: str, stmt: cst.CSTNode) -> bool:
+    """Is `name` (a variable ddpfix did not introduce) bound before `stmt` runs: a parameter of its
+    function, an assignment before it in that function, or a module-level binding before the point
+    where module-level execution reaches it?"""
+    if name not in facts.index.identifiers:
+        return True  # ddpfix's own constant: placed before whatever reads it
+    head = name.split(".")[0]
+    func = facts.index.enclosing(stmt, cst.FunctionDef)
+    if isinstance(func, cst.FunctionDef):
+        if any(p.name.value == head for p in _all_params(func)):
+            return True
+        if any(facts.index.before(s.stmt, stmt) for s in facts.names.assignments(func, name)):
+            return True
+        if facts.names.assignments(func, name) or facts.names.assignments(func, head):
+            return False  # a local of the function, set only later
+    first = facts.flow.first_binding([name, head])
+    return first is not None and first < facts.flow.runs_at(stmt)
+
+
+def _all_params(func: cst.FunctionDef):
+    p = func.params
+    yield from (*p.posonly_params, *p.params, *p.kwonly_params)
 
 
 def _siblings(facts, set_device: cst.Call, init: cst.Call):
@@ -127,6 +271,11 @@ def _local_rank_in_scope(ctx: Context, node: cst.CSTNode, *, module_level: bool 
         for p in func.params.params:
             if re.fullmatch(r"(local_rank|gpu|gpu_id|device_id)", p.name.value):
                 return p.name.value
+    if "local_rank" in facts.launch.options.by_dest:  # the script's own --local_rank, read where it joins
+        for test in facts.launch.tests_around(node):
+            for name in reads(test):
+                if name.endswith(".local_rank"):
+                    return name
     for s in facts.module.body if module_level else ():
         value = assigned_value(s)
         if value is not None and "LOCAL_RANK" in code_of(value) and len(assign_targets(s)) == 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.flow import handle_of
+from ..analysis.values import handle_of
 from ..edits import set_epoch_statements
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule

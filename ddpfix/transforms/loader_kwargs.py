@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis import Loader
-from ..analysis.flow import handle_of
+from ..analysis.values import handle_of
 from ..rule import Context, Order
 from ..syntax import code_of, loop_variable
 
