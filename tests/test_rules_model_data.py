@@ -416,14 +416,24 @@ def test_ddp308_separate_wrapper_name_goes_back_to_the_model():
     assert "print(model.score(torch.randn(2, 2)), model.fc.weight.shape)" in out
 
 
-def test_ddp308_wrapper_passed_to_a_helper_is_diagnostic_only():
-    diags = found(net(), "DDP308")
-    assert [(d.fix, d.line) for d in diags] == [("none", net().splitlines().index("    return net.score(x)") + 1)]
+def test_ddp308_wrapper_passed_to_a_helper_passes_the_model():
+    [d] = found(net(), "DDP308")
+    assert (d.fix, d.line) == ("safe", net().splitlines().index("    print(evaluate(ddp_model, torch.randn(2, 2)))") + 1)
+    out = fixed(net(), "DDP308")
+    assert "    print(evaluate(model, torch.randn(2, 2)))" in out and "return net.score(x)" in out
+
+
+def test_ddp308_wrapper_passed_to_a_helper_that_trains_is_diagnostic_only():
+    src = net().replace("    return net.score(x)", "    net.score(x).backward()")
+    [d] = found(src, "DDP308")
+    assert d.fix == "none" and "trains" in d.message
 
 
 def test_ddp308_module_api_and_dot_module_are_left_alone():
     src = net(after="    ddp_model.train()\n    print(ddp_model.module.score(torch.randn(2, 2)))")
-    assert [d for d in found(src, "DDP308") if d.fix != "none"] == []
+    lines = src.splitlines()
+    flagged = {lines[d.line - 1].strip() for d in found(src, "DDP308")}
+    assert flagged == {"print(evaluate(ddp_model, torch.randn(2, 2)))"}
 
 
 def test_ddp309_forward_through_module_in_training_loop():

@@ -11,6 +11,7 @@ index; each part of the analysis is built the first time a rule asks for it, and
     facts.launch     entry point, process-group calls, torchrun's environment         (launch.py)
     facts.ranks      the rank detector and collectives                                 (ranks.py)
     facts.wraps      how the script reaches a wrapped model's plain module             (wraps.py)
+    facts.helpers    what the helpers a model is handed to do with it        (helpers.py, model_params.py)
     facts.modules    the script's own modules, summarised            (modules.py, imports.py, summaries.py)
 """
 
@@ -22,6 +23,7 @@ from functools import cached_property
 import libcst as cst
 
 from .data import Data, Loader
+from .helpers import Helpers
 from .index import Block, Scope, Site, TreeIndex
 from .launch import Launch
 from .models import Model, Models, WrapPoint
@@ -75,6 +77,10 @@ class ScriptFacts:
     @cached_property
     def wraps(self) -> Wraps:
         return Wraps(self.index, self.names, self.models)
+
+    @cached_property
+    def helpers(self) -> Helpers:
+        return Helpers(self.index, self.names, self.training, self.modules)
 
     def is_training_script(self) -> bool:
         """Is this a script whose DDP form the rules are about: it uses torch, no other library

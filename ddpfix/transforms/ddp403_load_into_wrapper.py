@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..handles import wrappers
+from ..analysis.model_params import TRAINS
+from ..handles import handoffs, raw_at, wrappers
 from ..rule import Context, Rule
-from ..syntax import dotted, receiver
+from ..syntax import code_of, dotted, receiver
 
 
 class LoadIntoWrapper(Rule):
@@ -54,8 +55,6 @@ gets the diagnostic only (load on every rank, before wrapping).
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         handles = wrappers(ctx)
-        if not handles:
-            return
         for call in facts.names.method_calls("load_state_dict"):
             recv = receiver(call)
             handle = dotted(recv) if recv is not None else None
@@ -64,14 +63,47 @@ gets the diagnostic only (load on every rank, before wrapping).
             raw, wrap_stmt = handles[handle]
             if not facts.wraps.after_wrap(call, handle, wrap_stmt):
                 continue
+            spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
             if facts.ranks.rank_guarded(call):
                 ctx.report(
                     call,
                     f"{handle}.load_state_dict() on rank 0 only, after the DDP wrap: the other ranks keep the old weights; "
-                    f"load on every rank through {raw}, or before wrapping",
+                    f"load on every rank through {spelled or 'the plain module'}, or before wrapping",
                     fix="none",
                 )
                 continue
-            message = f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected): use {raw}.load_state_dict()"
+            if spelled is None:
+                ctx.report(
+                    call,
+                    f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected), and no name "
+                    "reaches the plain module here: keep one before wrapping and load through it",
+                    fix="none",
+                )
+                continue
+            message = f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected): use {spelled}.load_state_dict()"
             if ctx.report(call, message):
-                ctx.plan.replace(call.func, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
+                ctx.plan.replace(call.func, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
+        for hand in handoffs(ctx):
+            if hand.code != self.code:
+                continue
+            callee = code_of(hand.call.func)
+            if not hand.fixable:
+                why = (
+                    "on rank 0 only the other ranks keep the old weights"
+                    if hand.rank0
+                    else "it trains through it"
+                    if TRAINS in hand.uses
+                    else "no name reaches the plain module here"
+                )
+                ctx.report(
+                    hand.arg.value,
+                    f"{callee}() loads a state_dict into {hand.handle}, the DDP wrapper ('module.' keys expected); pass "
+                    f"the plain module on every rank ({why}: by hand)",
+                    fix="none",
+                )
+                continue
+            if ctx.report(
+                hand.arg.value,
+                f"{callee}() loads a state_dict into {hand.handle}, the DDP wrapper ('module.' keys expected): pass {hand.raw}",
+            ):
+                ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
