@@ -60,7 +60,7 @@ class ScriptFacts:
 
     @cached_property
     def models(self) -> Models:
-        return Models(self.index, self.names, self.training)
+        return Models(self.index, self.names, self.training, self.helpers)
 
     @cached_property
     def data(self) -> Data:

@@ -123,14 +123,42 @@ class Helpers:
         for call in (n for n in walk(func.body) if isinstance(n, cst.Call)):
             if self.training.parameter_receivers(call) and _optimizer_call(self.names, call):
                 models.update(self.training.parameter_receivers(call))
-        if not models:
-            return None
+        return self.returned_slot(func, models) if models else None
+
+    def returned_slot(self, func: cst.FunctionDef, names: set[str]) -> Slot | None:
+        """Where `func` returns one of `names`: "" (the value itself), a tuple position or a dict key."""
         for node in walk(func.body):
-            if isinstance(node, cst.Return) and node.value is not None:
-                slot = _slot_of(node.value, models)
+            if (
+                isinstance(node, cst.Return)
+                and node.value is not None
+                and self.index.enclosing(node, cst.FunctionDef) is func
+            ):
+                slot = _slot_of(node.value, names)
                 if slot is not None:
                     return slot
         return None
+
+    def builder_calls(self) -> list[tuple[cst.Call, Slot]]:
+        """Calls of functions (of this file or of the script's own modules) that build a model and its
+        optimizer and return the model (`model, optimizer = build(cfg)`, `{"model": net, "opt": ...}`),
+        with where the model is in what they return."""
+        out = []
+        for call in self.index.calls:
+            func = self.index.callee_of(call)
+            if func is not None:
+                if any(self.index.contains(func, site.stmt) for site in self.training.optimizer_sites):
+                    continue  # `opt = SGD(model.parameters())` in it: found from the optimizer (Models.trained)
+                slot = self._model_return(func)
+                if slot is not None:
+                    out.append((call, slot))
+                continue
+            target = self.modules.target_of(call.func)
+            if target is None or target.summary is None or target.member is None:
+                continue
+            slot = target.summary.model_returns.get(target.member)
+            if slot is not None:
+                out.append((call, slot))
+        return out
 
 
 def _optimizer_call(names: Names, call: cst.Call) -> bool:

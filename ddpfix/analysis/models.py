@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -19,13 +20,17 @@ from ..syntax import (
     method_name,
     positional,
     receiver,
+    single_small,
     walk,
 )
 from .effects import LOGGER_METHODS
 from .index import Block, Site, TreeIndex
-from .model_params import close_over
+from .model_params import Slot, close_over
 from .names import Names
 from .training import Training
+
+if TYPE_CHECKING:
+    from .helpers import Helpers
 
 DDP_NAMES = {
     "torch.nn.parallel.DistributedDataParallel",
@@ -77,7 +82,8 @@ class Model:
 
     handle: str  # "model", "self.model", "netG"
     definition: Site  # the assignment that gives the handle its final (pre-training) value
-    optimizers: list[Site]
+    optimizers: list[Site]  # the optimizers over its parameters, or the loops that update them by hand
+    built_by: cst.Call | None = None  # `build(cfg)` in `model, opt = build(cfg)`: a helper built it
 
 
 @dataclass(eq=False)
@@ -93,10 +99,11 @@ class WrapPoint:
 class Models:
     """The trained models and their wrappers."""
 
-    def __init__(self, index: TreeIndex, names: Names, training: Training) -> None:
+    def __init__(self, index: TreeIndex, names: Names, training: Training, helpers: Helpers | None = None) -> None:
         self.index = index
         self.names = names
         self.training = training
+        self.helpers = helpers
         self._wrap_points: dict[int, WrapPoint] = {}
 
     # ----------------------------------------------------------------- catalogues
@@ -118,22 +125,108 @@ class Models:
 
     # ----------------------------------------------------------------- trained models
     @cached_property
+    def manual_updates(self) -> list[tuple[Site, str]]:
+        """Updates written without an optimizer object: (the loop, the model whose parameters it
+        updates) for `for p in model.parameters(): p -= lr * p.grad` (also `p.data.add_(p.grad,
+        alpha=-lr)`, `param.data -= lr * param.grad.data`, `named_parameters()`)."""
+        out = []
+        for loop in self.index.loops:
+            if not isinstance(loop, cst.For):
+                continue
+            recv = _parameters_of(loop.iter)
+            var = _loop_param(loop)
+            if recv is None or var is None:
+                continue
+            if any(
+                _updates_with_grad(stmt, var) for stmt in walk(loop.body) if isinstance(stmt, cst.BaseSmallStatement)
+            ):
+                out.append((self.index.site(loop), recv))
+        return out
+
+    @cached_property
     def trained(self) -> list[Model]:
-        """The models the script trains, each with the handle and the definition to wrap after."""
+        """The models the script trains, each with the handle and the definition to wrap after: those
+        an optimizer updates, and those a loop of the script updates by hand (`p -= lr * p.grad`)."""
         by_handle: dict[str, Model] = {}
-        for opt in self.training.optimizer_sites:
-            for recv in self.training.parameter_receivers(opt.node):  # type: ignore[arg-type]
+        steps = [(opt, self.training.parameter_receivers(opt.node)) for opt in self.training.optimizer_sites]
+        steps += [(loop, [recv]) for loop, recv in self.manual_updates]
+        for opt, receivers in steps:
+            for recv in receivers:  # type: ignore[arg-type]
                 if recv.endswith(".module"):
                     recv = recv[: -len(".module")]
                 definition = self._definition_for(recv, opt)
                 if definition is None:
                     continue
-                handle = assign_targets(definition.stmt)[0] if len(assign_targets(definition.stmt)) == 1 else recv
-                if handle in by_handle:
-                    by_handle[handle].optimizers.append(opt)
-                else:
-                    by_handle[handle] = Model(handle, definition, [opt])
+                found = assign_targets(definition.stmt)[0] if len(assign_targets(definition.stmt)) == 1 else recv
+                for handle, site, built_by in self._lifted(found, definition):
+                    if handle in by_handle:
+                        by_handle[handle].optimizers.append(opt)
+                    else:
+                        by_handle[handle] = Model(handle, site, [opt], built_by)
+        for call, slot in self.helpers.builder_calls() if self.helpers is not None else ():
+            found = self._receiver_of(call, slot)
+            if found is not None and found[0] not in by_handle and self._trains_after(call):
+                by_handle[found[0]] = Model(found[0], found[1], [self.index.site(call)], call)
         return list(by_handle.values())
+
+    def _lifted(self, handle: str, definition: Site) -> list[tuple[str, Site, cst.Call | None]]:
+        """A model a function of this file builds and returns (`return model, optimizer`) is wrapped
+        where it is called (`model, optimizer = build(cfg)`), in each caller that goes on to train."""
+        func = definition.func
+        same = [(handle, definition, None)]
+        if func is None or self.helpers is None or "." in handle:
+            return same
+        slot = self.helpers.returned_slot(func, {handle})
+        if slot is None:
+            return same
+        out = []
+        for call in self.index.callers_of(func):
+            found = self._receiver_of(call, slot)
+            if found is not None and self._trains_after(call):
+                out.append((found[0], found[1], call))
+        return out or same
+
+    def _trains_after(self, call: cst.Call) -> bool:
+        scope = self.index.scope_of(call)
+        return self.training.reaches_training(scope)
+
+    def _receiver_of(self, call: cst.Call, slot: Slot) -> tuple[str, Site] | None:
+        """The caller's name for the model a builder returns at `slot`, and the statement that binds it:
+        `model = build()`, `model, opt = build()`, `model = build()["model"]`, or `parts = build()` then
+        `model, opt = parts["model"], parts["opt"]`."""
+        site = self.index.site(call)
+        small = single_small(site.stmt)
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            return None
+        target, value = small.targets[0].target, small.value
+        if value is call:
+            if slot == "" and dotted(target):
+                return dotted(target), site  # type: ignore[return-value]
+            if isinstance(slot, int) and isinstance(target, (cst.Tuple, cst.List)) and slot < len(target.elements):
+                name = dotted(target.elements[slot].value)
+                return (name, site) if name else None
+            if isinstance(slot, str) and isinstance(target, cst.Name):
+                return self._key_taken(site, target.value, slot)
+            return None
+        if isinstance(slot, str) and _subscript_key(value) == (call, slot) and dotted(target):
+            return dotted(target), site  # type: ignore[return-value]
+        return None
+
+    def _key_taken(self, site: Site, parts: str, key: str) -> tuple[str, Site] | None:
+        """`model = parts["model"]` or `model, opt = parts["model"], parts["opt"]` after `parts = build()`."""
+        body = list(site.block.body)
+        for stmt in body[body.index(site.stmt) + 1 :]:
+            small = single_small(stmt)
+            if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+                continue
+            target, value = small.targets[0].target, small.value
+            if _subscript_key(value, parts) == (parts, key) and dotted(target):
+                return dotted(target), self.index.site(stmt)  # type: ignore[return-value]
+            if isinstance(value, cst.Tuple) and isinstance(target, cst.Tuple):
+                for el, tgt in zip(value.elements, target.elements):
+                    if _subscript_key(el.value, parts) == (parts, key) and dotted(tgt.value):
+                        return dotted(tgt.value), self.index.site(stmt)  # type: ignore[return-value]
+        return None
 
     def _definition_for(self, recv: str, opt: Site) -> Site | None:
         """Where the model reaches its final handle before training.
@@ -256,6 +349,21 @@ class Models:
         anchor_idx = next(i for i, s in enumerate(body) if s is anchor)
         moves = [s for s in pending if next(i for i, b in enumerate(body) if b is s) < anchor_idx]
         return WrapPoint(anchor, d.block, moves, blocked)
+
+    def moved_with(self, model: Model, anchor: cst.CSTNode, device: str) -> bool:
+        """Is the model moved with `device` (`.to(device)`) by its definition or a statement after it, up
+        to `anchor`? Only then does the device variable tell where the model is."""
+        body = list(model.definition.block.body)
+        start = next(i for i, s in enumerate(body) if s is model.definition.stmt)
+        end = next((i for i, s in enumerate(body) if s is anchor), start)
+        for i, stmt in enumerate(body[start : end + 1]):
+            for call in calls_in(stmt):
+                if method_name(call) not in ("to", "cuda") or not any(mentions(a.value, device) for a in call.args):
+                    continue
+                recv = receiver(call)
+                if i == 0 or (recv is not None and dotted(recv) == model.handle):
+                    return True
+        return False
 
     def use_of(self, stmt: cst.BaseStatement, handle: str) -> str:
         """ "prep" (moves/loads/converts the model), "use" (runs or hands it on), or "benign" (prints it)."""
@@ -398,6 +506,60 @@ class Models:
 
     def _is_torch_device(self, value: cst.BaseExpression | None) -> bool:
         return isinstance(value, cst.Call) and self.names.call_qual(value) == "torch.device"
+
+
+def _subscript_key(value: cst.BaseExpression, name: str | None = None) -> tuple[object, str] | None:
+    """(the subscripted call or name, the string key) for `build()["model"]` / `parts["model"]`."""
+    if not isinstance(value, cst.Subscript) or len(value.slice) != 1:
+        return None
+    index = value.slice[0].slice
+    if not isinstance(index, cst.Index) or not isinstance(index.value, cst.SimpleString):
+        return None
+    key = index.value.evaluated_value
+    if not isinstance(key, str):
+        return None
+    if name is not None:
+        return (name, key) if dotted(value.value) == name else None
+    return value.value, key
+
+
+def _parameters_of(expr: cst.BaseExpression) -> str | None:
+    """`model` for `model.parameters()`, `model.named_parameters()`, `list(model.parameters())`."""
+    if isinstance(expr, cst.Call) and dotted(expr.func) in ("list", "tuple") and expr.args:
+        expr = expr.args[0].value
+    if isinstance(expr, cst.Call) and method_name(expr) in ("parameters", "named_parameters"):
+        recv = receiver(expr)
+        return dotted(recv) if recv is not None else None
+    return None
+
+
+def _loop_param(loop: cst.For) -> str | None:
+    """The parameter variable of `for p in ...` / `for name, p in ...named_parameters()`."""
+    target = loop.target
+    if isinstance(target, cst.Name):
+        return target.value
+    if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name):
+        return target.elements[1].value.value
+    return None
+
+
+UPDATE_METHODS = {"add_", "sub_", "copy_", "addcdiv_", "addcmul_", "mul_"}
+
+
+def _updates_with_grad(small: cst.BaseSmallStatement, var: str) -> bool:
+    """`p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`, `p.data = p.data - lr * p.grad`: an
+    in-place change of the parameter `var` computed from a gradient."""
+    if not any(isinstance(n, cst.Attribute) and n.attr.value == "grad" for n in walk(small)):
+        return False
+    if isinstance(small, cst.AugAssign):
+        return dotted(small.target) in (var, f"{var}.data")
+    if isinstance(small, cst.Assign):
+        return any(dotted(t.target) == f"{var}.data" for t in small.targets)
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        call = small.value
+        recv = receiver(call)
+        return method_name(call) in UPDATE_METHODS and recv is not None and dotted(recv) in (var, f"{var}.data")
+    return False
 
 
 def argument_for(func: cst.FunctionDef, call: cst.Call, param: str) -> cst.BaseExpression | None:

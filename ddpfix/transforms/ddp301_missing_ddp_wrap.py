@@ -70,6 +70,16 @@ Safe: a plain run skips the wrap.
                 D=ctx.env("DISTRIBUTED"),
                 ddp=ddp,
                 L=ctx.env("LOCAL_RANK"),
-                cuda=cuda_test(ctx, model.handle, point.anchor),
+                cuda=_cuda(ctx, model, point.anchor),
             )
             ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)
+
+
+def _cuda(ctx: Context, model, anchor) -> str:
+    """The script's `device.type == "cuda"` when the model is moved with that device before the wrap;
+    else the model's own parameters tell (`next(model.parameters()).is_cuda`): a model built by a
+    helper, or kept on the CPU beside a device variable, gets `device_ids` only on CUDA."""
+    dev = ctx.facts.models.device_var(anchor)
+    if dev is not None and dev[1] and not ctx.facts.models.moved_with(model, anchor, dev[0]):
+        return f"next({model.handle}.parameters()).is_cuda"
+    return cuda_test(ctx, model.handle, anchor)
