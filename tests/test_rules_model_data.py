@@ -219,14 +219,47 @@ def test_ddp302_is_unsafe_and_not_applied_by_default():
     assert "DataParallel" in fixed(src, "DDP302")
 
 
-def test_ddp302_shared_if_block_is_diagnostic_only():
+def test_ddp302_shared_if_block_keeps_the_rest_and_wraps_after_it():
     src = script(
         DP.format(
             wrap="    if torch.cuda.device_count() > 1:\n        print('gpus')\n        model = nn.DataParallel(model)"
         )
     )
     [d] = found(src, "DDP302")
+    assert d.fix == "unsafe"
+    out = fixed(src, "DDP302", unsafe_fixes=True)
+    assert (
+        "    if torch.cuda.device_count() > 1:\n        print('gpus')\n    raw_model = model\n    if DISTRIBUTED:\n"
+        '        model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)\n' in out
+    )
+
+
+def test_ddp302_dead_code_and_flags_become_one_wrap():
+    wrap = (
+        "    if False:\n        model = nn.DataParallel(model)\n"
+        "    if args.data_parallel:  # off by default\n        model = nn.DataParallel(model)"
+    )
+    out = fixed(script(DP.format(wrap=wrap)), "DDP302", unsafe_fixes=True)
+    assert "nn.DataParallel" not in out and "if False" not in out and "args.data_parallel" not in out
+    assert out.count("DDP(model") == 1 and out.count("raw_model = model") == 1
+
+
+def test_ddp302_model_used_after_it_in_its_block_is_diagnostic_only_and_unsharded():
+    wrap = "    if torch.cuda.device_count() > 1:\n        model = nn.DataParallel(model)\n        print(model.module)"
+    src = (
+        script(DP.format(wrap=wrap))
+        .replace(
+            "    opt = torch.optim.SGD",
+            "    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=2, shuffle=True)\n    opt = torch.optim.SGD",
+        )
+        .replace("    for step in range(2):\n", "    for epoch in range(2):\n      for (xb,) in loader:\n")
+    )
+    [d] = found(src, "DDP302")
     assert d.fix == "none"
+    [s] = found(src, "DDP201")
+    assert s.fix == "none"
+    out = fixed(src, "DDP302", "DDP201", unsafe_fixes=True)
+    assert "DistributedSampler(" not in out and "nn.DataParallel(model)" in out
 
 
 def test_ddp207_dataparallel_batch_is_reported():
@@ -418,7 +451,10 @@ def test_ddp308_separate_wrapper_name_goes_back_to_the_model():
 
 def test_ddp308_wrapper_passed_to_a_helper_passes_the_model():
     [d] = found(net(), "DDP308")
-    assert (d.fix, d.line) == ("safe", net().splitlines().index("    print(evaluate(ddp_model, torch.randn(2, 2)))") + 1)
+    assert (d.fix, d.line) == (
+        "safe",
+        net().splitlines().index("    print(evaluate(ddp_model, torch.randn(2, 2)))") + 1,
+    )
     out = fixed(net(), "DDP308")
     assert "    print(evaluate(model, torch.randn(2, 2)))" in out and "return net.score(x)" in out
 

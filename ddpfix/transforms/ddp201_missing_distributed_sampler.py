@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis import Loader
+from ..analysis.dataparallel import dataparallel_conversions
 from ..edits import set_epoch_statements, with_kwarg
 from ..rule import Context, Order, Rule
 from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, loop_variable, positional
@@ -56,7 +57,19 @@ diagnostic only.
         # nn.DataParallel (its conversion, DDP302, is an unsafe fix) would train per-rank copies.
         # So with a DataParallel model the sampler is as unsafe as that conversion, in check and fix alike.
         dataparallel = any(facts.models.dataparallel(m) is not None for m in facts.models.trained)
+        # A DataParallel that DDP302 cannot convert stays: sharding the data then trains N unsynchronised copies.
+        stuck = dataparallel and any(
+            c.blocker is not None for c in dataparallel_conversions(facts.index, facts.names, facts.models)
+        )
         for loader, batch_loop in facts.data.training_loaders:
+            if stuck:
+                ctx.report(
+                    loader.site.node,
+                    "training DataLoader without a DistributedSampler; the model is still nn.DataParallel, which "
+                    "cannot be converted automatically (DDP302): convert it to DDP by hand, then shard the data",
+                    fix="none",
+                )
+                continue
             if dataparallel and not ctx.unsafe_fixes:
                 ctx.report(
                     loader.site.node,

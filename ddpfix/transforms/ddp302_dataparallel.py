@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.models import DP_NAMES, moves_device
+from ..analysis.dataparallel import dataparallel_conversions
 from ..diagnostic import UNSAFE
 from ..edits import cuda_test
 from ..handles import raw_handle
 from ..plan import PlannedWrap
 from ..rule import Context, Order, Rule
-from ..syntax import assign_targets, assigned_value, code_of, dotted, kwarg, mentions, positional, walk
+from ..syntax import dotted, walk
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 
@@ -64,37 +64,19 @@ other statements.
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         models = {m.handle: m for m in facts.models.trained}
-        for call in facts.names.calls_matching(lambda q: q in DP_NAMES):
-            site = facts.index.site(call)
-            stmt = site.stmt
-            value = assigned_value(stmt)
-            targets = assign_targets(stmt)
-            module = positional(call, 0) or kwarg(call, "module")
-            if (
-                len(targets) != 1
-                or value is None
-                or module is None
-                or not _chain_holds(value, call)
-                or facts.index.in_one_line_suite(stmt)
-            ):
-                ctx.report(call, fix="none")
+        for conv in dataparallel_conversions(facts.index, facts.names, facts.models):
+            if conv.blocker is not None or conv.handle is None:
+                for line in conv.lines:
+                    why = "" if conv.blocker in (None, "shape") else f" ({conv.blocker})"
+                    ctx.report(line.call, self.message + why, fix="none")
                 continue
-            handle = targets[0]
-            target = stmt
-            owner = facts.index.parent.get(site.block)
-            if isinstance(owner, cst.If) and owner.body is site.block:
-                if len(site.block.body) != 1 or owner.orelse is not None:
-                    ctx.report(call, self.message + " (the wrap shares its if block: convert it by hand)", fix="none")
-                    continue
-                target = owner  # `if torch.cuda.device_count() > 1:` goes: torchrun decides the process count
-            if not ctx.report(call, f"{self.message}; DataParallel's batch is global, DDP's is per process"):
+            handle = conv.handle
+            applied = [ctx.report(line.call, f"{self.message}; {BATCH}") for line in conv.lines]
+            if not all(applied):
                 continue
             model = models.get(handle)
             raw = raw_handle(ctx, model) if model is not None else ctx.plan.fresh("raw_model")
-            unwrapped = code_of(value.deep_replace(call, module.value))  # type: ignore[arg-type]
-            lines = [] if unwrapped == handle else [f"{handle} = {unwrapped}"]
-            lines.append(f"{raw} = {handle}")
-            before = ctx.plan.statements("\n".join(lines))
+            last = conv.lines[-1]
             wrap = ctx.plan.statements(
                 """
                 if {D}:
@@ -104,62 +86,41 @@ other statements.
                 m=handle,
                 ddp=ctx.plan.ref(DDP, "DDP"),
                 L=ctx.env("LOCAL_RANK"),
-                cuda=cuda_test(ctx, handle, target),
+                cuda=cuda_test(ctx, handle, last.top),
             )[0]
-            if isinstance(stmt, cst.SimpleStatementLine) and target is stmt and isinstance(wrap, cst.If):
-                wrap = wrap.with_changes(
-                    body=wrap.body.with_changes(header=stmt.trailing_whitespace)
-                )  # keep a trailing comment
-            later = _later_device_move(facts, target, handle)
-            if later is not None and unwrapped == handle:
-                # `model = nn.DataParallel(model)` then `model.to(device)`: DDP must wrap the moved
-                # module, so the DataParallel line goes and the wrap follows the move
-                ctx.plan.moved.add(target)
-                ctx.plan.insert_after(later, [*before, wrap.with_changes(leading_lines=[])], order=Order.WRAP)
-                target = later
-            else:
-                ctx.plan.insert_before(target, before, order=Order.WRAP)
-                ctx.plan.replace(target, lambda n, wrap=wrap: wrap.with_changes(leading_lines=n.leading_lines))
-            ctx.plan.wraps[handle] = PlannedWrap(raw, target)
+            for line in conv.lines[:-1]:
+                _drop(ctx, line, handle)
+            if conv.later is not None or not last.whole:
+                _drop(ctx, last, handle)
+                ctx.plan.insert_after(conv.target, [*ctx.plan.statements(f"{raw} = {handle}"), wrap], order=Order.WRAP)
+            else:  # the line (or the if it alone filled) becomes the wrap, keeping its place and comments
+                lines = [] if last.unwrapped == handle else [f"{handle} = {last.unwrapped}"]
+                ctx.plan.insert_before(
+                    last.top, ctx.plan.statements("\n".join([*lines, f"{raw} = {handle}"])), order=Order.WRAP
+                )
+                if last.top is last.stmt and isinstance(last.stmt, cst.SimpleStatementLine):
+                    wrap = wrap.with_changes(body=wrap.body.with_changes(header=last.stmt.trailing_whitespace))
+                ctx.plan.replace(last.top, lambda n, wrap=wrap: wrap.with_changes(leading_lines=n.leading_lines))
+            ctx.plan.wraps[handle] = PlannedWrap(raw, conv.target)
             for node in walk(facts.module):  # model.module: a plain run has no .module any more
                 if (
                     isinstance(node, cst.Attribute)
                     and dotted(node) == f"{handle}.module"
-                    and facts.wraps.after_wrap(node, handle, target)
+                    and facts.wraps.after_wrap(node, handle, conv.target)
                 ):
                     ctx.plan.replace(node, lambda n, raw=raw: cst.parse_expression(raw))
 
 
-def _later_device_move(facts, target: cst.CSTNode, handle: str) -> cst.BaseStatement | None:
-    """The last statement after `target` in its block that moves `handle` to a device, before the
-    model is first used (`model = model.to(device)`, `model.cuda()`)."""
-    block = facts.index.parent.get(target)
-    body = list(getattr(block, "body", []))
-    idx = next((i for i, s in enumerate(body) if s is target), None)
-    if idx is None:
-        return None
-    found = None
-    for stmt in body[idx + 1 :]:
-        if isinstance(stmt, (cst.For, cst.While)):
-            break
-        if not mentions(stmt, handle):
-            continue
-        kind = facts.models.use_of(stmt, handle)
-        if kind == "use":
-            break
-        if kind == "prep" and moves_device(stmt, handle):
-            found = stmt
-    return found
+BATCH = "DataParallel's batch is global, DDP's is per process"
 
 
-def _chain_holds(value: cst.BaseExpression, call: cst.Call) -> bool:
-    """`DataParallel(m)`, `DataParallel(m).to(device)`, `DataParallel(m).cuda()`: the wrap and device moves only."""
-    while value is not call:
-        if not (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value in ("to", "cuda")
-        ):
-            return False
-        value = value.func.value
-    return True
+def _drop(ctx: Context, line, handle: str) -> None:
+    """A DataParallel line that the one wrap replaces: it goes (with the `if` it alone filled), or
+    keeps its device move (`model = model.to(device)`)."""
+    if line.whole:
+        ctx.plan.moved.add(line.top)
+    elif line.delete is not None:
+        ctx.plan.moved.add(line.delete)
+    else:
+        stmt = ctx.plan.statements(f"{handle} = {line.unwrapped}")[0]
+        ctx.plan.replace(line.stmt, lambda n, stmt=stmt: stmt.with_changes(leading_lines=n.leading_lines))
