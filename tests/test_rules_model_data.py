@@ -398,9 +398,76 @@ def test_ddp307_condition_computed_in_the_loop_is_diagnostic_only():
     assert d.fix == "none"
 
 
-def test_ddp307_existing_no_sync_is_left_alone():
-    body = "        with model.no_sync():\n            model(torch.randn(4, 2)).sum().backward()\n        if (i + 1) % 4 == 0:\n            opt.step()"
+def test_ddp307_existing_no_sync_on_the_right_micro_steps_is_left_alone():
+    body = "        if (i + 1) % 4 != 0:\n            with model.no_sync():\n                model(torch.randn(4, 2)).sum().backward()\n        else:\n            model(torch.randn(4, 2)).sum().backward()\n        if (i + 1) % 4 == 0:\n            opt.step()"
     assert found(script(ACCUM.format(body=body)), "DDP307") == []
+
+
+INNER = """
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    accum = 4
+    for step in range(3):
+        for micro in range(accum):
+{body}
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_ddp307_inner_micro_step_loop_syncs_on_its_last_iteration():
+    body = "            loss = model(torch.randn(4, 2)).sum() / accum\n            loss.backward()"
+    src = script(INNER.format(body=body))
+    [d] = found(src, "DDP307")
+    assert d.fix == "safe"
+    out = fixed(src, "DDP307")
+    assert (
+        "        for micro in range(accum):\n            model.require_backward_grad_sync = micro == accum - 1\n" in out
+    )
+    assert found(out, "DDP307") == []
+
+
+def test_ddp307_inner_loop_over_chunks_uses_their_count():
+    src = script(INNER.format(body="            model(torch.randn(4, 2)).sum().backward()")).replace(
+        "        for micro in range(accum):", "        for k, chunk in enumerate(chunks):"
+    )
+    out = fixed(src.replace("    accum = 4\n", "    accum = 4\n    chunks = [1, 2]\n"), "DDP307")
+    assert "model.require_backward_grad_sync = k == len(chunks) - 1" in out
+
+
+def test_ddp307_inner_loop_with_break_is_diagnostic_only():
+    body = "            model(torch.randn(4, 2)).sum().backward()\n            if micro > 5:\n                break"
+    [d] = found(script(INNER.format(body=body)), "DDP307")
+    assert d.fix == "none"
+
+
+def test_ddp307_no_sync_on_the_stepping_micro_step_is_reported():
+    wrong = (
+        "            if micro > 0:\n                with model.no_sync():\n"
+        "                    model(torch.randn(4, 2)).sum().backward()\n"
+        "            else:\n                model(torch.randn(4, 2)).sum().backward()"
+    )
+    [d] = found(script(INNER.format(body=wrong)), "DDP307")
+    assert d.fix == "none" and "stepping" in d.message
+    right = wrong.replace("if micro > 0:", "if micro < accum - 1:")
+    assert found(script(INNER.format(body=right)), "DDP307") == []
+    first_only = wrong.replace("if micro > 0:", "if micro == 0:")
+    assert found(script(INNER.format(body=first_only)), "DDP307") == []
+
+
+def test_ddp307_no_sync_on_every_micro_step_is_reported():
+    body = "        with model.no_sync():\n            model(torch.randn(4, 2)).sum().backward()\n        if (i + 1) % 4 == 0:\n            opt.step()"
+    [d] = found(script(ACCUM.format(body=body)), "DDP307")
+    assert d.fix == "none"
+    ok = body.replace(
+        "with model.no_sync():", "with model.no_sync() if (i + 1) % 4 != 0 else contextlib.nullcontext():"
+    )
+    assert found(script(ACCUM.format(body=ok)), "DDP307") == []
+    flag = "        model.require_backward_grad_sync = (i + 1) % 4 == 1\n        model(torch.randn(4, 2)).sum().backward()\n        if (i + 1) % 4 == 0:\n            opt.step()"
+    [d] = found(script(ACCUM.format(body=flag)), "DDP307")
+    assert d.fix == "none"
 
 
 def test_ddp307_step_every_iteration_is_not_accumulation():

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.accumulation import mentions_sync, micro_loops, unsynced_step
 from ..handles import wrappers
 from ..rule import Context, Order, Rule
-from ..syntax import assign_targets, calls_in, code_of, dotted, method_name, names_in, walk
+from ..syntax import anchor_of, calls_in, code_of, dotted
 
 
 class GradAccumWithoutNoSync(Rule):
@@ -59,37 +60,37 @@ diagnostic only. A script that already uses `no_sync` or `require_backward_grad_
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if any(n in facts.index.identifiers for n in ("no_sync", "require_backward_grad_sync")):
-            return
         handles = wrappers(ctx)
         if not handles:
             return
-        for loop in facts.index.loops:
-            if not isinstance(loop, (cst.For, cst.While)) or not isinstance(loop.body, cst.IndentedBlock):
-                continue
-            body = list(loop.body.body)
-            step_if = next((s for s in body if isinstance(s, cst.If) and _is_accum_step(s)), None)
-            if step_if is None:
-                continue
-            backward = next(
-                (c for s in body if s is not step_if for c in calls_in(s) if method_name(c) == "backward"), None
-            )
-            if backward is None:
-                continue
+        for micro in micro_loops(facts.index.loops):
+            loop = micro.loop
             handle = next((h for h in handles if any(dotted(c.func) == h for c in calls_in(loop.body))), None)
             if handle is None:
                 continue
-            before = body[: body.index(step_if)]
-            assigned = {t for s in before for n in walk(s) for t in _bound(n)}
-            if isinstance(loop, cst.While) or names_in(step_if.test) & assigned:
+            if mentions_sync(loop.body) or _sync_around(facts, loop):
+                where = unsynced_step(facts.index, micro)
+                if where is not None:
+                    node = where.item if isinstance(where, cst.WithItem) else anchor_of(where)
+                    ctx.report(
+                        node,
+                        "no_sync() covers the micro-step that steps the optimizer: the gradients accumulated since the "
+                        "last synchronised backward are never averaged and the ranks drift apart; sync on the stepping "
+                        "micro-step only",
+                        fix="none",
+                    )
+                continue
+            if micro.blocker is not None:
                 ctx.report(
-                    backward, f"{self.message}: run the non-final micro-steps under {handle}.no_sync()", fix="none"
+                    micro.backward,
+                    f"{self.message}: run the non-final micro-steps under {handle}.no_sync() ({micro.blocker})",
+                    fix="none",
                 )
                 continue
-            if not ctx.report(backward):
+            if not ctx.report(micro.backward):
                 continue
             guard = _wrap_condition(ctx, facts, handles[handle][1])
-            line = f"{handle}.require_backward_grad_sync = {code_of(step_if.test)}"
+            line = f"{handle}.require_backward_grad_sync = {micro.sync_when()}"
             if guard is None:
                 stmts = ctx.plan.statements(line)
             else:
@@ -97,20 +98,16 @@ diagnostic only. A script that already uses `no_sync` or `require_backward_grad_
             ctx.plan.prepend(loop.body, stmts, order=Order.NO_SYNC)
 
 
-def _is_accum_step(stmt: cst.If) -> bool:
-    has_mod = any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) for n in walk(stmt.test))
-    steps = any(method_name(c) == "step" for c in calls_in(stmt.body))
-    return has_mod and steps and stmt.orelse is None
-
-
-def _bound(node: cst.CSTNode) -> list[str]:
-    if isinstance(node, cst.SimpleStatementLine):
-        return assign_targets(node)
-    if isinstance(node, cst.AugAssign):
-        return [dotted(node.target) or ""]
-    if isinstance(node, (cst.For, cst.CompFor)):
-        return sorted(names_in(node.target))
-    return []
+def _sync_around(facts, loop: cst.CSTNode) -> bool:
+    """A `with model.no_sync():` around the loop, or a loop around it that decides the sync itself."""
+    for anc in facts.index.ancestors(loop):
+        if isinstance(anc, cst.FunctionDef):
+            return False
+        if isinstance(anc, cst.With) and any(mentions_sync(item) for item in anc.items):
+            return True
+        if isinstance(anc, (cst.For, cst.While)):
+            return mentions_sync(anc.body)
+    return False
 
 
 def _wrap_condition(ctx: Context, facts, wrap_stmt: cst.CSTNode) -> str | None:
