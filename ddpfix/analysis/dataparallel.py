@@ -24,7 +24,7 @@ class DpLine:
     top: cst.BaseStatement  # the outermost `if` around it (or the line itself): the wrap goes after it
     unwrapped: str  # what the line assigns without DataParallel: `model`, `model.to(device)`
     whole: bool  # `top` held nothing but this line: it goes entirely
-    delete: cst.BaseStatement | None = None  # otherwise: the line, or the `if` it alone filled
+    delete: cst.BaseStatement | None = None  # otherwise: the line, or the `if` / `elif` it alone filled
 
 
 @dataclass(eq=False)
@@ -113,8 +113,10 @@ def _line(
     gone: cst.CSTNode = stmt
     while True:
         block = index.parent.get(gone)
+        if isinstance(block, cst.If):
+            break  # an `elif` it alone filled: the elif goes
         owner = index.parent.get(block)
-        if len(getattr(block, "body", ())) > 1:
+        if isinstance(block, cst.IndentedBlock) and len(block.body) > 1:
             break
         if not (isinstance(owner, cst.If) and owner.orelse is None and owner.body is block):
             return line, "the wrap fills a branch of an if/else alone: convert it by hand"

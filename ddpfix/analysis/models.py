@@ -25,7 +25,7 @@ from ..syntax import (
 )
 from .effects import LOGGER_METHODS
 from .index import Block, Site, TreeIndex
-from .model_params import Slot, close_over
+from .model_params import FORWARD, LOAD_STATE, TRAINS, Slot, close_over
 from .names import Names
 from .training import Training
 
@@ -333,8 +333,8 @@ class Models:
                     continue
             if isinstance(stmt, (cst.For, cst.While)):
                 break
-            if not mentions(stmt, handle):
-                continue
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not mentions(stmt, handle):
+                continue  # a definition runs nothing: `def evaluate(): model.eval()` prepares no model
             kind = self.use_of(stmt, handle)
             if kind == "prep":
                 if any(mentions(stmt, n) for n in moved_names):
@@ -349,6 +349,14 @@ class Models:
         anchor_idx = next(i for i, s in enumerate(body) if s is anchor)
         moves = [s for s in pending if next(i for i, b in enumerate(body) if b is s) < anchor_idx]
         return WrapPoint(anchor, d.block, moves, blocked)
+
+    def _loads_into(self, call: cst.Call, handle: str) -> bool:
+        """`load_checkpoint(model, path)`: a helper that loads a state_dict into the model and runs nothing."""
+        if self.helpers is None:
+            return False
+        arg = next(a for a in call.args if dotted(a.value) == handle)
+        uses = self.helpers.uses(call, arg)
+        return bool(uses) and LOAD_STATE in uses and not uses & {FORWARD, TRAINS}  # type: ignore[operator]
 
     def moved_with(self, model: Model, anchor: cst.CSTNode, device: str) -> bool:
         """Is the model moved with `device` (`.to(device)`) by its definition or a statement after it, up
@@ -383,7 +391,7 @@ class Models:
                 q = self.names.call_qual(call) or ""
                 if name in BENIGN_CALLS or name.split(".")[-1] in LOGGER_METHODS:
                     continue
-                if q.endswith("convert_sync_batchnorm"):
+                if q.endswith("convert_sync_batchnorm") or self._loads_into(call, handle):
                     prep = True
                     continue
                 return "use"

@@ -120,7 +120,11 @@ def _drop(ctx: Context, line, handle: str) -> None:
     if line.whole:
         ctx.plan.moved.add(line.top)
     elif line.delete is not None:
-        ctx.plan.moved.add(line.delete)
+        outer = ctx.facts.index.parent.get(line.delete)
+        if isinstance(outer, cst.If):  # an elif: the if goes on with the elif's own else
+            ctx.plan.replace(outer, lambda n: n.with_changes(orelse=n.orelse.orelse))
+        else:
+            ctx.plan.moved.add(line.delete)
     else:
         stmt = ctx.plan.statements(f"{handle} = {line.unwrapped}")[0]
         ctx.plan.replace(line.stmt, lambda n, stmt=stmt: stmt.with_changes(leading_lines=n.leading_lines))
