@@ -20,24 +20,19 @@ from ..syntax import (
     method_name,
     positional,
     receiver,
-    single_small,
     walk,
 )
+from .classes import DDP_NAMES, DP_NAMES, SELF_RETURNING, Classes
 from .effects import LOGGER_METHODS
 from .index import Block, Site, TreeIndex
-from .model_params import FORWARD, LOAD_STATE, TRAINS, Slot, close_over
+from .model_params import FORWARD, LOAD_STATE, TRAINS
 from .names import Names
+from .trained import manual_updates, receiver_of
 from .training import Training
 
 if TYPE_CHECKING:
     from .helpers import Helpers
 
-DDP_NAMES = {
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed.DistributedDataParallel",
-    "torch.nn.DistributedDataParallel",
-}
-DP_NAMES = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
 BATCHNORM = re.compile(r"^torch\.nn\.(modules\.batchnorm\.)?BatchNorm[123]d$|^torch\.nn\.BatchNorm$")
 PREP_METHODS = {
     "to",
@@ -56,22 +51,6 @@ PREP_METHODS = {
     "tie_weights",
     "init_weights",
     "reset_parameters",
-}
-# Methods that return the module they are called on (`model = model.to(device)` keeps the same module).
-SELF_RETURNING = {
-    "to",
-    "cuda",
-    "cpu",
-    "train",
-    "eval",
-    "float",
-    "half",
-    "double",
-    "bfloat16",
-    "requires_grad_",
-    "apply",
-    "share_memory",
-    "to_empty",
 }
 BENIGN_CALLS = {"print", "len", "sum", "str", "repr", "format", "type", "isinstance", "hasattr", "getattr", "id"}
 
@@ -104,6 +83,7 @@ class Models:
         self.names = names
         self.training = training
         self.helpers = helpers
+        self.classes = Classes(index, names)
         self._wrap_points: dict[int, WrapPoint] = {}
 
     # ----------------------------------------------------------------- catalogues
@@ -126,22 +106,8 @@ class Models:
     # ----------------------------------------------------------------- trained models
     @cached_property
     def manual_updates(self) -> list[tuple[Site, str]]:
-        """Updates written without an optimizer object: (the loop, the model whose parameters it
-        updates) for `for p in model.parameters(): p -= lr * p.grad` (also `p.data.add_(p.grad,
-        alpha=-lr)`, `param.data -= lr * param.grad.data`, `named_parameters()`)."""
-        out = []
-        for loop in self.index.loops:
-            if not isinstance(loop, cst.For):
-                continue
-            recv = _parameters_of(loop.iter)
-            var = _loop_param(loop)
-            if recv is None or var is None:
-                continue
-            if any(
-                _updates_with_grad(stmt, var) for stmt in walk(loop.body) if isinstance(stmt, cst.BaseSmallStatement)
-            ):
-                out.append((self.index.site(loop), recv))
-        return out
+        """Loops that update a model's parameters by hand, and that model (trained.py)."""
+        return manual_updates(self.index)
 
     @cached_property
     def trained(self) -> list[Model]:
@@ -164,7 +130,7 @@ class Models:
                     else:
                         by_handle[handle] = Model(handle, site, [opt], built_by)
         for call, slot in self.helpers.builder_calls() if self.helpers is not None else ():
-            found = self._receiver_of(call, slot)
+            found = receiver_of(self.index, call, slot)
             if found is not None and found[0] not in by_handle and self._trains_after(call):
                 by_handle[found[0]] = Model(found[0], found[1], [self.index.site(call)], call)
         return list(by_handle.values())
@@ -181,7 +147,7 @@ class Models:
             return same
         out = []
         for call in self.index.callers_of(func):
-            found = self._receiver_of(call, slot)
+            found = receiver_of(self.index, call, slot)
             if found is not None and self._trains_after(call):
                 out.append((found[0], found[1], call))
         return out or same
@@ -189,44 +155,6 @@ class Models:
     def _trains_after(self, call: cst.Call) -> bool:
         scope = self.index.scope_of(call)
         return self.training.reaches_training(scope)
-
-    def _receiver_of(self, call: cst.Call, slot: Slot) -> tuple[str, Site] | None:
-        """The caller's name for the model a builder returns at `slot`, and the statement that binds it:
-        `model = build()`, `model, opt = build()`, `model = build()["model"]`, or `parts = build()` then
-        `model, opt = parts["model"], parts["opt"]`."""
-        site = self.index.site(call)
-        small = single_small(site.stmt)
-        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
-            return None
-        target, value = small.targets[0].target, small.value
-        if value is call:
-            if slot == "" and dotted(target):
-                return dotted(target), site  # type: ignore[return-value]
-            if isinstance(slot, int) and isinstance(target, (cst.Tuple, cst.List)) and slot < len(target.elements):
-                name = dotted(target.elements[slot].value)
-                return (name, site) if name else None
-            if isinstance(slot, str) and isinstance(target, cst.Name):
-                return self._key_taken(site, target.value, slot)
-            return None
-        if isinstance(slot, str) and _subscript_key(value) == (call, slot) and dotted(target):
-            return dotted(target), site  # type: ignore[return-value]
-        return None
-
-    def _key_taken(self, site: Site, parts: str, key: str) -> tuple[str, Site] | None:
-        """`model = parts["model"]` or `model, opt = parts["model"], parts["opt"]` after `parts = build()`."""
-        body = list(site.block.body)
-        for stmt in body[body.index(site.stmt) + 1 :]:
-            small = single_small(stmt)
-            if not isinstance(small, cst.Assign) or len(small.targets) != 1:
-                continue
-            target, value = small.targets[0].target, small.value
-            if _subscript_key(value, parts) == (parts, key) and dotted(target):
-                return dotted(target), self.index.site(stmt)  # type: ignore[return-value]
-            if isinstance(value, cst.Tuple) and isinstance(target, cst.Tuple):
-                for el, tgt in zip(value.elements, target.elements):
-                    if _subscript_key(el.value, parts) == (parts, key) and dotted(tgt.value):
-                        return dotted(tgt.value), self.index.site(stmt)  # type: ignore[return-value]
-        return None
 
     def _definition_for(self, recv: str, opt: Site) -> Site | None:
         """Where the model reaches its final handle before training.
@@ -404,88 +332,18 @@ class Models:
 
     # ----------------------------------------------------------------- classes
     def model_class(self, name: str, at: cst.CSTNode) -> cst.ClassDef | None:
-        """The class of this file that `name` holds at `at`: `model = Net(...).to(device)` -> Net."""
-        call = self.constructor(name, at)
-        by_name = {c.name.value: c for c in self.index.classes}
-        if call is not None and isinstance(call.func, cst.Name):
-            return by_name.get(call.func.value)
-        return None
+        """The class of this file that `name` holds at `at` (classes.py)."""
+        return self.classes.model_class(name, at)
 
-    def constructor(self, name: str, at: cst.CSTNode, _depth: int = 0) -> cst.Call | None:
-        """The call that builds the module `name` holds at `at`: `Net(...)` for `model = Net(...).to(device)`,
-        `models.Net(...)`, `build_model(cfg)`; through `ddp_model = DDP(model)` to the model's own."""
-        index, names = self.index, self.names
-        scope = index.scope_of(at)
-        defs = [s for s in names.assignments(scope, name) if not index.before(at, s.stmt)] or names.assignments(
-            index.module, name
-        )
-        if name.startswith("self.") and isinstance(index.enclosing(at, cst.ClassDef), cst.ClassDef):
-            defs = names.assignments(index.enclosing(at, cst.ClassDef), name)  # type: ignore[arg-type]
-        for site in reversed(defs):
-            value = assigned_value(site.stmt)
-            while isinstance(value, cst.Call):
-                if names.call_qual(value) in DDP_NAMES | DP_NAMES and value.args:
-                    value = value.args[0].value  # ddp_model = DDP(model)
-                    continue
-                if isinstance(value.func, cst.Attribute) and value.func.attr.value in SELF_RETURNING:
-                    value = value.func.value  # Net().to(device).train()
-                    continue
-                return value
-            if value is not None and dotted(value) is not None and dotted(value) != name and _depth < 3:
-                return self.constructor(dotted(value), site.stmt, _depth + 1)  # type: ignore[arg-type]
-        return None
+    def constructor(self, name: str, at: cst.CSTNode) -> cst.Call | None:
+        """The call that builds the module `name` holds at `at` (classes.py)."""
+        return self.classes.constructor(name, at)
 
     def class_members(self, cls: cst.ClassDef) -> tuple[set[str], set[str]]:
-        """(methods, attributes set on `self`) of a class of this file and its in-file bases."""
-        methods: set[str] = set()
-        attrs: set[str] = set()
-        by_name = {c.name.value: c for c in self.index.classes}
-        todo, seen = [cls], set()
-        while todo:
-            c = todo.pop()
-            if id(c) in seen:
-                continue
-            seen.add(id(c))
-            methods |= set(self.index.methods_of(c))
-            for n in walk(c):
-                if (
-                    isinstance(n, cst.AssignTarget)
-                    and isinstance(n.target, cst.Attribute)
-                    and dotted(n.target.value) == "self"
-                ):
-                    attrs.add(n.target.attr.value)
-            todo += [by_name[b] for b in (dotted(a.value) for a in c.bases) if b in by_name]
-        return methods, attrs
+        return self.classes.class_members(cls)
 
     def forward_like(self, cls: cst.ClassDef) -> set[str]:
-        """Methods of a class of this file (and its in-file bases) that run a forward: they call
-        `self(...)`, `self.forward(...)`, a submodule (`self.encoder(x)`), or another such method."""
-        by_name = {c.name.value: c for c in self.index.classes}
-        methods: dict[str, cst.FunctionDef] = {}
-        todo, seen = [cls], set()
-        while todo:
-            c = todo.pop()
-            if id(c) in seen:
-                continue
-            seen.add(id(c))
-            for name, method in self.index.methods_of(c).items():
-                methods.setdefault(name, method)
-            todo += [by_name[b] for b in (dotted(a.value) for a in c.bases) if b in by_name]
-        found: set[str] = set()
-        calls: dict[str, set[str]] = {}
-        for name, method in methods.items():
-            calls[name] = set()
-            for call in calls_in(method):
-                callee = dotted(call.func) or ""
-                if callee == "self":
-                    found.add(name)
-                elif callee.startswith("self.") and callee.count(".") == 1:
-                    attr = callee[len("self.") :]
-                    if attr == "forward" or attr not in methods:
-                        found.add(name)
-                    else:
-                        calls[name].add(attr)
-        return close_over(found, calls)
+        return self.classes.forward_like(cls)
 
     # ----------------------------------------------------------------- device
     def device_var(self, scope_node: cst.CSTNode) -> tuple[str, bool] | None:
@@ -514,60 +372,6 @@ class Models:
 
     def _is_torch_device(self, value: cst.BaseExpression | None) -> bool:
         return isinstance(value, cst.Call) and self.names.call_qual(value) == "torch.device"
-
-
-def _subscript_key(value: cst.BaseExpression, name: str | None = None) -> tuple[object, str] | None:
-    """(the subscripted call or name, the string key) for `build()["model"]` / `parts["model"]`."""
-    if not isinstance(value, cst.Subscript) or len(value.slice) != 1:
-        return None
-    index = value.slice[0].slice
-    if not isinstance(index, cst.Index) or not isinstance(index.value, cst.SimpleString):
-        return None
-    key = index.value.evaluated_value
-    if not isinstance(key, str):
-        return None
-    if name is not None:
-        return (name, key) if dotted(value.value) == name else None
-    return value.value, key
-
-
-def _parameters_of(expr: cst.BaseExpression) -> str | None:
-    """`model` for `model.parameters()`, `model.named_parameters()`, `list(model.parameters())`."""
-    if isinstance(expr, cst.Call) and dotted(expr.func) in ("list", "tuple") and expr.args:
-        expr = expr.args[0].value
-    if isinstance(expr, cst.Call) and method_name(expr) in ("parameters", "named_parameters"):
-        recv = receiver(expr)
-        return dotted(recv) if recv is not None else None
-    return None
-
-
-def _loop_param(loop: cst.For) -> str | None:
-    """The parameter variable of `for p in ...` / `for name, p in ...named_parameters()`."""
-    target = loop.target
-    if isinstance(target, cst.Name):
-        return target.value
-    if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name):
-        return target.elements[1].value.value
-    return None
-
-
-UPDATE_METHODS = {"add_", "sub_", "copy_", "addcdiv_", "addcmul_", "mul_"}
-
-
-def _updates_with_grad(small: cst.BaseSmallStatement, var: str) -> bool:
-    """`p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`, `p.data = p.data - lr * p.grad`: an
-    in-place change of the parameter `var` computed from a gradient."""
-    if not any(isinstance(n, cst.Attribute) and n.attr.value == "grad" for n in walk(small)):
-        return False
-    if isinstance(small, cst.AugAssign):
-        return dotted(small.target) in (var, f"{var}.data")
-    if isinstance(small, cst.Assign):
-        return any(dotted(t.target) == f"{var}.data" for t in small.targets)
-    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-        call = small.value
-        recv = receiver(call)
-        return method_name(call) in UPDATE_METHODS and recv is not None and dotted(recv) in (var, f"{var}.data")
-    return False
 
 
 def argument_for(func: cst.FunctionDef, call: cst.Call, param: str) -> cst.BaseExpression | None:

@@ -20,8 +20,9 @@ class Rank0ForwardThroughDdp(Rule):
     reads = frozenset({"wraps"})
     docs = """
 ## What
-`model(x)` (or `evaluate(model, ...)`, a helper of the script that calls it) inside an
-`if rank == 0:` block, where `model` is the `DistributedDataParallel` wrapper.
+`model(x)`, or a helper of the script (of this file or of its own modules) that runs the model's
+forward (`evaluate(model, ...)`), inside an `if rank == 0:` block, where `model` is the
+`DistributedDataParallel` wrapper.
 
 ## Why
 DDP's forward broadcasts buffers (BatchNorm statistics) and, in training mode, prepares the gradient
@@ -39,9 +40,13 @@ becomes
 if rank == 0:
     acc = evaluate(raw_model, val_loader)
 ```
+The plain module is passed at the call, spelled with a name that exists there (`self.model.module`
+in another method than the one that wrapped it).
 
 ## Fix safety
-Safe: the unwrapped module computes the same outputs without collectives.
+Safe: the unwrapped module computes the same outputs without collectives. A helper that reaches
+`.module` itself, or hands the model back (`unwrap_model(model)`), is left alone; a helper that trains
+through the model, or a call where no name reaches the plain module, gets the diagnostic only.
 """
 
     def run(self, ctx: Context) -> None:

@@ -48,7 +48,9 @@ new order. A plain run has no sampler and keeps the exact same order and random-
 
 ## Fix safety
 Safe for map-style datasets. Loaders with `batch_sampler=` or over an `IterableDataset` get the
-diagnostic only.
+diagnostic only. With a model still in `nn.DataParallel` the sampler is as unsafe as its conversion
+(DDP302), and it is not added where that conversion is not possible: sharded data without the DDP
+wrap would train unsynchronised copies.
 """
 
     def run(self, ctx: Context) -> None:

@@ -19,7 +19,10 @@ class MissingDdpWrap(Rule):
     provides = frozenset({"wraps"})
     docs = """
 ## What
-A model whose parameters an optimizer updates, with no `DistributedDataParallel(model)`.
+A model whose parameters an optimizer updates, or that the script updates by hand
+(`for p in model.parameters(): p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`), with no
+`DistributedDataParallel(model)`. Also a model a helper builds and returns (`model, optimizer =
+build(cfg)`, `return {"model": net, "opt": ...}`, of this file or of the script's own modules).
 
 ## Why
 Without the wrap each rank trains its own copy: gradients are never averaged, parameters drift
@@ -38,11 +41,15 @@ if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 ```
-The wrap goes after the model is built, moved to its device and any checkpoint is loaded, and
-before the optimizer. `raw_model` keeps a handle on the plain module for saving (no `module.`
-prefix) and for custom methods. `device_ids` is set only on CUDA (`ValueError: DistributedDataParallel
-device_ids and output_device arguments only work with single-device/multiple-device GPU modules or
-CPU modules` otherwise).
+The wrap goes after the model is built, moved to its device and any checkpoint is loaded (also by a
+helper that only loads into it), and before the optimizer. A model a helper builds is wrapped in the
+caller, after the call (`model, optimizer = build(cfg)` then the wrap). `raw_model` keeps a handle on
+the plain module for saving (no `module.` prefix) and for custom methods. `device_ids` is set only on
+CUDA (`ValueError: DistributedDataParallel device_ids and output_device arguments only work with
+single-device/multiple-device GPU modules or CPU modules` otherwise): the script's
+`device.type == "cuda"` when the model is moved with that device before the wrap, else
+`next(model.parameters()).is_cuda`. A hand-written update keeps running after the wrap and sees the
+averaged gradients.
 
 ## Fix safety
 Safe: a plain run skips the wrap.

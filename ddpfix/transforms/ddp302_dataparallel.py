@@ -24,8 +24,9 @@ class DataParallelToDdp(Rule):
     provides = frozenset({"wraps"})
     docs = """
 ## What
-`model = nn.DataParallel(model)` (also with `device_ids=`, a trailing `.to(device)` / `.cuda()`, or
-inside `if torch.cuda.device_count() > 1:`).
+`model = nn.DataParallel(model)` (also with `device_ids=`, a trailing `.to(device)` / `.cuda()`,
+inside `if torch.cuda.device_count() > 1:` with other statements, under a flag that is off by
+default, in an `elif`, or in dead code such as `if False:`).
 
 ## Why
 DataParallel is single-process and multi-threaded: it scatters every batch from GPU 0, replicates
@@ -37,6 +38,7 @@ limits the rest. PyTorch recommends DistributedDataParallel even on a single mac
 ```python
 model = Net().to(device)
 if torch.cuda.device_count() > 1:
+    print("using", torch.cuda.device_count(), "GPUs")
     model = nn.DataParallel(model)
 ...
 torch.save(model.module.state_dict(), "model.pt")
@@ -44,21 +46,28 @@ torch.save(model.module.state_dict(), "model.pt")
 becomes
 ```python
 model = Net().to(device)
+if torch.cuda.device_count() > 1:
+    print("using", torch.cuda.device_count(), "GPUs")
 raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 ...
 torch.save(raw_model.state_dict(), "model.pt")
 ```
-`model.module` (which a plain run no longer has) becomes the kept `raw_model`; the process group,
-`DistributedSampler` and the rank-0 guards come from the other rules.
+Every DataParallel line of a model gives way to one wrap, placed after the outermost `if` around
+them, so it runs whatever that test was (on a CPU machine the GPU count is 0, and a wrap left under
+it would leave N unsynchronised copies). The rest of the `if` stays; an `if` that held only the
+DataParallel line goes. `model.module` (which a plain run no longer has) becomes the kept
+`raw_model`; the process group, `DistributedSampler` and the rank-0 guards come from the other rules.
 
 ## Fix safety
 Unsafe: the batch size changes meaning. DataParallel splits one batch of `batch_size` across the
 GPUs; under DDP every process loads `batch_size` samples, so the global batch grows by the number of
 processes (see DDP207). Halve the per-process batch or scale the learning rate deliberately. A
-plain `python train.py` now runs on one GPU only. Not fixed when the wrap shares an `if` block with
-other statements.
+plain `python train.py` now runs on one GPU only. Diagnostic only, and then DDP201 shards no data
+(no process group and sampler without the wrap): a DataParallel line inside a loop, alone in a branch
+of an `if`/`else`, followed in its `if` block by code that uses the DataParallel model, or wrapping
+the same model in several places.
 """
 
     def run(self, ctx: Context) -> None:

@@ -17,45 +17,54 @@ class GradAccumWithoutNoSync(Rule):
     reads = frozenset({"wraps"})
     docs = """
 ## What
-A batch loop that calls `backward()` every iteration but steps the optimizer only every k-th one
-(`if (i + 1) % accum_steps == 0: optimizer.step()`), through a DDP-wrapped model that never uses
+Gradient accumulation through a DDP-wrapped model in one of two shapes: a batch loop that calls
+`backward()` every iteration but steps the optimizer only under `if (i + 1) % accum_steps == 0:`,
+or an inner loop of micro-steps (`for micro in range(accum_steps): ... loss.backward()`) with the
+optimizer step after it. Reported when the loop never uses `no_sync()`, and also when it does but
+on the wrong micro-steps: the micro-step that steps the optimizer (or every micro-step) runs under
 `no_sync()`.
 
 ## Why
 DDP all-reduces the gradients in every backward. During accumulation only the last micro-step's
 all-reduce is needed: averaging is linear, so the result is the same, but the script pays k times
 the communication. PyTorch's docs: run the non-final micro-steps (forward *and* backward) under
-`model.no_sync()`, "or else gradients will still be synchronized".
+`model.no_sync()`, "or else gradients will still be synchronized". The reverse is a bug: gradients
+accumulated under `no_sync()` are averaged by the next synchronised backward, so when the stepping
+micro-step does not sync, the optimizer steps on each rank's own gradients and the ranks drift apart.
 
 ## Example
 ```python
-for i, (xb, yb) in enumerate(loader):
-    loss = F.mse_loss(model(xb), yb) / accum_steps
-    loss.backward()
-    if (i + 1) % accum_steps == 0:
-        optimizer.step()
-        optimizer.zero_grad()
+for xb, yb in loader:
+    for micro in range(accum_steps):
+        loss = F.mse_loss(model(xb[micro::accum_steps]), yb[micro::accum_steps]) / accum_steps
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
 ```
 becomes
 ```python
-for i, (xb, yb) in enumerate(loader):
-    if DISTRIBUTED:
-        model.require_backward_grad_sync = (i + 1) % accum_steps == 0
-    loss = F.mse_loss(model(xb), yb) / accum_steps
-    loss.backward()
-    if (i + 1) % accum_steps == 0:
-        optimizer.step()
-        optimizer.zero_grad()
+for xb, yb in loader:
+    for micro in range(accum_steps):
+        if DISTRIBUTED:
+            model.require_backward_grad_sync = micro == accum_steps - 1
+        loss = F.mse_loss(model(xb[micro::accum_steps]), yb[micro::accum_steps]) / accum_steps
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
 ```
 Setting `require_backward_grad_sync` before the forward is exactly what `with model.no_sync():`
-does for the micro-steps it covers, without re-indenting the loop body. The step condition is copied
-verbatim, so the micro-steps that sync are the ones that step.
+does for the micro-steps it covers, without re-indenting the loop body. In the `%` shape the step
+condition is copied verbatim (`model.require_backward_grad_sync = (i + 1) % accum_steps == 0`), so
+the micro-steps that sync are the ones that step; in the inner-loop shape the last iteration syncs
+(`micro == accum_steps - 1`, `i == len(chunks) - 1` for `enumerate(chunks)`).
 
 ## Fix safety
-Safe for the recognised shape: the forward through the wrapper and `backward()` in the loop body,
-the optimizer step under an `if` whose condition uses `%` and only names known at the top of the
-iteration. Anything else (condition computed inside the loop, forward in a helper) gets the
-diagnostic only. A script that already uses `no_sync` or `require_backward_grad_sync` is left alone.
+Safe for the recognised shapes: the forward through the wrapper and `backward()` in the loop body;
+the `%` step condition over names known at the top of the iteration, or an inner loop over
+`range(n)` / `enumerate(x)` that neither breaks nor changes its count. Anything else gets the
+diagnostic only. Where the script places `no_sync()` (or sets `require_backward_grad_sync`) itself,
+its conditions are evaluated for small accumulation counts: a stepping micro-step that does not sync
+is reported (no automatic fix); conditions over other names are not judged.
 """
 
     def run(self, ctx: Context) -> None:

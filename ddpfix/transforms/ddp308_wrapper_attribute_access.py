@@ -17,15 +17,20 @@ class WrapperAttributeAccess(Rule):
     reads = frozenset({"wraps"})
     docs = """
 ## What
-A method or attribute that the model's own class defines (`model.generate(...)`, `model.encoder`,
-`model.num_classes`), used on a handle that is (or becomes, once wrapped) the
-`DistributedDataParallel` wrapper.
+An attribute that is not part of `nn.Module`'s or `DistributedDataParallel`'s public API
+(`model.generate(...)`, `model.save_pretrained(...)`, `model.init_hidden(...)`, `model.config`,
+`model.n_classes`, `model.encoder`), read through a handle that is (or becomes, once wrapped) the
+`DistributedDataParallel` wrapper: in the same function after the wrap, in a function that reads the
+module-level model (`def evaluate(): model.generate(...)`) and runs after the wrap, in a method of
+the class that holds `self.model`, or inside a helper the wrapper is handed to
+(`evaluate(model)` with `model.generate(...)` inside).
 
 ## Why
-The wrapper is a different module: it has `forward`, `parameters()`, `state_dict()` and the rest of
-`nn.Module`'s API, but not your methods or submodules. Under `torchrun` the script stops with
+The wrapper is a different module: it answers `forward`, `parameters()`, `state_dict()`, `train()`,
+`no_sync()` and the rest of the two APIs, and nothing else. Under `torchrun` the script stops with
 `AttributeError: 'DistributedDataParallel' object has no attribute 'generate'`, while a plain run
-(where the wrap is skipped) works.
+(where the wrap is skipped) works. The class of the model does not matter: one of the script's
+file, of its own modules, or of a library (`transformers`) fails the same way.
 
 ## Example
 ```python
@@ -33,20 +38,29 @@ raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 ...
+hidden = model.init_hidden(batch_size)
 samples = model.generate(prompt)
+print(evaluate(model))  # def evaluate(m): return m.score(x)
 ```
 becomes
 ```python
+hidden = raw_model.init_hidden(batch_size)
 samples = raw_model.generate(prompt)
+print(evaluate(raw_model))
 ```
 (`raw_model` is the handle kept before wrapping; for an unconditional wrap the script already had,
-`model.module`.)
+`model.module`.) The two APIs are written out from torch (`ddpfix.analysis.torch_api`; a test
+compares them with the installed torch).
 
 ## Fix safety
-Safe: the unwrapped module is the object the wrapper holds, with the same parameters. Only names the
-model's class in this file defines (methods, `self.` attributes, also of in-file base classes) are
-rewritten; attributes assigned through the wrapper itself are left alone. A use inside another
-function that receives the wrapper as a parameter gets the diagnostic only.
+Safe: the unwrapped module is the object the wrapper holds, with the same parameters. Names that
+start with `_` are rewritten only where the model's class (of this file or of the script's own
+modules) defines them; dunders and attributes set through the wrapper itself are left alone.
+Diagnostic only: a call that runs a forward (a submodule, `self(...)` or a method that does) inside
+the training step, where the plain module would bypass DDP's gradient averaging (move it into
+`forward()`); a helper that trains through the handed-in model; and a use where no name reaches the
+plain module (keep one before wrapping). A name bound again after the wrap (`model = Net()`) is no
+longer the wrapper.
 """
 
     def run(self, ctx: Context) -> None:

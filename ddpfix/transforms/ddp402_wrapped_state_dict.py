@@ -18,7 +18,9 @@ class WrappedStateDict(Rule):
     reads = frozenset({"wraps"})
     docs = """
 ## What
-`model.state_dict()` where `model` is (or becomes) the `DistributedDataParallel` wrapper.
+`model.state_dict()` where `model` is (or becomes) the `DistributedDataParallel` wrapper, or the
+wrapper handed to a helper of the script (of this file or of its own modules) that saves its
+`state_dict()` (`save_checkpoint(model, path)`).
 
 ## Why
 The wrapper's keys are `module.conv.weight`, ...; loading such a checkpoint into a plain model fails
@@ -27,15 +29,22 @@ with `Missing key(s) in state_dict: "conv.weight" ... Unexpected key(s) in state
 ## Example
 ```python
 torch.save(model.state_dict(), "checkpoint.pt")
+save_checkpoint(model, epoch, "last.pt")
 ```
 becomes
 ```python
 torch.save(raw_model.state_dict(), "checkpoint.pt")
+save_checkpoint(raw_model, epoch, "last.pt")
 ```
-(`raw_model` is the handle kept before wrapping; for a wrap the script already had, `model.module`.)
+(`raw_model` is the handle kept before wrapping; for a wrap the script already had, `model.module`,
+and in another method than the one that wrapped `self.model`, `self.model.module`.)
 
 ## Fix safety
-Safe: the unwrapped model's keys are what a plain run saves.
+Safe: the unwrapped model's keys are what a plain run saves. Helpers already handed the plain
+module (`save(model.module)`, `save(model_without_ddp)`, `save(unwrap_model(model))`) and helpers that
+unwrap it themselves are not reported. A helper that trains through the handed-in model, or a use
+where no name reaches the plain module, gets the diagnostic only. A name bound again after the wrap
+(`model = Net()`) is no longer the wrapper.
 """
 
     def run(self, ctx: Context) -> None:

@@ -18,8 +18,9 @@ class LoadIntoWrapper(Rule):
     docs = """
 ## What
 `model.load_state_dict(...)` where `model` is (or becomes, once wrapped) the
-`DistributedDataParallel` wrapper: typically restoring the best checkpoint after training, or a
-resume placed after the wrap.
+`DistributedDataParallel` wrapper, or the wrapper handed to a helper of the script (of this file or
+of its own modules) that loads into it (`load_checkpoint(model, path)`): typically restoring the best
+checkpoint after training, or a resume placed after the wrap.
 
 ## Why
 The wrapper's keys are `module.fc.weight`, ...; a checkpoint saved by a plain run (or through the
@@ -38,18 +39,23 @@ if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 ...
 model.load_state_dict(torch.load("best.pt", map_location=device))
+epoch = load_checkpoint(model, "last.pt")
 ```
 becomes
 ```python
 raw_model.load_state_dict(torch.load("best.pt", map_location=device))
+epoch = load_checkpoint(raw_model, "last.pt")
 ```
 (`raw_model` is the handle kept before wrapping; for an unconditional wrap the script already had,
-`model.module`.) Loads before the wrap are already correct and are left alone.
+`model.module`.) Loads before the wrap are already correct and are left alone; a helper that only
+loads into the model counts as a preparation, so the wrap goes after it.
 
 ## Fix safety
 Safe: the unwrapped model takes exactly the keys a plain run saves, in both launch modes, and DDP
-shares its parameters, so the wrapper sees the loaded weights. A rank-0-only load after the wrap
-gets the diagnostic only (load on every rank, before wrapping).
+shares its parameters, so the wrapper sees the loaded weights. Diagnostic only: a rank-0-only load
+after the wrap (load on every rank, before wrapping), a helper that trains through the model, and a
+use where no name reaches the plain module. A name bound again after the wrap (`model = Net()`,
+`model = load_model(path)`) is no longer the wrapper and is left alone.
 """
 
     def run(self, ctx: Context) -> None:
