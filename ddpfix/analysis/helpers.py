@@ -143,22 +143,34 @@ class Helpers:
         optimizer and return the model (`model, optimizer = build(cfg)`, `{"model": net, "opt": ...}`),
         with where the model is in what they return."""
         out = []
+        by_func: dict[object, Slot | None] = {}
         for call in self.index.calls:
+            value = self.index.parent.get(call)
+            if isinstance(value, cst.Subscript):
+                value = self.index.parent.get(value)
+            if not isinstance(value, cst.Assign):
+                continue  # what a builder returns is bound to a name
             func = self.index.callee_of(call)
-            if func is not None:
-                if any(self.index.contains(func, site.stmt) for site in self.training.optimizer_sites):
-                    continue  # `opt = SGD(model.parameters())` in it: found from the optimizer (Models.trained)
-                slot = self._model_return(func)
-                if slot is not None:
-                    out.append((call, slot))
+            key: object = func if func is not None else dotted(call.func)
+            if key is None:
                 continue
-            target = self.modules.target_of(call.func)
-            if target is None or target.summary is None or target.member is None:
-                continue
-            slot = target.summary.model_returns.get(target.member)
+            if key not in by_func:
+                by_func[key] = self._builds(func) if func is not None else self._module_builds(call)
+            slot = by_func[key]
             if slot is not None:
                 out.append((call, slot))
         return out
+
+    def _builds(self, func: cst.FunctionDef) -> Slot | None:
+        if any(self.index.contains(func, site.stmt) for site in self.training.optimizer_sites):
+            return None  # `opt = SGD(model.parameters())` in it: found from the optimizer (Models.trained)
+        return self._model_return(func)
+
+    def _module_builds(self, call: cst.Call) -> Slot | None:
+        target = self.modules.target_of(call.func)
+        if target is None or target.summary is None or target.member is None:
+            return None
+        return target.summary.model_returns.get(target.member)
 
 
 def _optimizer_call(names: Names, call: cst.Call) -> bool:
