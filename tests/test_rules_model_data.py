@@ -455,6 +455,13 @@ def test_ddp307_no_sync_on_the_stepping_micro_step_is_reported():
     assert found(script(INNER.format(body=right)), "DDP307") == []
     first_only = wrong.replace("if micro > 0:", "if micro == 0:")
     assert found(script(INNER.format(body=first_only)), "DDP307") == []
+    literal = script(INNER.format(body=wrong)).replace("range(accum)", "range(4)")
+    [d] = found(literal, "DDP307")
+    assert d.fix == "none"
+    all_but_last = script(INNER.format(body=wrong.replace("if micro > 0:", "if micro != 3:"))).replace(
+        "range(accum)", "range(4)"
+    )
+    assert found(all_but_last, "DDP307") == []
 
 
 def test_ddp307_no_sync_on_every_micro_step_is_reported():

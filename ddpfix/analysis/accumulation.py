@@ -29,10 +29,6 @@ class MicroLoop:
     count: str | None  # inner loop: the number of micro-steps (`accum`, `len(chunks)`)
     blocker: str | None = None  # why no `require_backward_grad_sync` line can be written for it
 
-    @property
-    def inner(self) -> bool:
-        return self.step_test is None
-
     def sync_when(self) -> str:
         """The condition, true on the micro-step that steps, the fix assigns to require_backward_grad_sync."""
         if self.step_test is not None:
@@ -177,16 +173,17 @@ def unsynced_step(index, micro: MicroLoop) -> cst.CSTNode | None:
             symbols |= _symbols(cond)
     if micro.step_test is not None:
         symbols |= _symbols(micro.step_test)
-    if micro.count is not None:
-        symbols.add(micro.count)
+    count = cst.parse_expression(micro.count) if micro.count is not None else None
+    if count is not None:
+        symbols |= _symbols(count)
     symbols.discard(micro.var)
     if micro.var is None or len(symbols) > 1:
         return None
     try:
         for value in SAMPLES:
             env = dict.fromkeys(symbols, value)
-            if micro.inner:
-                steps = [value - 1]
+            if count is not None:
+                steps = [_eval(count, env) - 1]
             else:
                 steps = [i for i in range(ITERATIONS) if _eval(micro.step_test, {**env, micro.var: i})]
             for i in steps:
