@@ -3,9 +3,13 @@ every handle that is, or that this plan makes, a DDP wrapper."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
+
+from .analysis.model_params import CUSTOM, FORWARD, LOAD_STATE, RETURNS, STATE_DICT, TRAINS, UNWRAPS
+from .syntax import calls_in, dotted, method_name
 
 if TYPE_CHECKING:
     from .analysis import Model
@@ -63,4 +67,138 @@ def wrappers(ctx: Context) -> dict[str, tuple[str, cst.CSTNode]]:
     return out
 
 
-__all__ = ["raw_handle", "raw_handles", "wrappers"]
+def raw_at(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode, at: cst.CSTNode) -> str | None:
+    """How code at `at` reaches the plain module behind the wrapper `handle`: `raw` where that name
+    exists (the function of the wrap and functions nested in it, any function for a module-level
+    name, any method of the class for `self.raw_model`), else `handle.module` after an unconditional
+    wrap the script has; None when neither exists there."""
+    index = ctx.facts.index
+    wraps = ctx.facts.wraps
+    if raw.endswith(".module") or raw == handle:
+        return raw
+    if raw.startswith("self."):
+        cls = index.enclosing(wrap_stmt, cst.ClassDef)
+        if cls is not None and index.enclosing(at, cst.ClassDef) is cls:
+            return raw
+    elif "." not in raw:
+        wrap_func = index.enclosing(wrap_stmt, cst.FunctionDef)
+        func = index.enclosing(at, cst.FunctionDef)
+        while func is not None and func is not wrap_func and not wraps.binds_locally(func, raw):  # type: ignore[arg-type]
+            func = index.enclosing(func, cst.FunctionDef)
+        if func is wrap_func:
+            return raw
+    if wraps.unconditional(wrap_stmt, handle):
+        return f"{handle}.module"
+    return None
+
+
+@dataclass(eq=False)
+class Handoff:
+    """`evaluate(model)`, `save_checkpoint(model, path)`: the wrapper handed to a helper that needs
+    the plain module. `code` is the one rule that reports it, `raw` the plain module spelled at the
+    call (None: no name reaches it there), `fixable` whether passing `raw` keeps the behaviour."""
+
+    call: cst.Call
+    arg: cst.Arg
+    handle: str
+    raw: str | None
+    uses: set[str]
+    code: str
+    rank0: bool
+    fixable: bool
+
+
+def handoffs(ctx: Context) -> list[Handoff]:
+    """Calls that hand the DDP wrapper to a helper of the script (this file or its own modules) that
+    needs the plain module: a forward on rank 0 only (DDP103), a `load_state_dict` (DDP403), a
+    `state_dict` (DDP402), an attribute only the model has (DDP308). A helper that reaches `.module`
+    itself or hands the model back (`unwrap_model(model)`) needs nothing. Passing the plain module is
+    the fix unless the helper trains (its forward must go through DDP)."""
+    facts = ctx.facts
+    out = []
+    for handle, (raw, wrap_stmt) in wrappers(ctx).items():
+        for call in facts.index.calls:
+            for arg in call.args:
+                if arg.star or dotted(arg.value) != handle or not facts.wraps.after_wrap(call, handle, wrap_stmt):
+                    continue
+                uses = facts.helpers.uses(call, arg)
+                if not uses or uses & {UNWRAPS, RETURNS}:
+                    continue
+                rank0 = rank0_only(ctx, call)
+                if rank0 and FORWARD in uses:
+                    code = "DDP103"
+                elif LOAD_STATE in uses:
+                    code = "DDP403"
+                elif STATE_DICT in uses:
+                    code = "DDP402"
+                elif CUSTOM in uses:
+                    code = "DDP308"
+                else:
+                    continue
+                spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
+                fixable = spelled is not None and TRAINS not in uses and not (code == "DDP403" and rank0)
+                out.append(Handoff(call, arg, handle, spelled, uses, code, rank0, fixable))
+    return out
+
+
+def rank0_only(ctx: Context, node: cst.CSTNode) -> bool:
+    """Is `node` in the body of an `if` that rank 0 alone takes (`if rank == 0:`), in its function?"""
+    index = ctx.facts.index
+    child = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, cst.FunctionDef):
+            return False
+        if isinstance(anc, cst.If) and child is anc.body and ctx.facts.ranks.takes(anc.test)[1] is False:
+            return True
+        child = anc
+    return False
+
+
+NO_GRAD = ("no_grad", "inference_mode")
+
+
+def in_training_step(facts, node: cst.CSTNode) -> bool:
+    """Does `node` run in a training step: in a loop (or a function) that itself calls `backward()`,
+    and not under `torch.no_grad()` / `torch.inference_mode()`?"""
+    if under_no_grad(facts, node):
+        return False
+    for anc in facts.index.ancestors(node):
+        if isinstance(anc, (cst.For, cst.While, cst.FunctionDef)):
+            return any(method_name(c) == "backward" and _step_owner(facts, c) is anc for c in calls_in(anc.body))
+    return False
+
+
+def _step_owner(facts, node: cst.CSTNode) -> cst.CSTNode | None:
+    for anc in facts.index.ancestors(node):
+        if isinstance(anc, (cst.For, cst.While, cst.FunctionDef)):
+            return anc
+    return None
+
+
+def under_no_grad(facts, node: cst.CSTNode) -> bool:
+    """Inside `with torch.no_grad():` / `inference_mode()`, or a function decorated with either."""
+    for anc in facts.index.ancestors(node):
+        if isinstance(anc, cst.With):
+            for item in anc.items:
+                expr = item.item.func if isinstance(item.item, cst.Call) else item.item
+                if (dotted(expr) or "").split(".")[-1] in NO_GRAD:
+                    return True
+        if isinstance(anc, cst.FunctionDef):
+            for dec in anc.decorators:
+                expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+                if (dotted(expr) or "").split(".")[-1] in NO_GRAD:
+                    return True
+    return False
+
+
+__all__ = [
+    "Handoff",
+    "in_training_step",
+    "under_no_grad",
+    "handoffs",
+    "rank0_only",
+    "raw_at",
+    "raw_handle",
+    "raw_handles",
+    "wrappers",
+]

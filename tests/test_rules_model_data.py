@@ -224,14 +224,47 @@ def test_ddp302_is_unsafe_and_not_applied_by_default():
     assert "DataParallel" in fixed(src, "DDP302")
 
 
-def test_ddp302_shared_if_block_is_diagnostic_only():
+def test_ddp302_shared_if_block_keeps_the_rest_and_wraps_after_it():
     src = script(
         DP.format(
             wrap="    if torch.cuda.device_count() > 1:\n        print('gpus')\n        model = nn.DataParallel(model)"
         )
     )
     [d] = found(src, "DDP302")
+    assert d.fix == "unsafe"
+    out = fixed(src, "DDP302", unsafe_fixes=True)
+    assert (
+        "    if torch.cuda.device_count() > 1:\n        print('gpus')\n    raw_model = model\n    if DISTRIBUTED:\n"
+        '        model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)\n' in out
+    )
+
+
+def test_ddp302_dead_code_and_flags_become_one_wrap():
+    wrap = (
+        "    if False:\n        model = nn.DataParallel(model)\n"
+        "    if args.data_parallel:  # off by default\n        model = nn.DataParallel(model)"
+    )
+    out = fixed(script(DP.format(wrap=wrap)), "DDP302", unsafe_fixes=True)
+    assert "nn.DataParallel" not in out and "if False" not in out and "args.data_parallel" not in out
+    assert out.count("DDP(model") == 1 and out.count("raw_model = model") == 1
+
+
+def test_ddp302_model_used_after_it_in_its_block_is_diagnostic_only_and_unsharded():
+    wrap = "    if torch.cuda.device_count() > 1:\n        model = nn.DataParallel(model)\n        print(model.module)"
+    src = (
+        script(DP.format(wrap=wrap))
+        .replace(
+            "    opt = torch.optim.SGD",
+            "    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=2, shuffle=True)\n    opt = torch.optim.SGD",
+        )
+        .replace("    for step in range(2):\n", "    for epoch in range(2):\n      for (xb,) in loader:\n")
+    )
+    [d] = found(src, "DDP302")
     assert d.fix == "none"
+    [s] = found(src, "DDP201")
+    assert s.fix == "none"
+    out = fixed(src, "DDP302", "DDP201", unsafe_fixes=True)
+    assert "DistributedSampler(" not in out and "nn.DataParallel(model)" in out
 
 
 def test_ddp207_dataparallel_batch_is_reported():
@@ -370,9 +403,83 @@ def test_ddp307_condition_computed_in_the_loop_is_diagnostic_only():
     assert d.fix == "none"
 
 
-def test_ddp307_existing_no_sync_is_left_alone():
-    body = "        with model.no_sync():\n            model(torch.randn(4, 2)).sum().backward()\n        if (i + 1) % 4 == 0:\n            opt.step()"
+def test_ddp307_existing_no_sync_on_the_right_micro_steps_is_left_alone():
+    body = "        if (i + 1) % 4 != 0:\n            with model.no_sync():\n                model(torch.randn(4, 2)).sum().backward()\n        else:\n            model(torch.randn(4, 2)).sum().backward()\n        if (i + 1) % 4 == 0:\n            opt.step()"
     assert found(script(ACCUM.format(body=body)), "DDP307") == []
+
+
+INNER = """
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(nn.Linear(2, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    accum = 4
+    for step in range(3):
+        for micro in range(accum):
+{body}
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_ddp307_inner_micro_step_loop_syncs_on_its_last_iteration():
+    body = "            loss = model(torch.randn(4, 2)).sum() / accum\n            loss.backward()"
+    src = script(INNER.format(body=body))
+    [d] = found(src, "DDP307")
+    assert d.fix == "safe"
+    out = fixed(src, "DDP307")
+    assert (
+        "        for micro in range(accum):\n            model.require_backward_grad_sync = micro == accum - 1\n" in out
+    )
+    assert found(out, "DDP307") == []
+
+
+def test_ddp307_inner_loop_over_chunks_uses_their_count():
+    src = script(INNER.format(body="            model(torch.randn(4, 2)).sum().backward()")).replace(
+        "        for micro in range(accum):", "        for k, chunk in enumerate(chunks):"
+    )
+    out = fixed(src.replace("    accum = 4\n", "    accum = 4\n    chunks = [1, 2]\n"), "DDP307")
+    assert "model.require_backward_grad_sync = k == len(chunks) - 1" in out
+
+
+def test_ddp307_inner_loop_with_break_is_diagnostic_only():
+    body = "            model(torch.randn(4, 2)).sum().backward()\n            if micro > 5:\n                break"
+    [d] = found(script(INNER.format(body=body)), "DDP307")
+    assert d.fix == "none"
+
+
+def test_ddp307_no_sync_on_the_stepping_micro_step_is_reported():
+    wrong = (
+        "            if micro > 0:\n                with model.no_sync():\n"
+        "                    model(torch.randn(4, 2)).sum().backward()\n"
+        "            else:\n                model(torch.randn(4, 2)).sum().backward()"
+    )
+    [d] = found(script(INNER.format(body=wrong)), "DDP307")
+    assert d.fix == "none" and "stepping" in d.message
+    right = wrong.replace("if micro > 0:", "if micro < accum - 1:")
+    assert found(script(INNER.format(body=right)), "DDP307") == []
+    first_only = wrong.replace("if micro > 0:", "if micro == 0:")
+    assert found(script(INNER.format(body=first_only)), "DDP307") == []
+    literal = script(INNER.format(body=wrong)).replace("range(accum)", "range(4)")
+    [d] = found(literal, "DDP307")
+    assert d.fix == "none"
+    all_but_last = script(INNER.format(body=wrong.replace("if micro > 0:", "if micro != 3:"))).replace(
+        "range(accum)", "range(4)"
+    )
+    assert found(all_but_last, "DDP307") == []
+
+
+def test_ddp307_no_sync_on_every_micro_step_is_reported():
+    body = "        with model.no_sync():\n            model(torch.randn(4, 2)).sum().backward()\n        if (i + 1) % 4 == 0:\n            opt.step()"
+    [d] = found(script(ACCUM.format(body=body)), "DDP307")
+    assert d.fix == "none"
+    ok = body.replace(
+        "with model.no_sync():", "with model.no_sync() if (i + 1) % 4 != 0 else contextlib.nullcontext():"
+    )
+    assert found(script(ACCUM.format(body=ok)), "DDP307") == []
+    flag = "        model.require_backward_grad_sync = (i + 1) % 4 == 1\n        model(torch.randn(4, 2)).sum().backward()\n        if (i + 1) % 4 == 0:\n            opt.step()"
+    [d] = found(script(ACCUM.format(body=flag)), "DDP307")
+    assert d.fix == "none"
 
 
 def test_ddp307_step_every_iteration_is_not_accumulation():
@@ -421,14 +528,27 @@ def test_ddp308_separate_wrapper_name_goes_back_to_the_model():
     assert "print(model.score(torch.randn(2, 2)), model.fc.weight.shape)" in out
 
 
-def test_ddp308_wrapper_passed_to_a_helper_is_diagnostic_only():
-    diags = found(net(), "DDP308")
-    assert [(d.fix, d.line) for d in diags] == [("none", net().splitlines().index("    return net.score(x)") + 1)]
+def test_ddp308_wrapper_passed_to_a_helper_passes_the_model():
+    [d] = found(net(), "DDP308")
+    assert (d.fix, d.line) == (
+        "safe",
+        net().splitlines().index("    print(evaluate(ddp_model, torch.randn(2, 2)))") + 1,
+    )
+    out = fixed(net(), "DDP308")
+    assert "    print(evaluate(model, torch.randn(2, 2)))" in out and "return net.score(x)" in out
+
+
+def test_ddp308_wrapper_passed_to_a_helper_that_trains_is_diagnostic_only():
+    src = net().replace("    return net.score(x)", "    net.score(x).backward()")
+    [d] = found(src, "DDP308")
+    assert d.fix == "none" and "trains" in d.message
 
 
 def test_ddp308_module_api_and_dot_module_are_left_alone():
     src = net(after="    ddp_model.train()\n    print(ddp_model.module.score(torch.randn(2, 2)))")
-    assert [d for d in found(src, "DDP308") if d.fix != "none"] == []
+    lines = src.splitlines()
+    flagged = {lines[d.line - 1].strip() for d in found(src, "DDP308")}
+    assert flagged == {"print(evaluate(ddp_model, torch.randn(2, 2)))"}
 
 
 def test_ddp309_forward_through_module_in_training_loop():

@@ -11,6 +11,7 @@ index; each part of the analysis is built the first time a rule asks for it, and
     facts.launch     entry point, process-group calls, torchrun's environment         (launch.py)
     facts.ranks      the rank detector and collectives                                 (ranks.py)
     facts.wraps      how the script reaches a wrapped model's plain module             (wraps.py)
+    facts.helpers    what the helpers a model is handed to do with it        (helpers.py, model_params.py)
     facts.modules    the script's own modules, summarised            (modules.py, imports.py, summaries.py)
     facts.flow       names bound and read, when module-level execution reaches a node  (flow.py)
 """
@@ -24,6 +25,7 @@ import libcst as cst
 
 from .data import Data, Loader
 from .flow import Flow
+from .helpers import Helpers
 from .index import Block, Scope, Site, TreeIndex
 from .launch import Launch
 from .models import Model, Models, WrapPoint
@@ -71,7 +73,7 @@ class ScriptFacts:
 
     @cached_property
     def models(self) -> Models:
-        return Models(self.index, self.names, self.training)
+        return Models(self.index, self.names, self.training, self.helpers)
 
     @cached_property
     def data(self) -> Data:
@@ -88,6 +90,10 @@ class ScriptFacts:
     @cached_property
     def wraps(self) -> Wraps:
         return Wraps(self.index, self.names, self.models)
+
+    @cached_property
+    def helpers(self) -> Helpers:
+        return Helpers(self.index, self.names, self.training, self.modules)
 
     def is_training_script(self) -> bool:
         """Is this a script whose DDP form the rules are about: it uses torch, no other library

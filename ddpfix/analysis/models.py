@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -21,17 +22,17 @@ from ..syntax import (
     receiver,
     walk,
 )
+from .classes import DDP_NAMES, DP_NAMES, SELF_RETURNING, Classes
 from .effects import LOGGER_METHODS
 from .index import Block, Site, TreeIndex
+from .model_params import FORWARD, LOAD_STATE, TRAINS
 from .names import Names
+from .trained import manual_updates, receiver_of
 from .training import Training
 
-DDP_NAMES = {
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed.DistributedDataParallel",
-    "torch.nn.DistributedDataParallel",
-}
-DP_NAMES = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
+if TYPE_CHECKING:
+    from .helpers import Helpers
+
 BATCHNORM = re.compile(r"^torch\.nn\.(modules\.batchnorm\.)?BatchNorm[123]d$|^torch\.nn\.BatchNorm$")
 PREP_METHODS = {
     "to",
@@ -60,7 +61,8 @@ class Model:
 
     handle: str  # "model", "self.model", "netG"
     definition: Site  # the assignment that gives the handle its final (pre-training) value
-    optimizers: list[Site]
+    optimizers: list[Site]  # the optimizers over its parameters, or the loops that update them by hand
+    built_by: cst.Call | None = None  # `build(cfg)` in `model, opt = build(cfg)`: a helper built it
 
 
 @dataclass(eq=False)
@@ -76,10 +78,12 @@ class WrapPoint:
 class Models:
     """The trained models and their wrappers."""
 
-    def __init__(self, index: TreeIndex, names: Names, training: Training) -> None:
+    def __init__(self, index: TreeIndex, names: Names, training: Training, helpers: Helpers | None = None) -> None:
         self.index = index
         self.names = names
         self.training = training
+        self.helpers = helpers
+        self.classes = Classes(index, names)
         self._wrap_points: dict[int, WrapPoint] = {}
 
     # ----------------------------------------------------------------- catalogues
@@ -101,22 +105,56 @@ class Models:
 
     # ----------------------------------------------------------------- trained models
     @cached_property
+    def manual_updates(self) -> list[tuple[Site, str]]:
+        """Loops that update a model's parameters by hand, and that model (trained.py)."""
+        return manual_updates(self.index)
+
+    @cached_property
     def trained(self) -> list[Model]:
-        """The models the script trains, each with the handle and the definition to wrap after."""
+        """The models the script trains, each with the handle and the definition to wrap after: those
+        an optimizer updates, and those a loop of the script updates by hand (`p -= lr * p.grad`)."""
         by_handle: dict[str, Model] = {}
-        for opt in self.training.optimizer_sites:
-            for recv in self.training.parameter_receivers(opt.node):  # type: ignore[arg-type]
+        steps = [(opt, self.training.parameter_receivers(opt.node)) for opt in self.training.optimizer_sites]
+        steps += [(loop, [recv]) for loop, recv in self.manual_updates]
+        for opt, receivers in steps:
+            for recv in receivers:  # type: ignore[arg-type]
                 if recv.endswith(".module"):
                     recv = recv[: -len(".module")]
                 definition = self._definition_for(recv, opt)
                 if definition is None:
                     continue
-                handle = assign_targets(definition.stmt)[0] if len(assign_targets(definition.stmt)) == 1 else recv
-                if handle in by_handle:
-                    by_handle[handle].optimizers.append(opt)
-                else:
-                    by_handle[handle] = Model(handle, definition, [opt])
+                found = assign_targets(definition.stmt)[0] if len(assign_targets(definition.stmt)) == 1 else recv
+                for handle, site, built_by in self._lifted(found, definition):
+                    if handle in by_handle:
+                        by_handle[handle].optimizers.append(opt)
+                    else:
+                        by_handle[handle] = Model(handle, site, [opt], built_by)
+        for call, slot in self.helpers.builder_calls() if self.helpers is not None else ():
+            found = receiver_of(self.index, call, slot)
+            if found is not None and found[0] not in by_handle and self._trains_after(call):
+                by_handle[found[0]] = Model(found[0], found[1], [self.index.site(call)], call)
         return list(by_handle.values())
+
+    def _lifted(self, handle: str, definition: Site) -> list[tuple[str, Site, cst.Call | None]]:
+        """A model a function of this file builds and returns (`return model, optimizer`) is wrapped
+        where it is called (`model, optimizer = build(cfg)`), in each caller that goes on to train."""
+        func = definition.func
+        same = [(handle, definition, None)]
+        if func is None or self.helpers is None or "." in handle:
+            return same
+        slot = self.helpers.returned_slot(func, {handle})
+        if slot is None:
+            return same
+        out = []
+        for call in self.index.callers_of(func):
+            found = receiver_of(self.index, call, slot)
+            if found is not None and self._trains_after(call):
+                out.append((found[0], found[1], call))
+        return out or same
+
+    def _trains_after(self, call: cst.Call) -> bool:
+        scope = self.index.scope_of(call)
+        return self.training.reaches_training(scope)
 
     def _definition_for(self, recv: str, opt: Site) -> Site | None:
         """Where the model reaches its final handle before training.
@@ -223,8 +261,8 @@ class Models:
                     continue
             if isinstance(stmt, (cst.For, cst.While)):
                 break
-            if not mentions(stmt, handle):
-                continue
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not mentions(stmt, handle):
+                continue  # a definition runs nothing: `def evaluate(): model.eval()` prepares no model
             kind = self.use_of(stmt, handle)
             if kind == "prep":
                 if any(mentions(stmt, n) for n in moved_names):
@@ -239,6 +277,29 @@ class Models:
         anchor_idx = next(i for i, s in enumerate(body) if s is anchor)
         moves = [s for s in pending if next(i for i, b in enumerate(body) if b is s) < anchor_idx]
         return WrapPoint(anchor, d.block, moves, blocked)
+
+    def _loads_into(self, call: cst.Call, handle: str) -> bool:
+        """`load_checkpoint(model, path)`: a helper that loads a state_dict into the model and runs nothing."""
+        if self.helpers is None:
+            return False
+        arg = next(a for a in call.args if dotted(a.value) == handle)
+        uses = self.helpers.uses(call, arg)
+        return bool(uses) and LOAD_STATE in uses and not uses & {FORWARD, TRAINS}  # type: ignore[operator]
+
+    def moved_with(self, model: Model, anchor: cst.CSTNode, device: str) -> bool:
+        """Is the model moved with `device` (`.to(device)`) by its definition or a statement after it, up
+        to `anchor`? Only then does the device variable tell where the model is."""
+        body = list(model.definition.block.body)
+        start = next(i for i, s in enumerate(body) if s is model.definition.stmt)
+        end = next((i for i, s in enumerate(body) if s is anchor), start)
+        for i, stmt in enumerate(body[start : end + 1]):
+            for call in calls_in(stmt):
+                if method_name(call) not in ("to", "cuda") or not any(mentions(a.value, device) for a in call.args):
+                    continue
+                recv = receiver(call)
+                if i == 0 or (recv is not None and dotted(recv) == model.handle):
+                    return True
+        return False
 
     def use_of(self, stmt: cst.BaseStatement, handle: str) -> str:
         """ "prep" (moves/loads/converts the model), "use" (runs or hands it on), or "benign" (prints it)."""
@@ -258,7 +319,7 @@ class Models:
                 q = self.names.call_qual(call) or ""
                 if name in BENIGN_CALLS or name.split(".")[-1] in LOGGER_METHODS:
                     continue
-                if q.endswith("convert_sync_batchnorm"):
+                if q.endswith("convert_sync_batchnorm") or self._loads_into(call, handle):
                     prep = True
                     continue
                 return "use"
@@ -270,50 +331,19 @@ class Models:
         return "prep" if prep else "benign"
 
     # ----------------------------------------------------------------- classes
-    def model_class(self, name: str, at: cst.CSTNode, _depth: int = 0) -> cst.ClassDef | None:
-        """The class of this file that `name` holds at `at`: `model = Net(...).to(device)` -> Net."""
-        index, names = self.index, self.names
-        scope = index.scope_of(at)
-        defs = [s for s in names.assignments(scope, name) if not index.before(at, s.stmt)] or names.assignments(
-            index.module, name
-        )
-        if name.startswith("self.") and isinstance(index.enclosing(at, cst.ClassDef), cst.ClassDef):
-            defs = names.assignments(index.enclosing(at, cst.ClassDef), name)  # type: ignore[arg-type]
-        by_name = {c.name.value: c for c in index.classes}
-        for site in reversed(defs):
-            value = assigned_value(site.stmt)
-            while isinstance(value, cst.Call):
-                if isinstance(value.func, cst.Name) and value.func.value in by_name:
-                    return by_name[value.func.value]
-                if names.call_qual(value) in DDP_NAMES | DP_NAMES and value.args:
-                    value = value.args[0].value  # ddp_model = DDP(model)
-                    continue
-                value = receiver(value)  # Net().to(device).train()
-            if value is not None and dotted(value) is not None and dotted(value) != name and _depth < 3:
-                return self.model_class(dotted(value), site.stmt, _depth + 1)  # type: ignore[arg-type]
-        return None
+    def model_class(self, name: str, at: cst.CSTNode) -> cst.ClassDef | None:
+        """The class of this file that `name` holds at `at` (classes.py)."""
+        return self.classes.model_class(name, at)
+
+    def constructor(self, name: str, at: cst.CSTNode) -> cst.Call | None:
+        """The call that builds the module `name` holds at `at` (classes.py)."""
+        return self.classes.constructor(name, at)
 
     def class_members(self, cls: cst.ClassDef) -> tuple[set[str], set[str]]:
-        """(methods, attributes set on `self`) of a class of this file and its in-file bases."""
-        methods: set[str] = set()
-        attrs: set[str] = set()
-        by_name = {c.name.value: c for c in self.index.classes}
-        todo, seen = [cls], set()
-        while todo:
-            c = todo.pop()
-            if id(c) in seen:
-                continue
-            seen.add(id(c))
-            methods |= set(self.index.methods_of(c))
-            for n in walk(c):
-                if (
-                    isinstance(n, cst.AssignTarget)
-                    and isinstance(n.target, cst.Attribute)
-                    and dotted(n.target.value) == "self"
-                ):
-                    attrs.add(n.target.attr.value)
-            todo += [by_name[b] for b in (dotted(a.value) for a in c.bases) if b in by_name]
-        return methods, attrs
+        return self.classes.class_members(cls)
+
+    def forward_like(self, cls: cst.ClassDef) -> set[str]:
+        return self.classes.forward_like(cls)
 
     # ----------------------------------------------------------------- device
     def device_var(self, scope_node: cst.CSTNode) -> tuple[str, bool] | None:
@@ -370,6 +400,7 @@ __all__ = [
     "BATCHNORM",
     "DDP_NAMES",
     "DP_NAMES",
+    "SELF_RETURNING",
     "Model",
     "Models",
     "WrapPoint",

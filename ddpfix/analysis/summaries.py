@@ -1,7 +1,8 @@
 """Summaries of the script's local modules, read with Python's `ast` and cached by path, size and
 modification time: which of a module's functions join or leave a process group, return a rank test,
 silence `print` on other ranks, build samplers, loaders or DDP wrappers, save or load checkpoints or
-issue collectives (following the calls its functions make to each other and to other local modules),
+issue collectives or train (following the calls its functions make to each other and to other local
+modules), what each function does with a model it receives and which model it returns (model_params.py),
 and which classes it defines, with their members."""
 
 from __future__ import annotations
@@ -12,6 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .imports import Imported, ImportTable, Origin, find_module
+from .model_params import (
+    TRAINS,
+    Slot,
+    ast_forward_methods,
+    ast_model_return,
+    ast_params,
+    ast_trains,
+    ast_uses,
+    resolve_passes,
+)
 from .returns import LOADER as RETURNS_LOADER
 from .returns import SAMPLER as RETURNS_SAMPLER
 from .returns import Shape, returned
@@ -85,6 +96,7 @@ class ClassSummary:
     bases: list[str]
     methods: set[str] = field(default_factory=set)
     attributes: set[str] = field(default_factory=set)  # set on self in any method
+    forward_like: set[str] = field(default_factory=set)  # methods that run a forward (model_params.py)
 
 
 @dataclass
@@ -98,6 +110,11 @@ class ModuleSummary:
     runs_as_program: bool = False  # has an `if __name__ == "__main__":` block
     at_import: set[str] = field(default_factory=set)  # effects of its module-level code
     returns: dict[str, Shape] = field(default_factory=dict)  # function -> the loaders / samplers it returns
+    params: dict[str, list[str]] = field(default_factory=dict)  # function -> parameter names (no self)
+    param_uses: dict[str, dict[str, set[str]]] = field(
+        default_factory=dict
+    )  # function -> parameter -> model_params uses
+    model_returns: dict[str, Slot] = field(default_factory=dict)  # function -> where it returns the model it trains
 
     def does(self, func: str, effect: str) -> bool:
         return effect in self.effects.get(func, ())
@@ -172,6 +189,7 @@ class _Summariser:
         self.seen = seen
         self.calls: dict[str, list[ast.Call]] = {}  # function -> calls in it
         self.direct: dict[str, set[str]] = {}
+        self.passes: dict[str, dict[str, list[tuple[str, Slot]]]] = {}  # function -> parameter -> (callee, slot)
 
     def run(self) -> None:
         for node in self.tree.body:
@@ -182,6 +200,7 @@ class _Summariser:
             elif isinstance(node, ast.If) and _is_main_test(node.test):
                 self.summary.runs_as_program = True
         self._propagate()
+        resolve_passes(self.summary.param_uses, self.passes, self.summary.params)
         for stmt in self.tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
@@ -201,6 +220,14 @@ class _Summariser:
                 if any(_dotted(t) in ("builtins.print", "__builtin__.print", "__builtins__.print") for t in targets):
                     direct.add(SILENCES_PRINT)
         direct.update(self._findings(node))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # what it does with a model it receives
+            params = self.summary.params[name] = ast_params(node, method="." in name)
+            self.summary.param_uses[name], self.passes[name] = ast_uses(node, params)
+            if ast_trains(node):
+                direct.add(TRAINS)
+            slot = ast_model_return(node)
+            if slot is not None:
+                self.summary.model_returns[name] = slot
         self.direct[name] = direct
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             shape = returned(node, self._builds)
@@ -294,6 +321,7 @@ class _Summariser:
             elif isinstance(item, (ast.Assign, ast.AnnAssign)):
                 targets = item.targets if isinstance(item, ast.Assign) else [item.target]
                 cls.attributes.update(t.id for t in targets if isinstance(t, ast.Name))
+        cls.forward_like = ast_forward_methods(node)
         self.summary.classes[node.name] = cls
 
     def _propagate(self) -> None:
@@ -390,6 +418,7 @@ def _is_rank_test(expr: ast.AST) -> bool:
 
 __all__ = [
     "COLLECTIVE",
+    "TRAINS",
     "DESTROY",
     "GLOBAL_RANK_DEVICE",
     "HARDCODED_BACKEND",

@@ -178,7 +178,10 @@ class _Paths:
             return "unknown"  # a recursive call: the first entry decides
         callers = self.callers.get(scope, ())
         if not callers:
-            return "no" if scope in self.roots else "unknown"
+            if scope not in self.roots:
+                return "unknown"
+            # an entry point nothing in the file calls runs after the module's own code has run
+            return "yes" if self.by_scope.get(None) else "no"
         answers = {self.joined(c, seen | {scope}) for c in callers}
         return "no" if "no" in answers else ("unknown" if "unknown" in answers else "yes")
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.model_params import TRAINS
 from ..examples import clean, fixes
-from ..handles import raw_handles
+from ..handles import handoffs, rank0_only, raw_at, wrappers
 from ..rule import Context, Rule
-from ..syntax import calls_in, dotted
+from ..syntax import code_of, dotted
 
 
 class Rank0ForwardThroughDdp(Rule):
@@ -20,8 +21,9 @@ class Rank0ForwardThroughDdp(Rule):
     reads = frozenset({"wraps"})
     docs = """
 ## What
-`model(x)` (or `evaluate(model, ...)`, a helper of the script that calls it) inside an
-`if rank == 0:` block, where `model` is the `DistributedDataParallel` wrapper.
+`model(x)`, or a helper of the script (of this file or of its own modules) that runs the model's
+forward (`evaluate(model, ...)`), inside an `if rank == 0:` block, where `model` is the
+`DistributedDataParallel` wrapper.
 
 ## Why
 DDP's forward broadcasts buffers (BatchNorm statistics) and, in training mode, prepares the gradient
@@ -39,32 +41,50 @@ becomes
 if rank == 0:
     acc = evaluate(raw_model, val_loader)
 ```
+The plain module is passed at the call, spelled with a name that exists there (`self.model.module`
+in another method than the one that wrapped it).
 
 ## Fix safety
-Safe: the unwrapped module computes the same outputs without collectives.
+Safe: the unwrapped module computes the same outputs without collectives. A helper that reaches
+`.module` itself, or hands the model back (`unwrap_model(model)`), is left alone; a helper that trains
+through the model, or a call where no name reaches the plain module, gets the diagnostic only.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        ranks = facts.ranks
-        raws = raw_handles(ctx)
-        if not raws:
-            return
-        for node in ranks.rank_ifs():
-            take0, take_n = ranks.takes(node.test)
-            if take_n is not False:
+        for handle, (raw, wrap_stmt) in wrappers(ctx).items():
+            for call in facts.index.calls:
+                if dotted(call.func) != handle or not rank0_only(ctx, call):
+                    continue
+                if not facts.wraps.after_wrap(call, handle, wrap_stmt):
+                    continue
+                spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
+                if spelled is None:
+                    ctx.report(
+                        call.func,
+                        f"`{handle}` is the DDP wrapper: on rank 0 alone run the plain module (none is reachable "
+                        "here: keep one before wrapping)",
+                        fix="none",
+                    )
+                elif ctx.report(call.func, f"`{handle}` is the DDP wrapper: on rank 0 alone use `{spelled}`"):
+                    ctx.plan.replace(call.func, lambda n, s=spelled: cst.parse_expression(s))
+        for hand in handoffs(ctx):
+            if hand.code != self.code:
                 continue
-            for call in calls_in(node.body):
-                hits = []
-                if dotted(call.func) in raws:
-                    hits.append(call.func)
-                callee = facts.index.callee_of(call)
-                if callee is not None:
-                    hits += [a.value for a in call.args if dotted(a.value) in raws]
-                for handle in hits:
-                    raw = raws[dotted(handle)]
-                    if ctx.report(handle, f"`{dotted(handle)}` is the DDP wrapper: on rank 0 alone use `{raw}`"):
-                        ctx.plan.replace(handle, lambda n, raw=raw: cst.parse_expression(raw))
+            callee = code_of(hand.call.func)
+            if not hand.fixable:
+                why = "it trains through it" if TRAINS in hand.uses else "no name reaches the plain module here"
+                ctx.report(
+                    hand.arg.value,
+                    f"{callee}() runs the forward of `{hand.handle}`, the DDP wrapper, on rank 0 alone; pass the plain "
+                    f"module ({why}: by hand)",
+                    fix="none",
+                )
+            elif ctx.report(
+                hand.arg.value,
+                f"{callee}() runs the forward of `{hand.handle}`, the DDP wrapper, on rank 0 alone: pass `{hand.raw}`",
+            ):
+                ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
 
 
 EXAMPLES = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis import Loader
+from ..analysis.dataparallel import dataparallel_conversions
 from ..edits import set_epoch_statements, with_kwarg
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
@@ -75,7 +76,9 @@ the loader, is used again after it (the sampler would reach that use too), or is
 A helper that builds the training loader and also a loader nothing trains on
 (`make_loader(train_set)`, `make_loader(val_set)`) is reported at the training call: sharding inside
 it would shard both. A training loader built in another file (one of the script's own modules) is
-reported at the call, naming that file and line: the fix would edit that file.
+reported at the call, naming that file and line: the fix would edit that file. With a model still in
+`nn.DataParallel` the sampler is as unsafe as its conversion (DDP302), and it is not added where that
+conversion is not possible: sharded data without the DDP wrap would train unsynchronised copies.
 """
 
     def run(self, ctx: Context) -> None:
@@ -84,7 +87,19 @@ reported at the call, naming that file and line: the fix would edit that file.
         # nn.DataParallel (its conversion, DDP302, is an unsafe fix) would train per-rank copies.
         # So with a DataParallel model the sampler is as unsafe as that conversion, in check and fix alike.
         dataparallel = any(facts.models.dataparallel(m) is not None for m in facts.models.trained)
+        # A DataParallel that DDP302 cannot convert stays: sharding the data then trains N unsynchronised copies.
+        stuck = dataparallel and any(
+            c.blocker is not None for c in dataparallel_conversions(facts.index, facts.names, facts.models)
+        )
         for loader, batch_loop in facts.data.training_loaders:
+            if stuck:
+                ctx.report(
+                    loader.site.node,
+                    "training DataLoader without a DistributedSampler; the model is still nn.DataParallel, which "
+                    "cannot be converted automatically (DDP302): convert it to DDP by hand, then shard the data",
+                    fix="none",
+                )
+                continue
             if dataparallel and not ctx.unsafe_fixes:
                 ctx.report(
                     loader.site.node,

@@ -20,7 +20,10 @@ class MissingDdpWrap(Rule):
     provides = frozenset({"wraps"})
     docs = """
 ## What
-A model whose parameters an optimizer updates, with no `DistributedDataParallel(model)`.
+A model whose parameters an optimizer updates, or that the script updates by hand
+(`for p in model.parameters(): p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`), with no
+`DistributedDataParallel(model)`. Also a model a helper builds and returns (`model, optimizer =
+build(cfg)`, `return {"model": net, "opt": ...}`, of this file or of the script's own modules).
 
 ## Why
 Without the wrap each rank trains its own copy: gradients are never averaged, parameters drift
@@ -39,11 +42,15 @@ if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 ```
-The wrap goes after the model is built, moved to its device and any checkpoint is loaded, and
-before the optimizer. `raw_model` keeps a handle on the plain module for saving (no `module.`
-prefix) and for custom methods. `device_ids` is set only on CUDA (`ValueError: DistributedDataParallel
-device_ids and output_device arguments only work with single-device/multiple-device GPU modules or
-CPU modules` otherwise).
+The wrap goes after the model is built, moved to its device and any checkpoint is loaded (also by a
+helper that only loads into it), and before the optimizer. A model a helper builds is wrapped in the
+caller, after the call (`model, optimizer = build(cfg)` then the wrap). `raw_model` keeps a handle on
+the plain module for saving (no `module.` prefix) and for custom methods. `device_ids` is set only on
+CUDA (`ValueError: DistributedDataParallel device_ids and output_device arguments only work with
+single-device/multiple-device GPU modules or CPU modules` otherwise): the script's
+`device.type == "cuda"` when the model is moved with that device before the wrap, else
+`next(model.parameters()).is_cuda`. A hand-written update keeps running after the wrap and sees the
+averaged gradients.
 
 ## Fix safety
 Safe: a plain run skips the wrap.
@@ -71,9 +78,19 @@ Safe: a plain run skips the wrap.
                 D=ctx.env("DISTRIBUTED"),
                 ddp=ddp,
                 L=ctx.env("LOCAL_RANK"),
-                cuda=cuda_test(ctx, model.handle, point.anchor),
+                cuda=_cuda(ctx, model, point.anchor),
             )
             ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)
+
+
+def _cuda(ctx: Context, model, anchor) -> str:
+    """The script's `device.type == "cuda"` when the model is moved with that device before the wrap;
+    else the model's own parameters tell (`next(model.parameters()).is_cuda`): a model built by a
+    helper, or kept on the CPU beside a device variable, gets `device_ids` only on CUDA."""
+    dev = ctx.facts.models.device_var(anchor)
+    if dev is not None and dev[1] and not ctx.facts.models.moved_with(model, anchor, dev[0]):
+        return f"next({model.handle}.parameters()).is_cuda"
+    return cuda_test(ctx, model.handle, anchor)
 
 
 EXAMPLES = (

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.models import DP_NAMES, moves_device
+from ..analysis.dataparallel import dataparallel_conversions
 from ..diagnostic import UNSAFE
 from ..edits import cuda_test
-from ..examples import clean, fixes, reports
+from ..examples import clean, fixes
 from ..handles import raw_handle
 from ..plan import PlannedWrap
 from ..rule import Context, Order, Rule
-from ..syntax import assign_targets, assigned_value, code_of, dotted, kwarg, mentions, positional, walk
+from ..syntax import dotted, walk
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 
@@ -25,8 +25,9 @@ class DataParallelToDdp(Rule):
     provides = frozenset({"wraps"})
     docs = """
 ## What
-`model = nn.DataParallel(model)` (also with `device_ids=`, a trailing `.to(device)` / `.cuda()`, or
-inside `if torch.cuda.device_count() > 1:`).
+`model = nn.DataParallel(model)` (also with `device_ids=`, a trailing `.to(device)` / `.cuda()`,
+inside `if torch.cuda.device_count() > 1:` with other statements, under a flag that is off by
+default, in an `elif`, or in dead code such as `if False:`).
 
 ## Why
 DataParallel is single-process and multi-threaded: it scatters every batch from GPU 0, replicates
@@ -38,6 +39,7 @@ limits the rest. PyTorch recommends DistributedDataParallel even on a single mac
 ```python
 model = Net().to(device)
 if torch.cuda.device_count() > 1:
+    print("using", torch.cuda.device_count(), "GPUs")
     model = nn.DataParallel(model)
 ...
 torch.save(model.module.state_dict(), "model.pt")
@@ -45,57 +47,46 @@ torch.save(model.module.state_dict(), "model.pt")
 becomes
 ```python
 model = Net().to(device)
+if torch.cuda.device_count() > 1:
+    print("using", torch.cuda.device_count(), "GPUs")
 raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 ...
 torch.save(raw_model.state_dict(), "model.pt")
 ```
-`model.module` (which a plain run no longer has) becomes the kept `raw_model`; the process group,
-`DistributedSampler` and the rank-0 guards come from the other rules.
+Every DataParallel line of a model gives way to one wrap, placed after the outermost `if` around
+them, so it runs whatever that test was (on a CPU machine the GPU count is 0, and a wrap left under
+it would leave N unsynchronised copies). The rest of the `if` stays; an `if` that held only the
+DataParallel line goes. `model.module` (which a plain run no longer has) becomes the kept
+`raw_model`; the process group, `DistributedSampler` and the rank-0 guards come from the other rules.
 
 ## Fix safety
 Unsafe: the batch size changes meaning. DataParallel splits one batch of `batch_size` across the
 GPUs; under DDP every process loads `batch_size` samples, so the global batch grows by the number of
 processes (see DDP207). Halve the per-process batch or scale the learning rate deliberately. A
-plain `python train.py` now runs on one GPU only. Not fixed when the wrap shares an `if` block with
-other statements.
+plain `python train.py` now runs on one GPU only. Diagnostic only, and then DDP201 shards no data
+(no process group and sampler without the wrap): a DataParallel line inside a loop, alone in a branch
+of an `if`/`else`, followed in its `if` block by code that uses the DataParallel model, or wrapping
+the same model in several places.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         models = {m.handle: m for m in facts.models.trained}
-        for call in facts.names.calls_matching(lambda q: q in DP_NAMES):
-            site = facts.index.site(call)
-            stmt = site.stmt
-            value = assigned_value(stmt)
-            targets = assign_targets(stmt)
-            module = positional(call, 0) or kwarg(call, "module")
-            if (
-                len(targets) != 1
-                or value is None
-                or module is None
-                or not _chain_holds(value, call)
-                or facts.index.in_one_line_suite(stmt)
-            ):
-                ctx.report(call, fix="none")
+        for conv in dataparallel_conversions(facts.index, facts.names, facts.models):
+            if conv.blocker is not None or conv.handle is None:
+                for line in conv.lines:
+                    why = "" if conv.blocker in (None, "shape") else f" ({conv.blocker})"
+                    ctx.report(line.call, self.message + why, fix="none")
                 continue
-            handle = targets[0]
-            target = stmt
-            owner = facts.index.parent.get(site.block)
-            if isinstance(owner, cst.If) and owner.body is site.block:
-                if len(site.block.body) != 1 or owner.orelse is not None:
-                    ctx.report(call, self.message + " (the wrap shares its if block: convert it by hand)", fix="none")
-                    continue
-                target = owner  # `if torch.cuda.device_count() > 1:` goes: torchrun decides the process count
-            if not ctx.report(call, f"{self.message}; DataParallel's batch is global, DDP's is per process"):
+            handle = conv.handle
+            applied = [ctx.report(line.call, f"{self.message}; {BATCH}") for line in conv.lines]
+            if not all(applied):
                 continue
             model = models.get(handle)
             raw = raw_handle(ctx, model) if model is not None else ctx.plan.fresh("raw_model")
-            unwrapped = code_of(value.deep_replace(call, module.value))  # type: ignore[arg-type]
-            lines = [] if unwrapped == handle else [f"{handle} = {unwrapped}"]
-            lines.append(f"{raw} = {handle}")
-            before = ctx.plan.statements("\n".join(lines))
+            last = conv.lines[-1]
             wrap = ctx.plan.statements(
                 """
                 if {D}:
@@ -105,65 +96,48 @@ other statements.
                 m=handle,
                 ddp=ctx.plan.ref(DDP, "DDP"),
                 L=ctx.env("LOCAL_RANK"),
-                cuda=cuda_test(ctx, handle, target),
+                cuda=cuda_test(ctx, handle, last.top),
             )[0]
-            if isinstance(stmt, cst.SimpleStatementLine) and target is stmt and isinstance(wrap, cst.If):
-                wrap = wrap.with_changes(
-                    body=wrap.body.with_changes(header=stmt.trailing_whitespace)
-                )  # keep a trailing comment
-            later = _later_device_move(facts, target, handle)
-            if later is not None and unwrapped == handle:
-                # `model = nn.DataParallel(model)` then `model.to(device)`: DDP must wrap the moved
-                # module, so the DataParallel line goes and the wrap follows the move
-                ctx.plan.moved.add(target)
-                ctx.plan.insert_after(later, [*before, wrap.with_changes(leading_lines=[])], order=Order.WRAP)
-                target = later
-            else:
-                ctx.plan.insert_before(target, before, order=Order.WRAP)
-                ctx.plan.replace(target, lambda n, wrap=wrap: wrap.with_changes(leading_lines=n.leading_lines))
-            ctx.plan.wraps[handle] = PlannedWrap(raw, target)
+            for line in conv.lines[:-1]:
+                _drop(ctx, line, handle)
+            if conv.later is not None or not last.whole:
+                _drop(ctx, last, handle)
+                ctx.plan.insert_after(conv.target, [*ctx.plan.statements(f"{raw} = {handle}"), wrap], order=Order.WRAP)
+            else:  # the line (or the if it alone filled) becomes the wrap, keeping its place and comments
+                lines = [] if last.unwrapped == handle else [f"{handle} = {last.unwrapped}"]
+                ctx.plan.insert_before(
+                    last.top, ctx.plan.statements("\n".join([*lines, f"{raw} = {handle}"])), order=Order.WRAP
+                )
+                if last.top is last.stmt and isinstance(last.stmt, cst.SimpleStatementLine):
+                    wrap = wrap.with_changes(body=wrap.body.with_changes(header=last.stmt.trailing_whitespace))
+                ctx.plan.replace(last.top, lambda n, wrap=wrap: wrap.with_changes(leading_lines=n.leading_lines))
+            ctx.plan.wraps[handle] = PlannedWrap(raw, conv.target)
             for node in walk(facts.module):  # model.module: a plain run has no .module any more
                 if (
                     isinstance(node, cst.Attribute)
                     and dotted(node) == f"{handle}.module"
-                    and facts.wraps.after_wrap(node, handle, target)
+                    and facts.wraps.after_wrap(node, handle, conv.target)
                 ):
                     ctx.plan.replace(node, lambda n, raw=raw: cst.parse_expression(raw))
 
 
-def _later_device_move(facts, target: cst.CSTNode, handle: str) -> cst.BaseStatement | None:
-    """The last statement after `target` in its block that moves `handle` to a device, before the
-    model is first used (`model = model.to(device)`, `model.cuda()`)."""
-    block = facts.index.parent.get(target)
-    body = list(getattr(block, "body", []))
-    idx = next((i for i, s in enumerate(body) if s is target), None)
-    if idx is None:
-        return None
-    found = None
-    for stmt in body[idx + 1 :]:
-        if isinstance(stmt, (cst.For, cst.While)):
-            break
-        if not mentions(stmt, handle):
-            continue
-        kind = facts.models.use_of(stmt, handle)
-        if kind == "use":
-            break
-        if kind == "prep" and moves_device(stmt, handle):
-            found = stmt
-    return found
+BATCH = "DataParallel's batch is global, DDP's is per process"
 
 
-def _chain_holds(value: cst.BaseExpression, call: cst.Call) -> bool:
-    """`DataParallel(m)`, `DataParallel(m).to(device)`, `DataParallel(m).cuda()`: the wrap and device moves only."""
-    while value is not call:
-        if not (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value in ("to", "cuda")
-        ):
-            return False
-        value = value.func.value
-    return True
+def _drop(ctx: Context, line, handle: str) -> None:
+    """A DataParallel line that the one wrap replaces: it goes (with the `if` it alone filled), or
+    keeps its device move (`model = model.to(device)`)."""
+    if line.whole:
+        ctx.plan.moved.add(line.top)
+    elif line.delete is not None:
+        outer = ctx.facts.index.parent.get(line.delete)
+        if isinstance(outer, cst.If):  # an elif: the if goes on with the elif's own else
+            ctx.plan.replace(outer, lambda n: n.with_changes(orelse=n.orelse.orelse))
+        else:
+            ctx.plan.moved.add(line.delete)
+    else:
+        stmt = ctx.plan.statements(f"{handle} = {line.unwrapped}")[0]
+        ctx.plan.replace(line.stmt, lambda n, stmt=stmt: stmt.with_changes(leading_lines=n.leading_lines))
 
 
 EXAMPLES = (
@@ -236,7 +210,7 @@ EXAMPLES = (
             "has) becomes the kept `raw_model`:"
         ),
     ),
-    reports(
+    fixes(
         """
         import torch
         import torch.distributed as dist
@@ -262,11 +236,43 @@ EXAMPLES = (
         if __name__ == "__main__":
             main()
         """,
-        message=(
-            "nn.DataParallel: one process drives every GPU; use DistributedDataParallel under torchrun (the "
-            "wrap shares its if block: convert it by hand)"
-        ),
-        note="Reported without a fix: the wrap shares its `if` block with other statements:",
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+
+        def main():
+            dist.init_process_group("gloo")
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = nn.Linear(4, 1).to(device)
+            if torch.cuda.device_count() > 1:
+                print(f"using {torch.cuda.device_count()} GPUs")
+            raw_model = model
+            if DISTRIBUTED:
+                model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="A DataParallel wrap that shares its `if` block with other statements: the block keeps them, the DDP wrap goes after it:",
     ),
     clean(
         """

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.accumulation import mentions_sync, micro_loops, unsynced_step
 from ..examples import clean, fixes, reports
 from ..handles import wrappers
 from ..rule import Context, Order, Rule
-from ..syntax import assign_targets, calls_in, code_of, dotted, method_name, names_in, walk
+from ..syntax import anchor_of, calls_in, code_of, dotted
 
 
 class GradAccumWithoutNoSync(Rule):
@@ -17,80 +18,89 @@ class GradAccumWithoutNoSync(Rule):
     reads = frozenset({"wraps"})
     docs = """
 ## What
-A batch loop that calls `backward()` every iteration but steps the optimizer only every k-th one
-(`if (i + 1) % accum_steps == 0: optimizer.step()`), through a DDP-wrapped model that never uses
+Gradient accumulation through a DDP-wrapped model in one of two shapes: a batch loop that calls
+`backward()` every iteration but steps the optimizer only under `if (i + 1) % accum_steps == 0:`,
+or an inner loop of micro-steps (`for micro in range(accum_steps): ... loss.backward()`) with the
+optimizer step after it. Reported when the loop never uses `no_sync()`, and also when it does but
+on the wrong micro-steps: the micro-step that steps the optimizer (or every micro-step) runs under
 `no_sync()`.
 
 ## Why
 DDP all-reduces the gradients in every backward. During accumulation only the last micro-step's
 all-reduce is needed: averaging is linear, so the result is the same, but the script pays k times
 the communication. PyTorch's docs: run the non-final micro-steps (forward *and* backward) under
-`model.no_sync()`, "or else gradients will still be synchronized".
+`model.no_sync()`, "or else gradients will still be synchronized". The reverse is a bug: gradients
+accumulated under `no_sync()` are averaged by the next synchronised backward, so when the stepping
+micro-step does not sync, the optimizer steps on each rank's own gradients and the ranks drift apart.
 
 ## Example
 ```python
-for i, (xb, yb) in enumerate(loader):
-    loss = F.mse_loss(model(xb), yb) / accum_steps
-    loss.backward()
-    if (i + 1) % accum_steps == 0:
-        optimizer.step()
-        optimizer.zero_grad()
+for xb, yb in loader:
+    for micro in range(accum_steps):
+        loss = F.mse_loss(model(xb[micro::accum_steps]), yb[micro::accum_steps]) / accum_steps
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
 ```
 becomes
 ```python
-for i, (xb, yb) in enumerate(loader):
-    if DISTRIBUTED:
-        model.require_backward_grad_sync = (i + 1) % accum_steps == 0
-    loss = F.mse_loss(model(xb), yb) / accum_steps
-    loss.backward()
-    if (i + 1) % accum_steps == 0:
-        optimizer.step()
-        optimizer.zero_grad()
+for xb, yb in loader:
+    for micro in range(accum_steps):
+        if DISTRIBUTED:
+            model.require_backward_grad_sync = micro == accum_steps - 1
+        loss = F.mse_loss(model(xb[micro::accum_steps]), yb[micro::accum_steps]) / accum_steps
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
 ```
 Setting `require_backward_grad_sync` before the forward is exactly what `with model.no_sync():`
-does for the micro-steps it covers, without re-indenting the loop body. The step condition is copied
-verbatim, so the micro-steps that sync are the ones that step.
+does for the micro-steps it covers, without re-indenting the loop body. In the `%` shape the step
+condition is copied verbatim (`model.require_backward_grad_sync = (i + 1) % accum_steps == 0`), so
+the micro-steps that sync are the ones that step; in the inner-loop shape the last iteration syncs
+(`micro == accum_steps - 1`, `i == len(chunks) - 1` for `enumerate(chunks)`).
 
 ## Fix safety
-Safe for the recognised shape: the forward through the wrapper and `backward()` in the loop body,
-the optimizer step under an `if` whose condition uses `%` and only names known at the top of the
-iteration. Anything else (condition computed inside the loop, forward in a helper) gets the
-diagnostic only. A script that already uses `no_sync` or `require_backward_grad_sync` is left alone.
+Safe for the recognised shapes: the forward through the wrapper and `backward()` in the loop body;
+the `%` step condition over names known at the top of the iteration, or an inner loop over
+`range(n)` / `enumerate(x)` that neither breaks nor changes its count. Anything else gets the
+diagnostic only. Where the script places `no_sync()` (or sets `require_backward_grad_sync`) itself,
+its conditions are evaluated for small accumulation counts: a stepping micro-step that does not sync
+is reported (no automatic fix); conditions over other names are not judged.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if any(n in facts.index.identifiers for n in ("no_sync", "require_backward_grad_sync")):
-            return
         handles = wrappers(ctx)
         if not handles:
             return
-        for loop in facts.index.loops:
-            if not isinstance(loop, (cst.For, cst.While)) or not isinstance(loop.body, cst.IndentedBlock):
-                continue
-            body = list(loop.body.body)
-            step_if = next((s for s in body if isinstance(s, cst.If) and _is_accum_step(s)), None)
-            if step_if is None:
-                continue
-            backward = next(
-                (c for s in body if s is not step_if for c in calls_in(s) if method_name(c) == "backward"), None
-            )
-            if backward is None:
-                continue
+        for micro in micro_loops(facts.index.loops):
+            loop = micro.loop
             handle = next((h for h in handles if any(dotted(c.func) == h for c in calls_in(loop.body))), None)
             if handle is None:
                 continue
-            before = body[: body.index(step_if)]
-            assigned = {t for s in before for n in walk(s) for t in _bound(n)}
-            if isinstance(loop, cst.While) or names_in(step_if.test) & assigned:
+            if mentions_sync(loop.body) or _sync_around(facts, loop):
+                where = unsynced_step(facts.index, micro)
+                if where is not None:
+                    node = where.item if isinstance(where, cst.WithItem) else anchor_of(where)
+                    ctx.report(
+                        node,
+                        "no_sync() covers the micro-step that steps the optimizer: the gradients accumulated since the "
+                        "last synchronised backward are never averaged and the ranks drift apart; sync on the stepping "
+                        "micro-step only",
+                        fix="none",
+                    )
+                continue
+            if micro.blocker is not None:
                 ctx.report(
-                    backward, f"{self.message}: run the non-final micro-steps under {handle}.no_sync()", fix="none"
+                    micro.backward,
+                    f"{self.message}: run the non-final micro-steps under {handle}.no_sync() ({micro.blocker})",
+                    fix="none",
                 )
                 continue
-            if not ctx.report(backward):
+            if not ctx.report(micro.backward):
                 continue
             guard = _wrap_condition(ctx, facts, handles[handle][1])
-            line = f"{handle}.require_backward_grad_sync = {code_of(step_if.test)}"
+            line = f"{handle}.require_backward_grad_sync = {micro.sync_when()}"
             if guard is None:
                 stmts = ctx.plan.statements(line)
             else:
@@ -98,20 +108,16 @@ diagnostic only. A script that already uses `no_sync` or `require_backward_grad_
             ctx.plan.prepend(loop.body, stmts, order=Order.NO_SYNC)
 
 
-def _is_accum_step(stmt: cst.If) -> bool:
-    has_mod = any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) for n in walk(stmt.test))
-    steps = any(method_name(c) == "step" for c in calls_in(stmt.body))
-    return has_mod and steps and stmt.orelse is None
-
-
-def _bound(node: cst.CSTNode) -> list[str]:
-    if isinstance(node, cst.SimpleStatementLine):
-        return assign_targets(node)
-    if isinstance(node, cst.AugAssign):
-        return [dotted(node.target) or ""]
-    if isinstance(node, (cst.For, cst.CompFor)):
-        return sorted(names_in(node.target))
-    return []
+def _sync_around(facts, loop: cst.CSTNode) -> bool:
+    """A `with model.no_sync():` around the loop, or a loop around it that decides the sync itself."""
+    for anc in facts.index.ancestors(loop):
+        if isinstance(anc, cst.FunctionDef):
+            return False
+        if isinstance(anc, cst.With) and any(mentions_sync(item) for item in anc.items):
+            return True
+        if isinstance(anc, (cst.For, cst.While)):
+            return mentions_sync(anc.body)
+    return False
 
 
 def _wrap_condition(ctx: Context, facts, wrap_stmt: cst.CSTNode) -> str | None:
@@ -191,7 +197,7 @@ EXAMPLES = (
         """,
         message=(
             "gradient accumulation through the DDP wrapper without no_sync(): every micro-step all-reduces: "
-            "run the non-final micro-steps under model.no_sync()"
+            "run the non-final micro-steps under model.no_sync() (its step condition is computed in the loop)"
         ),
         note="Reported without a fix: the step condition is computed inside the loop, after the forward:",
     ),

@@ -4,73 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..examples import clean, fixes, reports
-from ..handles import wrappers
+from ..analysis.model_params import TRAINS, reaches_model
+from ..examples import clean, fixes
+from ..handles import handoffs, in_training_step, raw_at, wrappers
 from ..rule import Context, Rule
-from ..syntax import dotted, walk
-
-# What the wrapper answers itself: nn.Module's API and DistributedDataParallel's own members.
-WRAPPER_API = {
-    "forward",
-    "module",
-    "no_sync",
-    "join",
-    "join_hook",
-    "register_comm_hook",
-    "static_graph",
-    "device_ids",
-    "require_backward_grad_sync",
-    "require_forward_param_sync",
-    "process_group",
-    "find_unused_parameters",
-    "parameters",
-    "named_parameters",
-    "buffers",
-    "named_buffers",
-    "children",
-    "named_children",
-    "modules",
-    "named_modules",
-    "state_dict",
-    "load_state_dict",
-    "train",
-    "eval",
-    "training",
-    "zero_grad",
-    "to",
-    "cuda",
-    "cpu",
-    "xpu",
-    "float",
-    "double",
-    "half",
-    "bfloat16",
-    "type",
-    "apply",
-    "requires_grad_",
-    "share_memory",
-    "register_buffer",
-    "register_parameter",
-    "register_module",
-    "add_module",
-    "get_submodule",
-    "get_parameter",
-    "get_buffer",
-    "register_forward_hook",
-    "register_forward_pre_hook",
-    "register_full_backward_hook",
-    "register_backward_hook",
-    "register_full_backward_pre_hook",
-    "extra_repr",
-    "to_empty",
-    "compile",
-    "__call__",
-    "__class__",
-    "__dict__",
-    "_modules",
-    "_parameters",
-    "_buffers",
-}
+from ..syntax import code_of, dotted, walk
 
 
 class WrapperAttributeAccess(Rule):
@@ -80,15 +18,20 @@ class WrapperAttributeAccess(Rule):
     reads = frozenset({"wraps"})
     docs = """
 ## What
-A method or attribute that the model's own class defines (`model.generate(...)`, `model.encoder`,
-`model.num_classes`), used on a handle that is (or becomes, once wrapped) the
-`DistributedDataParallel` wrapper.
+An attribute that is not part of `nn.Module`'s or `DistributedDataParallel`'s public API
+(`model.generate(...)`, `model.save_pretrained(...)`, `model.init_hidden(...)`, `model.config`,
+`model.n_classes`, `model.encoder`), read through a handle that is (or becomes, once wrapped) the
+`DistributedDataParallel` wrapper: in the same function after the wrap, in a function that reads the
+module-level model (`def evaluate(): model.generate(...)`) and runs after the wrap, in a method of
+the class that holds `self.model`, or inside a helper the wrapper is handed to
+(`evaluate(model)` with `model.generate(...)` inside).
 
 ## Why
-The wrapper is a different module: it has `forward`, `parameters()`, `state_dict()` and the rest of
-`nn.Module`'s API, but not your methods or submodules. Under `torchrun` the script stops with
+The wrapper is a different module: it answers `forward`, `parameters()`, `state_dict()`, `train()`,
+`no_sync()` and the rest of the two APIs, and nothing else. Under `torchrun` the script stops with
 `AttributeError: 'DistributedDataParallel' object has no attribute 'generate'`, while a plain run
-(where the wrap is skipped) works.
+(where the wrap is skipped) works. The class of the model does not matter: one of the script's
+file, of its own modules, or of a library (`transformers`) fails the same way.
 
 ## Example
 ```python
@@ -96,73 +39,108 @@ raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 ...
+hidden = model.init_hidden(batch_size)
 samples = model.generate(prompt)
+print(evaluate(model))  # def evaluate(m): return m.score(x)
 ```
 becomes
 ```python
+hidden = raw_model.init_hidden(batch_size)
 samples = raw_model.generate(prompt)
+print(evaluate(raw_model))
 ```
 (`raw_model` is the handle kept before wrapping; for an unconditional wrap the script already had,
-`model.module`.)
+`model.module`.) The two APIs are written out from torch (`ddpfix.analysis.torch_api`; a test
+compares them with the installed torch).
 
 ## Fix safety
-Safe: the unwrapped module is the object the wrapper holds, with the same parameters. Only names the
-model's class in this file defines (methods, `self.` attributes, also of in-file base classes) are
-rewritten; attributes assigned through the wrapper itself are left alone. A use inside another
-function that receives the wrapper as a parameter gets the diagnostic only.
+Safe: the unwrapped module is the object the wrapper holds, with the same parameters. Names that
+start with `_` are rewritten only where the model's class (of this file or of the script's own
+modules) defines them; dunders and attributes set through the wrapper itself are left alone.
+Diagnostic only: a call that runs a forward (a submodule, `self(...)` or a method that does) inside
+the training step, where the plain module would bypass DDP's gradient averaging (move it into
+`forward()`); a helper that trains through the handed-in model; and a use where no name reaches the
+plain module (keep one before wrapping). A name bound again after the wrap (`model = Net()`) is no
+longer the wrapper.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         for handle, (raw, wrap_stmt) in wrappers(ctx).items():
-            base = raw[: -len(".module")] if raw.endswith(".module") else raw
-            cls = facts.models.model_class(base, wrap_stmt) or facts.models.model_class(handle, wrap_stmt)
-            if cls is None:
-                continue
-            methods, attrs = facts.models.class_members(cls)
-            custom = {n for n in (methods | attrs) - WRAPPER_API if not n.startswith("__")}
-            uses = [n for n in _attributes(facts.module) if n.attr.value in custom]
-            stored = {
-                n.attr.value
-                for n in uses
-                if dotted(n.value) == handle and isinstance(facts.index.parent.get(n), cst.AssignTarget)
-            }
-            wrap_func = facts.index.enclosing(wrap_stmt, cst.FunctionDef)
+            members, forward_like = _members(facts, raw, handle, wrap_stmt)
+            uses = [n for n in walk(facts.module) if isinstance(n, cst.Attribute) and dotted(n.value) == handle]
+            stored = {n.attr.value for n in uses if _written(facts, n)}  # set through the wrapper itself
             for node in uses:
-                name, owner = node.attr.value, dotted(node.value)
-                if name in stored or isinstance(facts.index.parent.get(node), cst.AssignTarget):
+                name = node.attr.value
+                if name in stored or not reaches_model(name, members):
                     continue
-                if owner == handle and facts.wraps.after_wrap(node, handle, wrap_stmt):
-                    if ctx.report(
-                        node, f"{handle}.{name}: the DDP wrapper has no attribute '{name}'; use {raw}.{name}"
-                    ):
-                        ctx.plan.replace(node, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
+                if not facts.wraps.after_wrap(node, handle, wrap_stmt):
                     continue
-                func = facts.index.enclosing(node, cst.FunctionDef)
-                if owner is None or "." in owner or not isinstance(func, cst.FunctionDef) or func is wrap_func:
-                    continue
-                if owner in facts.data.params_bound_to(func, handle) and _only_called_wrapped(
-                    facts, func, handle, wrap_stmt
-                ):
+                parent = facts.index.parent.get(node)
+                called = isinstance(parent, cst.Call) and parent.func is node
+                if called and in_training_step(facts, node) and (forward_like is None or name in forward_like):
                     ctx.report(
                         node,
-                        f"{owner}.{name}: {owner} is the DDP wrapper here, which has no attribute '{name}'; pass {raw} or use {owner}.module",
+                        f"{handle}.{name}(...) in the training step: the DDP wrapper has no attribute '{name}', and "
+                        f"calling it on the plain module runs a forward DDP does not see (its gradients would not "
+                        f"be averaged): compute it in the model's forward() and call {handle}(...)",
                         fix="none",
                     )
+                    continue
+                spelled = raw_at(ctx, handle, raw, wrap_stmt, node)
+                if spelled is None:
+                    ctx.report(
+                        node,
+                        f"{handle}.{name}: the DDP wrapper has no attribute '{name}', and no name reaches the plain "
+                        f"module here: keep one before wrapping and use it",
+                        fix="none",
+                    )
+                    continue
+                if ctx.report(
+                    node, f"{handle}.{name}: the DDP wrapper has no attribute '{name}'; use {spelled}.{name}"
+                ):
+                    ctx.plan.replace(node, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
+        for hand in handoffs(ctx):
+            if hand.code != self.code:
+                continue
+            callee = code_of(hand.call.func)
+            if not hand.fixable:
+                why = "it trains through it" if TRAINS in hand.uses else "no name reaches the plain module here"
+                ctx.report(
+                    hand.arg.value,
+                    f"{callee}() reads attributes of {hand.handle} that the DDP wrapper does not have; "
+                    f"pass the plain module ({why}: by hand)",
+                    fix="none",
+                )
+                continue
+            if ctx.report(
+                hand.arg.value,
+                f"{callee}() reads attributes of {hand.handle} that the DDP wrapper does not have: pass {hand.raw}",
+            ):
+                ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
 
 
-def _attributes(module: cst.Module):
-    return (n for n in walk(module) if isinstance(n, cst.Attribute))
+def _written(facts, node: cst.Attribute) -> bool:
+    parent = facts.index.parent.get(node)
+    return isinstance(parent, (cst.AssignTarget, cst.AugAssign)) or (
+        isinstance(parent, cst.AnnAssign) and parent.target is node
+    )
 
 
-def _only_called_wrapped(facts, func: cst.FunctionDef, handle: str, wrap_stmt: cst.CSTNode) -> bool:
-    """Every call of `func` that passes `handle` runs after the wrap."""
-    sites = [
-        c
-        for c in facts.index.calls
-        if facts.index.callee_of(c) is func and any(dotted(a.value) == handle for a in c.args)
-    ]
-    return bool(sites) and all(facts.wraps.after_wrap(c, handle, wrap_stmt) for c in sites)
+def _members(facts, raw: str, handle: str, wrap_stmt: cst.CSTNode) -> tuple[set[str] | None, set[str] | None]:
+    """(methods and attributes, the methods that run a forward) of the model's class, when it is a
+    class of this file or of the script's own modules; (None, None) for a class the analysis cannot
+    read (a library's)."""
+    base = raw[: -len(".module")] if raw.endswith(".module") else raw
+    cls = facts.models.model_class(base, wrap_stmt) or facts.models.model_class(handle, wrap_stmt)
+    if cls is not None:
+        methods, attrs = facts.models.class_members(cls)
+        return methods | attrs, facts.models.forward_like(cls) | (attrs - methods)
+    call = facts.models.constructor(base, wrap_stmt) or facts.models.constructor(handle, wrap_stmt)
+    summary = facts.modules.class_of(call.func) if call is not None else None
+    if summary is not None:
+        return summary.methods | summary.attributes, summary.forward_like | (summary.attributes - summary.methods)
+    return None, None
 
 
 EXAMPLES = (
@@ -213,7 +191,7 @@ EXAMPLES = (
         """,
         note="The model's own method goes through the module the wrapper holds:",
     ),
-    reports(
+    fixes(
         """
         import torch
         import torch.distributed as dist
@@ -240,11 +218,33 @@ EXAMPLES = (
             opt.step()
         report(model)
         """,
-        message=(
-            "net.predict: net is the DDP wrapper here, which has no attribute 'predict'; pass model.module or "
-            "use net.module"
-        ),
-        note="Reported without a fix: the helper gets the wrapper as a parameter; pass it the plain module:",
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Net(nn.Linear):
+            def predict(self, x):
+                return self(x) > 0
+
+
+        def report(net):
+            print(net.predict(torch.randn(2, 4)))
+
+
+        dist.init_process_group("gloo")
+        model = DDP(Net(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        report(model.module)
+        """,
+        note="A helper handed the wrapper reads the model's own attributes: it gets the plain module at the call:",
     ),
     clean(
         """

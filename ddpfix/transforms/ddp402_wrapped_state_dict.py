@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..examples import clean, fixes, reports
-from ..handles import raw_handles
+from ..analysis.model_params import TRAINS
+from ..examples import clean, fixes
+from ..handles import handoffs, raw_at, wrappers
 from ..rule import Context, Rule
-from ..syntax import dotted, method_name, receiver
+from ..syntax import code_of, dotted, method_name, receiver
 
 
 class WrappedStateDict(Rule):
@@ -18,7 +19,9 @@ class WrappedStateDict(Rule):
     reads = frozenset({"wraps"})
     docs = """
 ## What
-`model.state_dict()` where `model` is (or becomes) the `DistributedDataParallel` wrapper.
+`model.state_dict()` where `model` is (or becomes) the `DistributedDataParallel` wrapper, or the
+wrapper handed to a helper of the script (of this file or of its own modules) that saves its
+`state_dict()` (`save_checkpoint(model, path)`).
 
 ## Why
 The wrapper's keys are `module.conv.weight`, ...; loading such a checkpoint into a plain model fails
@@ -27,59 +30,64 @@ with `Missing key(s) in state_dict: "conv.weight" ... Unexpected key(s) in state
 ## Example
 ```python
 torch.save(model.state_dict(), "checkpoint.pt")
+save_checkpoint(model, epoch, "last.pt")
 ```
 becomes
 ```python
 torch.save(raw_model.state_dict(), "checkpoint.pt")
+save_checkpoint(raw_model, epoch, "last.pt")
 ```
-(`raw_model` is the handle kept before wrapping; for a wrap the script already had, `model.module`.)
+(`raw_model` is the handle kept before wrapping; for a wrap the script already had, `model.module`,
+and in another method than the one that wrapped `self.model`, `self.model.module`.)
 
 ## Fix safety
-Safe: the unwrapped model's keys are what a plain run saves.
+Safe: the unwrapped model's keys are what a plain run saves. Helpers already handed the plain
+module (`save(model.module)`, `save(model_without_ddp)`, `save(unwrap_model(model))`) and helpers that
+unwrap it themselves are not reported. A helper that trains through the handed-in model, or a use
+where no name reaches the plain module, gets the diagnostic only. A name bound again after the wrap
+(`model = Net()`) is no longer the wrapper.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        raws = raw_handles(ctx)
-        wrap_at: dict[str, cst.CSTNode] = {}
-        for model in facts.models.trained:
-            existing = facts.models.wrapped(model)
-            if model.handle in raws:
-                wrap_at[model.handle] = (
-                    facts.index.site(existing).stmt if existing is not None else facts.models.wrap_point(model).anchor
-                )
-        for call in facts.names.method_calls("state_dict"):
-            handle = dotted(receiver(call)) if receiver(call) is not None else None
-            if handle not in wrap_at or _inside_load(facts, call):
-                continue
-            raw = raws[handle]
-            if facts.wraps.after_wrap(call, handle, wrap_at[handle]):
+        for handle, (raw, wrap_stmt) in wrappers(ctx).items():
+            for call in facts.names.method_calls("state_dict"):
+                recv = receiver(call)
+                if recv is None or dotted(recv) != handle or _inside_load(facts, call):
+                    continue
+                if not facts.wraps.after_wrap(call, handle, wrap_stmt):
+                    continue
+                spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
+                if spelled is None:
+                    ctx.report(
+                        call,
+                        f"{handle}.state_dict() saves the DDP wrapper ('module.' keys), and no name reaches the plain "
+                        "module here: keep one before wrapping and save its state_dict()",
+                        fix="none",
+                    )
+                    continue
                 if ctx.report(
-                    call, f"{handle}.state_dict() saves the DDP wrapper ('module.' keys): use {raw}.state_dict()"
+                    call, f"{handle}.state_dict() saves the DDP wrapper ('module.' keys): use {spelled}.state_dict()"
                 ):
-                    ctx.plan.replace(call.func, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
-            elif _receives_wrapper(facts, call, handle, wrap_at[handle]):
+                    ctx.plan.replace(call.func, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
+        for hand in handoffs(ctx):
+            if hand.code != self.code:
+                continue
+            callee = code_of(hand.call.func)
+            if not hand.fixable:
+                why = "it trains through it" if TRAINS in hand.uses else "no name reaches the plain module here"
                 ctx.report(
-                    call,
-                    f"`{handle}` is the DDP wrapper here (passed in after the wrap): its state_dict() has 'module.' keys; "
-                    f"save `{handle}.module.state_dict()` when distributed",
+                    hand.arg.value,
+                    f"{callee}() saves the state_dict() of {hand.handle}, the DDP wrapper ('module.' keys); pass the "
+                    f"plain module ({why}: by hand)",
                     fix="none",
                 )
-
-
-def _receives_wrapper(facts, call: cst.CSTNode, handle: str, wrap_stmt: cst.CSTNode) -> bool:
-    """`def train(model): torch.save(model.state_dict())` called with the wrapped model."""
-    func = facts.index.enclosing(call, cst.FunctionDef)
-    if not isinstance(func, cst.FunctionDef) or "." in handle:
-        return False
-    if handle not in [p.name.value for p in func.params.params]:
-        return False
-    callers = [c for c in facts.index.calls if facts.index.callee_of(c) is func]
-    return any(
-        facts.index.enclosing(c, cst.FunctionDef) is facts.index.enclosing(wrap_stmt, cst.FunctionDef)
-        and facts.index.before(wrap_stmt, c)
-        for c in callers
-    )
+                continue
+            if ctx.report(
+                hand.arg.value,
+                f"{callee}() saves the state_dict() of {hand.handle}, the DDP wrapper ('module.' keys): pass {hand.raw}",
+            ):
+                ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
 
 
 def _inside_load(facts, call: cst.CSTNode) -> bool:
@@ -124,7 +132,7 @@ EXAMPLES = (
         """,
         note="The checkpoint holds the plain module's keys, which a plain run can load:",
     ),
-    reports(
+    fixes(
         """
         import torch
         import torch.distributed as dist
@@ -147,14 +155,29 @@ EXAMPLES = (
         if dist.get_rank() == 0:
             save(net, "model.pt")
         """,
-        message=(
-            "`net` is the DDP wrapper here (passed in after the wrap): its state_dict() has 'module.' keys; "
-            "save `net.module.state_dict()` when distributed"
-        ),
-        note=(
-            "Reported without a fix: the wrapper reaches `state_dict()` through a helper's parameter, and the "
-            "helper may serve plain models too:"
-        ),
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def save(net, path):
+            torch.save(net.state_dict(), path)
+
+
+        dist.init_process_group("gloo")
+        net = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for step in range(10):
+            loss = net(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            save(net.module, "model.pt")
+        """,
+        note="A helper saves what it is handed: handed the plain module, its checkpoint has no 'module.' keys:",
     ),
     clean(
         """

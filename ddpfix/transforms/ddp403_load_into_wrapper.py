@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.model_params import TRAINS
 from ..examples import clean, fixes, reports
-from ..handles import wrappers
+from ..handles import handoffs, raw_at, wrappers
 from ..rule import Context, Rule
-from ..syntax import dotted, receiver
+from ..syntax import code_of, dotted, receiver
 
 
 class LoadIntoWrapper(Rule):
@@ -18,8 +19,9 @@ class LoadIntoWrapper(Rule):
     docs = """
 ## What
 `model.load_state_dict(...)` where `model` is (or becomes, once wrapped) the
-`DistributedDataParallel` wrapper: typically restoring the best checkpoint after training, or a
-resume placed after the wrap.
+`DistributedDataParallel` wrapper, or the wrapper handed to a helper of the script (of this file or
+of its own modules) that loads into it (`load_checkpoint(model, path)`): typically restoring the best
+checkpoint after training, or a resume placed after the wrap.
 
 ## Why
 The wrapper's keys are `module.fc.weight`, ...; a checkpoint saved by a plain run (or through the
@@ -38,25 +40,28 @@ if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 ...
 model.load_state_dict(torch.load("best.pt", map_location=device))
+epoch = load_checkpoint(model, "last.pt")
 ```
 becomes
 ```python
 raw_model.load_state_dict(torch.load("best.pt", map_location=device))
+epoch = load_checkpoint(raw_model, "last.pt")
 ```
 (`raw_model` is the handle kept before wrapping; for an unconditional wrap the script already had,
-`model.module`.) Loads before the wrap are already correct and are left alone.
+`model.module`.) Loads before the wrap are already correct and are left alone; a helper that only
+loads into the model counts as a preparation, so the wrap goes after it.
 
 ## Fix safety
 Safe: the unwrapped model takes exactly the keys a plain run saves, in both launch modes, and DDP
-shares its parameters, so the wrapper sees the loaded weights. A rank-0-only load after the wrap
-gets the diagnostic only (load on every rank, before wrapping).
+shares its parameters, so the wrapper sees the loaded weights. Diagnostic only: a rank-0-only load
+after the wrap (load on every rank, before wrapping), a helper that trains through the model, and a
+use where no name reaches the plain module. A name bound again after the wrap (`model = Net()`,
+`model = load_model(path)`) is no longer the wrapper and is left alone.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         handles = wrappers(ctx)
-        if not handles:
-            return
         for call in facts.names.method_calls("load_state_dict"):
             recv = receiver(call)
             handle = dotted(recv) if recv is not None else None
@@ -65,17 +70,50 @@ gets the diagnostic only (load on every rank, before wrapping).
             raw, wrap_stmt = handles[handle]
             if not facts.wraps.after_wrap(call, handle, wrap_stmt):
                 continue
+            spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
             if facts.ranks.rank_guarded(call):
                 ctx.report(
                     call,
                     f"{handle}.load_state_dict() on rank 0 only, after the DDP wrap: the other ranks keep the old weights; "
-                    f"load on every rank through {raw}, or before wrapping",
+                    f"load on every rank through {spelled or 'the plain module'}, or before wrapping",
                     fix="none",
                 )
                 continue
-            message = f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected): use {raw}.load_state_dict()"
+            if spelled is None:
+                ctx.report(
+                    call,
+                    f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected), and no name "
+                    "reaches the plain module here: keep one before wrapping and load through it",
+                    fix="none",
+                )
+                continue
+            message = f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected): use {spelled}.load_state_dict()"
             if ctx.report(call, message):
-                ctx.plan.replace(call.func, lambda n, raw=raw: n.with_changes(value=cst.parse_expression(raw)))
+                ctx.plan.replace(call.func, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
+        for hand in handoffs(ctx):
+            if hand.code != self.code:
+                continue
+            callee = code_of(hand.call.func)
+            if not hand.fixable:
+                why = (
+                    "on rank 0 only the other ranks keep the old weights"
+                    if hand.rank0
+                    else "it trains through it"
+                    if TRAINS in hand.uses
+                    else "no name reaches the plain module here"
+                )
+                ctx.report(
+                    hand.arg.value,
+                    f"{callee}() loads a state_dict into {hand.handle}, the DDP wrapper ('module.' keys expected); pass "
+                    f"the plain module on every rank ({why}: by hand)",
+                    fix="none",
+                )
+                continue
+            if ctx.report(
+                hand.arg.value,
+                f"{callee}() loads a state_dict into {hand.handle}, the DDP wrapper ('module.' keys expected): pass {hand.raw}",
+            ):
+                ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
 
 
 EXAMPLES = (

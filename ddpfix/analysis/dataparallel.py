@@ -1,0 +1,169 @@
+"""`nn.DataParallel` wraps and how each model's can become one DDP wrap: where the wrap goes (after
+the outermost `if` around the DataParallel line, so that it runs whatever that test was: a GPU count,
+a flag that is off by default, `if False:`), what of the old lines goes, and why a shape cannot be
+converted. DDP302 converts; DDP201 shards the data only where the conversion is possible."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ..syntax import assign_targets, assigned_value, code_of, kwarg, mentions, positional
+from .index import TreeIndex
+from .models import DP_NAMES, Models, moves_device
+from .names import Names
+
+
+@dataclass(eq=False)
+class DpLine:
+    """One `model = nn.DataParallel(model)` line."""
+
+    call: cst.Call
+    stmt: cst.BaseStatement
+    top: cst.BaseStatement  # the outermost `if` around it (or the line itself): the wrap goes after it
+    unwrapped: str  # what the line assigns without DataParallel: `model`, `model.to(device)`
+    whole: bool  # `top` held nothing but this line: it goes entirely
+    delete: cst.BaseStatement | None = None  # otherwise: the line, or the `if` / `elif` it alone filled
+
+
+@dataclass(eq=False)
+class DpConversion:
+    """Every DataParallel line of one model, and where the DDP wrap that replaces them goes."""
+
+    handle: str | None
+    lines: list[DpLine] = field(default_factory=list)
+    blocker: str | None = None  # why it is not converted automatically (None: it is)
+    later: cst.BaseStatement | None = None  # a device move after the last line: the wrap follows it
+
+    @property
+    def target(self) -> cst.BaseStatement:
+        """The statement the wrap follows."""
+        return self.later or self.lines[-1].top
+
+
+def dataparallel_conversions(index: TreeIndex, names: Names, models: Models) -> list[DpConversion]:
+    """One conversion per model handle wrapped in DataParallel (calls of other shapes: one each)."""
+    by_handle: dict[str, DpConversion] = {}
+    out: list[DpConversion] = []
+    for call in names.calls_matching(lambda q: q in DP_NAMES):
+        stmt = index.site(call).stmt
+        targets = assign_targets(stmt)
+        value = assigned_value(stmt)
+        module = positional(call, 0) or kwarg(call, "module")
+        if len(targets) != 1 or value is None or module is None or not _chain_holds(value, call):
+            out.append(DpConversion(None, [DpLine(call, stmt, stmt, "", False)], "shape"))
+            continue
+        handle = targets[0]
+        conv = by_handle.get(handle)
+        if conv is None:
+            conv = by_handle[handle] = DpConversion(handle)
+            out.append(conv)
+        unwrapped = code_of(value.deep_replace(call, module.value))  # type: ignore[arg-type]
+        line, blocker = _line(index, models, call, stmt, handle, unwrapped)
+        conv.lines.append(line)
+        conv.blocker = conv.blocker or blocker
+    for conv in by_handle.values():
+        conv.lines.sort(key=lambda line: index.order[line.stmt])
+        if conv.blocker is None and len({id(index.parent.get(line.top)) for line in conv.lines}) > 1:
+            conv.blocker = "the model is wrapped in DataParallel in several places: convert it by hand"
+        if conv.blocker is None:
+            last = conv.lines[-1]
+            if last.unwrapped == conv.handle:
+                conv.later = later_device_move(index, models, last.top, conv.handle)  # type: ignore[arg-type]
+    return out
+
+
+def _line(
+    index: TreeIndex, models: Models, call: cst.Call, stmt: cst.BaseStatement, handle: str, unwrapped: str
+) -> tuple[DpLine, str | None]:
+    if index.in_one_line_suite(stmt):
+        return DpLine(call, stmt, stmt, unwrapped, False), "shape"
+    x: cst.CSTNode = stmt
+    whole = True
+    while True:
+        parent = index.parent.get(x)
+        owner = index.parent.get(parent) if isinstance(parent, cst.IndentedBlock) else None
+        if isinstance(parent, cst.IndentedBlock) and isinstance(owner, (cst.If, cst.Else)):
+            if_node = owner if isinstance(owner, cst.If) else index.parent.get(owner)
+            later = _after(parent, x)
+            if any(
+                mentions(s, f"{handle}.module") or (mentions(s, handle) and models.use_of(s, handle) == "use")
+                for s in later
+            ):
+                return DpLine(call, stmt, stmt, unwrapped, False), (
+                    "code after it in its if block uses the DataParallel model: convert it by hand"
+                )
+            whole = whole and len(parent.body) == 1 and isinstance(owner, cst.If) and owner.orelse is None
+            x = if_node  # type: ignore[assignment]
+            continue
+        if isinstance(parent, cst.If) and parent.orelse is x:  # elif
+            whole = False
+            x = parent
+            continue
+        if isinstance(owner, (cst.For, cst.While)) or isinstance(parent, (cst.For, cst.While)):
+            return DpLine(call, stmt, stmt, unwrapped, False), "inside a loop: convert it by hand"
+        break
+    top = x
+    # `if n > 1: model = DataParallel(model).cuda()` keeps its `model = model.cuda()` under the test
+    line = DpLine(call, stmt, top, unwrapped, whole and (top is stmt or unwrapped == handle))  # type: ignore[arg-type]
+    if line.whole or unwrapped != handle:
+        return line, None
+    # other code stays in the if: only the line goes, or the if it alone filled
+    gone: cst.CSTNode = stmt
+    while True:
+        block = index.parent.get(gone)
+        if isinstance(block, cst.If):
+            break  # an `elif` it alone filled: the elif goes
+        owner = index.parent.get(block)
+        if isinstance(block, cst.IndentedBlock) and len(block.body) > 1:
+            break
+        if not (isinstance(owner, cst.If) and owner.orelse is None and owner.body is block):
+            return line, "the wrap fills a branch of an if/else alone: convert it by hand"
+        gone = owner
+    line.delete = gone  # type: ignore[assignment]
+    return line, None
+
+
+def _after(block: cst.IndentedBlock, stmt: cst.CSTNode) -> list[cst.BaseStatement]:
+    body = list(block.body)
+    idx = next((i for i, s in enumerate(body) if s is stmt), len(body))
+    return body[idx + 1 :]
+
+
+def later_device_move(index: TreeIndex, models: Models, target: cst.CSTNode, handle: str) -> cst.BaseStatement | None:
+    """The last statement after `target` in its block that moves `handle` to a device, before the
+    model is first used (`model = model.to(device)`, `model.cuda()`)."""
+    block = index.parent.get(target)
+    body = list(getattr(block, "body", []))
+    idx = next((i for i, s in enumerate(body) if s is target), None)
+    if idx is None:
+        return None
+    found = None
+    for stmt in body[idx + 1 :]:
+        if isinstance(stmt, (cst.For, cst.While)):
+            break
+        if not mentions(stmt, handle):
+            continue
+        kind = models.use_of(stmt, handle)
+        if kind == "use":
+            break
+        if kind == "prep" and moves_device(stmt, handle):
+            found = stmt
+    return found
+
+
+def _chain_holds(value: cst.BaseExpression, call: cst.Call) -> bool:
+    """`DataParallel(m)`, `DataParallel(m).to(device)`, `DataParallel(m).cuda()`: the wrap and device moves only."""
+    while value is not call:
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("to", "cuda")
+        ):
+            return False
+        value = value.func.value
+    return True
+
+
+__all__ = ["DpConversion", "DpLine", "dataparallel_conversions", "later_device_move"]
