@@ -119,6 +119,6 @@ def _inner_rank_if(facts, ranks: Ranks, call: cst.CSTNode, outer: cst.If) -> boo
     for anc in facts.index.ancestors(call):
         if anc is outer:
             return False
-        if isinstance(anc, cst.If) and ranks.depends_on_rank(anc.test):
+        if isinstance(anc, cst.If) and ranks.is_rank_test(anc.test):
             return True
     return False

@@ -49,7 +49,7 @@ Safe: a plain run has rank 0, so its seed is unchanged. A seed whose rank term c
             expr = seed.value
             source = expr
             name = dotted(expr)
-            if name is not None and not facts.ranks.is_rank_test(expr):
+            if name is not None and not facts.ranks.is_rank(expr):
                 source = _value_of(facts, name, call)  # seed = args.seed + rank; DistributedSampler(..., seed=seed)
                 if source is None:
                     continue
