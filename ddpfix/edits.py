@@ -17,20 +17,35 @@ def guardable(facts: ScriptFacts, stmt: cst.CSTNode) -> bool:
     return not index.in_one_line_suite(stmt) and isinstance(index.parent.get(stmt), (cst.IndentedBlock, cst.Module))
 
 
-def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> None:
-    """Report `node` and guard the statement holding it to rank 0, when that is possible."""
+def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> bool:
+    """Report `node` and guard the statement holding it to rank 0, when that is possible. Code only
+    some ranks run already (see `Ranks.rank_guarded`) is left alone. True when the guard is planned."""
     facts = ctx.facts
     if facts.ranks.rank_guarded(node):
-        return
+        return False
     stmt = facts.index.site(node).stmt
     stmt = _enclosing_write_with(facts, stmt)
     if not guardable(facts, stmt):
         ctx.report(
             node, (message or ctx.rule.message) + " (shares its line with other code: guard it by hand)", fix="none"
         )
-        return
+        return False
     if ctx.report(node, message):
-        ctx.plan.guard(stmt, ctx.rank0(node))
+        guard(ctx, stmt, ctx.rank0(node))
+        return True
+    return False
+
+
+def guard(ctx: Context, stmt: cst.CSTNode, condition: str) -> None:
+    """Guard `stmt` to rank 0, never inside another planned guard: a statement whose enclosing
+    statement is guarded already keeps no guard of its own, and guarding a statement drops the guards
+    planned inside it."""
+    plan, index = ctx.plan, ctx.facts.index
+    if any(a in plan.guards for a in index.ancestors(stmt)):
+        return
+    for inner in [s for s in plan.guards if s is not stmt and index.contains(stmt, s)]:
+        del plan.guards[inner]
+    plan.guard(stmt, condition)
 
 
 def _enclosing_write_with(facts: ScriptFacts, stmt: cst.CSTNode) -> cst.CSTNode:
@@ -126,6 +141,7 @@ def set_epoch_statements(ctx: Context, sampler: str, epoch: str, *, optional: bo
 
 __all__ = [
     "cuda_test",
+    "guard",
     "guard_site",
     "guardable",
     "opens_for_writing",

@@ -13,7 +13,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from ..syntax import assigned_value, calls_in, code_of, dotted
+from ..syntax import assigned_value, calls_in, child_nodes, code_of, dotted
 from .index import TreeIndex
 from .launch import Launch
 from .names import Names
@@ -69,7 +69,19 @@ class Ranks:
         """May `expr`'s value differ between ranks (`rank`, `rank == 0`, `f"log_{rank}.txt"`, `data[rank]`)?"""
         return self.values.of(expr).varies
 
-    mentions_rank = depends_on_rank
+    def mentions_rank(self, expr: cst.CSTNode) -> bool:
+        """Does `expr` read a rank itself (`f"[rank {rank}] loss"`, `seed + args.local_rank`), rather
+        than something merely computed on each rank?"""
+        if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and self.is_rank(expr):
+            return True
+        for child in child_nodes(expr):
+            if isinstance(expr, cst.Attribute) and child is expr.attr:
+                continue
+            if isinstance(expr, cst.Arg) and child is expr.keyword:
+                continue
+            if self.mentions_rank(child):
+                return True
+        return False
 
     def is_rank(self, expr: cst.CSTNode) -> bool:
         """Is `expr` itself a rank or a rank test (`rank`, `args.local_rank`, `dist.get_rank()`,

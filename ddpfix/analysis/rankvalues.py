@@ -58,6 +58,8 @@ RANK_ENV = {
     "PMI_RANK",
 }
 TRUE_WHEN_DISTRIBUTED = {"torch.distributed.is_initialized", "torch.distributed.is_available"}
+TEXT_CALLS = {"str", "int", "float", "format", "repr", "Path", "os.fspath", "os.getcwd"}
+TEXT_METHODS = {"format", "join", "replace", "joinpath", "with_name", "with_suffix", "zfill"}
 OTHER_RANKS = (1, 2, 3, 4, 7, 8, 15, 16, 1000)  # what a rank > 0 may be, to evaluate a comparison
 
 _OPS = {
@@ -252,11 +254,13 @@ class RankValues:
                 return returned
         elif self.modules.call_does(call, RANK_TEST):
             return RANK0_TEST
-        if any(self.of(a).varies for a in args):
-            return VARIES_VALUE
-        if isinstance(func, cst.Attribute) and self.of(func.value).varies:
-            return VARIES_VALUE
-        return SAME_VALUE
+        if _builds_text(qual, func) and (
+            any(self.of(a).varies for a in args) or (isinstance(func, cst.Attribute) and self.of(func.value).varies)
+        ):
+            return VARIES_VALUE  # os.path.join(out, f"train_{rank}.log"), "log_{}.txt".format(rank)
+        if any(self.of(a).kind == RANK for a in args):
+            return VARIES_VALUE  # hash(rank), torch.device("cuda", local_rank)
+        return SAME_VALUE  # what calls make of values computed per rank (`x.to(device)`) is not a rank
 
     def _subscript(self, node: cst.Subscript) -> Value:
         if self.names.qualname(node.value) == "os.environ" and len(node.slice) == 1:
@@ -374,6 +378,13 @@ def _returns(node: cst.CSTNode):
             yield child
         else:
             yield from _returns(child)
+
+
+def _builds_text(qual: str, func: cst.BaseExpression) -> bool:
+    """Calls that build a name or a number from their arguments: paths and strings."""
+    if qual.startswith(("os.path.", "pathlib.", "posixpath.")) or qual in TEXT_CALLS:
+        return True
+    return isinstance(func, cst.Attribute) and func.attr.value in TEXT_METHODS
 
 
 def _sampled(fn) -> Value:

@@ -38,6 +38,8 @@ Safe: a plain run has RANK 0 and prints exactly as before.
         if "print" in facts.names.aliases:
             return  # `from rich import print` and friends: leave alone
         for call in facts.index.statement_calls(lambda c: dotted(c.func) == "print"):
-            if any(facts.ranks.is_rank_test(a.value) for a in call.args):
+            if any(facts.ranks.mentions_rank(a.value) for a in call.args):
                 continue  # print(f"[rank {rank}] ...") reports per rank on purpose
+            if facts.ranks.print_silenced(call):
+                continue  # setup_for_distributed(is_master) replaced print on the other ranks
             guard_site(ctx, call)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.effects import TRACKER_CTORS, TRACKER_MODULES
-from ..edits import guard_site
+from ..edits import guard_site, guardable
 from ..rule import Context, Rule
-from ..syntax import assign_targets, dotted, receiver
+from ..syntax import assign_targets, dotted, receiver, walk
 
 
 class UnguardedTracker(Rule):
@@ -44,41 +44,164 @@ Safe.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        writers: set[str] = set()
-        for call in facts.names.calls_matching(
-            lambda q: q in TRACKER_CTORS or q in {f"{m}.init" for m in TRACKER_MODULES}
-        ):
+        ranks = facts.ranks
+        inits = {f"{m}.init" for m in TRACKER_MODULES}
+        chains: dict[str, _Chain] = {}  # tracker (a handle, or a tracker module) -> what uses it
+        for call in facts.names.calls_matching(lambda q: q in TRACKER_CTORS or q in inits):
             site = facts.index.site(call)
             targets = assign_targets(site.stmt)
-            if targets and site.stmt.body[0].value is call and not facts.ranks.rank_guarded(call):  # type: ignore[attr-defined]
-                writers.update(targets)
-                if ctx.report(call):
-                    cond = ctx.rank0(call)
-                    ctx.plan.replace(
-                        call,
-                        lambda n, cond=cond: cst.IfExp(
-                            test=cst.parse_expression(cond),
-                            body=n,
-                            orelse=cst.Name("None"),
-                            whitespace_before_if=cst.SimpleWhitespace(" "),
-                            whitespace_after_if=cst.SimpleWhitespace(" "),
-                            whitespace_before_else=cst.SimpleWhitespace(" "),
-                            whitespace_after_else=cst.SimpleWhitespace(" "),
-                        ),
-                    )
-            elif not targets:
+            module = (facts.names.call_qual(call) or "").split(".")[0]
+            keys = [module] if module in TRACKER_MODULES else []
+            if targets and site.stmt.body[0].value is call:  # type: ignore[attr-defined]
+                keys += targets
+            elif targets:
+                continue  # `x = f(SummaryWriter(...))`: not a handle this rule can follow
+            for key in keys:
+                chain = chains.setdefault(key, _Chain())
+                chain.rank0 |= ranks.rank_guarded(call)
+                if not ranks.rank_guarded(call):
+                    chain.creations.append((call, bool(targets)))
+        for module in TRACKER_MODULES:  # a run started elsewhere (a module of the script)
+            if module in facts.names.aliases.values():
+                chains.setdefault(module, _Chain())
+        if not chains:
+            return
+        params = {k.split(".")[-1]: k for k in chains if k not in TRACKER_MODULES}
+        for node, stmt in _uses(facts, chains, params, inits):
+            key = _tracker_of(facts, node, chains, params)
+            if key is None or ranks.rank_guarded(node) or _checked(facts, node, key):
+                continue
+            chains[key].uses.append((node, stmt))
+        for key, chain in chains.items():
+            self._fix(ctx, key, chain)
+
+    def _fix(self, ctx: Context, key: str, chain: "_Chain") -> None:
+        """Guard the tracker and everything that needs it, or, when one use cannot be guarded, none of them."""
+        facts = ctx.facts
+        if not chain.creations and not chain.rank0 and key not in TRACKER_MODULES:
+            return
+        blocked = [node for node, stmt in chain.uses if not _guardable_use(facts, stmt, key)]
+        if blocked:
+            where = ", ".join(f"line {facts.index.position(n).start.line}" for n in blocked[:3])
+            why = f"; a use of {key} cannot be guarded on its own ({where}): guard the tracker and its uses by hand"
+            for call, _ in chain.creations:
+                ctx.report(call, self.message + why, fix="none")
+            for node, _ in chain.uses:
+                ctx.report(node, "tracker used on every rank: log from rank 0 only" + why, fix="none")
+            return
+        for call, bound in chain.creations:
+            if not bound:
                 guard_site(ctx, call)
-        params = {w.split(".")[-1] for w in writers}
+            elif ctx.report(call):
+                cond = ctx.rank0(call)
+                ctx.plan.replace(
+                    call,
+                    lambda n, cond=cond: cst.IfExp(
+                        test=cst.parse_expression(cond),
+                        body=n,
+                        orelse=cst.Name("None"),
+                        whitespace_before_if=cst.SimpleWhitespace(" "),
+                        whitespace_after_if=cst.SimpleWhitespace(" "),
+                        whitespace_before_else=cst.SimpleWhitespace(" "),
+                        whitespace_after_else=cst.SimpleWhitespace(" "),
+                    ),
+                )
+        for node, _ in chain.uses:
+            guard_site(ctx, node, "tracker used on every rank: log from rank 0 only")
 
-        def uses_tracker(call: cst.Call) -> bool:
-            recv = receiver(call)
-            name = dotted(recv) if recv is not None else None
-            if name is None:
-                return False
-            if name in writers or name.split(".")[-1] in params:
-                return True
-            q = facts.names.qualname(recv) or ""
-            return q in TRACKER_MODULES and dotted(call.func) not in {f"{m}.init" for m in TRACKER_MODULES}
 
-        for call in facts.index.statement_calls(uses_tracker):
-            guard_site(ctx, call, "tracker used on every rank: log from rank 0 only")
+class _Chain:
+    """A tracker: where every rank creates it, whether it is rank-0 only already, and its uses on every rank."""
+
+    def __init__(self) -> None:
+        self.creations: list[tuple[cst.Call, bool]] = []  # (the call, bound to a name)
+        self.rank0 = False
+        self.uses: list[tuple[cst.CSTNode, cst.CSTNode]] = []  # (node, its statement)
+
+
+# Objects a tracker module builds without a run: media for a later log call, settings, logins.
+RUN_FREE = {"Image", "Table", "Histogram", "Artifact", "Video", "Audio", "Object3D", "Html", "login", "Settings"}
+
+
+def _uses(facts, chains, params, inits):
+    """Calls on a tracker, reads of it and assignments into it (`writer.add_scalar(...)`,
+    `run_dir = wandb.run.dir`, `wandb.run.name = ...`); a context manager (`with mlflow.start_run():`)
+    is not one."""
+    parent = facts.index.parent
+    for call in facts.index.calls:
+        if (facts.names.call_qual(call) or "") in inits or isinstance(parent.get(call), (cst.Decorator, cst.WithItem)):
+            continue
+        recv = receiver(call)
+        if recv is not None and dotted(recv) is not None:
+            if call.func.attr.value in RUN_FREE:  # type: ignore[attr-defined]
+                continue
+            yield call, facts.index.site(call).stmt
+    for stmt in facts.index.assigns:
+        for target in stmt.targets:
+            if isinstance(target.target, (cst.Attribute, cst.Subscript)):
+                yield target.target, facts.index.site(stmt).stmt
+    for node in walk(facts.module):
+        if isinstance(node, cst.Attribute) and dotted(node.value) is not None:
+            up = parent.get(node)
+            if isinstance(up, cst.Attribute) and up.value is node:
+                continue  # part of a longer chain
+            if isinstance(up, cst.Call) and up.func is node:
+                continue  # a call, above
+            if isinstance(up, cst.AssignTarget) or (isinstance(up, cst.Decorator)):
+                continue
+            yield node, facts.index.site(node).stmt
+
+
+def _root(node: cst.CSTNode) -> cst.BaseExpression | None:
+    """What a call or an assigned attribute/item is reached through: `writer` in `writer.add_scalar(...)`,
+    `wandb.run` in `wandb.run.name = ...`."""
+    if isinstance(node, cst.Call):
+        return receiver(node)
+    if isinstance(node, cst.Subscript):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.value
+    return None
+
+
+def _tracker_of(facts, node, chains, params) -> str | None:
+    root = _root(node)
+    name = dotted(root) if root is not None else None
+    if name is None:
+        return None
+    parts = name.split(".")
+    for i in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        if prefix in chains and prefix not in TRACKER_MODULES:
+            return prefix
+        if i == len(parts) and parts[-1] in params and prefix != "self":
+            return params[parts[-1]]  # the handle passed on: def log_epoch(writer, ...)
+    module = (facts.names.qualname(root) or "").split(".")[0]
+    return module if module in chains else None
+
+
+def _checked(facts, node, key: str) -> bool:
+    """Is `node` under a test of the tracker itself (`if writer is not None:`, `if wandb.run:`)?"""
+    spelled = key.split(".")[-1]
+    for anc in facts.index.ancestors(node):
+        if isinstance(anc, (cst.If, cst.IfExp, cst.While)) and any(
+            isinstance(n, (cst.Name, cst.Attribute)) and (dotted(n) or "").split(".")[-1] in (spelled, "run")
+            for n in walk(anc.test)
+        ):
+            return True
+        if isinstance(anc, cst.FunctionDef):
+            return False
+    return False
+
+
+def _guardable_use(facts, stmt: cst.CSTNode, key: str) -> bool:
+    """A use that can take a rank-0 guard of its own: a call statement, or an assignment into the tracker."""
+    if not guardable(facts, stmt) or not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    small = stmt.body[0]
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        return True
+    if isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+        targets = small.targets if isinstance(small, cst.Assign) else [small]
+        return all(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in targets)
+    return False
