@@ -48,6 +48,16 @@ def guard(ctx: Context, stmt: cst.CSTNode, condition: str) -> None:
     plan.guard(stmt, condition)
 
 
+def distributed_test(ctx: Context) -> str:
+    """The run-time test for "this process is in a process group": DISTRIBUTED for scripts launched
+    by torchrun (or run plain), `dist.is_initialized()` for scripts that start their own processes
+    (`mp.spawn`), which torchrun's WORLD_SIZE does not describe."""
+    if ctx.facts.launch.spawn_calls:
+        dist = ctx.plan.ref("torch.distributed", "dist", style="import")
+        return f"{dist}.is_initialized()"
+    return ctx.env("DISTRIBUTED")
+
+
 def _enclosing_write_with(facts: ScriptFacts, stmt: cst.CSTNode) -> cst.CSTNode:
     """`with open(p, "wb") as f: torch.save(sd, f)` is guarded as a whole: the open truncates the file."""
     block = facts.index.parent.get(stmt)
@@ -141,6 +151,7 @@ def set_epoch_statements(ctx: Context, sampler: str, epoch: str, *, optional: bo
 
 __all__ = [
     "cuda_test",
+    "distributed_test",
     "guard",
     "guard_site",
     "guardable",

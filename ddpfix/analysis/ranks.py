@@ -144,13 +144,10 @@ class Ranks:
         for prev in block.body:  # type: ignore[attr-defined]
             if prev is stmt:
                 return None
-            if (
-                isinstance(prev, cst.If)
-                and prev.orelse is None
-                and _always_exits(self.names, prev.body)
-                and self.is_rank_test(prev.test)
-            ):
-                return prev
+            if isinstance(prev, cst.If) and prev.orelse is None and _always_exits(self.names, prev.body):
+                zero, other, varies = self.values.truth(prev.test)
+                if varies and (zero is True or other is True):  # one side always leaves
+                    return prev
         return None
 
     def print_silenced(self, call: cst.Call) -> bool:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.ranks import Ranks
-from ..rule import UNSAFE, Context, Order, Rule
-from ..syntax import expr_call
+from ..rule import UNSAFE, Context, Rule
+from ..syntax import expr_call, names_in, walk
 
 
 class CollectiveUnderRankGuard(Rule):
@@ -75,22 +75,34 @@ that has other work and no `else`; otherwise the diagnostic says what to do.
         facts = ctx.facts
         site = facts.index.site(call)
         stmt = site.stmt
-        hoistable = (
+        others = [s for s in node.body.body if expr_call(s) is None or not facts.ranks.collectives_in(s)]
+        splittable = (
             expr_call(stmt) is call
             and site.block is node.body
             and node.orelse is None
-            and len(node.body.body) > 1
-            and node.body.body[-1] is stmt
+            and not isinstance(facts.index.parent.get(node), cst.If)  # an `elif`
+            and others
             and not call.args
+            and not (names_in(node.test) & _assigned_in(node.body))
         )
         message = f"{op} is reached by some ranks only: the others never join it and every rank hangs"
-        if not hoistable:
+        if not splittable:
             ctx.report(call, message + "; call it on every rank (outside the rank condition)", fix="none")
             return
         ctx.plan.hoisted.append(call)
         if ctx.report(call, message):
-            ctx.plan.moved.add(stmt)
-            ctx.plan.insert_after(node, [stmt.with_changes(leading_lines=[])], order=Order.HOISTED_COLLECTIVE)
+            ctx.plan.split(node, stmt)
+
+
+def _assigned_in(block: cst.CSTNode) -> set[str]:
+    """Names a block assigns: a test that reads one may change between the pieces of a split."""
+    out: set[str] = set()
+    for n in walk(block):
+        if isinstance(n, cst.AssignTarget):
+            out |= names_in(n.target)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign)):
+            out |= names_in(n.target)
+    return out
 
 
 def _unpaired(entries):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..rule import NONE, Context, Rule
-from ..syntax import dotted, method_name, receiver
+from ..syntax import assign_targets, dotted, method_name, receiver
 
 
 class StepInRankGuard(Rule):
@@ -42,16 +42,17 @@ None: moving training steps changes what the script does; fix it by hand.
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         ranks = facts.ranks
+        schedulers = {t for site in facts.training.scheduler_sites for t in assign_targets(site.stmt)}
         for call in facts.index.calls:
             name = method_name(call)
-            if name == "backward" or (
-                name == "step" and dotted(receiver(call) or cst.Name("_")) in facts.training.optimizer_targets
-            ):
-                for anc in facts.index.ancestors(call):
-                    if isinstance(anc, cst.If) and ranks.depends_on_rank(anc.test):
-                        ctx.report(
-                            call, f"{name}() inside a rank condition: every rank must run the same training steps"
-                        )
-                        break
-                    if isinstance(anc, cst.FunctionDef):
-                        break
+            if name not in ("backward", "step"):
+                continue
+            target = dotted(receiver(call) or cst.Name("_"))
+            if name == "step" and target in schedulers:
+                what = f"{target}.step() inside a rank condition: the learning rate changes on some ranks only and the ranks' updates diverge"
+            elif name == "backward" or target in facts.training.optimizer_targets:
+                what = f"{name}() inside a rank condition: every rank must run the same training steps"
+            else:
+                continue
+            if ranks.guard_of(call) is not None:
+                ctx.report(call, what)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
+from ..analysis.summaries import LOAD, SAVE
+from ..edits import distributed_test
 from ..rule import Context, Order, Rule
-from ..syntax import code_of, dotted, kwarg, positional
+from ..syntax import calls_in, code_of, dotted, kwarg, positional
 
 
 class SaveLoadRace(Rule):
@@ -50,36 +54,78 @@ Safe: every rank reaches the barrier (it is outside any rank condition).
         distributed = bool(
             facts.launch.init_calls or facts.models.ddp_calls or facts.models.trained or facts.training.trains
         )
-        saves = []
-        for call in facts.names.calls_to("torch.save"):
-            path = positional(call, 1) or kwarg(call, "f")
-            if path is not None and (facts.ranks.rank_guarded(call) or distributed):
-                saves.append((call, code_of(path.value)))
+        saves = []  # (the save, the texts naming its file)
+        for call in facts.index.calls:
+            paths = self._paths(facts, call, SAVE)
+            if paths and (ranks.rank_guarded(call) or distributed):
+                saves.append((call, paths))
         if not saves:
             return
         hoisted = ctx.plan.hoisted
-        barriers = [
+        syncs = [  # a collective every rank reaches: rank 0 is past its save when the others pass it
             c
-            for c, op in ranks.collectives_in(facts.module)
-            if op in ("barrier", "monitored_barrier")
-            and (not facts.ranks.rank_guarded(c) or any(c is h for h in hoisted))
+            for c, _ in ranks.collectives_in(facts.module)
+            if not ranks.rank_guarded(c) or any(c is h for h in hoisted)
         ]
-        for load in facts.names.calls_to("torch.load"):
-            path = positional(load, 0) or kwarg(load, "f")
-            if path is None or facts.ranks.rank_guarded(load) or _inside_print(facts, load):
+        for load in facts.index.calls:
+            paths = self._paths(facts, load, LOAD)
+            if not paths or ranks.rank_guarded(load) or _inside_print(facts, load):
                 continue
-            for save, text in saves:
-                if text != code_of(path.value) or not facts.index.before(save, load):
+            for save, saved in saves:
+                if not (saved & paths) or not facts.index.before(save, load) or save is load:
                     continue
                 if facts.index.scope_of(save) is not facts.index.scope_of(load):
                     continue
-                if any(facts.index.before(save, b) and facts.index.before(b, load) for b in barriers):
+                if any(facts.index.before(save, b) and facts.index.before(b, load) for b in syncs):
                     continue
-                if ctx.report(load):
+                message = None
+                if facts.names.call_qual(load) != "torch.load" or facts.names.call_qual(save) != "torch.save":
+                    message = (
+                        f"{dotted(load.func)}() reads what {dotted(save.func)}() saved on rank 0, with no barrier "
+                        "in between: the others can read it half-written"
+                    )
+                if ctx.report(load, message):
                     dist = ctx.plan.ref("torch.distributed", "dist", style="import")
-                    stmts = ctx.plan.statements("if {D}:\n    {dist}.barrier()", D=ctx.env("DISTRIBUTED"), dist=dist)
+                    stmts = ctx.plan.statements("if {D}:\n    {dist}.barrier()", D=distributed_test(ctx), dist=dist)
                     ctx.plan.insert_before(facts.index.site(load).stmt, stmts, order=Order.BARRIER)
                 break
+
+    @staticmethod
+    def _paths(facts, call: cst.Call, effect: str) -> set[str]:
+        """The texts naming the file `call` saves (effect SAVE) or loads (LOAD): the path argument of
+        `torch.save(obj, path)` / `torch.load(path)`, or every argument of a helper that does, in this
+        file (`save_checkpoint(state, path)`) or in one of the script's modules (`utils.save_on_master`)."""
+        q = facts.names.call_qual(call)
+        if q == "torch.save" and effect == SAVE:
+            path = positional(call, 1) or kwarg(call, "f")
+            return {code_of(path.value)} if path is not None else set()
+        if q == "torch.load" and effect == LOAD:
+            path = positional(call, 0) or kwarg(call, "f")
+            return {code_of(path.value)} if path is not None else set()
+        if q in ("torch.save", "torch.load"):
+            return set()
+        callee = facts.index.callee_of(call)
+        wanted = "torch.save" if effect == SAVE else "torch.load"
+        if callee is not None:
+            if not any(facts.names.call_qual(c) == wanted for c in calls_in(callee.body)):
+                return set()
+        elif not facts.modules.call_does(call, effect):
+            return set()
+        return {code_of(a.value) for a in call.args if _names_a_file(a.value)}
+
+
+PATHLIKE = re.compile(r"path|file|dir|ckpt|checkpoint|fname|out|resume|weights|save|best|last", re.IGNORECASE)
+
+
+def _names_a_file(expr: cst.BaseExpression) -> bool:
+    """An argument of a save or load helper that names its file: a string, a path built with
+    `os.path.join` / `Path`, or a name spelled like one (`ckpt_path`, `args.resume`)."""
+    if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    if isinstance(expr, cst.Call):
+        return bool(re.search(r"(^|\.)(join|Path)$", dotted(expr.func) or ""))
+    name = dotted(expr)
+    return name is not None and bool(PATHLIKE.search(name.split(".")[-1]))
 
 
 def _inside_print(facts, node) -> bool:
