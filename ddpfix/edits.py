@@ -6,7 +6,7 @@ import libcst as cst
 
 from .analysis import ScriptFacts
 from .rule import Context
-from .syntax import dotted, kwarg
+from .syntax import calls_in, dotted, kwarg, method_name, walk
 
 
 def guardable(facts: ScriptFacts, stmt: cst.CSTNode) -> bool:
@@ -59,15 +59,28 @@ def distributed_test(ctx: Context) -> str:
 
 
 def _enclosing_write_with(facts: ScriptFacts, stmt: cst.CSTNode) -> cst.CSTNode:
-    """`with open(p, "wb") as f: torch.save(sd, f)` is guarded as a whole: the open truncates the file."""
+    """`with open(p, "wb") as f: torch.save(sd, f)` is guarded as a whole: the open truncates the file.
+    So is a longer body, when it binds nothing and holds no collective or training step."""
     block = facts.index.parent.get(stmt)
     owner = facts.index.parent.get(block) if block is not None else None
-    if isinstance(owner, cst.With) and len(owner.body.body) == 1:  # type: ignore[union-attr]
-        for item in owner.items:
-            call = item.item
-            if isinstance(call, cst.Call) and dotted(call.func) == "open" and opens_for_writing(call):
-                return owner
-    return stmt
+    if not isinstance(owner, cst.With):
+        return stmt
+    opens = any(
+        isinstance(item.item, cst.Call) and dotted(item.item.func) == "open" and opens_for_writing(item.item)
+        for item in owner.items
+    )
+    if not opens:
+        return stmt
+    body = owner.body.body  # type: ignore[union-attr]
+    if len(body) == 1:
+        return owner
+    binds = any(
+        isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.NamedExpr)) for n in walk(owner.body)
+    )
+    trains = any(method_name(c) in ("backward", "step") for c in calls_in(owner.body))
+    if binds or trains or facts.ranks.collectives_in(owner.body):
+        return stmt
+    return owner
 
 
 def opens_for_writing(call: cst.Call) -> bool:

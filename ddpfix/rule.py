@@ -101,8 +101,25 @@ class Context:
         return self._env[key]
 
     def rank0(self, at: cst.CSTNode | None = None) -> str:
-        """The rank-0 test: the script's own global-rank variable where `at` sees one, else RANK."""
-        return f"{self.rank_name(at)} == 0"
+        """The rank-0 test: the script's own global-rank variable where `at` sees one, else RANK. A
+        variable a plain run sets to -1 (`int(os.environ.get("RANK", -1))`) is tested with
+        `in (-1, 0)`, so the plain run keeps its output."""
+        name = self.rank_name(at)
+        default = self._plain_default(name)
+        return f"{name} in ({default}, 0)" if default is not None else f"{name} == 0"
+
+    def not_rank0(self, at: cst.CSTNode | None = None) -> str:
+        """The negation of `rank0(at)`: `RANK != 0`."""
+        name = self.rank_name(at)
+        default = self._plain_default(name)
+        return f"{name} not in ({default}, 0)" if default is not None else f"{name} != 0"
+
+    def _plain_default(self, name: str) -> int | None:
+        """A plain run's value of the script's own module-level rank variable, when it is not 0."""
+        if name not in self.facts.launch.env_names.values():
+            return None
+        value = self.facts.ranks.plain_value(name)
+        return value if value is not None and value != 0 else None
 
     def rank_name(self, at: cst.CSTNode | None = None) -> str:
         if at is not None:

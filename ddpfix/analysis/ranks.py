@@ -222,6 +222,24 @@ class Ranks:
                 return "rank"
         return None
 
+    def plain_value(self, name: str) -> int | None:
+        """What a plain run (no torchrun environment) gives the module-level rank variable `name`:
+        the default of `int(os.environ.get("RANK", -1))`; None when it cannot be told."""
+        for site in self.names.assignments(self.index.module, name):
+            value = assigned_value(site.stmt)
+            if isinstance(value, cst.Call) and dotted(value.func) == "int" and value.args:
+                value = value.args[0].value
+            if isinstance(value, cst.Call) and self.names.call_qual(value) in ("os.environ.get", "os.getenv"):
+                if len(value.args) > 1:
+                    default = self.values.of(value.args[1].value)
+                    if default.kind == "const" and isinstance(default.zero, (int, str)):
+                        try:
+                            return int(default.zero)
+                        except ValueError:
+                            return None
+                return None
+        return None
+
     def is_local_rank(self, expr: cst.BaseExpression) -> bool:
         """`local_rank`, `args.local_rank`, or any name bound to the LOCAL_RANK environment variable
         (`self.gpu_id = int(os.environ["LOCAL_RANK"])`)."""

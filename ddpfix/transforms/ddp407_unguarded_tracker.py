@@ -7,7 +7,7 @@ import libcst as cst
 from ..analysis.effects import TRACKER_CTORS, TRACKER_MODULES
 from ..edits import guard_site, guardable
 from ..rule import Context, Rule
-from ..syntax import assign_targets, dotted, receiver, walk
+from ..syntax import assign_targets, assigned_value, dotted, receiver, walk
 
 
 class UnguardedTracker(Rule):
@@ -52,18 +52,28 @@ Safe.
             targets = assign_targets(site.stmt)
             module = (facts.names.call_qual(call) or "").split(".")[0]
             keys = [module] if module in TRACKER_MODULES else []
-            if targets and site.stmt.body[0].value is call:  # type: ignore[attr-defined]
-                keys += targets
+            value = assigned_value(site.stmt)
+            if targets and (value is call or (isinstance(value, cst.IfExp) and call in (value.body, value.orelse))):
+                keys += targets  # writer = SummaryWriter(...), or `... if is_master else None`
             elif targets:
                 continue  # `x = f(SummaryWriter(...))`: not a handle this rule can follow
-            for key in keys:
-                chain = chains.setdefault(key, _Chain())
-                chain.rank0 |= ranks.rank_guarded(call)
-                if not ranks.rank_guarded(call):
-                    chain.creations.append((call, bool(targets)))
+            if not keys:
+                continue
+            chain = next((chains[k] for k in keys if k in chains), None) or _Chain(keys[-1])
+            for key in keys:  # `experiment = wandb.init(...)`: the handle and the module are one tracker
+                other = chains.get(key)
+                if other is not None and other is not chain:
+                    chain.merge(other)
+                    for k, c in list(chains.items()):
+                        if c is other:
+                            chains[k] = chain
+                chains[key] = chain
+            chain.rank0 |= ranks.rank_guarded(call)
+            if not ranks.rank_guarded(call):
+                chain.creations.append((call, bool(targets)))
         for module in TRACKER_MODULES:  # a run started elsewhere (a module of the script)
             if module in facts.names.aliases.values():
-                chains.setdefault(module, _Chain())
+                chains.setdefault(module, _Chain(module))
         if not chains:
             return
         params = {k.split(".")[-1]: k for k in chains if k not in TRACKER_MODULES}
@@ -72,12 +82,13 @@ Safe.
             if key is None or ranks.rank_guarded(node) or _checked(facts, node, key):
                 continue
             chains[key].uses.append((node, stmt))
-        for key, chain in chains.items():
-            self._fix(ctx, key, chain)
+        for chain in {id(c): c for c in chains.values()}.values():
+            self._fix(ctx, chain)
 
-    def _fix(self, ctx: Context, key: str, chain: "_Chain") -> None:
+    def _fix(self, ctx: Context, chain: "_Chain") -> None:
         """Guard the tracker and everything that needs it, or, when one use cannot be guarded, none of them."""
         facts = ctx.facts
+        key = chain.name
         if not chain.creations and not chain.rank0 and key not in TRACKER_MODULES:
             return
         blocked = [node for node, stmt in chain.uses if not _guardable_use(facts, stmt, key)]
@@ -113,10 +124,16 @@ Safe.
 class _Chain:
     """A tracker: where every rank creates it, whether it is rank-0 only already, and its uses on every rank."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name  # the handle, or the tracker module
         self.creations: list[tuple[cst.Call, bool]] = []  # (the call, bound to a name)
         self.rank0 = False
         self.uses: list[tuple[cst.CSTNode, cst.CSTNode]] = []  # (node, its statement)
+
+    def merge(self, other: "_Chain") -> None:
+        self.creations += [c for c in other.creations if c not in self.creations]
+        self.rank0 |= other.rank0
+        self.uses += other.uses
 
 
 # Objects a tracker module builds without a run: media for a later log call, settings, logins.

@@ -56,5 +56,5 @@ has RANK 0 and draws the bar as before.
             if kwarg(call, "disable") is not None or facts.ranks.rank_guarded(call):
                 continue
             if ctx.report(call):
-                expr = cst.parse_expression(f"{ctx.rank_name(call)} != 0")
+                expr = cst.parse_expression(ctx.not_rank0(call))
                 ctx.plan.replace(call, lambda n, e=expr: with_kwarg(n, "disable", e))
