@@ -204,6 +204,35 @@ def test_guard_on_a_rank_variable_a_plain_run_sets_to_minus_one():
     assert fixed(out, "DDP401", "DDP406") == out
 
 
+def test_a_flag_read_from_the_environment_never_becomes_the_guard():
+    src = script("""
+    ddp = int(os.environ.get("RANK", -1)) != -1
+
+
+    def main():
+        if ddp:
+            dist.init_process_group("gloo")
+        model = nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            model(torch.randn(4, 2)).sum().backward()
+            opt.step()
+            torch.save(model.state_dict(), "c.pt")
+            if ddp:
+                dist.barrier()
+            model.load_state_dict(torch.load("c.pt"))
+
+
+    if __name__ == "__main__":
+        main()
+    """)
+    out = fixed(src, "DDP401", "DDP410")
+    assert "ddp == 0" not in out
+    assert '        if RANK == 0:\n            torch.save(model.state_dict(), "c.pt")\n' in out
+    assert 'RANK = int(os.environ.get("RANK", 0))\n' in out
+    assert fixed(out, "DDP401", "DDP410") == out
+
+
 def test_guards_on_the_scripts_own_rank_name_do_not_nest_on_reapply():
     src = script(
         FLAGGED.replace('ddp_rank = int(os.environ.get("RANK", -1))', 'proc_id = int(os.environ.get("RANK", 0))')
