@@ -532,7 +532,7 @@ def test_stop_decisions_become_agreements():
         "            continue\n"
     ) in out
     assert "stop = torch.tensor(float(bad_epochs > 2), device=device)" in out
-    assert "stop_2 = torch.tensor(float(val_loss < 1e-3), device=device)" in out
+    assert "stop = torch.tensor(float(val_loss < 1e-3), device=device)" in out
     assert found(out, "DDP102") == []
     assert fixed(out, "DDP102") == out
 

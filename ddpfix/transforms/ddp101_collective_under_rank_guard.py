@@ -73,16 +73,12 @@ that has other work and no `else`; otherwise the diagnostic says what to do.
 
     def _report(self, ctx: Context, node: cst.If, call: cst.Call, op: str) -> None:
         facts = ctx.facts
-        site = facts.index.site(call)
-        stmt = site.stmt
-        others = [s for s in node.body.body if expr_call(s) is None or not facts.ranks.collectives_in(s)]
+        leaving = _leaving_statement(facts, node, call)
         splittable = (
-            expr_call(stmt) is call
-            and site.block is node.body
+            leaving is not None
             and node.orelse is None
             and not isinstance(facts.index.parent.get(node), cst.If)  # an `elif`
-            and others
-            and not call.args
+            and any(s is not leaving for s in node.body.body)
             and not (names_in(node.test) & _assigned_in(node.body))
         )
         message = f"{op} is reached by some ranks only: the others never join it and every rank hangs"
@@ -91,7 +87,33 @@ that has other work and no `else`; otherwise the diagnostic says what to do.
             return
         ctx.plan.hoisted.append(call)
         if ctx.report(call, message):
-            ctx.plan.split(node, stmt)
+            ctx.plan.split(node, leaving)
+
+
+def _leaving_statement(facts, node: cst.If, call: cst.Call) -> cst.CSTNode | None:
+    """The statement of the guarded block that can leave it: the collective's own statement
+    (`dist.barrier()`), or an `if` every rank decides alike that only issues collectives
+    (`if DISTRIBUTED: dist.barrier()`). None when the collective takes data or sits deeper."""
+    stmt = facts.index.site(call).stmt
+    if facts.index.parent.get(stmt) is node.body:
+        return stmt if _bare_collective(facts, stmt) else None
+    owner = facts.index.parent.get(facts.index.parent.get(stmt))
+    if (
+        isinstance(owner, cst.If)
+        and facts.index.parent.get(owner) is node.body
+        and owner.orelse is None
+        and not facts.ranks.is_rank_test(owner.test)
+        and isinstance(owner.body, cst.IndentedBlock)
+        and all(_bare_collective(facts, s) for s in owner.body.body)
+    ):
+        return owner
+    return None
+
+
+def _bare_collective(facts, stmt: cst.CSTNode) -> bool:
+    """`dist.barrier()` on a line of its own: a collective with no data of this branch."""
+    call = expr_call(stmt)
+    return call is not None and not call.args and facts.ranks.collective_op(call) is not None
 
 
 def _assigned_in(block: cst.CSTNode) -> set[str]:

@@ -76,6 +76,7 @@ diagnostic only: which rank's decision should win is the script's business.
             return
         flows: dict[cst.CSTNode, _Flow] = {}
         fixed: set[cst.If] = set()
+        flags: dict[tuple[cst.CSTNode, str], str] = {}
         seen: set[cst.CSTNode] = set()
         for exit_node in (n for loop in syncing for n in walk(loop.body) if isinstance(n, EXITS)):
             if exit_node in seen:
@@ -115,12 +116,14 @@ diagnostic only: which rank's decision should win is the script's business.
                 continue
             if ctx.report(exit_node, message) and cond not in fixed:
                 fixed.add(cond)
-                self._agree(ctx, cond, device, "skip" if isinstance(exit_node, cst.Continue) else "stop")
+                preferred = "skip" if isinstance(exit_node, cst.Continue) else "stop"
+                if (scope, preferred) not in flags:  # one flag name per function, set afresh before each exit
+                    flags[scope, preferred] = ctx.plan.fresh(preferred)
+                self._agree(ctx, cond, device, flags[scope, preferred])
 
     @staticmethod
-    def _agree(ctx: Context, cond: cst.If, device: str, preferred: str) -> None:
+    def _agree(ctx: Context, cond: cst.If, device: str, flag: str) -> None:
         plan = ctx.plan
-        flag = plan.fresh(preferred)
         torch = plan.ref("torch", "torch", style="import")
         dist = plan.ref("torch.distributed", "dist", style="import")
         test = code_of(cond.test.with_changes(lpar=[], rpar=[]))

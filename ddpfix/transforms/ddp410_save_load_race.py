@@ -98,20 +98,57 @@ Safe: every rank reaches the barrier (it is outside any rank condition).
         q = facts.names.call_qual(call)
         if q == "torch.save" and effect == SAVE:
             path = positional(call, 1) or kwarg(call, "f")
-            return {code_of(path.value)} if path is not None else set()
+            return {_text(path.value)} if path is not None else set()
         if q == "torch.load" and effect == LOAD:
             path = positional(call, 0) or kwarg(call, "f")
-            return {code_of(path.value)} if path is not None else set()
+            return {_text(path.value)} if path is not None else set()
         if q in ("torch.save", "torch.load"):
             return set()
         callee = facts.index.callee_of(call)
         wanted = "torch.save" if effect == SAVE else "torch.load"
+        paths = {_text(a.value) for a in call.args if _names_a_file(a.value)}
         if callee is not None:
             if not any(facts.names.call_qual(c) == wanted for c in calls_in(callee.body)):
                 return set()
-        elif not facts.modules.call_does(call, effect):
+            return paths | _literal_paths(facts, callee, effect)
+        if not facts.modules.call_does(call, effect):
             return set()
-        return {code_of(a.value) for a in call.args if _names_a_file(a.value)}
+        return paths
+
+
+WRITES = {"shutil.copyfile": 1, "shutil.copy": 1, "shutil.copy2": 1, "shutil.move": 1, "os.replace": 1, "os.rename": 1}
+
+
+def _literal_paths(facts, func: cst.FunctionDef, effect: str) -> set[str]:
+    """The files a helper of this file names itself: `torch.save(state, "last.pt")`,
+    `shutil.copyfile(filename, "best.pt")`, or a parameter's default (`filename="last.pt"`)."""
+    defaults = {p.name.value: p.default for p in func.params.params if isinstance(p.default, cst.SimpleString)}
+    out: set[str] = set()
+    for call in calls_in(func.body):
+        q = facts.names.call_qual(call) or ""
+        if effect == SAVE and q == "torch.save":
+            arg = positional(call, 1) or kwarg(call, "f")
+        elif effect == SAVE and q in WRITES:
+            arg = positional(call, WRITES[q])
+        elif effect == LOAD and q == "torch.load":
+            arg = positional(call, 0) or kwarg(call, "f")
+        else:
+            continue
+        if arg is None:
+            continue
+        value = arg.value
+        if isinstance(value, cst.Name) and value.value in defaults:
+            value = defaults[value.value]
+        if isinstance(value, cst.SimpleString):
+            out.add(_text(value))
+    return out
+
+
+def _text(expr: cst.BaseExpression) -> str:
+    """How a path is compared: a string by its value (either quotes), anything else by its source."""
+    if isinstance(expr, cst.SimpleString):
+        return repr(expr.evaluated_value)
+    return code_of(expr)
 
 
 PATHLIKE = re.compile(r"path|file|dir|ckpt|checkpoint|fname|out|resume|weights|save|best|last", re.IGNORECASE)
