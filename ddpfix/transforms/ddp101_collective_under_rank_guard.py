@@ -17,8 +17,11 @@ class CollectiveUnderRankGuard(Rule):
     fix = UNSAFE
     docs = """
 ## What
-A `dist.barrier()`, `all_reduce`, `broadcast`, ... (or a helper of the script that issues one)
-inside a branch that depends on the rank, with no matching call on the other ranks.
+A `dist.barrier()`, `all_reduce`, `broadcast`, ... (or a helper of the script, or of one of its own
+modules, that issues one) inside a branch that depends on the rank, with no matching call on the
+other ranks. Rank tests are read by the one rank detector: `rank == 0`, `not rank`,
+`args.local_rank in [-1, 0]`, `is_main_process()`, `master_process`, names bound from them; a flag
+every rank shares (`ddp = int(os.environ.get("RANK", -1)) != -1`) is not one.
 
 ## Why
 A collective completes only when every rank calls it. Rank 0 waits in the barrier until the timeout:
@@ -40,17 +43,25 @@ if rank == 0:
 if rank == 0:
     torch.save(model.module.state_dict(), path)
     dist.barrier()
+    print("saved")
 ```
-becomes (with `--unsafe-fixes`)
+becomes (with `--unsafe-fixes`) a block split around the collective, which every rank now reaches:
 ```python
 if rank == 0:
     torch.save(model.module.state_dict(), path)
 dist.barrier()
+if rank == 0:
+    print("saved")
 ```
+A collective first or last in the block leaves one `if`; `if DISTRIBUTED: dist.barrier()` leaves the
+block whole.
 
 ## Fix safety
-Unsafe: the collective is hoisted out of the guard only when it is the last statement of a branch
-that has other work and no `else`; otherwise the diagnostic says what to do.
+Unsafe: the statements after the collective now run after the other ranks have passed it too. The
+block is split only when the collective is a statement of the branch itself (or of an `if` every rank
+decides alike that holds nothing else) with no arguments (a tensor filled on rank 0 only would
+change meaning), the branch has no `else`/`elif`, and nothing in it assigns a name its condition
+reads. Otherwise the diagnostic says what to do.
 """
 
     def run(self, ctx: Context) -> None:

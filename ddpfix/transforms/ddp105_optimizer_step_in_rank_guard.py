@@ -15,24 +15,28 @@ class StepInRankGuard(Rule):
     fix = NONE
     docs = """
 ## What
-`loss.backward()` or `optimizer.step()` inside a branch that depends on the rank.
+`loss.backward()`, `optimizer.step()` or a learning-rate scheduler's `step()` inside a branch that
+depends on the rank (or after an early exit that some ranks take), in the same function.
 
 ## Why
 Under DDP the backward pass all-reduces gradients: every rank must run it the same number of times.
 A rank that skips it leaves the others waiting (or pairs their buckets with an unrelated collective),
 and a step taken on one rank only makes the parameters drift apart for good, since DDP only
-broadcasts them at construction.
+broadcasts them at construction. A scheduler stepped on rank 0 only gives rank 0 another learning
+rate: the gradients are still averaged, but the updates, and so the parameters, diverge silently.
 
 ## Example
 ```python
 if rank == 0:
     loss.backward()
     optimizer.step()
+    scheduler.step()
 ```
 should run on every rank:
 ```python
 loss.backward()
 optimizer.step()
+scheduler.step()
 ```
 
 ## Fix safety

@@ -16,26 +16,39 @@ class UnguardedSave(Rule):
     requires = ()
     docs = """
 ## What
-`torch.save(...)` outside any rank-0 condition.
+`torch.save(...)` (and `np.save`, `save_image`, `savefig`, `save_pretrained`) on every rank, and a
+`shutil.copyfile` / `shutil.copy` / `shutil.move` / `os.replace` / `os.rename` of a file such a save
+writes. Code only rank 0 runs is left alone: inside `if rank == 0:` (or any rank-0 test the rank
+detector knows), after `if rank != 0: return`, in `save_on_master`-style helpers, or in a function
+only called from such places. A file named per rank (`f"ckpt_rank{rank}.pt"`) is not shared.
 
 ## Why
 Every process writes the same path at the same time: the checkpoint is clobbered or torn, and N
-processes do the I/O of one.
+processes do the I/O of one. A copy of the checkpoint on every rank reads a file rank 0 may still be
+writing, and every rank writes the copy.
 
 ## Example
 ```python
-torch.save(raw_model.state_dict(), "checkpoint.pt")
+def save_checkpoint(state, is_best, filename="checkpoint.pt"):
+    torch.save(state, filename)
+    if is_best:
+        shutil.copyfile(filename, "model_best.pt")
 ```
 becomes
 ```python
-if RANK == 0:
-    torch.save(raw_model.state_dict(), "checkpoint.pt")
+def save_checkpoint(state, is_best, filename="checkpoint.pt"):
+    if RANK == 0:
+        torch.save(state, filename)
+        if is_best:
+            shutil.copyfile(filename, "model_best.pt")
 ```
-Adjacent statements that need the same guard (a print, a log line) share the one `if`. A
+Adjacent statements that need the same guard (a print, a log line, the copy) share the one `if`. A
 `with open(path, "wb") as f: torch.save(..., f)` is guarded as a whole, since the `open` truncates.
 
 ## Fix safety
-Safe. Uses the global `RANK` (one writer per job, not per node).
+Safe. Uses the global `RANK` (one writer per job, not per node). A statement around the copy
+(`if is_best:`) joins the save's guard only when it binds no name and runs no collective or training
+step; otherwise the copy gets its own guard.
 """
 
     def run(self, ctx: Context) -> None:

@@ -17,7 +17,12 @@ class UnguardedLogFile(Rule):
     docs = """
 ## What
 `logging.basicConfig(filename=...)`, a `logging.FileHandler`, a log record, or a write-mode
-`with open(...)` executed by every rank.
+`with open(...)` executed by every rank. Left alone: a file named per rank
+(`f"log_rank{rank}.txt"`, `os.path.join(out, f"train_{rank}.log")`, also through a variable), a
+handler created or added on rank 0 only (`if is_main_process(): logger.addHandler(handler)`), code
+after an early return on the other ranks, and the records of a logger the script quiets on the
+other ranks (`logger.setLevel(logging.INFO if is_master else logging.WARN)`, or a `setLevel` only
+rank 0 runs).
 
 ## Why
 All processes append to the same file: interleaved, duplicated or clobbered lines.
@@ -36,8 +41,8 @@ if RANK == 0:
 if RANK == 0:
     logger.info("epoch %d loss %.4f", epoch, loss)
 ```
-Log records are guarded too when the script logs to a file, so the other ranks do not print
-warnings through logging's last-resort handler.
+Log records are guarded too when the script logs to a file every rank would share, so the other
+ranks do not print warnings through logging's last-resort handler.
 
 ## Fix safety
 Safe. A file handler used anywhere but in plain statements of the same block gets the diagnostic only.

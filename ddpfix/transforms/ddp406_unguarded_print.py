@@ -13,7 +13,12 @@ class UnguardedPrint(Rule):
     message = "print runs on every rank: output is duplicated once per process"
     docs = """
 ## What
-A `print(...)` statement outside any rank-0 condition.
+A `print(...)` statement that every rank runs. Left alone: prints under a rank-0 test (any the rank
+detector knows: `if rank == 0:`, `if args.local_rank in [-1, 0]:`, `if is_main_process():`,
+`if master_process:`, a name bound from one), after an early return on the other ranks, in a
+function only called from such places, prints that name their rank (`print(f"[rank {rank}] ...")`),
+and prints after the script replaced `builtins.print` on the other ranks
+(`setup_for_distributed(is_master)`, in this file or in one of its own modules).
 
 ## Why
 With N processes every line appears N times, interleaved, and per-rank values (a rank's own loss)
@@ -28,9 +33,12 @@ becomes
 if RANK == 0:
     print(f"epoch {epoch}: loss {loss.item():.4f}")
 ```
+Inside a block the fix guards already (a `with open(...)` rank 0 writes), the print gets no guard of
+its own.
 
 ## Fix safety
-Safe: a plain run has RANK 0 and prints exactly as before.
+Safe: a plain run has RANK 0 and prints exactly as before. A script whose own rank variable a plain
+run sets to -1 (`int(os.environ.get("RANK", -1))`) is guarded with `in (-1, 0)`.
 """
 
     def run(self, ctx: Context) -> None:

@@ -16,30 +16,44 @@ class UnguardedTracker(Rule):
     message = "experiment tracker created on every rank: one event file or run per process"
     docs = """
 ## What
-`SummaryWriter(...)`, `wandb.init/log`, `mlflow.*` outside a rank-0 condition.
+`SummaryWriter(...)`, `wandb.init`, `wandb.log`, `mlflow.*` on every rank, and every use of a
+tracker that exists on rank 0 only: calls on it, reads of it and assignments into it
+(`writer.add_scalar(...)`, `experiment.config.update(...)`, `wandb.run.name = ...`), whether this
+rule made it rank-0 only or the script did (`writer = SummaryWriter() if rank == 0 else None`,
+`if rank == 0: wandb.init(...)`). A use under a test of the tracker itself (`if writer is not None:`)
+is left alone.
 
 ## Why
 Every process creates its own event file / run and logs its own (partial) numbers: N runs in the
-dashboard, or N interleaved curves in one.
+dashboard, or N interleaved curves in one. A tracker that exists on rank 0 only makes every other
+rank fail on its first use: `AttributeError: 'NoneType' object has no attribute 'add_scalar'`, or
+W&B's `You must call wandb.init() before wandb.log()`.
 
 ## Example
 ```python
-writer = SummaryWriter("runs/exp")
+run = wandb.init(project="p")
+run.name = "baseline"
+wandb.config.update({"lr": lr})
 ...
-writer.add_scalar("loss", loss.item(), step)
+wandb.log({"loss": loss.item()})
 ```
 becomes
 ```python
-writer = SummaryWriter("runs/exp") if RANK == 0 else None
+run = wandb.init(project="p") if RANK == 0 else None
+if RANK == 0:
+    run.name = "baseline"
+    wandb.config.update({"lr": lr})
 ...
 if RANK == 0:
-    writer.add_scalar("loss", loss.item(), step)
+    wandb.log({"loss": loss.item()})
 ```
-The writer name stays bound on every rank (to `None` off rank 0), so passing it around keeps working;
+The handle stays bound on every rank (to `None` off rank 0), so passing it around keeps working;
 every statement that uses it is guarded.
 
 ## Fix safety
-Safe.
+Safe, for the whole chain or none of it: when one use cannot take a guard of its own (it binds a
+name, `run_dir = wandb.run.dir`, or shares its line), the tracker and all its uses get the diagnostic
+only, since guarding some of them would leave the others failing on the other ranks.
 """
 
     def run(self, ctx: Context) -> None:

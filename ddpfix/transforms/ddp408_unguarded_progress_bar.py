@@ -15,7 +15,7 @@ class UnguardedProgressBar(Rule):
     message = "tqdm progress bar on every rank: N bars overwrite each other"
     docs = """
 ## What
-A `tqdm(...)` progress bar with no `disable=` argument.
+A `tqdm(...)` progress bar with no `disable=` argument, outside code only some ranks run.
 
 ## Why
 Every process draws its own bar on the same terminal: N bars fighting over one line, and log
@@ -32,7 +32,8 @@ for x, y in tqdm(train_loader, disable=RANK != 0):
 
 ## Fix safety
 Safe: the loop still iterates on every rank; only the drawing is limited to rank 0. A plain run
-has RANK 0 and draws the bar as before.
+has RANK 0 and draws the bar as before (a script rank variable a plain run sets to -1 gets
+`not in (-1, 0)`).
 """
 
     def run(self, ctx: Context) -> None:

@@ -15,8 +15,12 @@ class MetricsNotReduced(Rule):
     fix = NONE
     docs = """
 ## What
-In a DDP script that shards its data, a loss or accuracy printed or logged from rank 0 with no
-`all_reduce` anywhere in the script.
+In a DDP script that shards its data with a `DistributedSampler`, a total accumulated over a sharded
+loader (`correct += ...`) printed or logged from rank 0 without ever reaching a collective. A total
+that does reach one is reduced: passed to `all_reduce`/`reduce`/`all_gather` (also inside a tensor:
+`stats = torch.tensor([correct, total]); dist.all_reduce(stats)`) or to a helper of the script or of
+its own modules that issues one (`utils.reduce_value(total)`). Totals over an unsharded loader
+(no sampler, a `SequentialSampler`) are global already.
 
 ## Why
 With a `DistributedSampler` each rank sees 1/N of the data; rank 0's running loss or accuracy is

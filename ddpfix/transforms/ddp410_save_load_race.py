@@ -19,8 +19,10 @@ class SaveLoadRace(Rule):
     reads = frozenset({"hoisted"})
     docs = """
 ## What
-`torch.save(obj, path)` on rank 0, then `torch.load(path)` on every rank, with no
-`dist.barrier()` between them.
+A file saved on rank 0, then loaded by every rank in the same function with no collective in
+between that every rank reaches. Saves and loads are `torch.save` / `torch.load`, or a helper that
+does one, of this file (`save_checkpoint(state, path)`, matched by a path-like argument or the file
+the helper names itself) or of the script's own modules (`utils.save_on_master(state, path)`).
 
 ## Why
 The other ranks reach the load while rank 0 is still writing: they read a missing or truncated
@@ -40,9 +42,11 @@ if DISTRIBUTED:
     dist.barrier()
 model.module.load_state_dict(torch.load(path, map_location=device))
 ```
+A script that starts its own processes (`mp.spawn`) gets `if dist.is_initialized():` instead.
 
 ## Fix safety
-Safe: every rank reaches the barrier (it is outside any rank condition).
+Safe: every rank reaches the barrier (it is outside any rank condition), and a plain run has no
+process group and skips it.
 """
 
     def run(self, ctx: Context) -> None:
