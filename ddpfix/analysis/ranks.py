@@ -63,6 +63,7 @@ class Ranks:
         self.launch = launch
         self.modules = launch.modules
         self.values = RankValues(index, names, launch.modules)
+        self._early_exits: dict[cst.CSTNode, list[cst.CSTNode]] = {}
 
     # ------------------------------------------------------------------ values and tests
     def depends_on_rank(self, expr: cst.CSTNode) -> bool:
@@ -141,14 +142,16 @@ class Ranks:
     def _early_exit_before(self, block: cst.CSTNode, stmt: cst.BaseStatement) -> cst.If | None:
         """`if rank != 0: return` (or `continue`, `raise`, `sys.exit()`) earlier in `block`: the rest of
         the block runs on the ranks that stay only."""
-        for prev in block.body:  # type: ignore[attr-defined]
-            if prev is stmt:
-                return None
-            if isinstance(prev, cst.If) and prev.orelse is None and _always_exits(self.names, prev.body):
-                zero, other, varies = self.values.truth(prev.test)
-                if varies and (zero is True or other is True):  # one side always leaves
-                    return prev
-        return None
+        exits = self._early_exits.get(block)
+        if exits is None:
+            exits = self._early_exits[block] = [s for s in block.body if self._is_early_exit(s)]  # type: ignore[attr-defined]
+        return next((e for e in exits if self.index.before(e, stmt)), None)
+
+    def _is_early_exit(self, stmt: cst.CSTNode) -> bool:
+        if not (isinstance(stmt, cst.If) and stmt.orelse is None and _always_exits(self.names, stmt.body)):
+            return False
+        zero, other, varies = self.values.truth(stmt.test)
+        return varies and (zero is True or other is True)  # one side always leaves
 
     def print_silenced(self, call: cst.Call) -> bool:
         """Has the script replaced `builtins.print` on the other ranks before `call` runs

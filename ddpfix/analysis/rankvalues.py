@@ -44,7 +44,8 @@ RANK_SPELLING = re.compile(
     re.IGNORECASE,
 )
 TEST_SPELLING = re.compile(
-    r"is_main|is_master|main_process|master_process|is_primary|is_chief|is_rank_?0|rank_?zero|global_zero|^master$",
+    r"^is_(local_|global_)?(main|master|primary|chief)(_process|_proc|_rank)?$|^(local_|global_)?(main|master)_(process|proc)$"
+    r"|^(is_)?(global_|rank_?)zero$|^is_rank_?0$|^master$",
     re.IGNORECASE,
 )
 RANK_CALLS = re.compile(r"(^|_)get_(local_|global_|node_local_)?rank$|^get_ordinal$")
