@@ -317,6 +317,11 @@ def test_print_silenced_by_setup_for_distributed_in_this_file():
         __builtin__.print = print
 
 
+    def init_distributed_mode():
+        dist.init_process_group("gloo")
+        setup_for_distributed(dist.get_rank() == 0)
+
+
     def train_one_epoch(model, opt):
         model(torch.randn(4, 2)).sum().backward()
         opt.step()
@@ -325,8 +330,7 @@ def test_print_silenced_by_setup_for_distributed_in_this_file():
 
     def main():
         print("starting")
-        dist.init_process_group("gloo")
-        setup_for_distributed(dist.get_rank() == 0)
+        init_distributed_mode()
         model = DDP(nn.Linear(2, 1))
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         train_one_epoch(model, opt)

@@ -157,13 +157,11 @@ class Ranks:
         """Has the script replaced `builtins.print` on the other ranks before `call` runs
         (`setup_for_distributed(is_master)`, here or in one of the script's modules)?"""
         scope = self.index.scope_of(call)
-        for site in self.print_silencers:
-            if self.index.scope_of(site) is scope:
-                if self.index.before(site, call):
-                    return True
-            elif scope is not self.index.module:
-                return True  # installed by the entry point, read in the functions it runs
-        return False
+        sites = self.print_silencers
+        here = [s for s in sites if self.index.scope_of(s) is scope]
+        if here:
+            return any(self.index.before(s, call) for s in here)
+        return bool(sites) and scope is not self.index.module  # installed first, read in the functions run later
 
     @cached_property
     def print_silencers(self) -> list[cst.CSTNode]:
@@ -171,7 +169,9 @@ class Ranks:
         of a function of this file that does, or of a script's module's function that does (SILENCES_PRINT)."""
         assigning: list[cst.CSTNode] = []
         for assign in self.index.assigns:
-            if any(dotted(t.target) in PRINT_SLOTS for t in assign.targets):
+            if any(
+                dotted(t.target) in PRINT_SLOTS or self.names.qualname(t.target) in PRINT_SLOTS for t in assign.targets
+            ):
                 assigning.append(assign)
         funcs = {f for f in (self.index.scope_of(a) for a in assigning) if isinstance(f, cst.FunctionDef)}
         for _ in range(HELPER_DEPTH):
@@ -187,7 +187,7 @@ class Ranks:
         out = [a for a in assigning if self.index.scope_of(a) is self.index.module]
         for call in self.index.calls:
             callee = self.index.callee_of(call)
-            if (callee is not None and callee in funcs and self.index.scope_of(call) is not callee) or (
+            if (callee is not None and callee in funcs) or (
                 callee is None and self.modules.call_does(call, SILENCES_PRINT)
             ):
                 out.append(call)
