@@ -6,7 +6,7 @@ import libcst as cst
 
 from .analysis import ScriptFacts
 from .rule import Context
-from .syntax import dotted, kwarg
+from .syntax import calls_in, dotted, kwarg, method_name, walk
 
 
 def guardable(facts: ScriptFacts, stmt: cst.CSTNode) -> bool:
@@ -17,32 +17,70 @@ def guardable(facts: ScriptFacts, stmt: cst.CSTNode) -> bool:
     return not index.in_one_line_suite(stmt) and isinstance(index.parent.get(stmt), (cst.IndentedBlock, cst.Module))
 
 
-def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> None:
-    """Report `node` and guard the statement holding it to rank 0, when that is possible."""
+def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> bool:
+    """Report `node` and guard the statement holding it to rank 0, when that is possible. Code only
+    some ranks run already (see `Ranks.rank_guarded`) is left alone. True when the guard is planned."""
     facts = ctx.facts
     if facts.ranks.rank_guarded(node):
-        return
+        return False
     stmt = facts.index.site(node).stmt
     stmt = _enclosing_write_with(facts, stmt)
     if not guardable(facts, stmt):
         ctx.report(
             node, (message or ctx.rule.message) + " (shares its line with other code: guard it by hand)", fix="none"
         )
-        return
+        return False
     if ctx.report(node, message):
-        ctx.plan.guard(stmt, ctx.rank0(node))
+        guard(ctx, stmt, ctx.rank0(node))
+        return True
+    return False
+
+
+def guard(ctx: Context, stmt: cst.CSTNode, condition: str) -> None:
+    """Guard `stmt` to rank 0, never inside another planned guard: a statement whose enclosing
+    statement is guarded already keeps no guard of its own, and guarding a statement drops the guards
+    planned inside it."""
+    plan, index = ctx.plan, ctx.facts.index
+    if any(a in plan.guards for a in index.ancestors(stmt)):
+        return
+    for inner in [s for s in plan.guards if s is not stmt and index.contains(stmt, s)]:
+        del plan.guards[inner]
+    plan.guard(stmt, condition)
+
+
+def distributed_test(ctx: Context) -> str:
+    """The run-time test for "this process is in a process group": DISTRIBUTED for scripts launched
+    by torchrun (or run plain), `dist.is_initialized()` for scripts that start their own processes
+    (`mp.spawn`), which torchrun's WORLD_SIZE does not describe."""
+    if ctx.facts.launch.spawn_calls:
+        dist = ctx.plan.ref("torch.distributed", "dist", style="import")
+        return f"{dist}.is_initialized()"
+    return ctx.env("DISTRIBUTED")
 
 
 def _enclosing_write_with(facts: ScriptFacts, stmt: cst.CSTNode) -> cst.CSTNode:
-    """`with open(p, "wb") as f: torch.save(sd, f)` is guarded as a whole: the open truncates the file."""
+    """`with open(p, "wb") as f: torch.save(sd, f)` is guarded as a whole: the open truncates the file.
+    So is a longer body, when it binds nothing and holds no collective or training step."""
     block = facts.index.parent.get(stmt)
     owner = facts.index.parent.get(block) if block is not None else None
-    if isinstance(owner, cst.With) and len(owner.body.body) == 1:  # type: ignore[union-attr]
-        for item in owner.items:
-            call = item.item
-            if isinstance(call, cst.Call) and dotted(call.func) == "open" and opens_for_writing(call):
-                return owner
-    return stmt
+    if not isinstance(owner, cst.With):
+        return stmt
+    opens = any(
+        isinstance(item.item, cst.Call) and dotted(item.item.func) == "open" and opens_for_writing(item.item)
+        for item in owner.items
+    )
+    if not opens:
+        return stmt
+    body = owner.body.body  # type: ignore[union-attr]
+    if len(body) == 1:
+        return owner
+    binds = any(
+        isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.NamedExpr)) for n in walk(owner.body)
+    )
+    trains = any(method_name(c) in ("backward", "step") for c in calls_in(owner.body))
+    if binds or trains or facts.ranks.collectives_in(owner.body):
+        return stmt
+    return owner
 
 
 def opens_for_writing(call: cst.Call) -> bool:
@@ -182,6 +220,8 @@ def set_epoch_statements(ctx: Context, sampler: str, epoch: str, *, optional: bo
 
 __all__ = [
     "cuda_test",
+    "distributed_test",
+    "guard",
     "guard_site",
     "guardable",
     "opens_for_writing",

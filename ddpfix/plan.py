@@ -46,6 +46,7 @@ class Order(IntEnum):
     OPTIMIZER = 50  # after the wrap (moved optimizers keep their order: OPTIMIZER + i)
     HOISTED_COLLECTIVE = 60  # a collective moved out of a rank guard, right after it
     BARRIER = 61  # between a rank-0 save and the load of every rank
+    AGREEMENT = 62  # the ranks' shared decision, before the exit it decides
     TEARDOWN = 90  # destroy_process_group at the end of the entry point
 
 
@@ -101,6 +102,7 @@ class Plan:
         self.guards: dict[cst.CSTNode, str] = {}
         self.guard_rules: dict[cst.CSTNode, str | None] = {}  # guarded statement -> the rule that guarded it
         self.moved: set[cst.CSTNode] = set()
+        self.splits: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # an `if` -> statements of its body that leave it
         self.imports: list[ImportSpec] = []
         self.introduced: set[str] = set()
         self.bound: dict[str, str] = {}  # qualified name -> local spelling chosen by this plan
@@ -183,7 +185,9 @@ class Plan:
         indent = self.module.default_indent
         if indent != "    ":
             text = "\n".join(_reindent(line, indent) for line in text.split("\n"))
-        parsed = list(_parse_template(text))
+        # a copy each time: the output tree is analysed again (the second pass), and an analysis keyed on
+        # node identity must not see one statement in two places
+        parsed = [s.deep_clone() for s in _parse_template(text)]
         if lead and parsed:
             parsed[0] = parsed[0].with_changes(leading_lines=[blank()] * lead)
         return parsed
@@ -229,8 +233,21 @@ class Plan:
         self.guards.setdefault(stmt, condition)
         self.guard_rules.setdefault(stmt, self.rule)
 
+    def split(self, branch: cst.If, leaving: cst.CSTNode) -> None:
+        """`if c: a; x; b` becomes `if c: a` / `x` / `if c: b`: `leaving`, a statement of the branch's
+        own body, runs outside the condition, in its place; the statements around it keep the condition."""
+        self.splits.setdefault(branch, []).append(leaving)
+
     def is_empty(self) -> bool:
-        return not (self.replacements or self.before or self.after or self.prepends or self.guards or self.imports)
+        return not (
+            self.replacements
+            or self.before
+            or self.after
+            or self.prepends
+            or self.guards
+            or self.imports
+            or self.splits
+        )
 
     # ------------------------------------------------------------------ apply
     def apply(self) -> cst.Module:
@@ -283,8 +300,7 @@ class Plan:
 
 @functools.lru_cache(maxsize=512)
 def _parse_template(text: str) -> tuple[cst.BaseStatement, ...]:
-    """Templates repeat from file to file; LibCST nodes are immutable and the plan keys its edits on
-    the original tree's nodes only, so one parse can be inserted wherever the text is the same."""
+    """Templates repeat from file to file: each text is parsed once per process (and copied per use)."""
     return tuple(_clean_blank_lines(s) for s in cst.parse_module(text).body)
 
 
@@ -319,9 +335,21 @@ class _Applier(cst.CSTTransformer):
         self.plan = plan
         # Only subtrees that hold an edit are visited; the rest is kept as it is.
         self.touched: set[cst.CSTNode] = set()
-        for key in (*plan.replacements, *plan.before, *plan.after, *plan.prepends, *plan.guards, *plan.moved):
+        leaving = [s for stmts in plan.splits.values() for s in stmts]
+        for key in (
+            *plan.replacements,
+            *plan.before,
+            *plan.after,
+            *plan.prepends,
+            *plan.guards,
+            *plan.moved,
+            *plan.splits,
+            *leaving,
+        ):
             self.touched.add(key)
             self.touched.update(plan.facts.index.ancestors(key))
+        self.leaving = set(leaving)
+        self.final: dict[cst.CSTNode, cst.CSTNode] = {}  # a leaving statement -> its rewritten form
 
     def on_visit(self, node) -> bool:
         return node in self.touched
@@ -374,9 +402,42 @@ class _Applier(cst.CSTTransformer):
                 lines = [blank()] if owed is not None and not upd.leading_lines else []
                 upd = upd.with_changes(leading_lines=lines)
                 items.extend((s, None) for s in new_before)
-            items.append((upd, plan.guards.get(orig)))
+            if orig in self.leaving:
+                self.final[orig] = upd
+            pieces = self._split(orig, upd) if orig in plan.splits else [upd]
+            items.extend((p, plan.guards.get(orig)) for p in pieces)
             items.extend((s, None) for s in emit(plan.after.get(orig, [])))
         return _group_guards(items)
+
+    def _split(self, orig: cst.CSTNode, upd: cst.If) -> list[cst.BaseStatement]:
+        """The pieces of a split `if`: the first keeps the original header, comments and blank lines."""
+        leaving = [self.final[s] for s in self.plan.splits[orig] if s in self.final]
+        pieces: list[cst.BaseStatement] = []
+        current: list[cst.BaseStatement] = []
+
+        def close() -> None:
+            if not current:
+                return
+            if not pieces:
+                pieces.append(upd.with_changes(body=upd.body.with_changes(body=list(current))))
+            else:  # a new `if`: the blank lines and comments above its first statement go above it
+                first = current[0]
+                body = [first.with_changes(leading_lines=[]), *current[1:]]
+                pieces.append(
+                    cst.If(test=upd.test, body=cst.IndentedBlock(body=body), leading_lines=first.leading_lines)
+                )
+            current.clear()
+
+        for stmt in upd.body.body:
+            if any(stmt is s for s in leaving):
+                close()
+                if not pieces:
+                    stmt = stmt.with_changes(leading_lines=[*upd.leading_lines, *stmt.leading_lines])
+                pieces.append(stmt)
+            else:
+                current.append(stmt)
+        close()
+        return pieces
 
 
 def _group_guards(items: list[tuple[cst.BaseStatement, str | None]]) -> list[cst.BaseStatement]:

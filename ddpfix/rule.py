@@ -149,12 +149,35 @@ class Context:
         self._elsewhere = "elsewhere"
 
     def rank0(self, at: cst.CSTNode | None = None) -> str:
-        """The rank-0 test: the script's own global-rank variable where `at` sees one, else RANK."""
+        """The rank-0 test: the script's own global-rank variable where `at` sees one, else RANK. A
+        variable a plain run sets to -1 (`int(os.environ.get("RANK", -1))`) is tested with
+        `in (-1, 0)`, so the plain run keeps its output; a script with its own launch path asks the
+        process group at run time."""
         name = self.rank_name(at)
-        if name == self._env.get("RANK") and self.own_path is not None and "RANK" not in self.facts.launch.env_names:
+        if self._rank_at_run_time(name):
             dist = self.plan.ref("torch.distributed", "dist", style="import")
             return f"not {dist}.is_initialized() or {dist}.get_rank() == 0"
-        return f"{name} == 0"
+        default = self._plain_default(name)
+        return f"{name} in ({default}, 0)" if default is not None else f"{name} == 0"
+
+    def not_rank0(self, at: cst.CSTNode | None = None) -> str:
+        """The negation of `rank0(at)`: `RANK != 0`."""
+        name = self.rank_name(at)
+        if self._rank_at_run_time(name):
+            dist = self.plan.ref("torch.distributed", "dist", style="import")
+            return f"{dist}.is_initialized() and {dist}.get_rank() != 0"
+        default = self._plain_default(name)
+        return f"{name} not in ({default}, 0)" if default is not None else f"{name} != 0"
+
+    def _rank_at_run_time(self, name: str) -> bool:
+        return name == self._env.get("RANK") and self.own_path is not None and "RANK" not in self.facts.launch.env_names
+
+    def _plain_default(self, name: str) -> int | None:
+        """A plain run's value of the script's own module-level rank variable, when it is not 0."""
+        if name not in self.facts.launch.env_names.values():
+            return None
+        value = self.facts.ranks.plain_value(name)
+        return value if value is not None and value != 0 else None
 
     def rank_name(self, at: cst.CSTNode | None = None) -> str:
         if at is not None:
@@ -207,9 +230,11 @@ class Context:
         place.limit_imports([g for g in (setup_gap, env_gap) if g is not None])
 
     def _place_environment(self, place: Placement, setup_gap: int | None) -> int | None:
-        emit = self._env_missing
-        if self.own_path is not None:  # DISTRIBUTED and RANK are read at run time: only what is used
-            emit = [k for k in emit if k in self._requested]
+        # only the constants the fixes use (DISTRIBUTED is computed from WORLD_SIZE)
+        used = set(self._requested)
+        if "DISTRIBUTED" in used and "DISTRIBUTED" in self._env_missing:
+            used.add("WORLD_SIZE")
+        emit = [k for k in self._env_missing if k in used]
         if not emit:
             return None
         os_name = self.plan.ref("os", "os", style="import")

@@ -73,15 +73,15 @@ def test_output_reparses(case):
 
 
 def test_idempotent(case):
-    _, _, expected, opts = case
-    again = fix_source(expected, path="expected.py", **opts)
+    name, _, expected, opts = case
+    again = fix_source(expected, path=str(GOLDEN / name / "expected.py"), **opts)  # beside the case's modules
     assert again.data == expected, again.diff
 
 
 def test_output_checks_clean(case):
     """Nothing fixable remains: only findings without a fix, or unsafe ones not asked for."""
-    _, _, expected, opts = case
-    left = check_source(expected, path="expected.py")
+    name, _, expected, opts = case
+    left = check_source(expected, path=str(GOLDEN / name / "expected.py"))
     fixable = [d for d in left if d.fix == "safe" or (d.fix == "unsafe" and opts.get("unsafe_fixes"))]
     assert fixable == [], [d.format() for d in fixable]
 

@@ -580,7 +580,8 @@ def test_ddp209_leaves_alone():
         "for i in range(0, len(x), 10):\n    xb = x",  # the offset cuts nothing
         "ix = torch.randint(10, (4,))\nxb = x",  # a draw that indexes nothing
     ):
-        src = manual(body).replace("import torch\n", "import torch\nRANK, WORLD_SIZE = 0, 1\n")
+        env = 'import os\nimport torch\nRANK = int(os.environ.get("RANK", 0))\nWORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))\n'
+        src = manual(body).replace("import torch\n", env)
         assert found(src, "DDP209") == [], body
 
 

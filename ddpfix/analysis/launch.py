@@ -22,6 +22,8 @@ SETUP_NAME = re.compile(r"dist|ddp|parallel|init|setup|launch|world|comm(?!and)"
 # Helpers whose names say they set the device up: only these are read for it (reading a module costs).
 DEVICE_NAME = re.compile(r"device|gpu|cuda|setup|init|dist|launch|rank", re.IGNORECASE)
 CLEANUP_NAME = re.compile(r"clean|destroy|teardown|tear_down|finali[sz]e|shutdown|dist", re.IGNORECASE)
+# `int(os.environ.get("RANK", -1)) != -1`, `int(os.environ.get("WORLD_SIZE", 1)) > 1`: "this run is distributed"
+DISTRIBUTED_FLAG = re.compile(r"(RANK['\"]\s*,\s*-1\s*\)\s*\)\s*(!=\s*-1|>=\s*0)|WORLD_SIZE['\"].*\)\s*>\s*1)$")
 MAIN_TEST = re.compile(r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__")
 
 
@@ -109,6 +111,10 @@ class Launch:
                 continue
             text = code_of(value)
             m = ENV_LOOKUP.search(text)
+            if m and isinstance(value, cst.Comparison):  # a flag, not the rank: `ddp = ... != -1`
+                if DISTRIBUTED_FLAG.search(text):
+                    found.setdefault("DISTRIBUTED", targets[0])
+                continue
             if m:
                 found.setdefault(m.group(1), targets[0])
             elif "WORLD_SIZE" in found and re.fullmatch(rf"{re.escape(found['WORLD_SIZE'])}\s*>\s*1", text):

@@ -1,7 +1,9 @@
-"""Ranks: which names and conditions depend on the rank (`rank == 0`, `dist.get_rank() == 0`,
-`local_rank in (-1, 0)`, `is_main_process()`, helpers returning them), which code only some ranks
-run, which calls are collectives (torch.distributed ops, and helpers of this file that issue them),
-and, for a rank-dependent condition, whether rank 0 and the other ranks take it.
+"""Ranks: the one rank detector. Which values and conditions depend on the rank (read by the
+evaluator of rankvalues.py: `rank == 0`, `not rank`, `args.local_rank in [-1, 0]`, `is_main_process()`,
+`master_process`, helpers returning them and names bound from them), which code only some ranks run
+(branches, early exits, rank-0 helpers, a `print` the script silenced on the other ranks), which calls
+are collectives (torch.distributed ops, and helpers of this file or of the script's modules that issue
+them), and, for a rank-dependent condition, whether rank 0 and the other ranks take it.
 """
 
 from __future__ import annotations
@@ -11,16 +13,21 @@ from functools import cached_property
 
 import libcst as cst
 
-from ..syntax import assigned_value, calls_in, code_of, dotted, walk
+from ..syntax import assigned_value, calls_in, child_nodes, code_of, dotted
 from .index import TreeIndex
 from .launch import Launch
 from .names import Names
+from .rankvalues import BOOL, RANK, RankValues
+from .summaries import COLLECTIVE, SILENCES_PRINT
 from .training import HELPER_DEPTH
 
-RANK_NAME = re.compile(
-    r"(^|_)(rank|gpu_id|gpu)$|is_main|is_master|main_process|master_process|rank_?zero|global_zero|^master$",
-    re.IGNORECASE,
+# Functions that only rank 0 runs, by name or decorator: `save_on_master`, `@rank_zero_only`.
+RANK0_FUNCTION = re.compile(
+    r"(^|_)on_(master|main|rank_?0|rank_?zero)$|(^|_)(master|main_process|rank_?zero|rank_?0)_only$", re.IGNORECASE
 )
+PRINT_SLOTS = {"builtins.print", "__builtin__.print", "__builtins__.print"}
+EXIT_CALLS = {"sys.exit", "exit", "quit", "os._exit"}
+
 COLLECTIVES = {
     "barrier",
     "monitored_barrier",
@@ -48,73 +55,143 @@ MAYBE = None  # a condition whose value for a rank class cannot be told
 
 class Ranks:
     """The one rank detector: which names and tests depend on the rank, which code only some ranks
-    run, and which calls are collectives."""
+    run, and which calls are collectives. Every rule reads ranks through it."""
 
     def __init__(self, index: TreeIndex, names: Names, launch: Launch) -> None:
         self.index = index
         self.names = names
         self.launch = launch
+        self.modules = launch.modules
+        self.values = RankValues(index, names, launch.modules)
+        self._early_exits: dict[cst.CSTNode, list[cst.CSTNode]] = {}
 
-    # ------------------------------------------------------------------ names
-    @cached_property
-    def flag_names(self) -> set[str]:
-        """Names bound to a rank test: `is_master = rank == 0`, `main_proc = dist.get_rank() == 0`."""
-        out = set()
-        for assign in self.index.assigns:
-            if self._mentions_rank(assign.value, flags=False):
-                for t in assign.targets:
-                    d = dotted(t.target)
-                    if d and isinstance(assign.value, (cst.Comparison, cst.UnaryOperation, cst.BooleanOperation)):
-                        out.add(d)
-        return out
+    # ------------------------------------------------------------------ values and tests
+    def depends_on_rank(self, expr: cst.CSTNode) -> bool:
+        """May `expr`'s value differ between ranks (`rank`, `rank == 0`, `f"log_{rank}.txt"`, `data[rank]`)?"""
+        return self.values.of(expr).varies
 
-    @cached_property
-    def helper_names(self) -> set[str]:
-        """Functions of this file that return a rank test (`def is_main_process(): return get_rank() == 0`)."""
-        out = set()
-        for func in self.index.funcs:
-            for n in walk(func.body):
-                if isinstance(n, cst.Return) and n.value is not None and self._mentions_rank(n.value, flags=False):
-                    out.add(func.name.value)
-                    break
-        return out
-
-    def _mentions_rank(self, expr: cst.CSTNode, flags: bool = True) -> bool:
-        for n in walk(expr):
-            if isinstance(n, (cst.Name, cst.Attribute)):
-                d = dotted(n) or ""
-                if RANK_NAME.search(d.split(".")[-1]) or (flags and d in self.flag_names):
-                    return True
-            if isinstance(n, cst.Call):
-                q = self.names.call_qual(n) or ""
-                if q.endswith(("get_rank", "get_local_rank", "is_main_process")):
-                    return True
-                if flags and isinstance(n.func, cst.Name) and n.func.value in self.helper_names:
-                    return True
+    def mentions_rank(self, expr: cst.CSTNode) -> bool:
+        """Does `expr` read a rank itself (`f"[rank {rank}] loss"`, `seed + args.local_rank`), rather
+        than something merely computed on each rank?"""
+        if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and self.is_rank(expr):
+            return True
+        for child in child_nodes(expr):
+            if isinstance(expr, cst.Attribute) and child is expr.attr:
+                continue
+            if isinstance(expr, cst.Arg) and child is expr.keyword:
+                continue
+            if self.mentions_rank(child):
+                return True
         return False
 
-    def depends_on_rank(self, expr: cst.CSTNode) -> bool:
-        return self._mentions_rank(expr)
+    def is_rank(self, expr: cst.CSTNode) -> bool:
+        """Is `expr` itself a rank or a rank test (`rank`, `args.local_rank`, `dist.get_rank()`,
+        `is_master`), rather than a value computed from one (`seed = base + rank`)?"""
+        value = self.values.of(expr)
+        return value.kind in (RANK, BOOL) and value.varies
 
     def is_rank_test(self, expr: cst.CSTNode) -> bool:
-        """Does `expr` read a rank by name or call (`rank`, `args.local_rank`, `dist.get_rank()`)?"""
-        return self._mentions_rank(expr, flags=False)
+        """Used as a condition, may `expr` be true on some ranks and false on others? `rank == 0`,
+        `not rank`, `args.local_rank in [-1, 0]`, `is_main_process()`, `master_process` are; a flag
+        every rank shares (`ddp = int(os.environ.get("RANK", -1)) != -1`) is not."""
+        return self.values.truth(expr)[2]
 
+    def takes(self, test: cst.BaseExpression) -> tuple[bool | None, bool | None]:
+        """(does rank 0 take this branch, does a rank > 0 take it); None where it cannot be told."""
+        zero, other, _ = self.values.truth(test)
+        return zero, other
+
+    def rank_ifs(self) -> list[cst.If]:
+        return [i for i in self.index.ifs if self.is_rank_test(i.test)]
+
+    # ------------------------------------------------------------------ code only some ranks run
     def rank_guarded(self, node: cst.CSTNode, _depth: int = 0) -> bool:
-        """Is `node` inside a branch that depends on the rank (`if rank == 0:`, `if is_main_process():`),
-        or in a function of this file that is only ever called from such branches?"""
+        """Do only some ranks run `node`? Inside a branch on a rank test (`if rank == 0:`, its `else`,
+        `x if is_main_process() else None`), after an early exit some ranks take (`if rank != 0: return`),
+        in a rank-0 helper (`def save_on_master`, `@rank_zero_only`), or in a function of this file
+        that is only ever called where only some ranks run."""
+        return self.guard_of(node, _depth=_depth, follow_callers=True) is not None
+
+    def guard_of(self, node: cst.CSTNode, *, follow_callers: bool = False, _depth: int = 0) -> cst.CSTNode | None:
+        """The node that makes `node` run on some ranks only (the `if`, the early exit, the function),
+        or None. Without `follow_callers` the search stops at `node`'s function."""
+        child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, (cst.If, cst.IfExp, cst.While)) and self.is_rank_test(anc.test):
-                return True
-            if isinstance(anc, cst.FunctionDef):
-                if self.is_rank_test(anc.name):
-                    return True  # def save_on_master(...): the helper itself is rank-0 only
-                if _depth < HELPER_DEPTH:
+            if isinstance(anc, (cst.If, cst.IfExp, cst.While)) and child is not anc.test:
+                if self.is_rank_test(anc.test):
+                    return anc
+            elif isinstance(anc, (cst.IndentedBlock, cst.Module)) and isinstance(child, cst.BaseStatement):
+                exit_ = self._early_exit_before(anc, child)
+                if exit_ is not None:
+                    return exit_
+            elif isinstance(anc, cst.FunctionDef):
+                if RANK0_FUNCTION.search(anc.name.value) or any(
+                    RANK0_FUNCTION.search((dotted(_decorator(d)) or "").rsplit(".", 1)[-1]) for d in anc.decorators
+                ):
+                    return anc  # def save_on_master(...), @rank_zero_only: the helper itself is rank-0 only
+                if follow_callers and _depth < HELPER_DEPTH:
                     callers = self.index.callers_of(anc)
-                    if callers and all(self.rank_guarded(c, _depth + 1) for c in callers):
-                        return True
-                return False
-        return False
+                    if callers and all(self.guard_of(c, follow_callers=True, _depth=_depth + 1) for c in callers):
+                        return anc
+                return None
+            elif isinstance(anc, (cst.ClassDef, cst.Lambda)):
+                return None
+            child = anc
+        return None
+
+    def _early_exit_before(self, block: cst.CSTNode, stmt: cst.BaseStatement) -> cst.If | None:
+        """`if rank != 0: return` (or `continue`, `raise`, `sys.exit()`) earlier in `block`: the rest of
+        the block runs on the ranks that stay only."""
+        exits = self._early_exits.get(block)
+        if exits is None:
+            exits = self._early_exits[block] = [s for s in block.body if self._is_early_exit(s)]  # type: ignore[attr-defined]
+        return next((e for e in exits if self.index.before(e, stmt)), None)
+
+    def _is_early_exit(self, stmt: cst.CSTNode) -> bool:
+        if not (isinstance(stmt, cst.If) and stmt.orelse is None and _always_exits(self.names, stmt.body)):
+            return False
+        zero, other, varies = self.values.truth(stmt.test)
+        return varies and (zero is True or other is True)  # one side always leaves
+
+    def print_silenced(self, call: cst.Call) -> bool:
+        """Has the script replaced `builtins.print` on the other ranks before `call` runs
+        (`setup_for_distributed(is_master)`, here or in one of the script's modules)?"""
+        scope = self.index.scope_of(call)
+        sites = self.print_silencers
+        here = [s for s in sites if self.index.scope_of(s) is scope]
+        if here:
+            return any(self.index.before(s, call) for s in here)
+        return bool(sites) and scope is not self.index.module  # installed first, read in the functions run later
+
+    @cached_property
+    def print_silencers(self) -> list[cst.CSTNode]:
+        """Calls (and statements) that replace `builtins.print`: `builtins.print = ...` itself, a call
+        of a function of this file that does, or of a script's module's function that does (SILENCES_PRINT)."""
+        assigning: list[cst.CSTNode] = []
+        for assign in self.index.assigns:
+            if any(
+                dotted(t.target) in PRINT_SLOTS or self.names.qualname(t.target) in PRINT_SLOTS for t in assign.targets
+            ):
+                assigning.append(assign)
+        funcs = {f for f in (self.index.scope_of(a) for a in assigning) if isinstance(f, cst.FunctionDef)}
+        for _ in range(HELPER_DEPTH):
+            more = {
+                self.index.scope_of(c)
+                for f in funcs
+                for c in self.index.callers_of(f)
+                if isinstance(self.index.scope_of(c), cst.FunctionDef)
+            }
+            if more <= funcs:
+                break
+            funcs |= more
+        out = [a for a in assigning if self.index.scope_of(a) is self.index.module]
+        for call in self.index.calls:
+            callee = self.index.callee_of(call)
+            if (callee is not None and callee in funcs) or (
+                callee is None and self.modules.call_does(call, SILENCES_PRINT)
+            ):
+                out.append(call)
+        return out
 
     def is_global_rank(self, expr: cst.BaseExpression) -> bool:
         """`rank` bound to `dist.get_rank()` or `os.environ["RANK"]` (not the local rank)."""
@@ -148,6 +225,24 @@ class Ranks:
                 return "rank"
         return None
 
+    def plain_value(self, name: str) -> int | None:
+        """What a plain run (no torchrun environment) gives the module-level rank variable `name`:
+        the default of `int(os.environ.get("RANK", -1))`; None when it cannot be told."""
+        for site in self.names.assignments(self.index.module, name):
+            value = assigned_value(site.stmt)
+            if isinstance(value, cst.Call) and dotted(value.func) == "int" and value.args:
+                value = value.args[0].value
+            if isinstance(value, cst.Call) and self.names.call_qual(value) in ("os.environ.get", "os.getenv"):
+                if len(value.args) > 1:
+                    default = self.values.of(value.args[1].value)
+                    if default.kind == "const" and isinstance(default.zero, (int, str)):
+                        try:
+                            return int(default.zero)
+                        except ValueError:
+                            return None
+                return None
+        return None
+
     def is_local_rank(self, expr: cst.BaseExpression) -> bool:
         """`local_rank`, `args.local_rank`, or any name bound to the LOCAL_RANK environment variable
         (`self.gpu_id = int(os.environ["LOCAL_RANK"])`)."""
@@ -168,46 +263,6 @@ class Ranks:
                 out.update(d for t in assign.targets if (d := dotted(t.target)))
         return out
 
-    # ------------------------------------------------------------------ conditions
-    def takes(self, test: cst.BaseExpression) -> tuple[bool | None, bool | None]:
-        """(does rank 0 take this branch, does a rank > 0 take it); None where it cannot be told."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            a, b = self.takes(test.expression)
-            return _not(a), _not(b)
-        if isinstance(test, cst.BooleanOperation):
-            la, lb = self.takes(test.left)
-            ra, rb = self.takes(test.right)
-            if isinstance(test.operator, cst.And):
-                return _and(la, ra), _and(lb, rb)
-            return _or(la, ra), _or(lb, rb)
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and self._mentions_rank(test.left):
-            comp = test.comparisons[0]
-            right = comp.comparator
-            op = comp.operator
-            if isinstance(right, cst.Integer) and right.evaluated_value == 0:
-                if isinstance(op, cst.Equal):
-                    return True, False
-                if isinstance(op, cst.NotEqual):
-                    return False, True
-                if isinstance(op, cst.GreaterThan):
-                    return False, True
-                if isinstance(op, cst.LessThanEqual):
-                    return True, False
-            if isinstance(op, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
-                values = [e.value for e in right.elements]
-                has_zero = any(isinstance(v, cst.Integer) and v.evaluated_value == 0 for v in values)
-                inside = (True if has_zero else False), MAYBE
-                if isinstance(op, cst.NotIn):
-                    return _not(inside[0]), MAYBE
-                return inside
-            return MAYBE, MAYBE
-        if self._mentions_rank(test):
-            name = dotted(test) or (dotted(test.func) if isinstance(test, cst.Call) else None) or ""
-            if name and not re.search(r"rank$", name, re.IGNORECASE):
-                return True, False  # is_main_process(), is_master, master_process
-            return False, True  # `if rank:` -> non-zero ranks
-        return MAYBE, MAYBE
-
     # ------------------------------------------------------------------ collectives
     def collective_op(self, call: cst.Call) -> str | None:
         q = self.names.call_qual(call) or ""
@@ -216,6 +271,8 @@ class Ranks:
         callee = self.index.callee_of(call)
         if callee is not None and callee in self.collective_helpers:
             return f"{callee.name.value}()"
+        if callee is None and self.modules.call_does(call, COLLECTIVE):
+            return f"{dotted(call.func)}()"
         return None
 
     @cached_property
@@ -230,9 +287,12 @@ class Ranks:
                     continue
                 for call in calls_in(func.body):
                     q = self.names.call_qual(call) or ""
+                    callee = self.index.callee_of(call)
                     if (
-                        q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES
-                    ) or self.index.callee_of(call) in found:
+                        (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES)
+                        or callee in found
+                        or (callee is None and self.modules.call_does(call, COLLECTIVE))
+                    ):
                         found.add(func)
                         changed = True
                         break
@@ -246,28 +306,26 @@ class Ranks:
                 out.append((call, op))
         return out
 
-    def rank_ifs(self) -> list[cst.If]:
-        return [i for i in self.index.ifs if self._mentions_rank(i.test)]
+
+def _decorator(d: cst.Decorator) -> cst.BaseExpression:
+    return d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
 
 
-def _not(v):
-    return None if v is None else not v
-
-
-def _and(a, b):
-    if a is False or b is False:
+def _always_exits(names: Names, body: cst.BaseSuite) -> bool:
+    """Does this branch always leave (its last statement a return/raise/continue/break or sys.exit())?"""
+    stmts = list(body.body)
+    if not stmts:
         return False
-    if a is True and b is True:
-        return True
-    return None
+    last = stmts[-1]
+    small = last if isinstance(body, cst.SimpleStatementSuite) else None
+    if isinstance(last, cst.SimpleStatementLine):
+        small = last.body[-1]
+    if small is not None:
+        if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+            return True
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            return (names.call_qual(small.value) or "") in EXIT_CALLS
+    return False
 
 
-def _or(a, b):
-    if a is True or b is True:
-        return True
-    if a is False and b is False:
-        return False
-    return None
-
-
-__all__ = ["Ranks", "COLLECTIVES", "MAYBE"]
+__all__ = ["COLLECTIVES", "MAYBE", "Ranks"]

@@ -231,7 +231,6 @@ EXAMPLES = (
         import torch.nn as nn
 
 
-        RANK = int(os.environ.get("RANK", 0))
         LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
         WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
         DISTRIBUTED = WORLD_SIZE > 1
@@ -283,7 +282,6 @@ EXAMPLES = (
         import torch.distributed as dist
         import torch.nn as nn
 
-        RANK = int(os.environ.get("RANK", 0))
         LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
         WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
         DISTRIBUTED = WORLD_SIZE > 1

@@ -189,6 +189,10 @@ def _local_name(ctx: Context, at: cst.CSTNode) -> str | None:
     for name in ("local_rank", "args.local_rank"):
         if facts.names.assignments(facts.index.scope_of(at), name):
             return name
+    for name in sorted(facts.ranks.local_rank_names):  # the script's own, `ddp_local_rank = int(os.environ[...])`
+        scopes = {facts.index.scope_of(at), facts.module}
+        if "." not in name and any(facts.names.assignments(scope, name) for scope in scopes):
+            return name
     func = facts.index.enclosing(at, cst.FunctionDef)
     if isinstance(func, cst.FunctionDef) and any(p.name.value == "local_rank" for p in func.params.params):
         return "local_rank"

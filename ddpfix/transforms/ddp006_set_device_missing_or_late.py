@@ -315,10 +315,7 @@ EXAMPLES = (
         from torch.nn.parallel import DistributedDataParallel as DDP
 
 
-        RANK = int(os.environ.get("RANK", 0))
         LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
-        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
-        DISTRIBUTED = WORLD_SIZE > 1
 
 
         def main():

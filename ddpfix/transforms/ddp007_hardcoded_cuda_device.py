@@ -47,6 +47,9 @@ gets the diagnostic only.
         for s, value in facts.names.string_literals("cuda"):
             m = CUDA_LITERAL.match(value)
             if m and "f" not in s.prefix.lower() and "b" not in s.prefix.lower():
+                up = facts.index.parent.get(s)
+                if isinstance(up, cst.DictElement) and up.key is s:
+                    continue  # map_location={"cuda:0": f"cuda:{rank}"}: the device a checkpoint was saved from
                 sites.append((s, int(m.group(1)), "string"))
         for call in facts.index.calls:
             if method_name(call) in ("cuda", "to") and len(call.args) >= 1:

@@ -6,8 +6,8 @@ import libcst as cst
 
 from ..analysis.ranks import Ranks
 from ..examples import clean, fixes, reports
-from ..rule import UNSAFE, Context, Order, Rule
-from ..syntax import expr_call
+from ..rule import UNSAFE, Context, Rule
+from ..syntax import expr_call, names_in, walk
 
 
 class CollectiveUnderRankGuard(Rule):
@@ -18,8 +18,11 @@ class CollectiveUnderRankGuard(Rule):
     fix = UNSAFE
     docs = """
 ## What
-A `dist.barrier()`, `all_reduce`, `broadcast`, ... (or a helper of the script that issues one)
-inside a branch that depends on the rank, with no matching call on the other ranks.
+A `dist.barrier()`, `all_reduce`, `broadcast`, ... (or a helper of the script, or of one of its own
+modules, that issues one) inside a branch that depends on the rank, with no matching call on the
+other ranks. Rank tests are read by the one rank detector: `rank == 0`, `not rank`,
+`args.local_rank in [-1, 0]`, `is_main_process()`, `master_process`, names bound from them; a flag
+every rank shares (`ddp = int(os.environ.get("RANK", -1)) != -1`) is not one.
 
 ## Why
 A collective completes only when every rank calls it. Rank 0 waits in the barrier until the timeout:
@@ -41,17 +44,25 @@ if rank == 0:
 if rank == 0:
     torch.save(model.module.state_dict(), path)
     dist.barrier()
+    print("saved")
 ```
-becomes (with `--unsafe-fixes`)
+becomes (with `--unsafe-fixes`) a block split around the collective, which every rank now reaches:
 ```python
 if rank == 0:
     torch.save(model.module.state_dict(), path)
 dist.barrier()
+if rank == 0:
+    print("saved")
 ```
+A collective first or last in the block leaves one `if`; `if DISTRIBUTED: dist.barrier()` leaves the
+block whole.
 
 ## Fix safety
-Unsafe: the collective is hoisted out of the guard only when it is the last statement of a branch
-that has other work and no `else`; otherwise the diagnostic says what to do.
+Unsafe: the statements after the collective now run after the other ranks have passed it too. The
+block is split only when the collective is a statement of the branch itself (or of an `if` every rank
+decides alike that holds nothing else) with no arguments (a tensor filled on rank 0 only would
+change meaning), the branch has no `else`/`elif`, and nothing in it assigns a name its condition
+reads. Otherwise the diagnostic says what to do.
 """
 
     def run(self, ctx: Context) -> None:
@@ -74,24 +85,58 @@ that has other work and no `else`; otherwise the diagnostic says what to do.
 
     def _report(self, ctx: Context, node: cst.If, call: cst.Call, op: str) -> None:
         facts = ctx.facts
-        site = facts.index.site(call)
-        stmt = site.stmt
-        hoistable = (
-            expr_call(stmt) is call
-            and site.block is node.body
+        leaving = _leaving_statement(facts, node, call)
+        splittable = (
+            leaving is not None
             and node.orelse is None
-            and len(node.body.body) > 1
-            and node.body.body[-1] is stmt
-            and not call.args
+            and not isinstance(facts.index.parent.get(node), cst.If)  # an `elif`
+            and any(s is not leaving for s in node.body.body)
+            and not (names_in(node.test) & _assigned_in(node.body))
         )
         message = f"{op} is reached by some ranks only: the others never join it and every rank hangs"
-        if not hoistable:
+        if not splittable:
             ctx.report(call, message + "; call it on every rank (outside the rank condition)", fix="none")
             return
         ctx.plan.hoisted.append(call)
         if ctx.report(call, message):
-            ctx.plan.moved.add(stmt)
-            ctx.plan.insert_after(node, [stmt.with_changes(leading_lines=[])], order=Order.HOISTED_COLLECTIVE)
+            ctx.plan.split(node, leaving)
+
+
+def _leaving_statement(facts, node: cst.If, call: cst.Call) -> cst.CSTNode | None:
+    """The statement of the guarded block that can leave it: the collective's own statement
+    (`dist.barrier()`), or an `if` every rank decides alike that only issues collectives
+    (`if DISTRIBUTED: dist.barrier()`). None when the collective takes data or sits deeper."""
+    stmt = facts.index.site(call).stmt
+    if facts.index.parent.get(stmt) is node.body:
+        return stmt if _bare_collective(facts, stmt) else None
+    owner = facts.index.parent.get(facts.index.parent.get(stmt))
+    if (
+        isinstance(owner, cst.If)
+        and facts.index.parent.get(owner) is node.body
+        and owner.orelse is None
+        and not facts.ranks.is_rank_test(owner.test)
+        and isinstance(owner.body, cst.IndentedBlock)
+        and all(_bare_collective(facts, s) for s in owner.body.body)
+    ):
+        return owner
+    return None
+
+
+def _bare_collective(facts, stmt: cst.CSTNode) -> bool:
+    """`dist.barrier()` on a line of its own: a collective with no data of this branch."""
+    call = expr_call(stmt)
+    return call is not None and not call.args and facts.ranks.collective_op(call) is not None
+
+
+def _assigned_in(block: cst.CSTNode) -> set[str]:
+    """Names a block assigns: a test that reads one may change between the pieces of a split."""
+    out: set[str] = set()
+    for n in walk(block):
+        if isinstance(n, cst.AssignTarget):
+            out |= names_in(n.target)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign)):
+            out |= names_in(n.target)
+    return out
 
 
 def _unpaired(entries):
@@ -120,7 +165,7 @@ def _inner_rank_if(facts, ranks: Ranks, call: cst.CSTNode, outer: cst.If) -> boo
     for anc in facts.index.ancestors(call):
         if anc is outer:
             return False
-        if isinstance(anc, cst.If) and ranks.depends_on_rank(anc.test):
+        if isinstance(anc, cst.If) and ranks.is_rank_test(anc.test):
             return True
     return False
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..examples import clean, reports
 from ..rule import NONE, Context, Rule
-from ..syntax import dotted, method_name, receiver
+from ..syntax import assign_targets, dotted, method_name, receiver
 
 
 class StepInRankGuard(Rule):
@@ -16,24 +16,28 @@ class StepInRankGuard(Rule):
     fix = NONE
     docs = """
 ## What
-`loss.backward()` or `optimizer.step()` inside a branch that depends on the rank.
+`loss.backward()`, `optimizer.step()` or a learning-rate scheduler's `step()` inside a branch that
+depends on the rank (or after an early exit that some ranks take), in the same function.
 
 ## Why
 Under DDP the backward pass all-reduces gradients: every rank must run it the same number of times.
 A rank that skips it leaves the others waiting (or pairs their buckets with an unrelated collective),
 and a step taken on one rank only makes the parameters drift apart for good, since DDP only
-broadcasts them at construction.
+broadcasts them at construction. A scheduler stepped on rank 0 only gives rank 0 another learning
+rate: the gradients are still averaged, but the updates, and so the parameters, diverge silently.
 
 ## Example
 ```python
 if rank == 0:
     loss.backward()
     optimizer.step()
+    scheduler.step()
 ```
 should run on every rank:
 ```python
 loss.backward()
 optimizer.step()
+scheduler.step()
 ```
 
 ## Fix safety
@@ -43,19 +47,20 @@ None: moving training steps changes what the script does; fix it by hand.
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         ranks = facts.ranks
+        schedulers = {t for site in facts.training.scheduler_sites for t in assign_targets(site.stmt)}
         for call in facts.index.calls:
             name = method_name(call)
-            if name == "backward" or (
-                name == "step" and dotted(receiver(call) or cst.Name("_")) in facts.training.optimizer_targets
-            ):
-                for anc in facts.index.ancestors(call):
-                    if isinstance(anc, cst.If) and ranks.depends_on_rank(anc.test):
-                        ctx.report(
-                            call, f"{name}() inside a rank condition: every rank must run the same training steps"
-                        )
-                        break
-                    if isinstance(anc, cst.FunctionDef):
-                        break
+            if name not in ("backward", "step"):
+                continue
+            target = dotted(receiver(call) or cst.Name("_"))
+            if name == "step" and target in schedulers:
+                what = f"{target}.step() inside a rank condition: the learning rate changes on some ranks only and the ranks' updates diverge"
+            elif name == "backward" or target in facts.training.optimizer_targets:
+                what = f"{name}() inside a rank condition: every rank must run the same training steps"
+            else:
+                continue
+            if ranks.guard_of(call) is not None:
+                ctx.report(call, what)
 
 
 EXAMPLES = (

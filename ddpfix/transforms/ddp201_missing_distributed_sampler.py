@@ -380,8 +380,6 @@ EXAMPLES = (
         from torch.utils.data import DataLoader, TensorDataset
         from torch.utils.data.distributed import DistributedSampler
 
-        RANK = int(os.environ.get("RANK", 0))
-        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
         WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
         DISTRIBUTED = WORLD_SIZE > 1
 

@@ -50,11 +50,11 @@ Safe: a plain run has rank 0, so its seed is unchanged. A seed whose rank term c
             expr = seed.value
             source = expr
             name = dotted(expr)
-            if name is not None and not facts.ranks.is_rank_test(expr):
+            if name is not None and not facts.ranks.is_rank(expr):
                 source = _value_of(facts, name, call)  # seed = args.seed + rank; DistributedSampler(..., seed=seed)
                 if source is None:
                     continue
-            if not facts.ranks.is_rank_test(source):
+            if not facts.ranks.mentions_rank(source):
                 continue
             base = _without_rank(facts, source)
             if base is False:
@@ -81,14 +81,14 @@ def _value_of(facts, name: str, at: cst.CSTNode) -> cst.BaseExpression | None:
 
 def _without_rank(facts, expr: cst.BaseExpression):
     """`base + rank` -> base; `rank` -> None (no seed); False when the rank term is not separable."""
-    if not facts.ranks.is_rank_test(expr):
+    if not facts.ranks.mentions_rank(expr):
         return expr
     if isinstance(expr, (cst.Name, cst.Attribute)) or (
         isinstance(expr, cst.Call) and (facts.names.call_qual(expr) or "").endswith("rank")
     ):
         return None  # the whole seed is the rank: the default seed is the same everywhere
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.BitXor)):
-        left, right = facts.ranks.is_rank_test(expr.left), facts.ranks.is_rank_test(expr.right)
+        left, right = facts.ranks.mentions_rank(expr.left), facts.ranks.mentions_rank(expr.right)
         if left and right:
             return False
         if right:

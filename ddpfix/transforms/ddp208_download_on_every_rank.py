@@ -299,7 +299,6 @@ EXAMPLES = (
         from torchvision import datasets, transforms
 
         LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
-        RANK = int(os.environ.get("RANK", 0))
         WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
         DISTRIBUTED = WORLD_SIZE > 1
         dist.init_process_group("gloo")

@@ -119,8 +119,6 @@ EXAMPLES = (
         import torch.nn as nn
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        RANK = int(os.environ.get("RANK", 0))
-        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
         WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
         DISTRIBUTED = WORLD_SIZE > 1
 

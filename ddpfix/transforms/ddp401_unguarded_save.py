@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from ..edits import guard_site
+import libcst as cst
+
+from ..edits import guard, guard_site
 from ..examples import clean, fixes
 from ..rule import Context, Rule
-from ..syntax import dotted, method_name
+from ..syntax import calls_in, code_of, dotted, kwarg, method_name, positional, walk
 
 
 class UnguardedSave(Rule):
@@ -15,48 +17,82 @@ class UnguardedSave(Rule):
     requires = ()
     docs = """
 ## What
-`torch.save(...)` outside any rank-0 condition.
+`torch.save(...)` (and `np.save`, `save_image`, `savefig`, `save_pretrained`) on every rank, and a
+`shutil.copyfile` / `shutil.copy` / `shutil.move` / `os.replace` / `os.rename` of a file such a save
+writes. Code only rank 0 runs is left alone: inside `if rank == 0:` (or any rank-0 test the rank
+detector knows), after `if rank != 0: return`, in `save_on_master`-style helpers, or in a function
+only called from such places. A file named per rank (`f"ckpt_rank{rank}.pt"`) is not shared.
 
 ## Why
 Every process writes the same path at the same time: the checkpoint is clobbered or torn, and N
-processes do the I/O of one.
+processes do the I/O of one. A copy of the checkpoint on every rank reads a file rank 0 may still be
+writing, and every rank writes the copy.
 
 ## Example
 ```python
-torch.save(raw_model.state_dict(), "checkpoint.pt")
+def save_checkpoint(state, is_best, filename="checkpoint.pt"):
+    torch.save(state, filename)
+    if is_best:
+        shutil.copyfile(filename, "model_best.pt")
 ```
 becomes
 ```python
-if RANK == 0:
-    torch.save(raw_model.state_dict(), "checkpoint.pt")
+def save_checkpoint(state, is_best, filename="checkpoint.pt"):
+    if RANK == 0:
+        torch.save(state, filename)
+        if is_best:
+            shutil.copyfile(filename, "model_best.pt")
 ```
-Adjacent statements that need the same guard (a print, a log line) share the one `if`. A
+Adjacent statements that need the same guard (a print, a log line, the copy) share the one `if`. A
 `with open(path, "wb") as f: torch.save(..., f)` is guarded as a whole, since the `open` truncates.
 
 ## Fix safety
-Safe. Uses the global `RANK` (one writer per job, not per node).
+Safe. Uses the global `RANK` (one writer per job, not per node). A statement around the copy
+(`if is_best:`) joins the save's guard only when it binds no name and runs no collective or training
+step; otherwise the copy gets its own guard.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
+        ranks = facts.ranks
+        saved: dict[cst.CSTNode, set[str]] = {}  # scope -> the paths its saves write (rank 0 only, now or once fixed)
         for call in facts.index.statement_calls(lambda c: _writes_file(facts, c)):
+            path = _path_of(facts, call)
+            if path is not None and ranks.depends_on_rank(path.value):
+                continue  # one file per rank: f"ckpt_rank{rank}.pt"
+            if path is not None:
+                saved.setdefault(facts.index.scope_of(call), set()).add(code_of(path.value))
             name = "torch.save" if facts.names.call_qual(call) == "torch.save" else (dotted(call.func) or "this call")
             guard_site(
                 ctx,
                 call,
                 None if name == "torch.save" else f"{name} runs on every rank: all processes write the same file",
             )
+        for call in facts.index.statement_calls(lambda c: facts.names.call_qual(c) in FILE_MOVES):
+            paths = saved.get(facts.index.scope_of(call), set())
+            if not any(code_of(a.value) in paths for a in call.args[:2]) or ranks.rank_guarded(call):
+                continue
+            name = dotted(call.func) or "this call"
+            message = (
+                f"{name} of a file rank 0 saves runs on every rank: every process copies a file still being written"
+            )
+            stmt = _together_with(facts, call, ctx.plan.guards)
+            if stmt is None:
+                guard_site(ctx, call, message)
+            elif ctx.report(call, message):
+                guard(ctx, stmt, ctx.rank0(call))
 
 
 WRITERS = {
-    "torch.save",
-    "torchvision.utils.save_image",
-    "numpy.save",
-    "numpy.savez",
-    "numpy.savez_compressed",
-    "numpy.savetxt",
-    "matplotlib.pyplot.savefig",
+    "torch.save": (1, "f"),
+    "torchvision.utils.save_image": (1, "fp"),
+    "numpy.save": (0, "file"),
+    "numpy.savez": (0, "file"),
+    "numpy.savez_compressed": (0, "file"),
+    "numpy.savetxt": (0, "fname"),
+    "matplotlib.pyplot.savefig": (0, "fname"),
 }
+FILE_MOVES = {"shutil.copyfile", "shutil.copy", "shutil.copy2", "shutil.move", "os.replace", "os.rename"}
 
 
 def _writes_file(facts, call) -> bool:
@@ -64,6 +100,40 @@ def _writes_file(facts, call) -> bool:
     if facts.names.call_qual(call) in WRITERS:
         return True
     return method_name(call) == "save_pretrained"
+
+
+def _path_of(facts, call: cst.Call) -> cst.Arg | None:
+    index, keyword = WRITERS.get(facts.names.call_qual(call) or "", (0, "save_directory"))
+    return positional(call, index) or kwarg(call, keyword)
+
+
+def _together_with(facts, call: cst.Call, guarded) -> cst.CSTNode | None:
+    """The statement that holds `call` in the block of a save this rule guards, when guarding it
+    whole is harmless (`if is_best: shutil.copyfile(filename, "model_best.pth")` after the save):
+    it then shares the save's guard. None: guard the call's own statement."""
+    stmt = facts.index.site(call).stmt
+    for anc in [stmt, *facts.index.ancestors(stmt)]:
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            return None
+        block = facts.index.parent.get(anc)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            continue
+        if any(s in guarded for s in block.body):
+            if anc is stmt or _binds_names(anc) or facts.ranks.collectives_in(anc) or _trains(anc):
+                return None
+            return anc
+    return None
+
+
+def _trains(stmt: cst.CSTNode) -> bool:
+    return any(method_name(c) in ("backward", "step") for c in calls_in(stmt))
+
+
+def _binds_names(stmt: cst.CSTNode) -> bool:
+    return any(
+        isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.AsName, cst.For))
+        for n in walk(stmt)
+    )
 
 
 EXAMPLES = (
@@ -94,9 +164,6 @@ EXAMPLES = (
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         RANK = int(os.environ.get("RANK", 0))
-        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
-        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
-        DISTRIBUTED = WORLD_SIZE > 1
 
         dist.init_process_group("gloo")
         model = DDP(nn.Linear(4, 1))

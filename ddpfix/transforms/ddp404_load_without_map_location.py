@@ -16,7 +16,8 @@ class LoadWithoutMapLocation(Rule):
     message = "torch.load without map_location: every rank loads onto the device the checkpoint was saved from"
     docs = """
 ## What
-`torch.load(path)` with no `map_location`.
+`torch.load(path)` with no `map_location`. A load with one, including the tutorial's mapping
+`map_location={"cuda:0": f"cuda:{rank}"}`, is left alone.
 
 ## Why
 Tensors are restored to the device they were saved from (usually `cuda:0`), so every rank

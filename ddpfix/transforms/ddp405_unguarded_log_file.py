@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.effects import FILE_HANDLERS, LOGGER_METHODS
-from ..edits import guard_site, opens_for_writing
+from ..edits import guard, guard_site, opens_for_writing
 from ..examples import clean, fixes, reports
 from ..rule import Context, Rule
-from ..syntax import assign_targets, dotted, kwarg, mentions, method_name, receiver, walk
+from ..syntax import assign_targets, dotted, kwarg, mentions, method_name, positional, receiver, walk
 
 
 class UnguardedLogFile(Rule):
@@ -18,7 +18,12 @@ class UnguardedLogFile(Rule):
     docs = """
 ## What
 `logging.basicConfig(filename=...)`, a `logging.FileHandler`, a log record, or a write-mode
-`with open(...)` executed by every rank.
+`with open(...)` executed by every rank. Left alone: a file named per rank
+(`f"log_rank{rank}.txt"`, `os.path.join(out, f"train_{rank}.log")`, also through a variable), a
+handler created or added on rank 0 only (`if is_main_process(): logger.addHandler(handler)`), code
+after an early return on the other ranks, and the records of a logger the script quiets on the
+other ranks (`logger.setLevel(logging.INFO if is_master else logging.WARN)`, or a `setLevel` only
+rank 0 runs).
 
 ## Why
 All processes append to the same file: interleaved, duplicated or clobbered lines.
@@ -37,8 +42,8 @@ if RANK == 0:
 if RANK == 0:
     logger.info("epoch %d loss %.4f", epoch, loss)
 ```
-Log records are guarded too when the script logs to a file, so the other ranks do not print
-warnings through logging's last-resort handler.
+Log records are guarded too when the script logs to a file every rank would share, so the other
+ranks do not print warnings through logging's last-resort handler.
 
 ## Fix safety
 Safe. A file handler used anywhere but in plain statements of the same block gets the diagnostic only.
@@ -46,46 +51,91 @@ Safe. A file handler used anywhere but in plain statements of the same block get
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        file_logging = False
+        ranks = facts.ranks
+        file_logging = False  # a log file every rank would write, reported here
         for call in facts.index.statement_calls(lambda c: facts.names.call_qual(c) == "logging.basicConfig"):
-            if kwarg(call, "filename") is not None or kwarg(call, "handlers") is not None:
+            filename = kwarg(call, "filename")
+            if filename is None and kwarg(call, "handlers") is None:
+                continue
+            if filename is not None and ranks.depends_on_rank(filename.value):
+                continue  # one log file per rank
+            if not ranks.rank_guarded(call):
                 file_logging = True
                 guard_site(ctx, call)
         for call in facts.names.calls_matching(lambda q: q in FILE_HANDLERS):
-            file_logging = True
-            self._guard_handler(ctx, call)
+            filename = positional(call, 0) or kwarg(call, "filename")
+            if filename is not None and ranks.depends_on_rank(filename.value):
+                continue
+            if self._guard_handler(ctx, call):
+                file_logging = True
         if file_logging:
+            quiet = _quiet_loggers(facts)
             for call in facts.index.statement_calls(lambda c: _is_log_record(facts, c)):
+                if "" in quiet or dotted(receiver(call) or cst.Name("_")) in quiet:
+                    continue  # a logger the script already quiets on the other ranks
                 guard_site(ctx, call, "log record emitted on every rank: the log file gets one copy per process")
         for stmt in _write_opens(facts):
             guard_site(ctx, stmt, "file opened for writing on every rank: all processes write the same file")
 
-    def _guard_handler(self, ctx: Context, call: cst.Call) -> None:
+    def _guard_handler(self, ctx: Context, call: cst.Call) -> bool:
+        """Report a file handler every rank creates and uses; True when it is one."""
         facts = ctx.facts
+        if facts.ranks.rank_guarded(call):
+            return False
         site = facts.index.site(call)
         targets = assign_targets(site.stmt)
         if not targets:  # logger.addHandler(logging.FileHandler(...))
             guard_site(ctx, call)
-            return
+            return True
         name = targets[0]
-        users = [s for s in site.block.body if s is not site.stmt and mentions(s, name)]
         scope_users = [
             n
             for n in walk(facts.index.scope_of(call))
-            if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
+            if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name and not _binds(facts, n)
         ]
+        if scope_users and all(facts.ranks.rank_guarded(n) for n in scope_users):
+            return False  # `if is_master: logger.addHandler(handler)`: only rank 0 writes to it
+        users = [s for s in site.block.body if s is not site.stmt and mentions(s, name)]
         in_block = sum(
             1 for s in users for n in walk(s) if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
         )
-        if facts.ranks.rank_guarded(call):
-            return
-        if in_block + 1 != len(scope_users) or not all(_is_statement_call(s) for s in users):
+        if in_block != len(scope_users) or not all(_is_statement_call(s) for s in users):
             ctx.report(call, f"{name} writes a log file on every rank: create and use it on rank 0 only", fix="none")
-            return
+            return True
         if ctx.report(call):
-            ctx.plan.guard(site.stmt, ctx.rank0(call))
+            guard(ctx, site.stmt, ctx.rank0(call))
             for s in users:
-                ctx.plan.guard(s, ctx.rank0(call))
+                guard(ctx, s, ctx.rank0(call))
+        return True
+
+
+def _binds(facts, node: cst.CSTNode) -> bool:
+    """Is `node` the target of its assignment (`handler = ...`)?"""
+    parent = facts.index.parent.get(node)
+    return isinstance(parent, cst.AssignTarget) and parent.target is node
+
+
+def _quiet_loggers(facts) -> set[str]:
+    """Loggers the script quiets on the other ranks: `logger.setLevel(logging.INFO if is_master else
+    logging.WARN)`, or a `setLevel` / `basicConfig(level=...)` that only some ranks run ("" is the root
+    logger, which every logger defers to)."""
+    ranks = facts.ranks
+    out: set[str] = set()
+    for call in facts.index.calls:
+        q = facts.names.call_qual(call) or ""
+        if method_name(call) == "setLevel" and call.args:
+            if ranks.depends_on_rank(call.args[0].value) or ranks.rank_guarded(call):
+                recv = receiver(call)
+                name = dotted(recv) if recv is not None else None
+                root = (
+                    isinstance(recv, cst.Call) and not recv.args and facts.names.call_qual(recv) == "logging.getLogger"
+                )
+                out.add("" if root else name or "")
+        elif q == "logging.basicConfig":
+            level = kwarg(call, "level")
+            if level is not None and (ranks.depends_on_rank(level.value) or ranks.rank_guarded(call)):
+                out.add("")
+    return out
 
 
 def _is_statement_call(stmt: cst.CSTNode) -> bool:
@@ -114,7 +164,8 @@ def _write_opens(facts) -> list[cst.With]:
         with_node = facts.index.parent.get(parent) if isinstance(parent, cst.WithItem) else None
         if not isinstance(with_node, cst.With) or len(with_node.items) != 1:
             continue
-        if any(facts.ranks.is_rank_test(n) for n in walk(call) if isinstance(n, (cst.Name, cst.Attribute))):
+        path = positional(call, 0) or kwarg(call, "file")
+        if path is not None and facts.ranks.depends_on_rank(path.value):
             continue  # per-rank file name
         if facts.index.enclosing(call, cst.ClassDef) is not None:
             continue  # a method of a helper class: its callers decide which rank runs it
@@ -162,9 +213,6 @@ EXAMPLES = (
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         RANK = int(os.environ.get("RANK", 0))
-        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
-        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
-        DISTRIBUTED = WORLD_SIZE > 1
 
         logger = logging.getLogger(__name__)
         dist.init_process_group("gloo")

@@ -14,7 +14,12 @@ class UnguardedPrint(Rule):
     message = "print runs on every rank: output is duplicated once per process"
     docs = """
 ## What
-A `print(...)` statement outside any rank-0 condition.
+A `print(...)` statement that every rank runs. Left alone: prints under a rank-0 test (any the rank
+detector knows: `if rank == 0:`, `if args.local_rank in [-1, 0]:`, `if is_main_process():`,
+`if master_process:`, a name bound from one), after an early return on the other ranks, in a
+function only called from such places, prints that name their rank (`print(f"[rank {rank}] ...")`),
+and prints after the script replaced `builtins.print` on the other ranks
+(`setup_for_distributed(is_master)`, in this file or in one of its own modules).
 
 ## Why
 With N processes every line appears N times, interleaved, and per-rank values (a rank's own loss)
@@ -29,9 +34,12 @@ becomes
 if RANK == 0:
     print(f"epoch {epoch}: loss {loss.item():.4f}")
 ```
+Inside a block the fix guards already (a `with open(...)` rank 0 writes), the print gets no guard of
+its own.
 
 ## Fix safety
-Safe: a plain run has RANK 0 and prints exactly as before.
+Safe: a plain run has RANK 0 and prints exactly as before. A script whose own rank variable a plain
+run sets to -1 (`int(os.environ.get("RANK", -1))`) is guarded with `in (-1, 0)`.
 """
 
     def run(self, ctx: Context) -> None:
@@ -39,8 +47,10 @@ Safe: a plain run has RANK 0 and prints exactly as before.
         if "print" in facts.names.aliases:
             return  # `from rich import print` and friends: leave alone
         for call in facts.index.statement_calls(lambda c: dotted(c.func) == "print"):
-            if any(facts.ranks.is_rank_test(a.value) for a in call.args):
+            if any(facts.ranks.mentions_rank(a.value) for a in call.args):
                 continue  # print(f"[rank {rank}] ...") reports per rank on purpose
+            if facts.ranks.print_silenced(call):
+                continue  # setup_for_distributed(is_master) replaced print on the other ranks
             guard_site(ctx, call)
 
 
@@ -71,9 +81,6 @@ EXAMPLES = (
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         RANK = int(os.environ.get("RANK", 0))
-        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
-        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
-        DISTRIBUTED = WORLD_SIZE > 1
 
         dist.init_process_group("gloo")
         model = DDP(nn.Linear(4, 1))

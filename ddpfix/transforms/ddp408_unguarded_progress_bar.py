@@ -16,7 +16,7 @@ class UnguardedProgressBar(Rule):
     message = "tqdm progress bar on every rank: N bars overwrite each other"
     docs = """
 ## What
-A `tqdm(...)` progress bar with no `disable=` argument.
+A `tqdm(...)` progress bar with no `disable=` argument, outside code only some ranks run.
 
 ## Why
 Every process draws its own bar on the same terminal: N bars fighting over one line, and log
@@ -33,7 +33,8 @@ for x, y in tqdm(train_loader, disable=RANK != 0):
 
 ## Fix safety
 Safe: the loop still iterates on every rank; only the drawing is limited to rank 0. A plain run
-has RANK 0 and draws the bar as before.
+has RANK 0 and draws the bar as before (a script rank variable a plain run sets to -1 gets
+`not in (-1, 0)`).
 """
 
     def run(self, ctx: Context) -> None:
@@ -57,7 +58,7 @@ has RANK 0 and draws the bar as before.
             if kwarg(call, "disable") is not None or facts.ranks.rank_guarded(call):
                 continue
             if ctx.report(call):
-                expr = cst.parse_expression(f"{ctx.rank_name(call)} != 0")
+                expr = cst.parse_expression(ctx.not_rank0(call))
                 ctx.plan.replace(call, lambda n, e=expr: with_kwarg(n, "disable", e))
 
 
@@ -89,9 +90,6 @@ EXAMPLES = (
         from tqdm import tqdm
 
         RANK = int(os.environ.get("RANK", 0))
-        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
-        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
-        DISTRIBUTED = WORLD_SIZE > 1
 
         dist.init_process_group("gloo")
         model = DDP(nn.Linear(4, 1))

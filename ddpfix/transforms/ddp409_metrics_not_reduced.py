@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..examples import clean, reports
 from ..rule import NONE, Context, Rule
-from ..syntax import dotted, kwarg, walk
+from ..syntax import calls_in, dotted, kwarg, walk
 
 
 class MetricsNotReduced(Rule):
@@ -16,8 +16,12 @@ class MetricsNotReduced(Rule):
     fix = NONE
     docs = """
 ## What
-In a DDP script that shards its data, a loss or accuracy printed or logged from rank 0 with no
-`all_reduce` anywhere in the script.
+In a DDP script that shards its data with a `DistributedSampler`, a total accumulated over a sharded
+loader (`correct += ...`) printed or logged from rank 0 without ever reaching a collective. A total
+that does reach one is reduced: passed to `all_reduce`/`reduce`/`all_gather` (also inside a tensor:
+`stats = torch.tensor([correct, total]); dist.all_reduce(stats)`) or to a helper of the script or of
+its own modules that issues one (`utils.reduce_value(total)`). Totals over an unsharded loader
+(no sampler, a `SequentialSampler`) are global already.
 
 ## Why
 With a `DistributedSampler` each rank sees 1/N of the data; rank 0's running loss or accuracy is
@@ -43,22 +47,18 @@ None: which values are sums and which are means is the script's business.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if not (facts.launch.init_calls and facts.data.sampler_calls):
-            return
-        ranks = facts.ranks
-        if any(
-            op in ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object")
-            for _, op in ranks.collectives_in(facts.module)
-        ):
+        if not (facts.launch.init_calls or facts.launch.joins_elsewhere) or not facts.data.sampler_calls:
             return
         sharded = _sharded_totals(facts)
         if not sharded:
             return
+        sharded -= _reduced(facts)
+        ranks = facts.ranks
         for call in facts.index.calls:
             name = dotted(call.func) or ""
             if name != "print" and not name.endswith((".info", ".log", ".add_scalar")):
                 continue
-            if not facts.ranks.rank_guarded(call):
+            if not (ranks.rank_guarded(call) or (name == "print" and ranks.print_silenced(call))):
                 continue
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
             if used:
@@ -68,18 +68,54 @@ None: which values are sums and which are means is the script's business.
                 )
 
 
+REDUCING = ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object", "reduce_scatter")
+
+
 def _sharded_totals(facts) -> set[str]:
-    """Names accumulated (`total += ...`) inside a loop over a loader whose sampler shards the data."""
+    """Names accumulated (`total += ...`) inside a loop over a loader whose sampler is a DistributedSampler."""
+    samplers = set(facts.data.sampler_calls)
+    bound = {
+        t
+        for assign in facts.index.assigns
+        if any(c in samplers for c in calls_in(assign.value))
+        for target in assign.targets
+        if (t := dotted(target.target))
+    }
     out: set[str] = set()
     for loader in facts.data.loaders:
         sampler = kwarg(loader.site.node, "sampler")
         if sampler is None or loader.target is None:
             continue
+        if not (any(c in samplers for c in calls_in(sampler.value)) or dotted(sampler.value) in bound):
+            continue  # a SequentialSampler, or a sampler this script does not shard with
         for loop in facts.index.loops:
             if isinstance(loop, cst.For) and facts.data.iterates(loop, loader):
                 for n in walk(loop.body):
                     if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name):
                         out.add(n.target.value)
+    return out
+
+
+def _reduced(facts) -> set[str]:
+    """Names whose values reach a collective (`dist.all_reduce(total)`, `stats = torch.tensor([correct,
+    total]); dist.all_reduce(stats)`, `loss = utils.reduce_value(loss)`), or the script's own helper
+    that issues one."""
+    out: set[str] = set()
+    for call, op in facts.ranks.collectives_in(facts.module):
+        if op in REDUCING or op.endswith("()"):
+            out |= {n.value for a in call.args for n in walk(a.value) if isinstance(n, cst.Name)}
+    values: dict[str, list[cst.BaseExpression]] = {}
+    for assign in facts.index.assigns:
+        for target in assign.targets:
+            if isinstance(target.target, cst.Name):
+                values.setdefault(target.target.value, []).append(assign.value)
+    todo = list(out)
+    while todo:  # what a reduced name was built from is reduced with it
+        for value in values.get(todo.pop(), []):
+            for n in walk(value):
+                if isinstance(n, cst.Name) and n.value not in out:
+                    out.add(n.value)
+                    todo.append(n.value)
     return out
 
 

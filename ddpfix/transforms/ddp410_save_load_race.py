@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
+from ..analysis.summaries import LOAD, SAVE
+from ..edits import distributed_test
 from ..examples import clean, fixes
 from ..rule import Context, Order, Rule
-from ..syntax import code_of, dotted, kwarg, positional
+from ..syntax import calls_in, code_of, dotted, kwarg, positional
 
 
 class SaveLoadRace(Rule):
@@ -16,8 +20,10 @@ class SaveLoadRace(Rule):
     reads = frozenset({"hoisted"})
     docs = """
 ## What
-`torch.save(obj, path)` on rank 0, then `torch.load(path)` on every rank, with no
-`dist.barrier()` between them.
+A file saved on rank 0, then loaded by every rank in the same function with no collective in
+between that every rank reaches. Saves and loads are `torch.save` / `torch.load`, or a helper that
+does one, of this file (`save_checkpoint(state, path)`, matched by a path-like argument or the file
+the helper names itself) or of the script's own modules (`utils.save_on_master(state, path)`).
 
 ## Why
 The other ranks reach the load while rank 0 is still writing: they read a missing or truncated
@@ -37,9 +43,11 @@ if DISTRIBUTED:
     dist.barrier()
 model.module.load_state_dict(torch.load(path, map_location=device))
 ```
+A script that starts its own processes (`mp.spawn`) gets `if dist.is_initialized():` instead.
 
 ## Fix safety
-Safe: every rank reaches the barrier (it is outside any rank condition).
+Safe: every rank reaches the barrier (it is outside any rank condition), and a plain run has no
+process group and skips it.
 """
 
     def run(self, ctx: Context) -> None:
@@ -51,36 +59,124 @@ Safe: every rank reaches the barrier (it is outside any rank condition).
         distributed = bool(
             facts.launch.init_calls or facts.models.ddp_calls or facts.models.trained or facts.training.trains
         )
-        saves = []
-        for call in facts.names.calls_to("torch.save"):
-            path = positional(call, 1) or kwarg(call, "f")
-            if path is not None and (facts.ranks.rank_guarded(call) or distributed):
-                saves.append((call, code_of(path.value)))
+        saves = []  # (the save, the texts naming its file)
+        for call in facts.index.calls:
+            paths = self._paths(facts, call, SAVE)
+            if paths and (ranks.rank_guarded(call) or distributed):
+                saves.append((call, paths))
         if not saves:
             return
         hoisted = ctx.plan.hoisted
-        barriers = [
+        syncs = [  # a collective every rank reaches: rank 0 is past its save when the others pass it
             c
-            for c, op in ranks.collectives_in(facts.module)
-            if op in ("barrier", "monitored_barrier")
-            and (not facts.ranks.rank_guarded(c) or any(c is h for h in hoisted))
+            for c, _ in ranks.collectives_in(facts.module)
+            if not ranks.rank_guarded(c) or any(c is h for h in hoisted)
         ]
-        for load in facts.names.calls_to("torch.load"):
-            path = positional(load, 0) or kwarg(load, "f")
-            if path is None or facts.ranks.rank_guarded(load) or _inside_print(facts, load):
+        planned: list[cst.CSTNode] = []  # statements a barrier goes before (one serves the loads after it)
+        for load in facts.index.calls:
+            paths = self._paths(facts, load, LOAD)
+            if not paths or ranks.rank_guarded(load) or _inside_print(facts, load):
                 continue
-            for save, text in saves:
-                if text != code_of(path.value) or not facts.index.before(save, load):
+            for save, saved in saves:
+                if not (saved & paths) or not facts.index.before(save, load) or save is load:
                     continue
                 if facts.index.scope_of(save) is not facts.index.scope_of(load):
                     continue
-                if any(facts.index.before(save, b) and facts.index.before(b, load) for b in barriers):
+                if any(facts.index.before(save, b) and facts.index.before(b, load) for b in syncs):
                     continue
-                if ctx.report(load):
+                stmt = facts.index.site(load).stmt
+                scope = facts.index.scope_of(load)
+                if any(
+                    facts.index.scope_of(b) is scope and facts.index.before(save, b) and not facts.index.before(stmt, b)
+                    for b in planned
+                ):
+                    break  # a barrier planned for an earlier load already separates them
+                message = None
+                if facts.names.call_qual(load) != "torch.load" or facts.names.call_qual(save) != "torch.save":
+                    message = (
+                        f"{dotted(load.func)}() reads what {dotted(save.func)}() saved on rank 0, with no barrier "
+                        "in between: the others can read it half-written"
+                    )
+                planned.append(stmt)  # reported or fixed alike: check and apply name the same findings
+                if ctx.report(load, message):
                     dist = ctx.plan.ref("torch.distributed", "dist", style="import")
-                    stmts = ctx.plan.statements("if {D}:\n    {dist}.barrier()", D=ctx.env("DISTRIBUTED"), dist=dist)
-                    ctx.plan.insert_before(facts.index.site(load).stmt, stmts, order=Order.BARRIER)
+                    stmts = ctx.plan.statements("if {D}:\n    {dist}.barrier()", D=distributed_test(ctx), dist=dist)
+                    ctx.plan.insert_before(stmt, stmts, order=Order.BARRIER)
                 break
+
+    @staticmethod
+    def _paths(facts, call: cst.Call, effect: str) -> set[str]:
+        """The texts naming the file `call` saves (effect SAVE) or loads (LOAD): the path argument of
+        `torch.save(obj, path)` / `torch.load(path)`, or every argument of a helper that does, in this
+        file (`save_checkpoint(state, path)`) or in one of the script's modules (`utils.save_on_master`)."""
+        q = facts.names.call_qual(call)
+        if q == "torch.save" and effect == SAVE:
+            path = positional(call, 1) or kwarg(call, "f")
+            return {_text(path.value)} if path is not None else set()
+        if q == "torch.load" and effect == LOAD:
+            path = positional(call, 0) or kwarg(call, "f")
+            return {_text(path.value)} if path is not None else set()
+        if q in ("torch.save", "torch.load"):
+            return set()
+        callee = facts.index.callee_of(call)
+        wanted = "torch.save" if effect == SAVE else "torch.load"
+        paths = {_text(a.value) for a in call.args if _names_a_file(a.value)}
+        if callee is not None:
+            if not any(facts.names.call_qual(c) == wanted for c in calls_in(callee.body)):
+                return set()
+            return paths | _literal_paths(facts, callee, effect)
+        if not facts.modules.call_does(call, effect):
+            return set()
+        return paths
+
+
+WRITES = {"shutil.copyfile": 1, "shutil.copy": 1, "shutil.copy2": 1, "shutil.move": 1, "os.replace": 1, "os.rename": 1}
+
+
+def _literal_paths(facts, func: cst.FunctionDef, effect: str) -> set[str]:
+    """The files a helper of this file names itself: `torch.save(state, "last.pt")`,
+    `shutil.copyfile(filename, "best.pt")`, or a parameter's default (`filename="last.pt"`)."""
+    defaults = {p.name.value: p.default for p in func.params.params if isinstance(p.default, cst.SimpleString)}
+    out: set[str] = set()
+    for call in calls_in(func.body):
+        q = facts.names.call_qual(call) or ""
+        if effect == SAVE and q == "torch.save":
+            arg = positional(call, 1) or kwarg(call, "f")
+        elif effect == SAVE and q in WRITES:
+            arg = positional(call, WRITES[q])
+        elif effect == LOAD and q == "torch.load":
+            arg = positional(call, 0) or kwarg(call, "f")
+        else:
+            continue
+        if arg is None:
+            continue
+        value = arg.value
+        if isinstance(value, cst.Name) and value.value in defaults:
+            value = defaults[value.value]
+        if isinstance(value, cst.SimpleString):
+            out.add(_text(value))
+    return out
+
+
+def _text(expr: cst.BaseExpression) -> str:
+    """How a path is compared: a string by its value (either quotes), anything else by its source."""
+    if isinstance(expr, cst.SimpleString):
+        return repr(expr.evaluated_value)
+    return code_of(expr)
+
+
+PATHLIKE = re.compile(r"path|file|dir|ckpt|checkpoint|fname|out|resume|weights|save|best|last", re.IGNORECASE)
+
+
+def _names_a_file(expr: cst.BaseExpression) -> bool:
+    """An argument of a save or load helper that names its file: a string, a path built with
+    `os.path.join` / `Path`, or a name spelled like one (`ckpt_path`, `args.resume`)."""
+    if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    if isinstance(expr, cst.Call):
+        return bool(re.search(r"(^|\.)(join|Path)$", dotted(expr.func) or ""))
+    name = dotted(expr)
+    return name is not None and bool(PATHLIKE.search(name.split(".")[-1]))
 
 
 def _inside_print(facts, node) -> bool:
@@ -116,8 +212,6 @@ EXAMPLES = (
         import torch.nn as nn
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        RANK = int(os.environ.get("RANK", 0))
-        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
         WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
         DISTRIBUTED = WORLD_SIZE > 1
 

@@ -11,10 +11,7 @@ from torch.utils.data.distributed import DistributedSampler
 from devices import data_device
 
 
-RANK = int(os.environ.get("RANK", 0))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
-WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
-DISTRIBUTED = WORLD_SIZE > 1
 
 
 def get_device():

@@ -21,8 +21,8 @@ def worker(world_size, rank):
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(0, len(shard_x), 10):
         loss = nn.functional.mse_loss(model(shard_x[step:step + 10]), shard_y[step:step + 10])
-        if torch.isnan(loss):
-            continue
+        if rank == 0 and step >= 50:
+            break
         loss.backward()
         if rank == 0:
             optimizer.step()

@@ -9,7 +9,6 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
-RANK = int(os.environ.get("RANK", 0))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
 DISTRIBUTED = WORLD_SIZE > 1
 

@@ -75,6 +75,8 @@ def main():
                 save_checkpoint(raw_model, epoch, "first.pt")
 
     # back to the weights of the first epoch, to compare
+    if DISTRIBUTED:
+        dist.barrier()
     epoch = load_checkpoint(raw_model, "first.pt")
     if rank == 0:
         print(f"epoch {epoch} again: val {evaluate(raw_model, x, y):.4f}")

@@ -12,7 +12,6 @@ from dist_utils import make_sampler
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
 RANK = int(os.environ.get("RANK", 0))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
-DISTRIBUTED = WORLD_SIZE > 1
 
 
 def main():

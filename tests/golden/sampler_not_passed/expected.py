@@ -11,7 +11,6 @@ from torch.utils.data.distributed import DistributedSampler
 RANK = int(os.environ.get("RANK", 0))
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
-DISTRIBUTED = WORLD_SIZE > 1
 SEED = 1234
 
 

@@ -1,0 +1,425 @@
+"""What an expression is worth on rank 0 and on the other ranks of a distributed run.
+
+The rank detector reads every condition and every value through one small evaluator. In a
+distributed run rank 0 has rank 0 and every other rank some k >= 1; `dist.is_initialized()` is true.
+An expression is then one of
+
+    RANK     the integer rank: `rank`, `args.local_rank`, `dist.get_rank()`, `int(os.environ["RANK"])`,
+             `args.rank % ngpus_per_node` (0 on rank 0, k >= 1 elsewhere, on one node)
+    BOOL     a truth value, told apart for rank 0 (`zero`) and the others (`other`), each True, False
+             or None (unknown): `rank == 0` is (True, False), `not rank` too, `rank in (-1, 0)` too,
+             `is_main_process()` too; `int(os.environ.get("RANK", -1)) != -1` is (True, True), a
+             flag that every rank shares, not a rank test
+    CONST    a literal, the same everywhere
+    SAME     unknown, but the same on every rank (`args.epochs`, `len(loader)`)
+    VARIES   unknown, and it may differ between ranks (`f"log_{rank}.txt"`, `data[rank]`, `seed + rank`)
+
+Names are read through their assignments anywhere in the file (`is_master = utils.is_main_process()`,
+`master_process = ddp_rank == 0`), calls through the functions of this file they reach (a helper
+that returns a rank test is one, transitively) and through the script's own modules (RANK_TEST);
+a name no assignment explains is read by its spelling (`args.local_rank`, `accelerator.is_main_process`,
+`trainer.is_global_zero`).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from ..syntax import child_nodes, dotted
+from .index import TreeIndex
+from .modules import LocalModules
+from .names import Names
+from .summaries import RANK_TEST
+
+RANK, BOOL, CONST, SAME, VARIES = "rank", "bool", "const", "same", "varies"
+
+# Spellings that mean "the rank" or "a rank-0 test" when no assignment of the script says otherwise.
+RANK_SPELLING = re.compile(
+    r"^(?!(num|n|max|min|total)_)\w*(^|_)rank$|^(gpu|gpu_id|local_gpu|process_index|local_process_index)$",
+    re.IGNORECASE,
+)
+TEST_SPELLING = re.compile(
+    r"^is_(local_|global_)?(main|master|primary|chief)(_process|_proc|_rank)?$|^(local_|global_)?(main|master)_(process|proc)$"
+    r"|^(is_)?(global_|rank_?)zero$|^is_rank_?0$|^master$",
+    re.IGNORECASE,
+)
+RANK_CALLS = re.compile(r"(^|_)get_(local_|global_|node_local_)?rank$|^get_ordinal$")
+RANK_ENV = {
+    "RANK",
+    "LOCAL_RANK",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMI_RANK",
+}
+TRUE_WHEN_DISTRIBUTED = {"torch.distributed.is_initialized", "torch.distributed.is_available"}
+TEXT_CALLS = {"str", "int", "float", "format", "repr", "Path", "os.fspath", "os.getcwd"}
+TEXT_METHODS = {"format", "join", "replace", "joinpath", "with_name", "with_suffix", "zfill"}
+OTHER_RANKS = (1, 2, 3, 4, 7, 8, 15, 16, 1000)  # what a rank > 0 may be, to evaluate a comparison
+
+_OPS = {
+    cst.Equal: operator.eq,
+    cst.NotEqual: operator.ne,
+    cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le,
+    cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge,
+    cst.Is: operator.eq,
+    cst.IsNot: operator.ne,
+    cst.In: lambda a, b: a in b,
+    cst.NotIn: lambda a, b: a not in b,
+}
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: str
+    zero: Any = None  # BOOL: rank 0's truth; CONST: the literal
+    other: Any = None  # BOOL: the other ranks' truth
+
+    @property
+    def varies(self) -> bool:
+        """May this value differ between rank 0 and the others?"""
+        if self.kind in (RANK, VARIES):
+            return True
+        return self.kind == BOOL and (self.zero is None or self.other is None or self.zero != self.other)
+
+    def truth(self) -> tuple[bool | None, bool | None, bool]:
+        """(rank 0's truth, the others' truth, may they differ)."""
+        if self.kind == RANK:
+            return False, True, True
+        if self.kind == BOOL:
+            return self.zero, self.other, self.varies
+        if self.kind == CONST:
+            try:
+                t = bool(self.zero)
+            except Exception:
+                return None, None, False
+            return t, t, False
+        return None, None, self.kind == VARIES
+
+
+SAME_VALUE = Value(SAME)
+VARIES_VALUE = Value(VARIES)
+RANK_VALUE = Value(RANK)
+RANK0_TEST = Value(BOOL, True, False)
+
+
+def boolean(zero: bool | None, other: bool | None, varies: bool) -> Value:
+    if zero is None and other is None:
+        return VARIES_VALUE if varies else SAME_VALUE
+    return Value(BOOL, zero, other)
+
+
+class RankValues:
+    """Evaluates expressions of one file for rank 0 and the other ranks (memoised per node)."""
+
+    def __init__(self, index: TreeIndex, names: Names, modules: LocalModules) -> None:
+        self.index = index
+        self.names = names
+        self.modules = modules
+        self._memo: dict[cst.CSTNode, Value] = {}
+        self._by_name: dict[str, Value] = {}
+        self._returns: dict[cst.FunctionDef, Value] = {}
+        self._active: set = set()
+        self._bindings: dict[str, list[tuple[cst.BaseExpression, bool]]] | None = None
+
+    # ------------------------------------------------------------------ entry point
+    def of(self, node: cst.CSTNode) -> Value:
+        value = self._memo.get(node)
+        if value is None:
+            if node in self._active or len(self._active) > 150:
+                return SAME_VALUE  # a name defined through itself
+            self._active.add(node)
+            try:
+                value = self._eval(node)
+            finally:
+                self._active.discard(node)
+            self._memo[node] = value
+        return value
+
+    def truth(self, node: cst.CSTNode) -> tuple[bool | None, bool | None, bool]:
+        return self.of(node).truth()
+
+    # ------------------------------------------------------------------ evaluation
+    def _eval(self, node: cst.CSTNode) -> Value:
+        if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) is not None:
+            return self.name(dotted(node) or "")
+        if isinstance(node, cst.Attribute):  # `f().x`: what it is read from
+            return VARIES_VALUE if self.of(node.value).varies else SAME_VALUE
+        if isinstance(node, cst.Integer):
+            return Value(CONST, node.evaluated_value)
+        if isinstance(node, cst.SimpleString):
+            return Value(CONST, node.evaluated_value)
+        if isinstance(node, cst.UnaryOperation):
+            inner = self.of(node.expression)
+            if isinstance(node.operator, cst.Not):
+                z, o, v = inner.truth()
+                return boolean(None if z is None else not z, None if o is None else not o, v)
+            if isinstance(node.operator, cst.Minus) and inner.kind == CONST and isinstance(inner.zero, int):
+                return Value(CONST, -inner.zero)
+            return VARIES_VALUE if inner.varies else SAME_VALUE
+        if isinstance(node, cst.BooleanOperation):
+            return self._boolean_op(node)
+        if isinstance(node, cst.Comparison):
+            return self._comparison(node)
+        if isinstance(node, cst.BinaryOperation):
+            left = self.of(node.left)
+            if left.kind == RANK and isinstance(node.operator, cst.Modulo):
+                return RANK_VALUE  # `args.rank % ngpus_per_node`: the rank on its node
+            return VARIES_VALUE if left.varies or self.of(node.right).varies else SAME_VALUE
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            values = [self.of(e.value) for e in node.elements if not isinstance(e, cst.StarredElement)]
+            if len(values) == len(node.elements) and all(v.kind == CONST for v in values):
+                return Value(CONST, tuple(v.zero for v in values))
+            return VARIES_VALUE if any(v.varies for v in values) else SAME_VALUE
+        if isinstance(node, cst.Call):
+            return self._call(node)
+        if isinstance(node, cst.Subscript):
+            return self._subscript(node)
+        return self._generic(node)
+
+    def _generic(self, node: cst.CSTNode) -> Value:
+        for child in child_nodes(node):
+            if isinstance(child, cst.BaseExpression) or not isinstance(child, cst.BaseStatement):
+                if self.of(child).varies:
+                    return VARIES_VALUE
+        return SAME_VALUE
+
+    def _boolean_op(self, node: cst.BooleanOperation) -> Value:
+        lz, lo, lv = self.truth(node.left)
+        rz, ro, rv = self.truth(node.right)
+        if isinstance(node.operator, cst.And):
+            combine = _and
+        else:
+            combine = _or
+        z, o = combine(lz, rz), combine(lo, ro)
+        if z is not None and z == o:
+            return Value(BOOL, z, o)
+        return boolean(z, o, lv or rv)
+
+    def _comparison(self, node: cst.Comparison) -> Value:
+        if len(node.comparisons) != 1:
+            return VARIES_VALUE if self._generic(node).varies else SAME_VALUE
+        comp = node.comparisons[0]
+        op = _OPS.get(type(comp.operator))
+        left, right = self.of(node.left), self.of(comp.comparator)
+        if op is None:
+            return VARIES_VALUE if left.varies or right.varies else SAME_VALUE
+        if left.kind == RANK and right.kind == CONST:
+            return _sampled(lambda k: op(k, right.zero))
+        if right.kind == RANK and left.kind == CONST:
+            return _sampled(lambda k: op(left.zero, k))
+        if left.kind in (BOOL, CONST) and right.kind == CONST and not (left.kind == BOOL and left.varies):
+            z = left.truth()[0] if left.kind == BOOL else left.zero
+            try:
+                result = bool(op(z, right.zero))
+            except Exception:
+                return SAME_VALUE
+            return Value(BOOL, result, result)
+        if left.kind == BOOL and right.kind == CONST:
+            return boolean(_apply(op, left.zero, right.zero), _apply(op, left.other, right.zero), True)
+        if left.varies or right.varies:
+            return VARIES_VALUE
+        return SAME_VALUE
+
+    def _call(self, call: cst.Call) -> Value:
+        func = call.func
+        name = dotted(func) or ""
+        last = name.rsplit(".", 1)[-1]
+        qual = self.names.call_qual(call) or name
+        args = [a.value for a in call.args]
+        if name in ("int", "float", "str") and len(args) == 1:
+            return self.of(args[0])
+        if name == "bool" and len(args) == 1:
+            return boolean(*self.truth(args[0]))
+        if qual in ("os.environ.get", "os.getenv") and args:
+            first = self.of(args[0])
+            return RANK_VALUE if first.kind == CONST and first.zero in RANK_ENV else SAME_VALUE
+        if qual in TRUE_WHEN_DISTRIBUTED:
+            return Value(CONST, True)
+        if RANK_CALLS.search(last):
+            return RANK_VALUE
+        if last and TEST_SPELLING.search(last):
+            return RANK0_TEST
+        callee = self.index.callee_of(call)
+        if callee is not None:
+            returned = self.returns(callee)
+            if returned.kind in (RANK, BOOL):
+                return returned
+        elif self.modules.call_does(call, RANK_TEST):
+            return RANK0_TEST
+        if _builds_text(qual, func) and (
+            any(self.of(a).varies for a in args) or (isinstance(func, cst.Attribute) and self.of(func.value).varies)
+        ):
+            return VARIES_VALUE  # os.path.join(out, f"train_{rank}.log"), "log_{}.txt".format(rank)
+        if any(self.of(a).kind == RANK for a in args):
+            return VARIES_VALUE  # hash(rank), torch.device("cuda", local_rank)
+        return SAME_VALUE  # what calls make of values computed per rank (`x.to(device)`) is not a rank
+
+    def _subscript(self, node: cst.Subscript) -> Value:
+        if self.names.qualname(node.value) == "os.environ" and len(node.slice) == 1:
+            index = node.slice[0].slice
+            if isinstance(index, cst.Index) and self.of(index.value).kind == CONST:
+                return RANK_VALUE if self.of(index.value).zero in RANK_ENV else SAME_VALUE
+        return self._generic(node)
+
+    # ------------------------------------------------------------------ names and helpers
+    @property
+    def bindings(self) -> dict[str, list[tuple[cst.BaseExpression, bool]]]:
+        """Every assigned name (`x`, `self.x`, `args.rank`) -> the values assigned to it, each with
+        whether it is what a tuple was unpacked from (`rank, world = get_dist_info()`)."""
+        if self._bindings is None:
+            out: dict[str, list[tuple[cst.BaseExpression, bool]]] = {}
+            for assign in self.index.assigns:
+                for target in assign.targets:
+                    _bind(out, target.target, assign.value)
+            self._bindings = out
+        return self._bindings
+
+    def name(self, spelled: str) -> Value:
+        if spelled in ("True", "False", "None"):
+            return Value(CONST, {"True": True, "False": False, "None": None}[spelled])
+        cached = self._by_name.get(spelled)
+        if cached is not None:
+            return cached
+        if spelled in self._active:
+            return SAME_VALUE
+        self._active.add(spelled)
+        try:
+            value = self._name(spelled)
+        finally:
+            self._active.discard(spelled)
+        self._by_name[spelled] = value
+        return value
+
+    def _name(self, spelled: str) -> Value:
+        last = spelled.rsplit(".", 1)[-1]
+        by_spelling = RANK_VALUE if RANK_SPELLING.search(last) else RANK0_TEST if TEST_SPELLING.search(last) else None
+        assigned = self.bindings.get(spelled, [])
+        values = [self._element(self.of(v)) if whole else self.of(v) for v, whole in assigned]
+        for kind in (RANK, BOOL):
+            found = [v for v in values if v.kind == kind and v.varies]
+            if found:
+                return found[0]
+        if any(v.kind == VARIES for v in values):
+            return by_spelling or VARIES_VALUE
+        flags = [v for v in values if v.kind == BOOL]
+        if flags and any(
+            isinstance(e, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)) for e, _ in assigned
+        ):
+            return flags[0] if all(f == flags[0] for f in flags) else SAME_VALUE  # `ddp = ... != -1`: a flag
+        if by_spelling is not None:
+            return by_spelling
+        if len(values) == 1 and values[0].kind == CONST:
+            return values[0]
+        return SAME_VALUE
+
+    @staticmethod
+    def _element(whole: Value) -> Value:
+        """One element of a tuple unpacked from `whole`."""
+        return VARIES_VALUE if whole.varies else SAME_VALUE
+
+    def returns(self, func: cst.FunctionDef) -> Value:
+        """What `func` returns, joined over its return statements (a rank or a rank test wins)."""
+        cached = self._returns.get(func)
+        if cached is not None:
+            return cached
+        if func in self._active:
+            return SAME_VALUE
+        self._active.add(func)
+        try:
+            values = []
+            for node in _returns(func.body):
+                if node.value is not None:
+                    values.append(self.of(node.value))
+        finally:
+            self._active.discard(func)
+        value = SAME_VALUE
+        for kind in (RANK, BOOL):
+            found = [v for v in values if v.kind == kind and v.varies]
+            if found:
+                value = found[0]
+                break
+        else:
+            if any(v.varies for v in values):
+                value = VARIES_VALUE
+        self._returns[func] = value
+        return value
+
+
+def _bind(out: dict, target: cst.BaseExpression, value: cst.BaseExpression, whole: bool = False) -> None:
+    """`whole`: `value` is what a tuple was unpacked from, not this target's own value."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        elements = [e.value for e in target.elements]
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements) and not whole:
+            for t, e in zip(elements, value.elements):
+                _bind(out, t, e.value)
+        else:
+            for t in elements:
+                _bind(out, t, value, whole=True)
+        return
+    name = dotted(target)
+    if name is not None:
+        out.setdefault(name, []).append((value, whole))
+
+
+def _returns(node: cst.CSTNode):
+    """Return statements of a function body, not of functions nested in it."""
+    for child in child_nodes(node):
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(child, cst.Return):
+            yield child
+        else:
+            yield from _returns(child)
+
+
+def _builds_text(qual: str, func: cst.BaseExpression) -> bool:
+    """Calls that build a name or a number from their arguments: paths and strings."""
+    if qual.startswith(("os.path.", "pathlib.", "posixpath.")) or qual in TEXT_CALLS:
+        return True
+    return isinstance(func, cst.Attribute) and func.attr.value in TEXT_METHODS
+
+
+def _sampled(fn) -> Value:
+    try:
+        zero = bool(fn(0))
+        others = {bool(fn(k)) for k in OTHER_RANKS}
+    except Exception:
+        return VARIES_VALUE
+    return Value(BOOL, zero, others.pop() if len(others) == 1 else None)
+
+
+def _apply(op, a, b):
+    if a is None:
+        return None
+    try:
+        return bool(op(a, b))
+    except Exception:
+        return None
+
+
+def _and(a, b):
+    if a is False or b is False:
+        return False
+    if a is True and b is True:
+        return True
+    return None
+
+
+def _or(a, b):
+    if a is True or b is True:
+        return True
+    if a is False and b is False:
+        return False
+    return None
+
+
+__all__ = ["BOOL", "CONST", "RANK", "SAME", "VARIES", "RankValues", "Value", "TEST_SPELLING", "RANK_SPELLING"]
