@@ -109,6 +109,7 @@ class Plan:
         self.rule: str | None = None  # the rule now proposing edits (set by the pass that runs the rules)
         self.edited: set[str] = set()  # the rules that proposed at least one edit
         self._seq = 0
+        self._handed: set[int] = set()  # template statements this plan inserts (each once)
         # what one rule's fix tells a later one
         self.wraps: dict[str, PlannedWrap] = {}  # model handle -> the wrap planned for it (fixed or not)
         self.raw_names: dict[str, str] = {}  # model handle -> the name chosen for its plain module
@@ -185,9 +186,15 @@ class Plan:
         indent = self.module.default_indent
         if indent != "    ":
             text = "\n".join(_reindent(line, indent) for line in text.split("\n"))
-        # a copy each time: the output tree is analysed again (the second pass), and an analysis keyed on
-        # node identity must not see one statement in two places
-        parsed = [s.deep_clone() for s in _parse_template(text)]
+        # The output tree is analysed again (the second pass), and an analysis keyed on node identity
+        # must not see one statement in two places: a parse already used in this plan, or already in
+        # the tree being edited, is copied.
+        parsed = []
+        for stmt in _parse_template(text):
+            if id(stmt) in self._handed or self.facts.index.indexed(stmt):
+                stmt = stmt.deep_clone()
+            self._handed.add(id(stmt))
+            parsed.append(stmt)
         if lead and parsed:
             parsed[0] = parsed[0].with_changes(leading_lines=[blank()] * lead)
         return parsed

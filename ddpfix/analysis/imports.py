@@ -34,14 +34,24 @@ class ImportTable:
     def __init__(self, imported: Imported, find) -> None:
         self.imported = imported
         self.find = find  # (module, level) -> Path | None
+        self._resolved: dict[str, tuple[Origin, Path | None, str | None]] = {}
+        self._shadowed: dict[str, bool] = {}
 
     def resolve(self, name: str) -> tuple[Origin, Path | None, str | None]:
         """(origin, the local module's file, the member's name in it) for `name` (`du.init`, `init`)."""
+        if name not in self._resolved:
+            self._resolved[name] = self._resolve(name)
+        return self._resolved[name]
+
+    def _resolve(self, name: str) -> tuple[Origin, Path | None, str | None]:
         parts = name.split(".")
         origin = self.imported.get(parts[0])
         if origin is None:
             return Origin.LIBRARY, None, None  # not imported here: a builtin or a name of this file
         module, member, level = origin
+        top = module.split(".")[0] if module else (member or "")
+        if level == 0 and _is_library(top) and not self._local(top):
+            return Origin.LIBRARY, None, None  # `torch.nn.Linear`: no file of the script's to look for
         tries = []
         if member is not None:
             joined = f"{module}.{member}" if module else member
@@ -58,10 +68,15 @@ class ImportTable:
                 path = self.find(base, level)
                 if path is not None:
                     return Origin.LOCAL, path, None
-        top = module.split(".")[0]
         if level == 0 and top and _is_library(top):
             return Origin.LIBRARY, None, None
         return Origin.UNKNOWN, None, None
+
+    def _local(self, top: str) -> bool:
+        """Does the script's folder hold a module of that name (shadowing the library)?"""
+        if top not in self._shadowed:
+            self._shadowed[top] = self.find(top, 0) is not None
+        return self._shadowed[top]
 
 
 def find_module(base: Path | None, module: str) -> Path | None:

@@ -34,6 +34,7 @@ class LocalModules:
     def __init__(self, imports: list[cst.Import | cst.ImportFrom], path: str | None) -> None:
         self.folder = _script_folder(path)
         self.table = ImportTable(_imported_cst(imports), self._find)
+        self._targets: dict[str, Target | None] = {}
 
     def _find(self, module: str, level: int) -> Path | None:
         if self.folder is None:
@@ -49,10 +50,11 @@ class LocalModules:
         name = dotted(func)
         if name is None or name.split(".")[0] not in self.table.imported:
             return None
-        origin, path, member = self.table.resolve(name)
-        if path is None:
-            return Target(origin)
-        return Target(origin, summarise(path, finder(path, self._find)), member)
+        if name not in self._targets:
+            origin, path, member = self.table.resolve(name)
+            summary = summarise(path, finder(path, self._find)) if path is not None else None
+            self._targets[name] = Target(origin, summary, member if path is not None else None)
+        return self._targets[name]
 
     def call_does(self, call: cst.Call, effect: str) -> bool | None:
         """Does `call` do `effect` (INIT, RANK_TEST, ...) through a local module? True / False, or
