@@ -19,11 +19,13 @@ def code_of(node: cst.CSTNode) -> str:
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
+    kind = type(node)  # exact types: LibCST's node classes are ABCs, and isinstance on them is slow
+    while kind is cst.Attribute:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+        kind = type(node)
+    if kind is cst.Name:
+        parts.append(node.value)  # type: ignore[attr-defined]
         return ".".join(reversed(parts))
     return None
 
@@ -144,11 +146,23 @@ def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     out: list[cst.CSTNode] = []
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if _is_node(value):
             out.append(value)
-        elif isinstance(value, (tuple, list)):
-            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+        elif type(value) in (tuple, list):
+            out.extend(v for v in value if _is_node(v))
     return out
+
+
+_NODE_TYPE: dict[type, bool] = {}
+
+
+def _is_node(value: object) -> bool:
+    """isinstance(value, cst.CSTNode), remembered per type (an ABC check each time is slow)."""
+    kind = type(value)
+    known = _NODE_TYPE.get(kind)
+    if known is None:
+        known = _NODE_TYPE[kind] = isinstance(value, cst.CSTNode)
+    return known
 
 
 def calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
