@@ -508,7 +508,7 @@ class Runner:
             if (t["code"], t["line"]) not in {finding_key(f) for f in findings}
         ]
         p = self.ddpfix(["apply", str(script)], cwd, env)
-        if p.rc != 0:
+        if p.rc not in (0, 1):  # 1: a fix the output guard withheld (the rest is applied)
             res["diff_error"] = (p.stderr or p.stdout)[-2000:]
             return
         after = script.read_text(encoding="utf-8")
@@ -523,9 +523,10 @@ class Runner:
     def run_single(self, entry, res, source, new_tree, ver_tree, cwd, script, env):
         apply_ = res["apply"] = {}
         p = self.ddpfix(["apply", str(script)], cwd, env)
-        if p.rc != 0:
+        if p.rc not in (0, 1):  # 1: a fix the output guard withheld (the rest is applied)
             apply_["error"] = (p.stderr or p.stdout)[-2000:]
             return
+        apply_["withheld"] = [line for line in (p.stderr or "").splitlines() if "withheld" in line]
         after = script.read_text(encoding="utf-8")
         apply_["changed"] = after != source
         apply_["diff"] = "".join(difflib.unified_diff(source.splitlines(True), after.splitlines(True), "a", "b", n=1))[
@@ -552,7 +553,7 @@ class Runner:
             return
         p = self.ddpfix(["apply", str(script)], cwd, env)
         again = script.read_text(encoding="utf-8")
-        apply_["idempotent"] = p.rc == 0 and again == after
+        apply_["idempotent"] = p.rc in (0, 1) and again == after
         if again != after:
             apply_["second_diff"] = "".join(
                 difflib.unified_diff(after.splitlines(True), again.splitlines(True), "a", "b", n=1)

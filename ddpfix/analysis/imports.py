@@ -15,6 +15,7 @@ KNOWN_LIBRARIES = {
     "matplotlib", "tqdm", "yaml", "wandb", "mlflow", "tensorboardX", "transformers", "datasets", "timm",
     "einops", "h5py", "tokenizers", "sentencepiece", "omegaconf", "hydra", "absl", "apex", "albumentations",
     "skimage", "librosa", "soundfile", "imageio", "seaborn", "tabulate", "termcolor", "easydict", "munch",
+    "ignite",
     "fire", "typer", "click", "jsonargparse", "tyro", "rich", "loguru", "safetensors", "huggingface_hub",
 }  # fmt: skip
 

@@ -18,12 +18,26 @@ from .options import Options
 from .summaries import DESTROY, INIT
 from .training import Training
 
-SETUP_NAME = re.compile(r"dist|ddp|parallel|init|setup|launch|world|comm(?!and)", re.IGNORECASE)
+# A helper that by its name may join the process group (`init_distributed_mode`, `setup_ddp`, `dist_init`,
+# a bare `setup(rank, world_size)`), when the module it comes from cannot be read; `setup_logger` is not one.
+MAY_JOIN = re.compile(
+    r"^(setup|init|initiali[sz]e|launch)$"
+    r"|(init|setup|start|launch)[a-z0-9_]*(dist|ddp|process_group|parallel|multiprocess)"
+    r"|(dist|ddp|distributed)[a-z0-9_]*(init|setup)",
+    re.IGNORECASE,
+)
 # Helpers whose names say they set the device up: only these are read for it (reading a module costs).
 DEVICE_NAME = re.compile(r"device|gpu|cuda|setup|init|dist|launch|rank", re.IGNORECASE)
 CLEANUP_NAME = re.compile(r"clean|destroy|teardown|tear_down|finali[sz]e|shutdown|dist", re.IGNORECASE)
 # `int(os.environ.get("RANK", -1)) != -1`, `int(os.environ.get("WORLD_SIZE", 1)) > 1`: "this run is distributed"
 DISTRIBUTED_FLAG = re.compile(r"(RANK['\"]\s*,\s*-1\s*\)\s*\)\s*(!=\s*-1|>=\s*0)|WORLD_SIZE['\"].*\)\s*>\s*1)$")
+
+
+def may_join(call: cst.Call) -> bool:
+    """Does `call`, by the name of what it calls, look like it joins the process group?"""
+    return bool(MAY_JOIN.search((dotted(call.func) or "").rsplit(".", 1)[-1]))
+
+
 MAIN_TEST = re.compile(r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__")
 
 
@@ -50,7 +64,7 @@ class Launch:
             joins = self.modules.call_does(call, INIT)
             if joins:
                 return True
-            if joins is None and SETUP_NAME.search(dotted(call.func) or ""):
+            if joins is None and may_join(call):
                 unknown = True
         return None if unknown else False
 

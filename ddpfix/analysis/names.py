@@ -32,6 +32,7 @@ FRAMEWORKS = {
     "torch.distributed.elastic.agent": "torch.distributed.elastic",
     "torch.distributed.launcher": "torch.distributed.elastic",
     "torch.distributed.run": "torch.distributed.elastic",
+    "ignite.distributed": "PyTorch-Ignite",
 }
 # Libraries whose trainer classes run the training loop, and distribute it, for the script.
 TRAINER_LIBRARIES = {"transformers": "the Hugging Face Trainer", "trl": "TRL"}

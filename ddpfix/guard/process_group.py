@@ -16,22 +16,16 @@ not held against a rewrite:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ..analysis import ScriptFacts
+from ..analysis.imports import Origin
+from ..analysis.launch import may_join
 from ..analysis.summaries import INIT
 from ..syntax import code_of, dotted
-
-# Names of project helpers that set up distributed training (detectron2, DeiT, timm, tutorials).
-MAY_INIT = re.compile(
-    r"(init|setup|start|launch)[a-z0-9_]*(dist|ddp|process_group|parallel|multiprocess)"
-    r"|(dist|ddp|distributed)[a-z0-9_]*(init|setup)",
-    re.IGNORECASE,
-)
 
 
 def local_module_inits(facts: ScriptFacts) -> list[cst.Call]:
@@ -148,7 +142,10 @@ class _Paths:
         if name is None:
             return False
         qual = self.facts.names.call_qual(call) or name
-        return not qual.startswith("torch.") and bool(MAY_INIT.search(name.rsplit(".", 1)[-1]))
+        target = self.facts.modules.target_of(call.func)
+        if target is not None and target.origin is not Origin.UNKNOWN:
+            return False  # a local module's summary or a known library says what it does
+        return not qual.startswith("torch.") and may_join(call)
 
     # ------------------------------------------------------------------ paths
     def preceded(self, node: cst.CSTNode, seen: frozenset = frozenset()) -> bool:
@@ -234,7 +231,7 @@ def _found_inits(facts: ScriptFacts) -> bool:
 
 
 def _named_inits(facts: ScriptFacts) -> bool:
-    return any(MAY_INIT.search((dotted(c.func) or "").rsplit(".", 1)[-1]) for c in facts.index.calls)
+    return any(may_join(c) for c in facts.index.calls)
 
 
 def first_point(facts: ScriptFacts) -> Point | None:
@@ -245,4 +242,4 @@ def first_point(facts: ScriptFacts) -> Point | None:
     return points[0] if points else None
 
 
-__all__ = ["MAY_INIT", "INIT_FINDERS", "Point", "Counts", "counts", "first_point"]
+__all__ = ["INIT_FINDERS", "Point", "Counts", "counts", "first_point"]
