@@ -6,13 +6,13 @@ index; each part of the analysis is built the first time a rule asks for it, and
     facts.index      tree navigation: parents, sites, scopes, callees and callers   (index.py)
     facts.names      import aliases, qualified names, assignments, string literals    (names.py)
     facts.training   optimizers, schedulers, training steps                           (training.py)
-    facts.models     trained models, wrap points, existing wrappers, devices          (models.py)
+    facts.models     trained models, wrap points, existing wrappers, devices (models.py, wrap_points.py)
     facts.data       loaders, samplers, batch and epoch loops                          (data.py)
     facts.launch     entry point, process-group calls, torchrun's environment         (launch.py)
     facts.ranks      the rank detector and collectives                                 (ranks.py)
     facts.wraps      how the script reaches a wrapped model's plain module             (wraps.py)
     facts.helpers    what the helpers a model is handed to do with it        (helpers.py, model_params.py)
-    facts.modules    the script's own modules, summarised            (modules.py, imports.py, summaries.py)
+    facts.modules    the script's own modules, summarised  (modules.py, imports.py, summaries.py, module_summary.py)
     facts.flow       names bound and read, when module-level execution reaches a node  (flow.py)
 """
 

@@ -11,8 +11,9 @@ import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, code_of, kwarg, mentions, positional
 from .index import TreeIndex
-from .models import DP_NAMES, Models, moves_device
+from .models import DP_NAMES, Models
 from .names import Names
+from .wrap_points import moves_device
 
 
 @dataclass(eq=False)

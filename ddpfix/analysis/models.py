@@ -1,5 +1,5 @@
 """Models: which models the script trains, where each reaches its final handle, where the DDP wrap
-goes, existing DDP/DataParallel wrappers, a model's class, and the device variable."""
+goes (wrap_points.py), existing DDP/DataParallel wrappers, a model's class, and the device variable."""
 
 from __future__ import annotations
 
@@ -16,43 +16,21 @@ from ..syntax import (
     calls_in,
     dotted,
     kwarg,
-    mentions,
     method_name,
     positional,
-    receiver,
     walk,
 )
 from .classes import DDP_NAMES, DP_NAMES, SELF_RETURNING, Classes
-from .effects import LOGGER_METHODS
-from .index import Block, Site, TreeIndex
-from .model_params import FORWARD, LOAD_STATE, TRAINS
+from .index import Site, TreeIndex
 from .names import Names
 from .trained import manual_updates, receiver_of
 from .training import Training
+from .wrap_points import WrapPoint, WrapPoints
 
 if TYPE_CHECKING:
     from .helpers import Helpers
 
 BATCHNORM = re.compile(r"^torch\.nn\.(modules\.batchnorm\.)?BatchNorm[123]d$|^torch\.nn\.BatchNorm$")
-PREP_METHODS = {
-    "to",
-    "cuda",
-    "cpu",
-    "load_state_dict",
-    "apply",
-    "float",
-    "half",
-    "double",
-    "bfloat16",
-    "train",
-    "eval",
-    "requires_grad_",
-    "share_memory",
-    "tie_weights",
-    "init_weights",
-    "reset_parameters",
-}
-BENIGN_CALLS = {"print", "len", "sum", "str", "repr", "format", "type", "isinstance", "hasattr", "getattr", "id"}
 
 
 @dataclass(eq=False)
@@ -65,16 +43,6 @@ class Model:
     built_by: cst.Call | None = None  # `build(cfg)` in `model, opt = build(cfg)`: a helper built it
 
 
-@dataclass(eq=False)
-class WrapPoint:
-    """Where `model = DDP(model)` goes: after `anchor` (the last preparation of the model in its block)."""
-
-    anchor: cst.BaseStatement
-    block: Block
-    moves: list[cst.BaseStatement]  # optimizer/scheduler statements between definition and anchor
-    blocked: list[cst.BaseStatement]  # optimizer statements that must stay before a later device move
-
-
 class Models:
     """The trained models and their wrappers."""
 
@@ -84,7 +52,7 @@ class Models:
         self.training = training
         self.helpers = helpers
         self.classes = Classes(index, names)
-        self._wrap_points: dict[int, WrapPoint] = {}
+        self.wrap_points = WrapPoints(names, training, helpers)
 
     # ----------------------------------------------------------------- catalogues
     @cached_property
@@ -212,10 +180,8 @@ class Models:
 
     # ----------------------------------------------------------------- wrappers
     def wrap_point(self, model: Model) -> WrapPoint:
-        """Where this model gets wrapped (see `_wrap_point`), computed once per model."""
-        if id(model) not in self._wrap_points:
-            self._wrap_points[id(model)] = self._wrap_point(model)
-        return self._wrap_points[id(model)]
+        """Where this model gets wrapped (wrap_points.py), computed once per model."""
+        return self.wrap_points.wrap_point(model)
 
     def wrapped(self, model: Model) -> cst.Call | None:
         """An existing `DDP(<model>...)` call for this model, if the script has one."""
@@ -240,95 +206,13 @@ class Models:
                 return call
         return None
 
-    def _wrap_point(self, model: Model) -> WrapPoint:
-        d = model.definition
-        body = list(d.block.body)
-        start = next(i for i, s in enumerate(body) if s is d.stmt)
-        handle = model.handle
-        training = self.training
-        opt_stmts = {id(s.stmt) for s in training.optimizer_sites} | {id(s.stmt) for s in training.scheduler_sites}
-        anchor = d.stmt
-        pending: list[cst.BaseStatement] = []
-        blocked: list[cst.BaseStatement] = []
-        moved_names: set[str] = set()
-        for stmt in body[start + 1 :]:
-            if id(stmt) in opt_stmts or (
-                moved_names and any(mentions(stmt, n) for n in moved_names) and assign_targets(stmt)
-            ):
-                if not mentions(stmt, handle) or id(stmt) in opt_stmts:
-                    pending.append(stmt)
-                    moved_names.update(assign_targets(stmt))
-                    continue
-            if isinstance(stmt, (cst.For, cst.While)):
-                break
-            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not mentions(stmt, handle):
-                continue  # a definition runs nothing: `def evaluate(): model.eval()` prepares no model
-            kind = self.use_of(stmt, handle)
-            if kind == "prep":
-                if any(mentions(stmt, n) for n in moved_names):
-                    # a resume block loading the optimizer: it cannot move past this; it only matters
-                    # when the model still moves device afterwards
-                    stuck, pending = pending, []
-                    if any(moves_device(later, handle) for later in body[body.index(stmt) + 1 :]):
-                        blocked.extend(stuck)
-                anchor = stmt
-            elif kind == "use":
-                break
-        anchor_idx = next(i for i, s in enumerate(body) if s is anchor)
-        moves = [s for s in pending if next(i for i, b in enumerate(body) if b is s) < anchor_idx]
-        return WrapPoint(anchor, d.block, moves, blocked)
-
-    def _loads_into(self, call: cst.Call, handle: str) -> bool:
-        """`load_checkpoint(model, path)`: a helper that loads a state_dict into the model and runs nothing."""
-        if self.helpers is None:
-            return False
-        arg = next(a for a in call.args if dotted(a.value) == handle)
-        uses = self.helpers.uses(call, arg)
-        return bool(uses) and LOAD_STATE in uses and not uses & {FORWARD, TRAINS}  # type: ignore[operator]
-
     def moved_with(self, model: Model, anchor: cst.CSTNode, device: str) -> bool:
-        """Is the model moved with `device` (`.to(device)`) by its definition or a statement after it, up
-        to `anchor`? Only then does the device variable tell where the model is."""
-        body = list(model.definition.block.body)
-        start = next(i for i, s in enumerate(body) if s is model.definition.stmt)
-        end = next((i for i, s in enumerate(body) if s is anchor), start)
-        for i, stmt in enumerate(body[start : end + 1]):
-            for call in calls_in(stmt):
-                if method_name(call) not in ("to", "cuda") or not any(mentions(a.value, device) for a in call.args):
-                    continue
-                recv = receiver(call)
-                if i == 0 or (recv is not None and dotted(recv) == model.handle):
-                    return True
-        return False
+        """Is the model moved with `device` up to `anchor` (wrap_points.py)?"""
+        return self.wrap_points.moved_with(model, anchor, device)
 
     def use_of(self, stmt: cst.BaseStatement, handle: str) -> str:
-        """ "prep" (moves/loads/converts the model), "use" (runs or hands it on), or "benign" (prints it)."""
-        prep = False
-        for call in calls_in(stmt):
-            func = call.func
-            if dotted(func) == handle:
-                return "use"  # forward
-            recv = receiver(call)
-            if recv is not None and (dotted(recv) or "").startswith(handle) and method_name(call) in PREP_METHODS:
-                prep = True
-                continue
-            if recv is not None and dotted(recv) == handle and method_name(call) in ("parameters", "named_parameters"):
-                continue
-            if any(dotted(a.value) == handle for a in call.args):
-                name = dotted(func) or ""
-                q = self.names.call_qual(call) or ""
-                if name in BENIGN_CALLS or name.split(".")[-1] in LOGGER_METHODS:
-                    continue
-                if q.endswith("convert_sync_batchnorm") or self._loads_into(call, handle):
-                    prep = True
-                    continue
-                return "use"
-        targets = assign_targets(stmt)
-        if handle in targets:
-            return "prep" if prep else "use"
-        if isinstance(stmt, (cst.For, cst.While)):
-            return "use"
-        return "prep" if prep else "benign"
+        """ "prep", "use" or "benign": what `stmt` does with the model `handle` (wrap_points.py)."""
+        return self.wrap_points.use_of(stmt, handle)
 
     # ----------------------------------------------------------------- classes
     def model_class(self, name: str, at: cst.CSTNode) -> cst.ClassDef | None:
@@ -388,14 +272,6 @@ def argument_for(func: cst.FunctionDef, call: cst.Call, param: str) -> cst.BaseE
     return None
 
 
-def moves_device(stmt: cst.BaseStatement, handle: str) -> bool:
-    """Does `stmt` move `handle` to a device (`handle.to(...)`, `handle.cuda()`)?"""
-    return any(
-        method_name(c) in ("to", "cuda") and (dotted(receiver(c)) if receiver(c) is not None else None) == handle
-        for c in calls_in(stmt)
-    )
-
-
 __all__ = [
     "BATCHNORM",
     "DDP_NAMES",
@@ -405,5 +281,4 @@ __all__ = [
     "Models",
     "WrapPoint",
     "argument_for",
-    "moves_device",
 ]

@@ -19,14 +19,11 @@ Names are read through their assignments anywhere in the file (`is_master = util
 that returns a rank test is one, transitively) and through the script's own modules (RANK_TEST);
 a name no assignment explains is read by its spelling (`args.local_rank`, `accelerator.is_main_process`,
 `trainer.is_global_zero`).
+
+The values and how they combine: rank_value.py; what is read by spelling: rank_spellings.py.
 """
 
 from __future__ import annotations
-
-import operator
-import re
-from dataclasses import dataclass
-from typing import Any
 
 import libcst as cst
 
@@ -34,87 +31,26 @@ from ..syntax import child_nodes, dotted
 from .index import TreeIndex
 from .modules import LocalModules
 from .names import Names
+from .rank_spellings import RANK_CALLS, RANK_ENV, RANK_SPELLING, TEST_SPELLING, TRUE_WHEN_DISTRIBUTED, builds_text
+from .rank_value import (
+    BOOL,
+    COMPARISONS,
+    CONST,
+    RANK,
+    RANK0_TEST,
+    RANK_VALUE,
+    SAME,
+    SAME_VALUE,
+    VARIES,
+    VARIES_VALUE,
+    Value,
+    and_,
+    apply_op,
+    boolean,
+    or_,
+    sampled,
+)
 from .summaries import RANK_TEST
-
-RANK, BOOL, CONST, SAME, VARIES = "rank", "bool", "const", "same", "varies"
-
-# Spellings that mean "the rank" or "a rank-0 test" when no assignment of the script says otherwise.
-RANK_SPELLING = re.compile(
-    r"^(?!(num|n|max|min|total)_)\w*(^|_)rank$|^(gpu|gpu_id|local_gpu|process_index|local_process_index)$",
-    re.IGNORECASE,
-)
-TEST_SPELLING = re.compile(
-    r"^is_(local_|global_)?(main|master|primary|chief)(_process|_proc|_rank)?$|^(local_|global_)?(main|master)_(process|proc)$"
-    r"|^(is_)?(global_|rank_?)zero$|^is_rank_?0$|^master$",
-    re.IGNORECASE,
-)
-RANK_CALLS = re.compile(r"(^|_)get_(local_|global_|node_local_)?rank$|^get_ordinal$")
-RANK_ENV = {
-    "RANK",
-    "LOCAL_RANK",
-    "SLURM_PROCID",
-    "SLURM_LOCALID",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "PMI_RANK",
-}
-TRUE_WHEN_DISTRIBUTED = {"torch.distributed.is_initialized", "torch.distributed.is_available"}
-TEXT_CALLS = {"str", "int", "float", "format", "repr", "Path", "os.fspath", "os.getcwd"}
-TEXT_METHODS = {"format", "join", "replace", "joinpath", "with_name", "with_suffix", "zfill"}
-OTHER_RANKS = (1, 2, 3, 4, 7, 8, 15, 16, 1000)  # what a rank > 0 may be, to evaluate a comparison
-
-_OPS = {
-    cst.Equal: operator.eq,
-    cst.NotEqual: operator.ne,
-    cst.LessThan: operator.lt,
-    cst.LessThanEqual: operator.le,
-    cst.GreaterThan: operator.gt,
-    cst.GreaterThanEqual: operator.ge,
-    cst.Is: operator.eq,
-    cst.IsNot: operator.ne,
-    cst.In: lambda a, b: a in b,
-    cst.NotIn: lambda a, b: a not in b,
-}
-
-
-@dataclass(frozen=True)
-class Value:
-    kind: str
-    zero: Any = None  # BOOL: rank 0's truth; CONST: the literal
-    other: Any = None  # BOOL: the other ranks' truth
-
-    @property
-    def varies(self) -> bool:
-        """May this value differ between rank 0 and the others?"""
-        if self.kind in (RANK, VARIES):
-            return True
-        return self.kind == BOOL and (self.zero is None or self.other is None or self.zero != self.other)
-
-    def truth(self) -> tuple[bool | None, bool | None, bool]:
-        """(rank 0's truth, the others' truth, may they differ)."""
-        if self.kind == RANK:
-            return False, True, True
-        if self.kind == BOOL:
-            return self.zero, self.other, self.varies
-        if self.kind == CONST:
-            try:
-                t = bool(self.zero)
-            except Exception:
-                return None, None, False
-            return t, t, False
-        return None, None, self.kind == VARIES
-
-
-SAME_VALUE = Value(SAME)
-VARIES_VALUE = Value(VARIES)
-RANK_VALUE = Value(RANK)
-RANK0_TEST = Value(BOOL, True, False)
-
-
-def boolean(zero: bool | None, other: bool | None, varies: bool) -> Value:
-    if zero is None and other is None:
-        return VARIES_VALUE if varies else SAME_VALUE
-    return Value(BOOL, zero, other)
 
 
 class RankValues:
@@ -196,9 +132,9 @@ class RankValues:
         lz, lo, lv = self.truth(node.left)
         rz, ro, rv = self.truth(node.right)
         if isinstance(node.operator, cst.And):
-            combine = _and
+            combine = and_
         else:
-            combine = _or
+            combine = or_
         z, o = combine(lz, rz), combine(lo, ro)
         if z is not None and z == o:
             return Value(BOOL, z, o)
@@ -208,14 +144,14 @@ class RankValues:
         if len(node.comparisons) != 1:
             return VARIES_VALUE if self._generic(node).varies else SAME_VALUE
         comp = node.comparisons[0]
-        op = _OPS.get(type(comp.operator))
+        op = COMPARISONS.get(type(comp.operator))
         left, right = self.of(node.left), self.of(comp.comparator)
         if op is None:
             return VARIES_VALUE if left.varies or right.varies else SAME_VALUE
         if left.kind == RANK and right.kind == CONST:
-            return _sampled(lambda k: op(k, right.zero))
+            return sampled(lambda k: op(k, right.zero))
         if right.kind == RANK and left.kind == CONST:
-            return _sampled(lambda k: op(left.zero, k))
+            return sampled(lambda k: op(left.zero, k))
         if left.kind in (BOOL, CONST) and right.kind == CONST and not (left.kind == BOOL and left.varies):
             z = left.truth()[0] if left.kind == BOOL else left.zero
             try:
@@ -224,7 +160,7 @@ class RankValues:
                 return SAME_VALUE
             return Value(BOOL, result, result)
         if left.kind == BOOL and right.kind == CONST:
-            return boolean(_apply(op, left.zero, right.zero), _apply(op, left.other, right.zero), True)
+            return boolean(apply_op(op, left.zero, right.zero), apply_op(op, left.other, right.zero), True)
         if left.varies or right.varies:
             return VARIES_VALUE
         return SAME_VALUE
@@ -255,7 +191,7 @@ class RankValues:
                 return returned
         elif self.modules.call_does(call, RANK_TEST):
             return RANK0_TEST
-        if _builds_text(qual, func) and (
+        if builds_text(qual, func) and (
             any(self.of(a).varies for a in args) or (isinstance(func, cst.Attribute) and self.of(func.value).varies)
         ):
             return VARIES_VALUE  # os.path.join(out, f"train_{rank}.log"), "log_{}.txt".format(rank)
@@ -379,47 +315,6 @@ def _returns(node: cst.CSTNode):
             yield child
         else:
             yield from _returns(child)
-
-
-def _builds_text(qual: str, func: cst.BaseExpression) -> bool:
-    """Calls that build a name or a number from their arguments: paths and strings."""
-    if qual.startswith(("os.path.", "pathlib.", "posixpath.")) or qual in TEXT_CALLS:
-        return True
-    return isinstance(func, cst.Attribute) and func.attr.value in TEXT_METHODS
-
-
-def _sampled(fn) -> Value:
-    try:
-        zero = bool(fn(0))
-        others = {bool(fn(k)) for k in OTHER_RANKS}
-    except Exception:
-        return VARIES_VALUE
-    return Value(BOOL, zero, others.pop() if len(others) == 1 else None)
-
-
-def _apply(op, a, b):
-    if a is None:
-        return None
-    try:
-        return bool(op(a, b))
-    except Exception:
-        return None
-
-
-def _and(a, b):
-    if a is False or b is False:
-        return False
-    if a is True and b is True:
-        return True
-    return None
-
-
-def _or(a, b):
-    if a is True or b is True:
-        return True
-    if a is False and b is False:
-        return False
-    return None
 
 
 __all__ = ["BOOL", "CONST", "RANK", "SAME", "VARIES", "RankValues", "Value", "TEST_SPELLING", "RANK_SPELLING"]

@@ -3,16 +3,16 @@ modification time: which of a module's functions join or leave a process group, 
 silence `print` on other ranks, build samplers, loaders or DDP wrappers, save or load checkpoints or
 issue collectives or train (following the calls its functions make to each other and to other local
 modules), what each function does with a model it receives and which model it returns (model_params.py),
-and which classes it defines, with their members."""
+and which classes it defines, with their members. What a summary records: module_summary.py."""
 
 from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .imports import Imported, ImportTable, Origin, find_module
+from .ast_reading import ast_dotted, cuda_fstring_of, imported_names, is_main_test, is_rank_test, string_constant
+from .imports import ImportTable, Origin, find_module
 from .model_params import (
     TRAINS,
     Slot,
@@ -23,39 +23,28 @@ from .model_params import (
     ast_uses,
     resolve_passes,
 )
+from .module_summary import (
+    COLLECTIVE,
+    DESTROY,
+    GLOBAL_RANK_DEVICE,
+    HARDCODED_BACKEND,
+    INIT,
+    INIT_ARGS,
+    LOAD,
+    LOADER,
+    RANK_TEST,
+    SAMPLER,
+    SAVE,
+    SET_DEVICE,
+    SILENCES_PRINT,
+    WRAP,
+    ClassSummary,
+    Finding,
+    ModuleSummary,
+)
 from .returns import LOADER as RETURNS_LOADER
 from .returns import SAMPLER as RETURNS_SAMPLER
-from .returns import Shape, returned
-
-# What a function may do, as the summary records it.
-INIT = "init"  # joins a process group (init_process_group)
-DESTROY = "destroy"  # destroy_process_group
-RANK_TEST = "rank_test"  # returns a rank test (`return get_rank() == 0`)
-SILENCES_PRINT = "silences_print"  # replaces builtins.print (`setup_for_distributed(is_master)`)
-SAMPLER = "sampler"  # builds a DistributedSampler
-LOADER = "loader"  # builds a DataLoader
-WRAP = "wrap"  # wraps a model in DistributedDataParallel
-SAVE = "save"  # torch.save
-LOAD = "load"  # torch.load
-COLLECTIVE = "collective"  # a torch.distributed collective
-SET_DEVICE = "set_device"  # torch.cuda.set_device
-
-
-@dataclass(frozen=True)
-class Finding:
-    """Something a rule reports about a helper, carried to the script's call site with its place:
-    `kind` is HARDCODED_BACKEND (detail: the backend), INIT_ARGS (detail: the literal arguments) or
-    GLOBAL_RANK_DEVICE (detail: the expression that picks the GPU)."""
-
-    kind: str
-    path: Path
-    line: int
-    detail: str
-
-
-HARDCODED_BACKEND = "hardcoded_backend"  # init_process_group("nccl")
-INIT_ARGS = "init_args"  # init_process_group(..., rank=0, world_size=2, init_method="tcp://...")
-GLOBAL_RANK_DEVICE = "global_rank_device"  # torch.device(f"cuda:{dist.get_rank()}")
+from .returns import returned
 
 _DIRECT = {
     "init_process_group": INIT,
@@ -86,59 +75,10 @@ _COLLECTIVES = {
     "gather_object",
     "scatter_object_list",
 }
-_RANK_CALLS = ("get_rank", "get_local_rank", "is_main_process", "is_master", "is_primary")
 DEPTH = 4  # how far calls between local functions (and local modules) are followed
 
 
-@dataclass
-class ClassSummary:
-    name: str
-    bases: list[str]
-    methods: set[str] = field(default_factory=set)
-    attributes: set[str] = field(default_factory=set)  # set on self in any method
-    forward_like: set[str] = field(default_factory=set)  # methods that run a forward (model_params.py)
-
-
-@dataclass
-class ModuleSummary:
-    """What one local module defines, by function name."""
-
-    path: Path
-    # function -> INIT, DESTROY, ... and the Findings its calls carry (transitive)
-    effects: dict[str, set] = field(default_factory=dict)
-    classes: dict[str, ClassSummary] = field(default_factory=dict)
-    runs_as_program: bool = False  # has an `if __name__ == "__main__":` block
-    at_import: set[str] = field(default_factory=set)  # effects of its module-level code
-    returns: dict[str, Shape] = field(default_factory=dict)  # function -> the loaders / samplers it returns
-    params: dict[str, list[str]] = field(default_factory=dict)  # function -> parameter names (no self)
-    param_uses: dict[str, dict[str, set[str]]] = field(
-        default_factory=dict
-    )  # function -> parameter -> model_params uses
-    model_returns: dict[str, Slot] = field(default_factory=dict)  # function -> where it returns the model it trains
-
-    def does(self, func: str, effect: str) -> bool:
-        return effect in self.effects.get(func, ())
-
-    def findings(self, func: str, kind: str) -> list[Finding]:
-        """The findings of `kind` in `func` and the functions it calls, in file and line order."""
-        found = [f for f in self.effects.get(func, ()) if isinstance(f, Finding) and f.kind == kind]
-        return sorted(found, key=lambda f: (str(f.path), f.line))
-
-
 _CACHE: dict[tuple[str, int, int], ModuleSummary] = {}
-
-
-def _imported_ast(tree: ast.Module) -> Imported:
-    out: Imported = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                out[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None, 0)
-        elif isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                if a.name != "*":
-                    out[a.asname or a.name] = (node.module or "", a.name, node.level)
-    return out
 
 
 # --------------------------------------------------------------------------- finding files
@@ -161,7 +101,7 @@ def summarise(path: Path, find, _seen: frozenset[Path] = frozenset()) -> ModuleS
     except (SyntaxError, ValueError, OSError, RecursionError):
         _CACHE[key] = summary
         return summary
-    _Summariser(summary, tree, ImportTable(_imported_ast(tree), find), _seen | {path}).run()
+    _Summariser(summary, tree, ImportTable(imported_names(tree), find), _seen | {path}).run()
     _CACHE[key] = summary
     return summary
 
@@ -197,14 +137,14 @@ class _Summariser:
                 self._function(node.name, node)
             elif isinstance(node, ast.ClassDef):
                 self._class(node)
-            elif isinstance(node, ast.If) and _is_main_test(node.test):
+            elif isinstance(node, ast.If) and is_main_test(node.test):
                 self.summary.runs_as_program = True
         self._propagate()
         resolve_passes(self.summary.param_uses, self.passes, self.summary.params)
         for stmt in self.tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
-            if isinstance(stmt, ast.If) and _is_main_test(stmt.test):
+            if isinstance(stmt, ast.If) and is_main_test(stmt.test):
                 continue
             for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
                 self.summary.at_import |= self._call_effects(call, self.summary.effects)
@@ -213,11 +153,11 @@ class _Summariser:
         self.calls[name] = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
         direct = set()
         for n in ast.walk(node):
-            if isinstance(n, ast.Return) and n.value is not None and _is_rank_test(n.value):
+            if isinstance(n, ast.Return) and n.value is not None and is_rank_test(n.value):
                 direct.add(RANK_TEST)
             if isinstance(n, (ast.Assign, ast.AugAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                if any(_dotted(t) in ("builtins.print", "__builtin__.print", "__builtins__.print") for t in targets):
+                if any(ast_dotted(t) in ("builtins.print", "__builtin__.print", "__builtins__.print") for t in targets):
                     direct.add(SILENCES_PRINT)
         direct.update(self._findings(node))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # what it does with a model it receives
@@ -236,7 +176,7 @@ class _Summariser:
 
     def _builds(self, call: ast.Call) -> str | None:
         """RETURNS_LOADER for a torch DataLoader(...) call, RETURNS_SAMPLER for a DistributedSampler(...)."""
-        name = _dotted(call.func)
+        name = ast_dotted(call.func)
         if name is None:
             return None
         origin = self.table.imported.get(name.split(".")[0])
@@ -254,19 +194,19 @@ class _Summariser:
         out: set[Finding] = set()
         path = self.summary.path
         global_vars = {
-            _dotted(t)
+            ast_dotted(t)
             for n in ast.walk(func)
             if isinstance(n, ast.Assign) and self._global_rank(n.value)
             for t in n.targets
-            if _dotted(t)
+            if ast_dotted(t)
         }
         for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
-            qual = self._qual(_dotted(call.func) or "")
+            qual = self._qual(ast_dotted(call.func) or "")
             last = qual.split(".")[-1]
             if qual.startswith("torch.distributed") and last == "init_process_group":
                 backend = next((k.value for k in call.keywords if k.arg == "backend"), None)
                 backend = backend or (call.args[0] if call.args else None)
-                if _constant(backend) == "nccl":
+                if string_constant(backend) == "nccl":
                     out.add(Finding(HARDCODED_BACKEND, path, call.lineno, "nccl"))
                 literal = [
                     k.arg
@@ -283,7 +223,7 @@ class _Summariser:
             elif qual == "torch.cuda.set_device" or last in ("to", "cuda"):
                 device_args = list(call.args[:1])
             for arg in device_args:
-                if self._global_rank(arg, global_vars) or _cuda_fstring_of(
+                if self._global_rank(arg, global_vars) or cuda_fstring_of(
                     arg, lambda e: self._global_rank(e, global_vars)
                 ):
                     out.add(Finding(GLOBAL_RANK_DEVICE, path, call.lineno, ast.unparse(arg)))
@@ -293,30 +233,34 @@ class _Summariser:
         """`dist.get_rank()`, `int(os.environ["RANK"])`, or a name holding one of them."""
         if expr is None:
             return False
-        if _dotted(expr) in names:
+        if ast_dotted(expr) in names:
             return True
         for n in ast.walk(expr):
-            if isinstance(n, ast.Call) and self._qual(_dotted(n.func) or "").endswith("distributed.get_rank"):
+            if isinstance(n, ast.Call) and self._qual(ast_dotted(n.func) or "").endswith("distributed.get_rank"):
                 return True
-            if isinstance(n, ast.Subscript) and _dotted(n.value) in ("os.environ",) and _constant(n.slice) == "RANK":
+            if (
+                isinstance(n, ast.Subscript)
+                and ast_dotted(n.value) in ("os.environ",)
+                and string_constant(n.slice) == "RANK"
+            ):
                 return True
             if (
                 isinstance(n, ast.Call)
-                and _dotted(n.func) in ("os.environ.get", "os.getenv")
+                and ast_dotted(n.func) in ("os.environ.get", "os.getenv")
                 and n.args
-                and _constant(n.args[0]) == "RANK"
+                and string_constant(n.args[0]) == "RANK"
             ):
                 return True
         return False
 
     def _class(self, node: ast.ClassDef) -> None:
-        cls = ClassSummary(node.name, [_dotted(b) or "" for b in node.bases])
+        cls = ClassSummary(node.name, [ast_dotted(b) or "" for b in node.bases])
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 cls.methods.add(item.name)
                 self._function(f"{node.name}.{item.name}", item)
                 for n in ast.walk(item):
-                    if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and _dotted(n.value) == "self":
+                    if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and ast_dotted(n.value) == "self":
                         cls.attributes.add(n.attr)
             elif isinstance(item, (ast.Assign, ast.AnnAssign)):
                 targets = item.targets if isinstance(item, ast.Assign) else [item.target]
@@ -339,7 +283,7 @@ class _Summariser:
         self.summary.effects = effects
 
     def _call_effects(self, call: ast.Call, effects: dict[str, set[str]]) -> set[str]:
-        name = _dotted(call.func)
+        name = ast_dotted(call.func)
         if name is None:
             return set()
         last = name.split(".")[-1]
@@ -367,55 +311,7 @@ class _Summariser:
         return out
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
-def _is_main_test(test: ast.AST) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Eq)
-        and {_dotted(test.left), _constant(test.comparators[0])} >= {"__name__", "__main__"}
-        or isinstance(test, ast.Compare)
-        and {_constant(test.left), _dotted(test.comparators[0])} >= {"__name__", "__main__"}
-    )
-
-
-def _constant(node: ast.AST | None) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
-def _cuda_fstring_of(node: ast.AST, pred) -> bool:
-    """`f"cuda:{x}"` with `pred(x)`."""
-    if not isinstance(node, ast.JoinedStr) or not node.values:
-        return False
-    head = node.values[0]
-    if not (isinstance(head, ast.Constant) and str(head.value).startswith("cuda:")):
-        return False
-    return any(isinstance(v, ast.FormattedValue) and pred(v.value) for v in node.values[1:])
-
-
-def _is_rank_test(expr: ast.AST) -> bool:
-    """A returned expression that tests the rank: `get_rank() == 0`, `args.rank % ngpus == 0`."""
-    for n in ast.walk(expr):
-        if isinstance(n, ast.Call) and (_dotted(n.func) or "").split(".")[-1] in _RANK_CALLS:
-            return isinstance(expr, (ast.Compare, ast.Call, ast.UnaryOp, ast.BoolOp))
-        if isinstance(n, (ast.Name, ast.Attribute)) and (_dotted(n) or "").split(".")[-1].lower() in (
-            "rank",
-            "local_rank",
-        ):
-            return isinstance(expr, (ast.Compare, ast.UnaryOp, ast.BoolOp))
-    return False
-
-
+# the effects and finding kinds (module_summary.py) are read from here by the rules and the analysis
 __all__ = [
     "COLLECTIVE",
     "TRAINS",

@@ -5,7 +5,7 @@ input before anyone sees it:
 
 1. the plan: a rule that offers no fix proposes no edit, no moved or inserted statement breaks a
    data dependency (moves.py), and no name bound under a new rank guard is read on the other ranks
-   (rank_guards.py);
+   (rank_guards.py), both checked on the plan before it is applied (plan_checks.py);
 2. the output parses, and running the rules over it again plans no edit; when it does, that pass's
    output is checked the same way, up to `MAX_PASSES` passes in all (fixpoint.py);
 3. no name is undefined or read before assignment that was not already (names.py);
@@ -30,7 +30,7 @@ from ..diagnostic import NONE, SAFE, Diagnostic
 from ..passes import dependents, plan_pass
 from ..rule import Context
 from ..transforms import BY_CODE
-from . import moves, names, process_group
+from . import moves, names, plan_checks, process_group
 from .fixpoint import MAX_PASSES, Fixpoint, fixpoint
 
 
@@ -128,7 +128,7 @@ class Guard:
         silent = sorted(r for r in plan.edited if r in BY_CODE and BY_CODE[r].fix == NONE)
         if silent:
             return Verdict(f"{silent[0]} edits the script but offers no fix", set(silent))
-        problems = moves.check(plan, self.facts)
+        problems = plan_checks.check(plan, self.facts)
         if problems:
             named = {p.rule for p in problems}
             return Verdict(problems[0].reason, set() if None in named else named)  # type: ignore[arg-type]

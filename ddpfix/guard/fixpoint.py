@@ -18,7 +18,7 @@ import libcst as cst
 from ..analysis import ScriptFacts
 from ..passes import MIGHT_TRAIN, plan_pass, reaches_rules
 from ..suppress import might_have, scan
-from . import moves
+from . import plan_checks
 
 if TYPE_CHECKING:
     from . import Guard
@@ -47,7 +47,7 @@ def fixpoint(guard: Guard, module: cst.Module, text: str, fixing: set[str]) -> F
         if n == MAX_PASSES:
             edited = ", ".join(sorted(ctx.plan.edited)) or "the shared setup"
             return f"the output is still not settled after {MAX_PASSES} passes ({edited} would change it again)"
-        problems = moves.check(ctx.plan, facts)  # type: ignore[arg-type]
+        problems = plan_checks.check(ctx.plan, facts)  # type: ignore[arg-type]
         if problems:
             return problems[0].reason
         again = ctx.plan.apply()

@@ -257,12 +257,4 @@ def short(stmt: cst.CSTNode) -> str:
     return line if len(line) <= 60 else line[:57] + "..."
 
 
-def check(plan: Plan, facts: ScriptFacts) -> list[Problem]:
-    """Moved and inserted statements' dependencies, then names bound under new rank guards."""
-    from . import rank_guards
-
-    moves = MoveCheck(plan, facts)
-    return moves.problems() or rank_guards.check(plan, facts, moves)
-
-
-__all__ = ["Problem", "check", "short"]
+__all__ = ["MoveCheck", "Problem", "short"]

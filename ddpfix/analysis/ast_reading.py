@@ -1,0 +1,75 @@
+"""What the summaries read off Python's `ast` of a local module: dotted names, string constants, the
+`__main__` test, a returned rank test, a `cuda:` f-string, and the names its imports bind."""
+
+from __future__ import annotations
+
+import ast
+
+from .imports import Imported
+
+_RANK_CALLS = ("get_rank", "get_local_rank", "is_main_process", "is_master", "is_primary")
+
+
+def imported_names(tree: ast.Module) -> Imported:
+    out: Imported = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None, 0)
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name != "*":
+                    out[a.asname or a.name] = (node.module or "", a.name, node.level)
+    return out
+
+
+def ast_dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def is_main_test(test: ast.AST) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and {ast_dotted(test.left), string_constant(test.comparators[0])} >= {"__name__", "__main__"}
+        or isinstance(test, ast.Compare)
+        and {string_constant(test.left), ast_dotted(test.comparators[0])} >= {"__name__", "__main__"}
+    )
+
+
+def string_constant(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def cuda_fstring_of(node: ast.AST, pred) -> bool:
+    """`f"cuda:{x}"` with `pred(x)`."""
+    if not isinstance(node, ast.JoinedStr) or not node.values:
+        return False
+    head = node.values[0]
+    if not (isinstance(head, ast.Constant) and str(head.value).startswith("cuda:")):
+        return False
+    return any(isinstance(v, ast.FormattedValue) and pred(v.value) for v in node.values[1:])
+
+
+def is_rank_test(expr: ast.AST) -> bool:
+    """A returned expression that tests the rank: `get_rank() == 0`, `args.rank % ngpus == 0`."""
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Call) and (ast_dotted(n.func) or "").split(".")[-1] in _RANK_CALLS:
+            return isinstance(expr, (ast.Compare, ast.Call, ast.UnaryOp, ast.BoolOp))
+        if isinstance(n, (ast.Name, ast.Attribute)) and (ast_dotted(n) or "").split(".")[-1].lower() in (
+            "rank",
+            "local_rank",
+        ):
+            return isinstance(expr, (ast.Compare, ast.UnaryOp, ast.BoolOp))
+    return False
+
+
+__all__ = ["ast_dotted", "cuda_fstring_of", "imported_names", "is_main_test", "is_rank_test", "string_constant"]

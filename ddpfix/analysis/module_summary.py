@@ -1,0 +1,96 @@
+"""What the summary of one of the script's own modules records (summaries.py reads it): the effects a
+function may have, the findings a rule carries from a helper to its call site, and the classes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .model_params import Slot
+from .returns import Shape
+
+# What a function may do, as the summary records it.
+INIT = "init"  # joins a process group (init_process_group)
+DESTROY = "destroy"  # destroy_process_group
+RANK_TEST = "rank_test"  # returns a rank test (`return get_rank() == 0`)
+SILENCES_PRINT = "silences_print"  # replaces builtins.print (`setup_for_distributed(is_master)`)
+SAMPLER = "sampler"  # builds a DistributedSampler
+LOADER = "loader"  # builds a DataLoader
+WRAP = "wrap"  # wraps a model in DistributedDataParallel
+SAVE = "save"  # torch.save
+LOAD = "load"  # torch.load
+COLLECTIVE = "collective"  # a torch.distributed collective
+SET_DEVICE = "set_device"  # torch.cuda.set_device
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something a rule reports about a helper, carried to the script's call site with its place:
+    `kind` is HARDCODED_BACKEND (detail: the backend), INIT_ARGS (detail: the literal arguments) or
+    GLOBAL_RANK_DEVICE (detail: the expression that picks the GPU)."""
+
+    kind: str
+    path: Path
+    line: int
+    detail: str
+
+
+HARDCODED_BACKEND = "hardcoded_backend"  # init_process_group("nccl")
+INIT_ARGS = "init_args"  # init_process_group(..., rank=0, world_size=2, init_method="tcp://...")
+GLOBAL_RANK_DEVICE = "global_rank_device"  # torch.device(f"cuda:{dist.get_rank()}")
+
+
+@dataclass
+class ClassSummary:
+    name: str
+    bases: list[str]
+    methods: set[str] = field(default_factory=set)
+    attributes: set[str] = field(default_factory=set)  # set on self in any method
+    forward_like: set[str] = field(default_factory=set)  # methods that run a forward (model_params.py)
+
+
+@dataclass
+class ModuleSummary:
+    """What one local module defines, by function name."""
+
+    path: Path
+    # function -> INIT, DESTROY, ... and the Findings its calls carry (transitive)
+    effects: dict[str, set] = field(default_factory=dict)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    runs_as_program: bool = False  # has an `if __name__ == "__main__":` block
+    at_import: set[str] = field(default_factory=set)  # effects of its module-level code
+    returns: dict[str, Shape] = field(default_factory=dict)  # function -> the loaders / samplers it returns
+    params: dict[str, list[str]] = field(default_factory=dict)  # function -> parameter names (no self)
+    param_uses: dict[str, dict[str, set[str]]] = field(
+        default_factory=dict
+    )  # function -> parameter -> model_params uses
+    model_returns: dict[str, Slot] = field(default_factory=dict)  # function -> where it returns the model it trains
+
+    def does(self, func: str, effect: str) -> bool:
+        return effect in self.effects.get(func, ())
+
+    def findings(self, func: str, kind: str) -> list[Finding]:
+        """The findings of `kind` in `func` and the functions it calls, in file and line order."""
+        found = [f for f in self.effects.get(func, ()) if isinstance(f, Finding) and f.kind == kind]
+        return sorted(found, key=lambda f: (str(f.path), f.line))
+
+
+__all__ = [
+    "COLLECTIVE",
+    "DESTROY",
+    "GLOBAL_RANK_DEVICE",
+    "HARDCODED_BACKEND",
+    "INIT",
+    "INIT_ARGS",
+    "LOAD",
+    "LOADER",
+    "RANK_TEST",
+    "SAMPLER",
+    "SAVE",
+    "SET_DEVICE",
+    "SILENCES_PRINT",
+    "WRAP",
+    "ClassSummary",
+    "Finding",
+    "ModuleSummary",
+]

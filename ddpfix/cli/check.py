@@ -1,0 +1,84 @@
+"""`ddpfix check`: the findings as text, JSON, SARIF or GitHub annotations."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from ..formats import FORMATS, to_github, to_json, to_sarif
+from .options import ConfigOpt, Exclude, Ignore, Isolated, Jobs, Paths, Quiet, Select, StdinName, Verbose
+from .output import fail, note
+from .run import discovered, start
+
+
+def check(
+    paths: Paths = None,
+    select: Select = None,
+    ignore: Ignore = None,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--format", help="text, json (with each fix's edits), sarif (2.1.0) or github (workflow annotations)."
+        ),
+    ] = "text",
+    output_file: Annotated[
+        str | None,
+        typer.Option("--output-file", "-o", help="Write the report to this file instead of standard output."),
+    ] = None,
+    config: ConfigOpt = None,
+    isolated: Isolated = False,
+    exclude: Exclude = None,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+    stdin_filename: StdinName = None,
+) -> None:
+    """Report what is wrong as `path:line:col: CODE message` (exit 1 on findings)."""
+    if output_format not in FORMATS:
+        fail(f"unknown format: {output_format} ({', '.join(FORMATS)})")
+        raise typer.Exit(2) from None
+    run = start(
+        select=select,
+        ignore=ignore,
+        config=config,
+        isolated=isolated,
+        exclude=exclude,
+        jobs=jobs,
+        quiet=quiet,
+        verbose=verbose,
+        stdin_filename=stdin_filename,
+    )
+    results = discovered(run, paths, fix=False, keep="diagnostics", fixes=output_format in ("json", "sarif"))
+    diagnostics = [(res, d) for res in results if res.result is not None for d in res.result.diagnostics]
+    if output_format == "json":
+        report = to_json(results) + "\n"
+    elif output_format == "sarif":
+        import json
+
+        report = json.dumps(to_sarif(results, run.errors), indent=2, ensure_ascii=False) + "\n"
+    elif output_format == "github":
+        report = "".join(line + "\n" for line in to_github(results))
+    else:
+        report = "".join(d.format(res.path) + "\n" for res, d in diagnostics)
+    if output_file:
+        try:
+            with open(output_file, "w", encoding="utf-8") as f:
+                f.write(report)
+        except OSError as exc:
+            fail(f"{output_file}: cannot write: {exc.strerror or exc}")
+            raise typer.Exit(2) from None
+    else:
+        sys.stdout.write(report)
+        sys.stdout.flush()
+    if diagnostics and not run.quiet and (output_format == "text" or output_file):
+        safe = sum(1 for _, d in diagnostics if d.fix == "safe")
+        unsafe = sum(1 for _, d in diagnostics if d.fix == "unsafe")
+        text = f"Found {len(diagnostics)} problem(s) ({safe} fixable with `ddpfix apply`"
+        text += f", {unsafe} more with `--unsafe-fixes`)." if unsafe else ")."
+        note(text)
+    raise typer.Exit(2 if run.errors else (1 if diagnostics else 0))
+
+
+__all__ = ["check"]

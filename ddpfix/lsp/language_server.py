@@ -1,0 +1,210 @@
+"""`DdpfixServer`: the documents, client features and settings the server keeps, and what its handlers
+ask of it: one analysis per document version, diagnostics published (at once or debounced), and the
+workspace edit of a code action."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+
+from lsprotocol import types
+from pygls.exceptions import FeatureRequestError, JsonRpcParseError
+from pygls.lsp.server import LanguageServer
+
+from .. import __version__
+from ..diagnostic import Diagnostic
+from . import actions as A
+from .analysis import Analysis
+from .documents import ClientFeatures, Document
+from .protocol import DdpfixProtocol
+from .settings import RuleOptions, Settings
+from .text import Text, text_edits
+
+log = logging.getLogger("ddpfix.lsp")
+
+DEBOUNCE_S = 0.05  # after the last keystroke; open and save analyse at once
+
+
+class DdpfixServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "ddpfix",
+            __version__,
+            protocol_cls=DdpfixProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.docs: dict[str, Document] = {}
+        self.client = ClientFeatures()
+        self.settings = Settings()
+        self.debounce = DEBOUNCE_S
+        self.docs_url: str | None = default_docs_url()
+        self.root: str | None = None
+        self._shown_errors: set[str] = set()
+
+    # ------------------------------------------------------------------ reporting
+    def report_server_error(self, error, source):
+        if isinstance(error, json.JSONDecodeError):  # a body that is not JSON: JSON-RPC's parse error, id null
+            # a plain dict, so that "id": null is written (the typed message would drop a None id)
+            err = {"code": JsonRpcParseError.CODE, "message": f"invalid JSON: {error}"}
+            self.protocol._send_data({"jsonrpc": "2.0", "id": None, "error": err})
+            return
+        log.error("%s: %s", getattr(source, "__name__", source), error)
+        if source is not FeatureRequestError:  # a failed request already carries its error to the client
+            self._log(f"ddpfix: {error}", types.MessageType.Error)
+
+    def _log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
+        try:
+            self.window_log_message(types.LogMessageParams(type=kind, message=message))
+        except Exception:  # pragma: no cover - the client is gone
+            pass
+
+    def _show_once(self, message: str) -> None:
+        if message in self._shown_errors:
+            return
+        self._shown_errors.add(message)
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    # ------------------------------------------------------------------ analysis
+    def options_for(self, doc: Document) -> RuleOptions:
+        opts = self.settings.for_path(doc.path, self.root)
+        if opts.error:
+            self._show_once(f"ddpfix: {opts.error}; using the default rules")
+        return opts
+
+    def analysis(self, doc: Document) -> Analysis:
+        """The analysis of the document's current text (cached per version, text and options)."""
+        opts = self.options_for(doc)
+        a = doc.analysis
+        if a is None or not a.matches(doc.text, doc.version, opts):
+            a = doc.analysis = Analysis.run(doc.text, doc.version, opts, path=doc.path or doc.uri)
+            if a.error:
+                self._log(f"ddpfix: no diagnostics for {doc.uri}: {a.error}")
+        return a
+
+    def lsp_diagnostics(self, doc: Document, a: Analysis) -> list[types.Diagnostic]:
+        snap = Text(a.text, self.client.encoding)
+        out = []
+        for d in a.diagnostics:
+            reason = a.withheld.get(d.code) if d.fixable else None
+            out.append(
+                types.Diagnostic(
+                    range=snap.range(d.line, d.col, d.end_line, d.end_col),
+                    message=d.message if reason is None else f"{d.message} (not fixed: {reason})",
+                    severity=types.DiagnosticSeverity.Warning,
+                    code=d.code,
+                    code_description=self._code_description(d.code),
+                    source="ddpfix",
+                )
+            )
+        return out
+
+    def _code_description(self, code: str) -> types.CodeDescription | None:
+        if not (self.client.code_description and self.docs_url):
+            return None
+        name = A.rule_name(code)
+        anchor = f"{code.lower()}-{name}" if name else code.lower()
+        return types.CodeDescription(href=f"{self.docs_url}#{anchor}")
+
+    def publish(self, doc: Document) -> None:
+        if doc.timer is not None:
+            doc.timer.cancel()
+            doc.timer = None
+        a = self.analysis(doc)
+        diags = self.lsp_diagnostics(doc, a)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diags, version=doc.version)
+        )
+
+    def publish_later(self, doc: Document) -> None:
+        if doc.timer is not None:
+            doc.timer.cancel()
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            doc.timer = None
+            if self.docs.get(doc.uri) is doc:
+                try:
+                    self.publish(doc)
+                except Exception as exc:  # never let a timer callback kill the loop
+                    log.exception("publishing diagnostics")
+                    self._log(f"ddpfix: internal error: {exc}", types.MessageType.Error)
+
+        doc.timer = loop.call_later(self.debounce, fire)
+
+    def republish_all(self) -> None:
+        self.settings.clear()
+        for doc in list(self.docs.values()):
+            self.publish(doc)
+
+    # ------------------------------------------------------------------ edits
+    def workspace_edit(self, doc: Document, new_text: str) -> types.WorkspaceEdit:
+        edits = text_edits(doc.text, new_text, self.client.encoding)
+        if self.client.document_changes:
+            ident = types.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=doc.version)
+            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=ident, edits=edits)])
+        return types.WorkspaceEdit(changes={doc.uri: edits})
+
+    def action_edit(self, doc: Document, data: dict) -> types.WorkspaceEdit | None:
+        """Compute the edit of an action described by `data` against the document's current text."""
+        a = self.analysis(doc)
+        if a.error:
+            return None
+        kind = data.get("action")
+        if kind == "ignore":
+            if data.get("version") != doc.version:
+                return None  # picked on an older text: its line number may point elsewhere now
+            diag = Diagnostic(
+                code=str(data["code"]), message="", line=int(data["line"]), col=1, end_line=int(data["line"]), end_col=1
+            )
+            spot = A.suppression_edit(doc.text, diag)
+            if spot is None:
+                return None
+            line, start, end, new = spot
+            lines = Text(doc.text, "utf-32")
+            s = lines.starts[line - 1]
+            return self.workspace_edit(doc, doc.text[: s + start] + new + doc.text[s + end :])
+        unsafe = bool(data.get("unsafe"))
+        codes = (str(data["code"]),) if kind == "fix" else None
+        res = self.fixed(doc, a, codes, unsafe)
+        if res is None or not res.changed or (codes is not None and codes[0] in res.withheld):
+            return None  # nothing to change, or the output guard withheld the fix asked for
+        return self.workspace_edit(doc, res.code)
+
+    def fixed(self, doc: Document, a: Analysis, codes: tuple[str, ...] | None, unsafe: bool):
+        """`a.fixed(...)`; when the output guard withholds a fix not known to be withheld before, the
+        diagnostics are published again, saying why."""
+        known = len(a.withheld)
+        res = a.fixed(codes, unsafe)
+        if len(a.withheld) > known and doc.analysis is a:
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(
+                    uri=doc.uri, diagnostics=self.lsp_diagnostics(doc, a), version=doc.version
+                )
+            )
+        return res
+
+
+def default_docs_url() -> str | None:
+    """Where rule documentation lives: the package's Documentation URL, else docs/rules.md beside a
+    source checkout; None (no codeDescription) when neither exists."""
+    try:
+        from importlib.metadata import metadata
+
+        for entry in metadata("ddpfix").get_all("Project-URL") or []:
+            label, _, url = entry.partition(",")
+            if label.strip().lower() in ("documentation", "docs"):
+                return url.strip().rstrip("/") + "/rules.md" if not url.strip().endswith(".md") else url.strip()
+    except Exception:
+        pass
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    local = os.path.join(here, "docs", "rules.md")
+    if os.path.isfile(local):
+        from pygls.uris import from_fs_path
+
+        return from_fs_path(local)
+    return None
+
+
+__all__ = ["DEBOUNCE_S", "DdpfixServer", "default_docs_url", "log"]
