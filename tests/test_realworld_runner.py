@@ -255,3 +255,9 @@ def test_report_keeps_written_text_and_replaces_generated_part():
     assert first.startswith("# Title\n\nwritten\n") and first.rstrip().endswith("analysis")
     assert "old" not in first and "| y | DDP406 | 3 | print |" in first
     assert report.render(doc, manifest, existing=first) == first
+
+
+def test_a_script_with_nothing_to_distribute_passes_when_left_alone():
+    result = {"kind": "single", "original": {"rc": 0}, "apply": {"changed": False}}
+    assert run.classify(result) == ["unconverted"]
+    assert run.classify({**result, "expect": "unconverted"}) == []
