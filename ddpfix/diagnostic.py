@@ -22,6 +22,7 @@ class Diagnostic:
     fix: str = NONE  # "safe" | "unsafe" | "none": the fix level available for this finding
     applied: bool = False  # whether the fix of this finding is part of Result.code
     withheld: str | None = None  # why the output guard kept this finding's fix out of Result.code
+    info: bool = False  # an information line (ddpfix leaves a framework's script alone), not a problem
 
     @property
     def fixable(self) -> bool:
@@ -31,6 +32,8 @@ class Diagnostic:
         if self.withheld is not None:
             return f"{path}:{self.line}:{self.col}: {self.code} {self.message} (not fixed: {self.withheld})"
         mark = " [*]" if self.fix == SAFE else (" [unsafe fix]" if self.fix == UNSAFE else "")
+        if self.info:
+            mark = " [info]"
         return f"{path}:{self.line}:{self.col}: {self.code}{mark} {self.message}"
 
     def to_dict(self) -> dict:
@@ -44,6 +47,7 @@ class Diagnostic:
             "fix": self.fix,
             "applied": self.applied,
             "withheld": self.withheld,
+            "severity": "info" if self.info else "problem",
         }
 
 

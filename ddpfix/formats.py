@@ -71,6 +71,7 @@ def records(results: Iterable[FileResult]) -> list[dict]:
                     "col": d.col,
                     "end_line": d.end_line,
                     "end_col": d.end_col,
+                    "severity": "info" if d.info else "problem",
                     "fix": _fix_of(res, d),
                 }
             )
@@ -112,7 +113,7 @@ def to_sarif(results: list[FileResult], errors: Iterable[str] = ()) -> dict:
             "shortDescription": {"text": r.message},
             "fullDescription": {"text": _what(r)},
             "help": {"text": r.docs.strip(), "markdown": r.docs.strip()},
-            "defaultConfiguration": {"level": "note" if r.code == UNUSED.code else "error"},
+            "defaultConfiguration": {"level": "note" if r.code == UNUSED.code or r.info else "error"},
             "properties": {"fix": r.fix},
         }
         for r in rules
@@ -126,7 +127,7 @@ def to_sarif(results: list[FileResult], errors: Iterable[str] = ()) -> dict:
         for d in res.result.diagnostics:
             item: dict = {
                 "ruleId": d.code,
-                "level": "note" if d.code == UNUSED.code else "error",
+                "level": "note" if d.code == UNUSED.code or d.info else "error",
                 "message": {"text": d.message},
                 "locations": [
                     {
@@ -197,7 +198,7 @@ def to_github(results: Iterable[FileResult]) -> list[str]:
         if res.result is None:
             continue
         for d in res.result.diagnostics:
-            level = "warning" if d.code == UNUSED.code else "error"
+            level = "notice" if d.info else ("warning" if d.code == UNUSED.code else "error")
             props = ",".join(
                 f"{k}={_escape_property(str(v))}"
                 for k, v in (

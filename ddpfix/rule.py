@@ -50,6 +50,7 @@ class Rule:
     provides: ClassVar[frozenset[str]] = frozenset()  # plan state this rule fills: "wraps", "samplers", "hoisted"
     reads: ClassVar[frozenset[str]] = frozenset()  # plan state this rule reads: its providers run first
     docs: ClassVar[str] = ""
+    info: ClassVar[bool] = False  # its lines inform (no problem to fix): `check` does not fail on them
 
     def run(self, ctx: "Context") -> None:  # pragma: no cover - every rule overrides
         raise NotImplementedError
@@ -74,7 +75,9 @@ class Context:
         self._elsewhere: str | None = None
 
     # ------------------------------------------------------------------ reporting
-    def report(self, node: cst.CSTNode, message: str | None = None, *, fix: str | None = None) -> bool:
+    def report(
+        self, node: cst.CSTNode, message: str | None = None, *, fix: str | None = None, info: bool | None = None
+    ) -> bool:
         """Record a finding at `node`; return True when the rule should also make its edits."""
         rule = self.rule
         assert rule is not None
@@ -97,6 +100,7 @@ class Context:
                 end_col=pos.end.column + 1,
                 fix=level,
                 applied=applied,
+                info=rule.info if info is None else info,
             )
         )
         return applied

@@ -335,3 +335,19 @@ def test_diff_exit_zero_still_prints_the_diff(tmp_path):
     zero = CliRunner().invoke(app, ["diff", "--exit-zero", str(script)])
     assert plain.exit_code == 1 and zero.exit_code == 0
     assert "+if RANK == 0:" in zero.stdout and zero.stdout == plain.stdout
+
+
+def test_an_information_line_is_not_a_problem(tmp_path):
+    """A framework's script gets one [info] line; `check` reports it and still exits 0."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\nfrom accelerate import Accelerator\n\naccelerator = Accelerator()\n"
+        "model = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "model, opt = accelerator.prepare(model, opt)\n"
+    )
+    result = CliRunner().invoke(app, ["check", str(script)])
+    assert result.exit_code == 0, result.output
+    assert "DDP008 [info] distribution is handled by Accelerate" in result.stdout
+    assert "Found 1 note(s)." in result.stderr
+    result = CliRunner().invoke(app, ["check", "--format", "json", str(script)])
+    assert result.exit_code == 0 and '"severity": "info"' in result.stdout

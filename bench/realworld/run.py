@@ -504,7 +504,9 @@ class Runner:
                 ],
             }
             for f in json.loads(p.stdout or "[]")
+            if f.get("severity") != "info"  # an information line (a framework's script) is not a finding
         ]
+        res["notes"] = [f["code"] for f in json.loads(p.stdout or "[]") if f.get("severity") == "info"]
         true, false = judge_findings(findings, entry.get("true_findings", []))
         res["findings"], res["true_findings"], res["false_findings"] = findings, true, false
         res["missed_true"] = [

@@ -72,13 +72,19 @@ def check(
     else:
         sys.stdout.write(report)
         sys.stdout.flush()
+    problems = [d for _, d in diagnostics if not d.info]
+    notes = len(diagnostics) - len(problems)
     if diagnostics and not run.quiet and (output_format == "text" or output_file):
-        safe = sum(1 for _, d in diagnostics if d.fix == "safe")
-        unsafe = sum(1 for _, d in diagnostics if d.fix == "unsafe")
-        text = f"Found {len(diagnostics)} problem(s) ({safe} fixable with `ddpfix apply`"
-        text += f", {unsafe} more with `--unsafe-fixes`)." if unsafe else ")."
-        note(text)
-    raise typer.Exit(2 if run.errors else (1 if diagnostics else 0))
+        safe = sum(1 for d in problems if d.fix == "safe")
+        unsafe = sum(1 for d in problems if d.fix == "unsafe")
+        parts = []
+        if problems:
+            counted = f"{len(problems)} problem(s) ({safe} fixable with `ddpfix apply`"
+            parts.append(counted + (f", {unsafe} more with `--unsafe-fixes`)" if unsafe else ")"))
+        if notes:
+            parts.append(f"{notes} note(s)")
+        note("Found " + " and ".join(parts) + ".")
+    raise typer.Exit(2 if run.errors else (1 if problems else 0))
 
 
 __all__ = ["check"]

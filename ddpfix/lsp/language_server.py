@@ -92,7 +92,7 @@ class DdpfixServer(LanguageServer):
                 types.Diagnostic(
                     range=snap.range(d.line, d.col, d.end_line, d.end_col),
                     message=d.message if reason is None else f"{d.message} (not fixed: {reason})",
-                    severity=types.DiagnosticSeverity.Warning,
+                    severity=types.DiagnosticSeverity.Information if d.info else types.DiagnosticSeverity.Warning,
                     code=d.code,
                     code_description=self._code_description(d.code),
                     source="ddpfix",

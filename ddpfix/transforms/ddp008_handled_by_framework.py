@@ -11,6 +11,7 @@ class HandledByFramework(Rule):
     name = "handled-by-framework"
     message = "distribution is handled by a framework: ddpfix leaves this script alone"
     fix = NONE
+    info = True
     docs = """
 ## What
 An information line for a script that hands its distribution to a framework: Accelerate
