@@ -8,9 +8,9 @@ from ..analysis import Loader
 from ..analysis.dataparallel import dataparallel_conversions
 from ..edits import set_epoch_statements, with_kwarg
 from ..examples import clean, fixes, reports
+from ..loader_kwargs import add_sampler_to_kwargs, dataset_name, kwargs_fix_blocker, prefix
 from ..rule import Context, Order, Rule
 from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, loop_variable, positional
-from .loader_kwargs import add_sampler_to_kwargs, dataset_name, kwargs_fix_blocker, prefix
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis import Loader
-from ..analysis.values import handle_of
-from ..rule import Context, Order
-from ..syntax import code_of, loop_variable
+from .analysis import Loader
+from .analysis.values import handle_of
+from .rule import Context, Order
+from .syntax import code_of, loop_variable
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
