@@ -6,11 +6,11 @@ import libcst as cst
 
 from ..analysis import Loader
 from ..analysis.dataparallel import dataparallel_conversions
-from ..edits import set_epoch_statements, with_kwarg
+from ..edits import engine_set_epoch, epoch_name, set_epoch_statements, with_kwarg
 from ..examples import clean, fixes, reports
 from ..loader_kwargs import add_sampler_to_kwargs, dataset_name, kwargs_fix_blocker, prefix
 from ..rule import Context, Order, Rule
-from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, loop_variable, positional
+from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -150,6 +150,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                     fix="none",
                 )
                 continue
+            message = _elsewhere(facts, loader, batch_loop)
             if contents is not None and (contents.has("shuffle") or ds_key):
                 why = kwargs_fix_blocker(facts, call)
                 if why is not None:
@@ -159,10 +160,10 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                         "(pass sampler=DistributedSampler(dataset) and move shuffle into it)",
                         fix="none",
                     )
-                elif ctx.report(call, fix="unsafe" if dataparallel else None):
+                elif ctx.report(call, message, fix="unsafe" if dataparallel else None):
                     add_sampler_to_kwargs(ctx, loader, batch_loop, ds_arg)
                 continue
-            if not ctx.report(call, fix="unsafe" if dataparallel else None):
+            if not ctx.report(call, message, fix="unsafe" if dataparallel else None):
                 continue
             _add_sampler(ctx, loader, batch_loop, ds_arg)
         reported: set[int] = set()
@@ -188,7 +189,7 @@ LOCAL_SAMPLERS = {
 }
 
 
-def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: cst.Arg) -> None:
+def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, arg: cst.Arg) -> None:
     """`sampler=RandomSampler(ds)` (inline or through a variable): every rank still draws from the
     whole dataset. Distributed runs get a DistributedSampler instead; plain runs keep theirs."""
     facts = ctx.facts
@@ -212,7 +213,7 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: 
         ctor, lambda n: cst.parse_expression(f"{cls}({code_of(ds.value)}{extra}) if {dist_flag} else {code_of(n)}")
     )
     epoch_loop = facts.data.epoch_loop_for(batch_loop)
-    epoch = loop_variable(epoch_loop) if epoch_loop is not None else None
+    epoch = epoch_name(ctx, epoch_loop) if epoch_loop is not None else None
     if epoch is None:
         return
     if var is not None and facts.index.scope_of(epoch_loop) is facts.index.scope_of(loader.site.node):
@@ -224,6 +225,20 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: 
         target = f"{reach}.sampler"
     stmts = ctx.plan.statements("if {d}:\n    {s}.set_epoch({e})", d=dist_flag, s=target, e=epoch)
     ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
+
+
+def _elsewhere(facts, loader: Loader, batch_loop: cst.CSTNode) -> str | None:
+    """The finding's message when the loader's epochs run in one of the script's own modules, which
+    has no set_epoch for it: the sampler goes in here, the set_epoch call must go in there by hand."""
+    handoff = facts.data.handoff(batch_loop)
+    if handoff is None or handoff.engine is not None or not handoff.epochs_there or handoff.sets_epoch:
+        return None
+    if facts.data.epoch_loop_for(batch_loop) is not None:
+        return None
+    return (
+        f"training DataLoader without a DistributedSampler; {handoff.where} runs the epochs over it: call "
+        f"{loader.target}.sampler.set_epoch(epoch) at the start of each epoch there (the fix cannot edit that file)"
+    )
 
 
 def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
@@ -253,7 +268,7 @@ def _bound_to_class(facts, var: str, cls_name: str) -> bool:
     return False
 
 
-def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.Arg) -> None:
+def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, ds_arg: cst.Arg) -> None:
     plan = ctx.plan
     call = loader.site.node
     p = prefix(loader.local or loader.target or "loader")
@@ -305,12 +320,19 @@ def _same(node: cst.Call, original: cst.Arg) -> cst.Arg | None:
     return None
 
 
-def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.For, sampler: str) -> None:
+def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, sampler: str) -> None:
     facts = ctx.facts
+    handoff = facts.data.handoff(batch_loop)
+    if handoff is not None and handoff.engine is not None:  # an ignite trainer runs the epochs
+        if loader.binding is loader.site.stmt:  # the sampler variable is at hand
+            engine_set_epoch(ctx, handoff, sampler, test="optional")
+        else:
+            engine_set_epoch(ctx, handoff, f"{loader.target}.sampler", test="loader")
+        return
     epoch_loop = facts.data.epoch_loop_for(batch_loop)
     if epoch_loop is None:
         return
-    epoch = loop_variable(epoch_loop)
+    epoch = epoch_name(ctx, epoch_loop)
     if epoch is None:
         return
     same_scope = (

@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.values import handle_of
-from ..edits import set_epoch_statements
+from ..edits import engine_set_epoch, epoch_name, set_epoch_statements
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
-from ..syntax import assign_targets, assigned_value, dotted, kwarg, loop_variable, receiver
+from ..syntax import assign_targets, assigned_value, dotted, kwarg, receiver
 
 
 class MissingSetEpoch(Rule):
@@ -78,21 +78,52 @@ sampler is built conditionally).
                 )
                 if not same:
                     sampler = None
+            handoff = facts.data.handoff(batch_loop)
+            if handoff is not None and epoch_loop is None:
+                _handed(ctx, loader, handoff, site, called, sampler if not inline else None, optional)
+                continue
             if epoch_loop is None:
                 continue
-            epoch = loop_variable(epoch_loop)
+            epoch = epoch_name(ctx, epoch_loop, plan=False)
             if epoch is None or sampler is None:
                 ctx.report(
                     site,
-                    "DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop",
+                    "DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop"
+                    + ("" if epoch is not None or sampler is None else ", which has no epoch variable"),
                     fix="none",
                 )
                 continue
             if not ctx.report(site, f"{sampler} never gets set_epoch(epoch): every epoch sees the same order"):
                 continue
+            epoch = epoch_name(ctx, epoch_loop)
             ctx.plan.prepend(
                 epoch_loop.body, set_epoch_statements(ctx, sampler, epoch, optional=optional), order=Order.SET_EPOCH
             )
+
+
+def _handed(ctx: Context, loader, handoff, site, called: set, sampler: str | None, optional: bool) -> None:
+    """The epochs run in the code the loader is handed to: an ignite trainer gets an EPOCH_STARTED
+    handler; a function of the script's own modules that runs the epochs without a set_epoch is
+    reported (the fix cannot edit that file)."""
+    via_loader = f"{loader.target}.sampler"
+    if via_loader in called or (sampler is not None and sampler in called):
+        return
+    if handoff.engine is not None:
+        message = f"{sampler or 'the DistributedSampler'} never gets set_epoch(epoch): every epoch sees the same order"
+        if ctx.report(site, message):
+            index = ctx.facts.index
+            if sampler is not None and index.scope_of(loader.site.stmt) is index.scope_of(handoff.call):
+                engine_set_epoch(ctx, handoff, sampler, test="optional" if optional else None)
+            else:
+                engine_set_epoch(ctx, handoff, via_loader, test="loader")
+        return
+    if handoff.epochs_there and not handoff.sets_epoch:
+        ctx.report(
+            site,
+            f"DistributedSampler never gets set_epoch(epoch): {handoff.where} runs the epochs over "
+            f"{loader.target}: call {via_loader}.set_epoch(epoch) at the start of each epoch there",
+            fix="none",
+        )
 
 
 def _sampler_site(facts, name: str, at: cst.CSTNode) -> cst.Call | None:
