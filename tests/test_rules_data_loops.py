@@ -88,6 +88,67 @@ def test_an_iterator_nobody_trains_on_is_not_a_training_loader():
     assert found(script(DRAWN.format(loop=loop)), "DDP201") == []
 
 
+INFINITE = """
+class Stream:
+    \"\"\"Batches without end: a sampler that draws with replacement, restarted when it runs out.\"\"\"
+
+    def __init__(self, dataset, **kwargs):
+        sampler = torch.utils.data.RandomSampler(dataset, {draw})
+        self.loader = DataLoader(dataset, sampler=sampler, **kwargs)
+        self.batches = iter(self.loader)
+
+    def next(self):
+        try:
+            return next(self.batches)
+        except StopIteration:
+            self.batches = iter(self.loader)
+            return next(self.batches)
+
+
+def main():
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    stream = Stream(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=4)
+    model = DDP(nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = 0
+    while step < 100:
+        x, y = stream.next()
+        model(x).sum().backward()
+        opt.step()
+        step += 1
+"""
+
+
+def test_ddp201_stream_drawn_with_replacement_gets_a_seed_per_rank():
+    src = script(INFINITE.format(draw="replacement=True, num_samples=10**9"))
+    [d] = found(src, "DDP201")
+    assert d.fix == "safe" and "its own random stream" in d.message
+    out = fixed(src, "DDP201")
+    assert (
+        "sampler = torch.utils.data.RandomSampler(dataset, replacement=True, num_samples=10**9, "
+        "generator=torch.Generator().manual_seed(torch.initial_seed() + RANK) if DISTRIBUTED else None)\n"
+    ) in out
+    assert "DistributedSampler(dataset" not in out and "set_epoch" not in out
+    assert fixed(out, "DDP201") == out
+
+
+def test_ddp201_stream_with_its_own_generator_or_an_unknown_replacement_is_reported_only():
+    for draw, words in (
+        ("replacement=True, generator=torch.Generator().manual_seed(1)", "generator of its own"),
+        ("replacement=args.replace", "replacement=args.replace"),
+    ):
+        src = script(INFINITE.format(draw=draw))
+        [d] = found(src, "DDP201")
+        assert d.fix == "none" and words in d.message, draw
+        assert fixed(src, "DDP201") == src
+
+
+def test_ddp201_stream_without_replacement_gets_a_distributed_sampler():
+    out = fixed(script(INFINITE.format(draw="replacement=False")), "DDP201")
+    assert "sampler = DistributedSampler(dataset) if DISTRIBUTED else torch.utils.data.RandomSampler(" in out
+
+
 # --------------------------------------------------------------------------- epoch loops: while, `_`
 SAMPLED = """
 def main():

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, calls_in, dotted, walk
+from ..syntax import assign_targets, assigned_value, dotted, walk
 from .dicts import Contents, Dicts
 from .epochs import epoch_counter
 from .handoffs import Handoff, Handoffs
 from .index import Site, TreeIndex
+from .iterators import drawing_loops, iterator_calls
 from .modules import LocalModules
 from .names import Names
 from .returns import LOADER, SAMPLER, Built, leaves
@@ -202,24 +203,12 @@ class Data:
         return {}
 
     def _drawing_loop(self, loader: Loader) -> cst.CSTNode | None:
-        """`it = iter(loader)` then, in the same scope, a loop that trains on `next(it)`."""
-        index = self.index
-        for call in index.calls:
-            if dotted(call.func) != "iter" or len(call.args) != 1:
+        """`it = iter(loader)`, then a loop that trains on `next(it)` (iterators.py)."""
+        for call, it in iterator_calls(self.index):
+            if not self._names(call, loader):
                 continue
-            site = index.site(call)
-            targets = assign_targets(site.stmt)
-            if assigned_value(site.stmt) is not call or len(targets) != 1 or not self._names(call, loader):
-                continue
-            scope = index.scope_of(call)
-            for loop in index.loops:
-                if index.scope_of(loop) is not scope or index.contains(loop, call):
-                    continue
-                draws = any(
-                    dotted(c.func) == "next" and c.args and handle_of(c.args[0].value) == targets[0]
-                    for c in calls_in(loop.body)
-                )
-                if draws and self.training.trains_in(loop):
+            for loop in drawing_loops(self.index, self.names, call, it):
+                if self.training.trains_in(loop):
                     self._iterators[id(loop)] = call
                     return loop
         return None

@@ -202,7 +202,13 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, a
     if ctor is None or facts.names.call_qual(ctor) not in LOCAL_SAMPLERS:
         return
     ds = positional(ctor, 0) or kwarg(ctor, "data_source")
-    if ds is None or not ctx.report(
+    if ds is None:
+        return
+    replacement = kwarg(ctor, "replacement") or positional(ctor, 1)
+    if replacement is not None and not is_literal(replacement.value, False):
+        _stream_per_rank(ctx, ctor, replacement)
+        return
+    if not ctx.report(
         ctor, "training DataLoader samples the whole dataset on every rank: use a DistributedSampler when distributed"
     ):
         return
@@ -225,6 +231,43 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, a
         target = f"{reach}.sampler"
     stmts = ctx.plan.statements("if {d}:\n    {s}.set_epoch({e})", d=dist_flag, s=target, e=epoch)
     ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
+
+
+def _stream_per_rank(ctx: Context, ctor: cst.Call, replacement: cst.Arg) -> None:
+    """`RandomSampler(ds, replacement=True, num_samples=n)` draws each sample independently, an
+    endless stream where samples repeat. A DistributedSampler cannot draw with replacement, and the
+    same draws on every rank (one seed everywhere) train every rank on the same samples. Each rank
+    drawing its own stream, with its own seed, is what one process drawing N times as many would do."""
+    if not is_literal(replacement.value, True):
+        ctx.report(
+            ctor,
+            f"training DataLoader samples with replacement={code_of(replacement.value)}: with replacement every "
+            "rank needs its own random stream, without it a DistributedSampler: choose by hand",
+            fix="none",
+        )
+        return
+    if kwarg(ctor, "generator") is not None:
+        ctx.report(
+            ctor,
+            "training DataLoader draws with replacement from a generator of its own, the same draws on every "
+            "rank: seed that generator differently on each rank",
+            fix="none",
+        )
+        return
+    if not ctx.report(
+        ctor,
+        "training DataLoader draws with replacement, the same samples on every rank: give each rank its own "
+        "random stream (a DistributedSampler cannot draw with replacement)",
+    ):
+        return
+    torch = ctx.plan.ref("torch", "torch", style="import")
+    generator = ctx.plan.expression(
+        "{t}.Generator().manual_seed({t}.initial_seed() + {r}) if {d} else None",
+        t=torch,
+        r=ctx.env("RANK"),
+        d=ctx.env("DISTRIBUTED"),
+    )
+    ctx.plan.replace(ctor, lambda node: with_kwarg(node, "generator", generator))
 
 
 def _elsewhere(facts, loader: Loader, batch_loop: cst.CSTNode) -> str | None:

@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 RANK = int(os.environ.get("RANK", 0))
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
 DISTRIBUTED = int(os.environ.get("WORLD_SIZE", 1)) > 1
 
 
@@ -20,6 +21,8 @@ def main():
     parser.add_argument("--start-epoch", type=int, default=0)
     args = parser.parse_args()
     if DISTRIBUTED:
+        if torch.cuda.is_available():
+            torch.cuda.set_device(LOCAL_RANK)
         dist.init_process_group("gloo")
 
     torch.manual_seed(0)
