@@ -22,7 +22,16 @@ class MissingDistributedSampler(Rule):
     requires = ("DDP001",)
     docs = """
 ## What
-A DataLoader iterated by the training loop over a map-style dataset, with no `sampler=`.
+A DataLoader over a map-style dataset that feeds training steps, with no `sampler=` (or with a plain
+`RandomSampler` / `SequentialSampler`). Training draws from it in one of these ways:
+- a `for` loop over it (or over `tqdm(loader)`, `enumerate(loader)`, a parameter or class attribute
+  holding it) with a training step inside;
+- `next(it)` on `it = iter(loader)` in a loop that trains, in the same function or through a method
+  of the loader's own class (`batch = stream.next()`);
+- a call that hands it to code iterating it elsewhere: a function or method of the script's own
+  modules that trains over that argument (`trainer.train(train_loader)`, `Trainer` from
+  `trainer.py`), or an ignite trainer (`trainer.run(train_loader, max_epochs=n)` with
+  `trainer = create_supervised_trainer(...)`).
 
 ## Why
 DDP does not shard input. Without a `DistributedSampler` each of the N processes iterates the
@@ -67,6 +76,31 @@ A loader built in a helper of the script is found through the helper: returned a
 in a dict (`train_dl, val_dl = build_loaders(args)`, `loaders = get_dataloaders(cfg)` then
 `loaders["train"]`). The sampler goes where the loader is built, and `set_epoch` goes into the epoch
 loop through the name the loop uses (`if isinstance(train_dl.sampler, DistributedSampler):`).
+
+The epoch loop is the loop around the batch loop (for batches drawn with `next()`, the loop around
+`iter(loader)`: a new iterator starts a new epoch), or a loop calling the function that holds it: a
+`for` loop, or a `while epoch < n:` loop that steps its counter by one at its own level. An epoch loop
+written `for _ in range(n):` (whose body does not read `_`) gets a variable, `epoch`, for the call.
+An ignite trainer runs the epochs itself: `set_epoch` goes into a handler registered before
+`trainer.run(...)` (ignite counts epochs from 1):
+```python
+@trainer.on(Events.EPOCH_STARTED)
+def set_sampler_epoch(engine):
+    if isinstance(train_loader.sampler, DistributedSampler):
+        train_loader.sampler.set_epoch(engine.state.epoch - 1)
+```
+When a function of the script's own modules runs the epochs and calls no `set_epoch`, the sampler
+still goes in here (sharding is right), and the message says where `set_epoch(epoch)` must be added
+by hand: the fix does not edit that file (DDP204 keeps reporting it until it is there).
+
+A `RandomSampler(ds, replacement=True, num_samples=n)` draws every sample independently, an endless
+stream in which samples repeat. A `DistributedSampler` cannot draw with replacement, and the same
+draws on every rank (one seed everywhere) would train every rank on the same samples; each rank
+drawing its own stream is what one process drawing N times as many would do. So it gets a generator
+seeded per rank when distributed (`generator=torch.Generator().manual_seed(torch.initial_seed() + RANK)
+if DISTRIBUTED else None`); a plain run keeps drawing from the global generator as before. Each rank
+still draws `num_samples` per pass. A sampler with a generator of its own, or a `replacement` that is
+not a literal, is reported only.
 
 ## Fix safety
 Safe for map-style datasets. Loaders with `batch_sampler=` or over an `IterableDataset` get the

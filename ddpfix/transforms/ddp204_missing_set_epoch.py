@@ -17,7 +17,10 @@ class MissingSetEpoch(Rule):
     message = "DistributedSampler without set_epoch(epoch): every epoch sees the same order"
     docs = """
 ## What
-An epoch loop over a DataLoader whose `DistributedSampler` never gets `set_epoch(epoch)`.
+An epoch loop over a DataLoader whose `DistributedSampler` never gets `set_epoch(epoch)`. A call to it
+counts through any name that reaches the sampler where the epoch loop runs: the sampler's variable,
+`loader.sampler`, or the parameter a training function receives the loader as
+(`fit(model, train_loader=loader)`, then `train_loader.sampler.set_epoch(epoch)` inside `fit`).
 
 ## Why
 `DistributedSampler` seeds its shuffle with `seed + epoch`. Without `set_epoch` the epoch stays 0
@@ -36,9 +39,17 @@ for epoch in range(epochs):
     for x, y in loader:
 ```
 
+The epoch loop is a `for` loop, or a `while epoch < n:` loop (also `<=`, `!=`) that steps its
+counter by one at its own level (`epoch += 1`); `for _ in range(n):` becomes `for epoch in range(n):`
+when its body does not read `_`. A loader an ignite trainer runs gets an `Events.EPOCH_STARTED`
+handler before `trainer.run(...)` that calls `set_epoch(engine.state.epoch - 1)`.
+
 ## Fix safety
 Safe: `set_epoch` becomes the first statement of the epoch loop (guarded by `is not None` when the
-sampler is built conditionally).
+sampler is built conditionally). Reported without a fix: an epoch loop with no epoch number to pass
+(`while not done:`, a `for _` loop that reads `_`), a sampler the epoch loop cannot name, and a
+loader whose epochs run in a function of the script's own modules (the message names it: the fix
+does not edit that file).
 """
 
     def run(self, ctx: Context) -> None:
