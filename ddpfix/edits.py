@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import libcst as cst
 
 from .analysis import ScriptFacts
-from .rule import Context
+from .rule import Context, Order
 from .syntax import calls_in, dotted, kwarg, method_name, walk
 
 
@@ -205,6 +207,60 @@ def backend_choice(ctx: Context, quote: str = '"') -> str:
     return f"{q}cpu:gloo,cuda:nccl{q} if {torch_name(ctx)}.cuda.is_available() else {q}gloo{q}"
 
 
+def epoch_name(ctx: Context, loop: cst.For | cst.While, *, plan: bool = True) -> str | None:
+    """How code inside the epoch loop `loop` names the epoch: its variable (`for epoch in ...`), the
+    counter of `while epoch < n: ... epoch += 1`, or, for `for _ in range(n):` whose body never reads
+    `_`, a new variable `epoch` the loop gets (once, whichever rule asks first); None when there is
+    no such name. `plan=False` only says whether there is one: "_" when the loop would be renamed."""
+    name = ctx.facts.data.epoch_variable(loop)
+    if name != "_" or not isinstance(loop, cst.For):  # a `while` counter is never renamed
+        return name
+    if loop in ctx.plan.loop_names:
+        return ctx.plan.loop_names[loop]
+    if any(isinstance(n, cst.Name) and n.value == "_" for n in walk(loop.body)):
+        return None
+    if not plan:
+        return "_"
+    new = ctx.plan.fresh("epoch")
+    ctx.plan.loop_names[loop] = new
+    ctx.plan.replace(loop.target, lambda node: node.with_changes(value=new))
+    return new
+
+
+def engine_set_epoch(ctx: Context, handoff, sampler: str, *, test: str | None) -> None:
+    """An ignite trainer runs the epochs: set the sampler's epoch in an `Events.EPOCH_STARTED` handler
+    registered just before `trainer.run(...)` (ignite counts epochs from 1). `test`: "optional" (a
+    sampler variable that may be None), "loader" (a loader's `.sampler`, a DistributedSampler only
+    when distributed) or None (a sampler that is always there)."""
+    plan = ctx.plan
+    events = plan.ref("ignite.engine.Events", "Events")
+    name = plan.fresh("set_sampler_epoch")
+    call = f"{sampler}.set_epoch(engine.state.epoch - 1)"
+    if test == "optional":
+        body = f"if {sampler} is not None:\n    {call}"
+    elif test == "loader":
+        cls = plan.ref("torch.utils.data.distributed.DistributedSampler", "DistributedSampler")
+        body = f"if isinstance({sampler}, {cls}):\n    {call}"
+    else:
+        body = call
+    stmts = plan.statements(
+        "@{engine}.on({events}.EPOCH_STARTED)\ndef {name}(engine):\n{body}",
+        engine=handoff.engine,
+        events=events,
+        name=name,
+        body=textwrap.indent(body, "    "),
+    )
+    run = ctx.facts.index.site(handoff.call).stmt
+    body = list(getattr(ctx.facts.index.parent.get(run), "body", ()))
+    at = next((i for i, s in enumerate(body) if s is run), 0)
+    if at == 0:
+        plan.insert_before(run, stmts, order=Order.SET_EPOCH, blank_after=True)
+        return
+    # after the statement before `trainer.run(...)`, set off by a blank line: run keeps its own
+    stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    plan.insert_after(body[at - 1], stmts, order=Order.SET_EPOCH)
+
+
 def set_epoch_statements(ctx: Context, sampler: str, epoch: str, *, optional: bool) -> list[cst.BaseStatement]:
     if optional:
         return ctx.plan.statements(
@@ -220,6 +276,8 @@ def set_epoch_statements(ctx: Context, sampler: str, epoch: str, *, optional: bo
 
 __all__ = [
     "cuda_test",
+    "engine_set_epoch",
+    "epoch_name",
     "distributed_test",
     "guard",
     "guard_site",

@@ -57,6 +57,7 @@ class Plan:
         self.imports: list[ImportSpec] = []
         self.introduced: set[str] = set()
         self.bound: dict[str, str] = {}  # qualified name -> local spelling chosen by this plan
+        self.loop_names: dict[cst.CSTNode, str] = {}  # `for _ in ...` -> the name its variable gets
         self.rule: str | None = None  # the rule now proposing edits (set by the pass that runs the rules)
         self.edited: set[str] = set()  # the rules that proposed at least one edit
         self._seq = 0

@@ -186,15 +186,34 @@ def test_ddp208_adjacent_downloads_share_one_pair_of_barriers():
     assert WAIT + "    train_set = " in out and "train=False, download=True)\n" + RELEASE in out
 
 
-def test_ddp208_hub_and_urlretrieve_shapes():
+def test_ddp208_urlretrieve_and_hub_load_are_downloads():
+    src = download(
+        """
+        urllib.request.urlretrieve(URL, "w.pt")
+        repo = torch.hub.load("owner/repo", "model")
+        """,
+        top="import urllib.request\nURL = 'https://example.com/w.pt'\n",
+    )
+    assert len(found(src, "DDP208")) == 2
+
+
+def test_ddp208_downloads_that_lock_or_rename_are_not_reported():
+    # the Hugging Face hub and datasets hold a file lock while they fetch; torch.hub's URL downloads
+    # (and torchvision's pretrained weights) write a temporary file and rename it into place
     src = download(
         """
         tok = AutoTokenizer.from_pretrained("bert-base-uncased")
+        path = hf_hub_download("owner/repo", "w.bin")
+        ds = load_dataset("imdb")
         weights = torch.hub.load_state_dict_from_url(URL)
+        net = models.resnet18(weights="IMAGENET1K_V1")
         """,
-        top="from transformers import AutoTokenizer\nURL = 'https://example.com/w.pt'\n",
+        top=(
+            "from transformers import AutoTokenizer\nfrom huggingface_hub import hf_hub_download\n"
+            "from datasets import load_dataset\nfrom torchvision import models\nURL = 'https://example.com/w.pt'\n"
+        ),
     )
-    assert len(found(src, "DDP208")) == 2
+    assert found(src, "DDP208") == []
 
 
 def test_ddp208_plain_dataset_and_download_false_are_not_downloads():

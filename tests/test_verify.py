@@ -342,6 +342,21 @@ def test_shards_coverage(script):
     assert checks.check_shards(shards_run(script, {0: [[0, 2, 4]], 1: [[1, 3, 5]]}, loader=loader)).status == PASS
 
 
+def test_shards_of_a_sampler_drawing_with_replacement_judge_the_streams(script):
+    loader = loader_ev(script, sampler="RandomSampler", dist_sampler=None, full_coverage=False, replacement=True)
+    # each rank its own stream: indices repeat across ranks by chance, which is no failure
+    own = shards_run(script, {0: [[3, 1, 3, 6]], 1: [[5, 1, 0, 7]]}, loader=loader)
+    c = checks.check_shards(own)
+    assert c.status == PASS and "drawn with replacement, a different stream on each rank" in c.evidence[0]
+    # one seed on every rank: the same stream
+    same = shards_run(script, {0: [[3, 1, 3, 6]], 1: [[3, 1, 3, 6]]}, loader=loader)
+    c = checks.check_shards(same)
+    assert c.status == FAIL and "ranks 0 and 1 drew the same 4 indices in the same order" in c.evidence[0]
+    # without replacement the same overlap is a failure
+    plain = loader_ev(script, sampler="RandomSampler", dist_sampler=None, full_coverage=True)
+    assert checks.check_shards(shards_run(script, {0: [[3, 1, 2, 6]], 1: [[5, 1, 0, 7]]}, loader=plain)).status == FAIL
+
+
 def test_shards_not_applicable(script):
     assert checks.check_shards(run_of(script)).status == NA
     evaluation = shards_run(script, {0: [[0, 1]], 1: [[0, 1]]}, steps=0)

@@ -9,12 +9,16 @@ from pathlib import Path
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, dotted, is_literal, kwarg, positional, walk
+from ..syntax import assign_targets, assigned_value, dotted, walk
 from .dicts import Contents, Dicts
+from .epochs import epoch_counter
+from .handoffs import Handoff, Handoffs
 from .index import Site, TreeIndex
+from .iterators import drawing_loops, iterator_calls
 from .modules import LocalModules
 from .names import Names
 from .returns import LOADER, SAMPLER, Built, leaves
+from .sampler_bindings import SamplerBinding, sampler_bindings
 from .training import HELPER_DEPTH, Training
 from .values import Values, handle_of
 
@@ -131,7 +135,7 @@ class Data:
     @cached_property
     def sampler_bindings(self) -> list[SamplerBinding]:
         """Every name a DistributedSampler is bound to where it is built, or where a helper returns it."""
-        return list(_sampler_bindings(self))
+        return list(sampler_bindings(self))
 
     def loaders_at(self, call: cst.CSTNode) -> list[Loader]:
         """Every name the DataLoader built by `call` is known by."""
@@ -162,14 +166,62 @@ class Data:
                 return other
         return None
 
-    def training_loop_of(self, loader: Loader) -> cst.For | None:
-        """The batch loop that iterates `loader` and trains (calls backward/step inside, maybe via helpers)."""
+    def training_loop_of(self, loader: Loader) -> cst.CSTNode | None:
+        """Where the training batches of `loader` are drawn: the batch loop that iterates it and trains
+        (calls backward/step inside, maybe via helpers), a loop that trains on `next(it)` of an iterator
+        `it = iter(loader)`, or the call that hands it to code iterating it elsewhere (Handoff)."""
         if loader.target is None:
             return None
         for loop in self.index.loops:
             if isinstance(loop, cst.For) and self.iterates(loop, loader) and self.training.trains_in(loop):
                 return loop
+        drawn = self._drawing_loop(loader)
+        if drawn is not None:
+            return drawn
+        if loader.binding is not None:
+            handoff = self._handoffs.of(loader.target, loader.binding)
+            if handoff is not None:
+                self._handed[id(handoff.call)] = handoff
+                return handoff.call
         return None
+
+    def handoff(self, node: cst.CSTNode) -> Handoff | None:
+        """The hand-off behind a node `training_loop_of` returned, if it is one."""
+        return self._handed.get(id(node))
+
+    @cached_property
+    def _handoffs(self) -> Handoffs:
+        return Handoffs(self.index, self.names, self.training, self.modules)
+
+    @cached_property
+    def _handed(self) -> dict[int, Handoff]:
+        return {}
+
+    @cached_property
+    def _iterators(self) -> dict[int, cst.Call]:
+        """batch loop -> the `iter(loader)` call whose iterator it draws from (see `_drawing_loop`)."""
+        return {}
+
+    def _drawing_loop(self, loader: Loader) -> cst.CSTNode | None:
+        """`it = iter(loader)`, then a loop that trains on `next(it)` (iterators.py)."""
+        for call, it in iterator_calls(self.index):
+            if not self._names(call, loader):
+                continue
+            for loop in drawing_loops(self.index, self.names, call, it):
+                if self.training.trains_in(loop):
+                    self._iterators[id(loop)] = call
+                    return loop
+        return None
+
+    def _names(self, call: cst.Call, loader: Loader) -> bool:
+        """Does the argument of `iter(...)` name `loader` where the call is?"""
+        arg = handle_of(call.args[0].value)
+        if arg is None:
+            return False
+        if arg == loader.target:
+            return True
+        func = self.index.enclosing(call, cst.FunctionDef)
+        return isinstance(func, cst.FunctionDef) and arg in self.params_bound_to(func, loader.target or "")
 
     def iterates(self, loop: cst.For, loader: Loader) -> bool:
         """Does `loop` iterate `loader`: by its name, through a wrapper bound to it (`tqdm(loader)`),
@@ -220,36 +272,55 @@ class Data:
                     return targets[0]
         return None
 
-    def params_bound_to(self, func: cst.FunctionDef, value: str) -> list[str]:
-        """Parameters of `func` that some call in the file passes `value` to."""
+    def param_holding(self, func: cst.FunctionDef, value: str) -> str | None:
+        """The parameter of `func` that every call of it in the file passes `value` to, if there is one
+        (`train(model, train_loader, ...)` -> `def train(model, loader, ...)`: "loader")."""
+        calls = self.index.calls_by_name(func.name.value)
+        found = {p for p in self.params_bound_to(func, value)}
+        if len(found) != 1 or not calls:
+            return None
+        param = found.pop()
+        for call in calls:
+            if param not in self._params_given(func, call, value):
+                return None
+        return param
+
+    def _params_given(self, func: cst.FunctionDef, call: cst.Call, value: str) -> list[str]:
         params = [p.name.value for p in func.params.params]
         params_pos = params[1:] if params and params[0] in ("self", "cls") else params
-        out = []
-        for call in self.index.calls_by_name(func.name.value):
-            pos = [a for a in call.args if a.keyword is None]
-            for i, arg in enumerate(pos):
-                if handle_of(arg.value) == value and i < len(params_pos):
-                    out.append(params_pos[i])
-            for arg in call.args:
-                if arg.keyword is not None and handle_of(arg.value) == value:
-                    out.append(arg.keyword.value)
-        return out
+        pos = [a for a in call.args if a.keyword is None]
+        out = [params_pos[i] for i, a in enumerate(pos) if i < len(params_pos) and handle_of(a.value) == value]
+        return out + [a.keyword.value for a in call.args if a.keyword is not None and handle_of(a.value) == value]
 
-    def epoch_loop_for(self, batch_loop: cst.For) -> cst.For | None:
-        """The loop around the batch loop: directly enclosing it, or calling the function that holds it."""
-        for anc in self.index.ancestors(batch_loop):
-            if isinstance(anc, cst.For):
+    def params_bound_to(self, func: cst.FunctionDef, value: str) -> list[str]:
+        """Parameters of `func` that some call in the file passes `value` to."""
+        return [p for call in self.index.calls_by_name(func.name.value) for p in self._params_given(func, call, value)]
+
+    def epoch_loop_for(self, batch_loop: cst.CSTNode) -> cst.For | cst.While | None:
+        """The loop around the batch loop (or hand-off call): the innermost loop enclosing it, or a loop
+        calling the function that holds it. For batches drawn from `it = iter(loader)`, the loop
+        around that `iter(...)` call: a new iterator, a new epoch."""
+        start = self._iterators.get(id(batch_loop), batch_loop)
+        for anc in self.index.ancestors(start):
+            if isinstance(anc, (cst.For, cst.While)):
                 return anc
             if isinstance(anc, cst.FunctionDef):
                 return self._loop_calling(anc, depth=0)
         return None
 
-    def _loop_calling(self, func: cst.FunctionDef, depth: int) -> cst.For | None:
+    def epoch_variable(self, loop: cst.For | cst.While) -> str | None:
+        """The epoch number an epoch loop names: its loop variable (`for epoch in range(n)`), or the
+        counter a `while epoch < n:` loop steps by one each time round."""
+        if isinstance(loop, cst.While):
+            return epoch_counter(loop)
+        return loop.target.value if isinstance(loop.target, cst.Name) else None
+
+    def _loop_calling(self, func: cst.FunctionDef, depth: int) -> cst.For | cst.While | None:
         if depth > HELPER_DEPTH:
             return None
         for call in self.index.callers_of(func):
             for anc in self.index.ancestors(call):
-                if isinstance(anc, cst.For):
+                if isinstance(anc, (cst.For, cst.While)):
                     return anc
                 if isinstance(anc, cst.FunctionDef):
                     found = self._loop_calling(anc, depth + 1)
@@ -266,6 +337,11 @@ class Data:
         index = self.index
         if index.scope_of(loop) is index.scope_of(loader.binding):
             return loader.target
+        func = index.enclosing(loop, cst.FunctionDef)
+        if isinstance(func, cst.FunctionDef) and index.enclosing(func, cst.ClassDef) is None:
+            param = self.param_holding(func, loader.target)
+            if param is not None:
+                return param
         cls = index.enclosing(loop, cst.ClassDef)
         if isinstance(cls, cst.ClassDef):
             if loader.target.startswith("self.") and loader.site.cls is cls:
@@ -277,66 +353,6 @@ class Data:
 def _refers(node: cst.CSTNode, handle: str) -> bool:
     """Does `node` contain an expression spelled `handle` (a name, attribute or constant subscript)?"""
     return any(isinstance(n, (cst.Name, cst.Attribute, cst.Subscript)) and handle_of(n) == handle for n in walk(node))
-
-
-@dataclass
-class SamplerBinding:
-    """A name a DistributedSampler is bound to: built right there, or returned by a helper."""
-
-    name: str
-    stmt: cst.BaseStatement  # the statement binding it
-    dataset: cst.BaseExpression | None  # the dataset it samples, as the binding's scope spells it
-    conditional: bool  # may be None (`... if DISTRIBUTED else None`, a helper that may return None)
-    ctor: cst.Call | None  # the DistributedSampler(...) call, when it is built in that statement
-    report: cst.CSTNode  # where the finding points: the constructor, or the helper's call
-
-
-def _sampler_bindings(data: Data):
-    index = data.index
-    for call in data.sampler_calls:
-        site = index.site(call)
-        value = assigned_value(site.stmt)
-        conditional = isinstance(value, cst.IfExp) and value.body is call
-        targets = assign_targets(site.stmt)
-        ds = positional(call, 0) or kwarg(call, "dataset")
-        if len(targets) == 1 and (value is call or conditional):
-            yield SamplerBinding(targets[0], site.stmt, ds.value if ds else None, conditional, call, call)
-            continue
-        for h in data.values.handles(call):  # `sampler = make_sampler(train_set)`
-            if h.factory is None or len(h.via) != 1 or dotted(cst.parse_expression(h.target)) is None:
-                continue
-            maybe_none = isinstance(index.parent.get(call), cst.IfExp) or _returns_none(h.factory)
-            dataset = _argument(h.factory, h.via[0], ds.value) if ds is not None else None
-            yield SamplerBinding(h.target, h.binding, dataset, maybe_none, None, h.via[0])
-    for f in data.foreign_samplers():  # the same, with the helper in one of the script's modules
-        if dotted(cst.parse_expression(f.target)) is None:
-            continue
-        arg = kwarg(f.call, f.built.dataset) if f.built.dataset else None
-        if arg is None and f.built.dataset_pos is not None:
-            arg = positional(f.call, f.built.dataset_pos)
-        yield SamplerBinding(f.target, f.binding, arg.value if arg else None, f.built.maybe_none, None, f.call)
-
-
-def _argument(func: cst.FunctionDef, call: cst.Call, expr: cst.BaseExpression) -> cst.BaseExpression | None:
-    """What `expr` in `func` is at `call`: the argument given for it when it is a parameter, else itself."""
-    if not isinstance(expr, cst.Name):
-        return expr
-    params = [p.name.value for p in func.params.params]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
-        params = params[1:]  # a method called through its object
-    if expr.value not in params and expr.value not in [p.name.value for p in func.params.kwonly_params]:
-        return expr
-    by_keyword = kwarg(call, expr.value)
-    if by_keyword is not None:
-        return by_keyword.value
-    if expr.value in params:
-        arg = positional(call, params.index(expr.value))
-        return arg.value if arg is not None else None
-    return None
-
-
-def _returns_none(func: cst.FunctionDef) -> bool:
-    return any(isinstance(n, cst.Return) and (n.value is None or is_literal(n.value, None)) for n in walk(func.body))
 
 
 __all__ = ["LOADER_NAMES", "SAMPLER_NAMES", "Data", "Foreign", "Loader", "SamplerBinding"]

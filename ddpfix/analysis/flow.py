@@ -165,24 +165,33 @@ class Flow:
         """Index of the first statement of `scope`'s body (the module's when None) during whose
         execution `node` may run; the number of those statements when none reaches it."""
         body = self.body if scope is None else list(scope.body.body)  # type: ignore[union-attr]
-        return self._runs_at(node, scope, body, frozenset())
+        return self._runs_at(node, scope, body)
 
-    def _runs_at(self, node: cst.CSTNode, scope, body: list, seen: frozenset) -> int:
-        owner = self._owner(node)
-        if owner is scope:
-            return self._statement_index(node, scope, body)
-        if owner is None:
-            return len(body)  # module-level code: not reached from inside a function
-        key = (owner, scope)
-        if key in self._runs:
-            return self._runs[key]
-        if owner in seen:
-            return len(body)
+    def _runs_at(self, node: cst.CSTNode, scope, body: list) -> int:
+        # The earliest statement over every function `node` is reachable through: a walk with one
+        # visited set (the minimum over what is reachable does not depend on the path taken).
+        first = self._owner(node)
+        if first is not scope and first is not None and (first, scope) in self._runs:
+            return self._runs[(first, scope)]
         best = len(body)
-        for ref in self._uses(owner):
-            best = min(best, self._runs_at(ref, scope, body, seen | {owner}))
-        if not seen:  # a complete answer (not cut short by a cycle): keep it
-            self._runs[key] = best
+        stack, visited = [node], set()
+        while stack:
+            current = stack.pop()
+            owner = self._owner(current)
+            if owner is scope:
+                best = min(best, self._statement_index(current, scope, body))
+                continue
+            if owner is None:
+                continue  # module-level code: not reached from inside a function
+            if (owner, scope) in self._runs:
+                best = min(best, self._runs[(owner, scope)])
+                continue
+            if owner in visited:
+                continue
+            visited.add(owner)
+            stack.extend(self._uses(owner))
+        if first is not scope and first is not None:
+            self._runs[(first, scope)] = best
         return best
 
     def _statement_index(self, node: cst.CSTNode, scope, body: list) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .ast_reading import ast_dotted, cuda_fstring_of, imported_names, is_main_test, is_rank_test, string_constant
 from .imports import ImportTable, Origin, find_module
+from .loader_params import ast_loader_uses
 from .model_params import (
     TRAINS,
     Slot,
@@ -163,6 +164,8 @@ class _Summariser:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # what it does with a model it receives
             params = self.summary.params[name] = ast_params(node, method="." in name)
             self.summary.param_uses[name], self.passes[name] = ast_uses(node, params)
+            for param, uses in ast_loader_uses(node, params).items():  # what it does with a DataLoader
+                self.summary.param_uses[name][param] |= uses
             if ast_trains(node):
                 direct.add(TRAINS)
             slot = ast_model_return(node)

@@ -6,11 +6,11 @@ import libcst as cst
 
 from ..analysis import Loader
 from ..analysis.dataparallel import dataparallel_conversions
-from ..edits import set_epoch_statements, with_kwarg
+from ..edits import engine_set_epoch, epoch_name, set_epoch_statements, with_kwarg
 from ..examples import clean, fixes, reports
+from ..loader_kwargs import add_sampler_to_kwargs, dataset_name, kwargs_fix_blocker, prefix
 from ..rule import Context, Order, Rule
-from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, loop_variable, positional
-from .loader_kwargs import add_sampler_to_kwargs, dataset_name, kwargs_fix_blocker, prefix
+from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -22,7 +22,16 @@ class MissingDistributedSampler(Rule):
     requires = ("DDP001",)
     docs = """
 ## What
-A DataLoader iterated by the training loop over a map-style dataset, with no `sampler=`.
+A DataLoader over a map-style dataset that feeds training steps, with no `sampler=` (or with a plain
+`RandomSampler` / `SequentialSampler`). Training draws from it in one of these ways:
+- a `for` loop over it (or over `tqdm(loader)`, `enumerate(loader)`, a parameter or class attribute
+  holding it) with a training step inside;
+- `next(it)` on `it = iter(loader)` in a loop that trains, in the same function or through a method
+  of the loader's own class (`batch = stream.next()`);
+- a call that hands it to code iterating it elsewhere: a function or method of the script's own
+  modules that trains over that argument (`trainer.train(train_loader)`, `Trainer` from
+  `trainer.py`), or an ignite trainer (`trainer.run(train_loader, max_epochs=n)` with
+  `trainer = create_supervised_trainer(...)`).
 
 ## Why
 DDP does not shard input. Without a `DistributedSampler` each of the N processes iterates the
@@ -67,6 +76,31 @@ A loader built in a helper of the script is found through the helper: returned a
 in a dict (`train_dl, val_dl = build_loaders(args)`, `loaders = get_dataloaders(cfg)` then
 `loaders["train"]`). The sampler goes where the loader is built, and `set_epoch` goes into the epoch
 loop through the name the loop uses (`if isinstance(train_dl.sampler, DistributedSampler):`).
+
+The epoch loop is the loop around the batch loop (for batches drawn with `next()`, the loop around
+`iter(loader)`: a new iterator starts a new epoch), or a loop calling the function that holds it: a
+`for` loop, or a `while epoch < n:` loop that steps its counter by one at its own level. An epoch loop
+written `for _ in range(n):` (whose body does not read `_`) gets a variable, `epoch`, for the call.
+An ignite trainer runs the epochs itself: `set_epoch` goes into a handler registered before
+`trainer.run(...)` (ignite counts epochs from 1):
+```python
+@trainer.on(Events.EPOCH_STARTED)
+def set_sampler_epoch(engine):
+    if isinstance(train_loader.sampler, DistributedSampler):
+        train_loader.sampler.set_epoch(engine.state.epoch - 1)
+```
+When a function of the script's own modules runs the epochs and calls no `set_epoch`, the sampler
+still goes in here (sharding is right), and the message says where `set_epoch(epoch)` must be added
+by hand: the fix does not edit that file (DDP204 keeps reporting it until it is there).
+
+A `RandomSampler(ds, replacement=True, num_samples=n)` draws every sample independently, an endless
+stream in which samples repeat. A `DistributedSampler` cannot draw with replacement, and the same
+draws on every rank (one seed everywhere) would train every rank on the same samples; each rank
+drawing its own stream is what one process drawing N times as many would do. So it gets a generator
+seeded per rank when distributed (`generator=torch.Generator().manual_seed(torch.initial_seed() + RANK)
+if DISTRIBUTED else None`); a plain run keeps drawing from the global generator as before. Each rank
+still draws `num_samples` per pass. A sampler with a generator of its own, or a `replacement` that is
+not a literal, is reported only.
 
 ## Fix safety
 Safe for map-style datasets. Loaders with `batch_sampler=` or over an `IterableDataset` get the
@@ -150,6 +184,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                     fix="none",
                 )
                 continue
+            message = _elsewhere(facts, loader, batch_loop)
             if contents is not None and (contents.has("shuffle") or ds_key):
                 why = kwargs_fix_blocker(facts, call)
                 if why is not None:
@@ -159,10 +194,10 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                         "(pass sampler=DistributedSampler(dataset) and move shuffle into it)",
                         fix="none",
                     )
-                elif ctx.report(call, fix="unsafe" if dataparallel else None):
+                elif ctx.report(call, message, fix="unsafe" if dataparallel else None):
                     add_sampler_to_kwargs(ctx, loader, batch_loop, ds_arg)
                 continue
-            if not ctx.report(call, fix="unsafe" if dataparallel else None):
+            if not ctx.report(call, message, fix="unsafe" if dataparallel else None):
                 continue
             _add_sampler(ctx, loader, batch_loop, ds_arg)
         reported: set[int] = set()
@@ -188,7 +223,7 @@ LOCAL_SAMPLERS = {
 }
 
 
-def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: cst.Arg) -> None:
+def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, arg: cst.Arg) -> None:
     """`sampler=RandomSampler(ds)` (inline or through a variable): every rank still draws from the
     whole dataset. Distributed runs get a DistributedSampler instead; plain runs keep theirs."""
     facts = ctx.facts
@@ -201,7 +236,13 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: 
     if ctor is None or facts.names.call_qual(ctor) not in LOCAL_SAMPLERS:
         return
     ds = positional(ctor, 0) or kwarg(ctor, "data_source")
-    if ds is None or not ctx.report(
+    if ds is None:
+        return
+    replacement = kwarg(ctor, "replacement") or positional(ctor, 1)
+    if replacement is not None and not is_literal(replacement.value, False):
+        _stream_per_rank(ctx, ctor, replacement)
+        return
+    if not ctx.report(
         ctor, "training DataLoader samples the whole dataset on every rank: use a DistributedSampler when distributed"
     ):
         return
@@ -212,7 +253,7 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: 
         ctor, lambda n: cst.parse_expression(f"{cls}({code_of(ds.value)}{extra}) if {dist_flag} else {code_of(n)}")
     )
     epoch_loop = facts.data.epoch_loop_for(batch_loop)
-    epoch = loop_variable(epoch_loop) if epoch_loop is not None else None
+    epoch = epoch_name(ctx, epoch_loop) if epoch_loop is not None else None
     if epoch is None:
         return
     if var is not None and facts.index.scope_of(epoch_loop) is facts.index.scope_of(loader.site.node):
@@ -224,6 +265,57 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, arg: 
         target = f"{reach}.sampler"
     stmts = ctx.plan.statements("if {d}:\n    {s}.set_epoch({e})", d=dist_flag, s=target, e=epoch)
     ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
+
+
+def _stream_per_rank(ctx: Context, ctor: cst.Call, replacement: cst.Arg) -> None:
+    """`RandomSampler(ds, replacement=True, num_samples=n)` draws each sample independently, an
+    endless stream where samples repeat. A DistributedSampler cannot draw with replacement, and the
+    same draws on every rank (one seed everywhere) train every rank on the same samples. Each rank
+    drawing its own stream, with its own seed, is what one process drawing N times as many would do."""
+    if not is_literal(replacement.value, True):
+        ctx.report(
+            ctor,
+            f"training DataLoader samples with replacement={code_of(replacement.value)}: with replacement every "
+            "rank needs its own random stream, without it a DistributedSampler: choose by hand",
+            fix="none",
+        )
+        return
+    if kwarg(ctor, "generator") is not None:
+        ctx.report(
+            ctor,
+            "training DataLoader draws with replacement from a generator of its own, the same draws on every "
+            "rank: seed that generator differently on each rank",
+            fix="none",
+        )
+        return
+    if not ctx.report(
+        ctor,
+        "training DataLoader draws with replacement, the same samples on every rank: give each rank its own "
+        "random stream (a DistributedSampler cannot draw with replacement)",
+    ):
+        return
+    torch = ctx.plan.ref("torch", "torch", style="import")
+    generator = ctx.plan.expression(
+        "{t}.Generator().manual_seed({t}.initial_seed() + {r}) if {d} else None",
+        t=torch,
+        r=ctx.env("RANK"),
+        d=ctx.env("DISTRIBUTED"),
+    )
+    ctx.plan.replace(ctor, lambda node: with_kwarg(node, "generator", generator))
+
+
+def _elsewhere(facts, loader: Loader, batch_loop: cst.CSTNode) -> str | None:
+    """The finding's message when the loader's epochs run in one of the script's own modules, which
+    has no set_epoch for it: the sampler goes in here, the set_epoch call must go in there by hand."""
+    handoff = facts.data.handoff(batch_loop)
+    if handoff is None or handoff.engine is not None or not handoff.epochs_there or handoff.sets_epoch:
+        return None
+    if facts.data.epoch_loop_for(batch_loop) is not None:
+        return None
+    return (
+        f"training DataLoader without a DistributedSampler; {handoff.where} runs the epochs over it: call "
+        f"{loader.target}.sampler.set_epoch(epoch) at the start of each epoch there (the fix cannot edit that file)"
+    )
 
 
 def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
@@ -253,7 +345,7 @@ def _bound_to_class(facts, var: str, cls_name: str) -> bool:
     return False
 
 
-def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.Arg) -> None:
+def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, ds_arg: cst.Arg) -> None:
     plan = ctx.plan
     call = loader.site.node
     p = prefix(loader.local or loader.target or "loader")
@@ -305,12 +397,19 @@ def _same(node: cst.Call, original: cst.Arg) -> cst.Arg | None:
     return None
 
 
-def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.For, sampler: str) -> None:
+def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, sampler: str) -> None:
     facts = ctx.facts
+    handoff = facts.data.handoff(batch_loop)
+    if handoff is not None and handoff.engine is not None:  # an ignite trainer runs the epochs
+        if loader.binding is loader.site.stmt:  # the sampler variable is at hand
+            engine_set_epoch(ctx, handoff, sampler, test="optional")
+        else:
+            engine_set_epoch(ctx, handoff, f"{loader.target}.sampler", test="loader")
+        return
     epoch_loop = facts.data.epoch_loop_for(batch_loop)
     if epoch_loop is None:
         return
-    epoch = loop_variable(epoch_loop)
+    epoch = epoch_name(ctx, epoch_loop)
     if epoch is None:
         return
     same_scope = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..edits import set_epoch_statements, with_kwarg, without_kwarg
+from ..edits import epoch_name, set_epoch_statements, with_kwarg, without_kwarg
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import (
@@ -12,7 +12,6 @@ from ..syntax import (
     dotted,
     is_literal,
     kwarg,
-    loop_variable,
     method_name,
     positional,
     walk,
@@ -160,14 +159,14 @@ says where to pass it by hand.
             if loader.site.node is not loader_call:
                 continue
             epoch_loop = facts.data.epoch_loop_for(batch_loop)
-            if epoch_loop is None or loop_variable(epoch_loop) is None:
+            if epoch_loop is None or epoch_name(ctx, epoch_loop, plan=False) is None:
                 return
             same = facts.index.scope_of(epoch_loop) is facts.index.scope_of(sampler_stmt) or (
                 name.startswith("self.")
                 and facts.index.enclosing(epoch_loop, cst.ClassDef) is facts.index.enclosing(sampler_stmt, cst.ClassDef)
             )
             if same:
-                stmts = set_epoch_statements(ctx, name, loop_variable(epoch_loop), optional=conditional)  # type: ignore[arg-type]
+                stmts = set_epoch_statements(ctx, name, epoch_name(ctx, epoch_loop), optional=conditional)  # type: ignore[arg-type]
                 ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
             return
 

@@ -6,9 +6,9 @@ import libcst as cst
 
 from ..edits import with_kwarg, without_kwarg
 from ..examples import clean, fixes
+from ..loader_kwargs import kwargs_fix_blocker, star_dict
 from ..rule import Context, Order, Rule
 from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, mentions
-from .loader_kwargs import kwargs_fix_blocker, star_dict
 
 SAMPLERS = ("DistributedSampler",)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.values import handle_of
-from ..edits import set_epoch_statements
+from ..edits import engine_set_epoch, epoch_name, set_epoch_statements
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
-from ..syntax import assign_targets, assigned_value, dotted, kwarg, loop_variable, receiver
+from ..syntax import assign_targets, assigned_value, dotted, kwarg, receiver
 
 
 class MissingSetEpoch(Rule):
@@ -17,7 +17,10 @@ class MissingSetEpoch(Rule):
     message = "DistributedSampler without set_epoch(epoch): every epoch sees the same order"
     docs = """
 ## What
-An epoch loop over a DataLoader whose `DistributedSampler` never gets `set_epoch(epoch)`.
+An epoch loop over a DataLoader whose `DistributedSampler` never gets `set_epoch(epoch)`. A call to it
+counts through any name that reaches the sampler where the epoch loop runs: the sampler's variable,
+`loader.sampler`, or the parameter a training function receives the loader as
+(`fit(model, train_loader=loader)`, then `train_loader.sampler.set_epoch(epoch)` inside `fit`).
 
 ## Why
 `DistributedSampler` seeds its shuffle with `seed + epoch`. Without `set_epoch` the epoch stays 0
@@ -36,9 +39,17 @@ for epoch in range(epochs):
     for x, y in loader:
 ```
 
+The epoch loop is a `for` loop, or a `while epoch < n:` loop (also `<=`, `!=`) that steps its
+counter by one at its own level (`epoch += 1`); `for _ in range(n):` becomes `for epoch in range(n):`
+when its body does not read `_`. A loader an ignite trainer runs gets an `Events.EPOCH_STARTED`
+handler before `trainer.run(...)` that calls `set_epoch(engine.state.epoch - 1)`.
+
 ## Fix safety
 Safe: `set_epoch` becomes the first statement of the epoch loop (guarded by `is not None` when the
-sampler is built conditionally).
+sampler is built conditionally). Reported without a fix: an epoch loop with no epoch number to pass
+(`while not done:`, a `for _` loop that reads `_`), a sampler the epoch loop cannot name, and a
+loader whose epochs run in a function of the script's own modules (the message names it: the fix
+does not edit that file).
 """
 
     def run(self, ctx: Context) -> None:
@@ -78,21 +89,52 @@ sampler is built conditionally).
                 )
                 if not same:
                     sampler = None
+            handoff = facts.data.handoff(batch_loop)
+            if handoff is not None and epoch_loop is None:
+                _handed(ctx, loader, handoff, site, called, sampler if not inline else None, optional)
+                continue
             if epoch_loop is None:
                 continue
-            epoch = loop_variable(epoch_loop)
+            epoch = epoch_name(ctx, epoch_loop, plan=False)
             if epoch is None or sampler is None:
                 ctx.report(
                     site,
-                    "DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop",
+                    "DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop"
+                    + ("" if epoch is not None or sampler is None else ", which has no epoch variable"),
                     fix="none",
                 )
                 continue
             if not ctx.report(site, f"{sampler} never gets set_epoch(epoch): every epoch sees the same order"):
                 continue
+            epoch = epoch_name(ctx, epoch_loop)
             ctx.plan.prepend(
                 epoch_loop.body, set_epoch_statements(ctx, sampler, epoch, optional=optional), order=Order.SET_EPOCH
             )
+
+
+def _handed(ctx: Context, loader, handoff, site, called: set, sampler: str | None, optional: bool) -> None:
+    """The epochs run in the code the loader is handed to: an ignite trainer gets an EPOCH_STARTED
+    handler; a function of the script's own modules that runs the epochs without a set_epoch is
+    reported (the fix cannot edit that file)."""
+    via_loader = f"{loader.target}.sampler"
+    if via_loader in called or (sampler is not None and sampler in called):
+        return
+    if handoff.engine is not None:
+        message = f"{sampler or 'the DistributedSampler'} never gets set_epoch(epoch): every epoch sees the same order"
+        if ctx.report(site, message):
+            index = ctx.facts.index
+            if sampler is not None and index.scope_of(loader.site.stmt) is index.scope_of(handoff.call):
+                engine_set_epoch(ctx, handoff, sampler, test="optional" if optional else None)
+            else:
+                engine_set_epoch(ctx, handoff, via_loader, test="loader")
+        return
+    if handoff.epochs_there and not handoff.sets_epoch:
+        ctx.report(
+            site,
+            f"DistributedSampler never gets set_epoch(epoch): {handoff.where} runs the epochs over "
+            f"{loader.target}: call {via_loader}.set_epoch(epoch) at the start of each epoch there",
+            fix="none",
+        )
 
 
 def _sampler_site(facts, name: str, at: cst.CSTNode) -> cst.Call | None:

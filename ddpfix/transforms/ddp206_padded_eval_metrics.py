@@ -14,7 +14,8 @@ class PaddedEvalMetrics(Rule):
     code = "DDP206"
     name = "padded-eval-metrics"
     message = (
-        "evaluation metrics over a DistributedSampler: it repeats samples to even out the shards, so some count twice"
+        "evaluation metrics over a DistributedSampler that pads: samples it repeats may count twice "
+        "(whenever len(dataset) is not a multiple of the world size)"
     )
     fix = NONE
     docs = """
@@ -30,6 +31,10 @@ default: 10 samples on 3 ranks are `[0, 3, 6, 9] [1, 4, 7, 0] [2, 5, 8, 1]`). Su
 all-reduced, the metric counts some samples twice, and the result depends on the number of
 processes. Nothing fails. A sampler with `drop_last=True` does not pad (it leaves out the last
 `len(dataset) % WORLD_SIZE` samples instead, so nothing counts twice) and is not reported.
+
+Whether a given run pads depends on the world size it is launched with, which the script does not
+fix: a validation set of 10 000 divides evenly over 2, 4 or 8 processes but not over 3 or 6. So the
+finding says the metric may be off, not that it is.
 
 ## Example
 ```python
@@ -118,8 +123,8 @@ EXAMPLES = (
         dist.all_reduce(correct)
         """,
         message=(
-            "evaluation metrics over a DistributedSampler: it repeats samples to even out the shards, so some "
-            "count twice"
+            "evaluation metrics over a DistributedSampler that pads: samples it repeats may count twice "
+            "(whenever len(dataset) is not a multiple of the world size)"
         ),
         note="10 samples on 3 ranks: the sampler repeats 2 of them, and the accuracy counts them twice:",
     ),

@@ -19,8 +19,10 @@ class BatchSizeSemantics(Rule):
     docs = """
 ## What
 An information finding where the single-process meaning of the batch does not carry over:
-- the training DataLoader's `batch_size` in a script that used `nn.DataParallel`, whose batch was
-  global (split across the GPUs), while under DDP every process loads `batch_size` samples;
+- the training DataLoader's `batch_size` in a script that uses `nn.DataParallel` (and no DDP yet),
+  whose batch was global (split across the GPUs), while under DDP every process loads `batch_size`
+  samples; a script that already has a DDP path beside its DataParallel one (`if args.dataparallel:
+  ... else: DDP(...)`) chose its per-process batch itself and is not reported;
 - a loss with `reduction="sum"` in a script trained through DDP.
 
 ## Why
@@ -45,7 +47,8 @@ No automatic fix: which policy is right is a training decision, not a code defec
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if facts.names.calls_matching(lambda q: q in DP_NAMES):
+        # A script that already builds DDP next to its DataParallel path chose its per-process batch itself.
+        if facts.names.calls_matching(lambda q: q in DP_NAMES) and not facts.models.ddp_calls:
             for loader, _ in facts.data.training_loaders:
                 call = loader.site.node
                 assert isinstance(call, cst.Call)

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.spawn_parent import runs_before_spawn
 from ..analysis.summaries import INIT
 from ..examples import clean, fixes
 from ..rule import Context, Order, Rule
-from ..syntax import calls_in, dotted, is_literal, kwarg, method_name, walk
+from ..syntax import calls_in, dotted, is_literal, kwarg, walk
 
-# Calls that fetch from the network into a local file or cache (qualified names).
+# Calls that fetch from the network straight into a shared local file or folder (qualified names).
+# Not here: downloads that guard themselves. The Hugging Face hub (`from_pretrained` of transformers,
+# diffusers, PEFT, sentence-transformers, timm's hub weights, `hf_hub_download`, `snapshot_download`)
+# and `datasets.load_dataset` hold a file lock while they fetch, so the other processes wait and then
+# read the cache; torch.hub's `load_state_dict_from_url` / `download_url_to_file` (and the pretrained
+# weights of torchvision models, which go through it) write to a temporary file of their own and
+# rename it into place, so no process reads a half-written file.
 DOWNLOADS = {
     "urllib.request.urlretrieve",
     "wget.download",
-    "torch.hub.load",
-    "torch.hub.load_state_dict_from_url",
-    "torch.hub.download_url_to_file",
-    "torch.utils.model_zoo.load_url",
+    "torch.hub.load",  # extracts the repository into the shared hub folder, removing what is there
     "torchvision.datasets.utils.download_url",
     "torchvision.datasets.utils.download_and_extract_archive",
-    "huggingface_hub.hf_hub_download",
-    "huggingface_hub.snapshot_download",
-    "datasets.load_dataset",
 }
-HUB_LIBRARIES = ("transformers.", "diffusers.", "sentence_transformers.", "peft.", "timm.")
 CHECKS = ("exists", "isfile", "isdir", "is_file", "is_dir")
 HELPER_DEPTH = 3
 
@@ -35,10 +35,15 @@ class DownloadOnEveryRank(Rule):
     requires = ("DDP001",)
     docs = """
 ## What
-A dataset or weights fetched from the network on every rank: a torchvision dataset with
-`download=True`, `from_pretrained(...)` of transformers / diffusers / timm / PEFT, `torch.hub.load`,
-`load_state_dict_from_url`, `urllib.request.urlretrieve`, `hf_hub_download`, `snapshot_download`,
-`datasets.load_dataset`, a torchvision model with pretrained weights.
+A dataset or code fetched from the network on every rank into the same place: a torchvision
+dataset with `download=True`, `torchvision.datasets.utils.download_url` /
+`download_and_extract_archive`, `urllib.request.urlretrieve`, `wget.download`, `torch.hub.load`.
+
+Downloads that order themselves are not reported: the Hugging Face hub (`from_pretrained(...)` of
+transformers / diffusers / PEFT / sentence-transformers, timm's pretrained weights, `hf_hub_download`,
+`snapshot_download`) and `datasets.load_dataset` hold a file lock while they fetch, and torch.hub's
+`load_state_dict_from_url` (behind torchvision's pretrained models) writes a temporary file of its own
+and renames it into place. Every rank may still fetch once, but none reads a half-written file.
 
 ## Why
 Every process starts the same download into the same folder at the same moment. They write the same
@@ -70,7 +75,8 @@ the process group is joined, on every rank. Otherwise the diagnostic says why th
 download runs before the process group exists (at import time, say), is returned straight out of a
 function (`return datasets.MNIST(...)`: assign it first), or shares a line with other code. Downloads
 already under a rank condition, after a barrier or inside a "main process first" context manager are
-not reported.
+not reported, nor are those a script launched with `mp.spawn` makes in the launching process before it
+starts the workers (once per machine).
 """
 
     def run(self, ctx: Context) -> None:
@@ -80,6 +86,8 @@ not reported.
         for call in facts.index.calls:
             if not _downloads(facts, call) or facts.ranks.rank_guarded(call) or _in_first_context(facts, call):
                 continue
+            if runs_before_spawn(facts.index, facts.launch, call):
+                continue  # the launching process downloads once, before it starts the workers
             stmt, why = _statement(facts, call)
             if stmt is not None and id(stmt) in seen:
                 continue
@@ -109,16 +117,6 @@ def _downloads(facts, call: cst.Call) -> bool:
         return True
     if qual.startswith("torchvision.datasets.") and kwarg(call, "download") is not None:
         return not is_literal(kwarg(call, "download").value, False)  # type: ignore[union-attr]
-    if qual.startswith("torchvision.models."):
-        weights, pretrained = kwarg(call, "weights"), kwarg(call, "pretrained")
-        return (weights is not None and not is_literal(weights.value, None)) or (
-            pretrained is not None and not is_literal(pretrained.value, False)
-        )
-    if method_name(call) == "from_pretrained" and qual.startswith(HUB_LIBRARIES):
-        return True
-    if qual == "timm.create_model":
-        pretrained = kwarg(call, "pretrained")
-        return pretrained is not None and not is_literal(pretrained.value, False)
     return False
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.spawn_parent import runs_before_spawn
 from ..edits import with_kwarg
 from ..examples import clean, fixes
 from ..rule import Context, Rule
@@ -51,7 +52,10 @@ only difference is a *file* at that path, which the check skipped and `exist_ok=
 parent folders where `mkdir` raised: an unsafe fix. A creation with no check and no `exist_ok`
 (`os.makedirs(d)`) is reported only: it fails on a second plain run too, which may be on purpose
 (refusing to reuse a folder); pass `exist_ok=True`, or create it on rank 0 before the other ranks
-use it. Creations under a rank-0 guard or inside `try: ... except FileExistsError:` are not reported.
+use it. Creations under a rank-0 guard or inside `try: ... except FileExistsError:` are not reported,
+nor are those a script launched with `mp.spawn` makes in the launching process before it starts the
+workers (`if __name__ == "__main__":` ... `os.makedirs(d)` ... `mp.spawn(main, ...)`): one process
+per machine runs them.
 """
 
     def run(self, ctx: Context) -> None:
@@ -71,6 +75,8 @@ use it. Creations under a rank-0 guard or inside `try: ... except FileExistsErro
                 continue
             if facts.ranks.rank_guarded(call) or _caught(facts, call):
                 continue
+            if runs_before_spawn(facts.index, facts.launch, call):
+                continue  # the launching process makes it once, before it starts the workers
             check = _existence_check(facts, call, path_code)
             if check is None and qual not in ("os.makedirs", "os.mkdir") and not _evidently_path(facts, call):
                 continue  # `x.mkdir()` of something that may not be a pathlib path

@@ -752,6 +752,7 @@ def _describe_loader(loader, key, site) -> dict:
     elif isinstance(inner, RandomSampler):
         shuffle = True
         full = (not inner.replacement) and inner._num_samples is None
+        d["replacement"] = bool(inner.replacement)  # independent draws: the ranks' streams overlap by chance
     elif isinstance(inner, SequentialSampler):
         shuffle = False
         full = True

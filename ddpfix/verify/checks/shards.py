@@ -37,8 +37,35 @@ def _unread_allowed(info: dict, world: int) -> int:
     return allowed
 
 
+def _judge_streams(name: str, label: str, evs: dict, summary: dict):
+    """A sampler that draws with replacement: samples repeat within a rank and across ranks by chance,
+    so the ranks' index sets are not disjoint even when every rank draws its own stream. What must not
+    happen is every rank drawing the same stream (one seed everywhere)."""
+    streams = {r: list(e.get("indices") or ()) for r, e in evs.items()}
+    read = sorted(r for r, s in streams.items() if s)
+    if len(read) < 2:
+        return None, None, 0
+    for i, a in enumerate(read):
+        for b in read[i + 1 :]:
+            n = min(len(streams[a]), len(streams[b]))
+            if streams[a][:n] == streams[b][:n]:
+                return (
+                    f"{name}, {label}: ranks {a} and {b} drew the same {n} indices in the same order from a "
+                    "sampler that draws with replacement: seed each rank's draws apart",
+                    None,
+                    n,
+                )
+    summary["epochs"] += 1
+    summary["streams"] = True
+    summary["per_rank"].update(len(streams[r]) for r in read)
+    summary["union"].append(len(set().union(*(set(streams[r]) for r in read))))
+    return None, None, sum(len(streams[r]) for r in read)
+
+
 def _judge(run: RunData, name: str, label: str, evs: dict, info: dict, summary: dict):
     """(failure or None, note or None, indices compared) for one training pass of one loader."""
+    if info.get("replacement"):
+        return _judge_streams(name, label, evs, summary)
     sets = {r: set(e.get("indices") or ()) for r, e in evs.items()}
     read = sorted(r for r, s in sets.items() if s)
     if not read:
@@ -131,8 +158,9 @@ def check_shards(run: RunData) -> CheckResult:
         pad_txt = f", {s['dup']} repeated by DistributedSampler padding" if s["dup"] else ""
         n_ds = info.get(key, {}).get("dataset_len")
         cover = f"union {min(s['union'])}/{n_ds}" if isinstance(n_ds, int) else f"union {min(s['union'])}"
+        kind = "drawn with replacement, a different stream on each rank" if s.get("streams") else "disjoint"
         evidence.append(
             f"{loader_name(key, run)}: {plural(s['epochs'], 'epoch')}, {run.world_size} ranks x {per} indices, "
-            f"disjoint{pad_txt}, {cover}"
+            f"{kind}{pad_txt}, {cover}"
         )
     return result("shards", PASS, evidence + notes[:2], compared)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis import Loader
-from ..analysis.values import handle_of
-from ..rule import Context, Order
-from ..syntax import code_of, loop_variable
+from .analysis import Loader
+from .analysis.values import handle_of
+from .edits import epoch_name
+from .rule import Context, Order
+from .syntax import code_of
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -90,7 +91,7 @@ def dataset_name(ctx: Context, loader: Loader, ds_arg: cst.Arg) -> tuple[str, li
     return name, stmts
 
 
-def add_sampler_to_kwargs(ctx: Context, loader: Loader, batch_loop: cst.For, ds_arg: cst.Arg | None) -> None:
+def add_sampler_to_kwargs(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, ds_arg: cst.Arg | None) -> None:
     facts, plan = ctx.facts, ctx.plan
     call = loader.site.node
     assert isinstance(call, cst.Call)
@@ -116,7 +117,7 @@ def add_sampler_to_kwargs(ctx: Context, loader: Loader, batch_loop: cst.For, ds_
     plan.insert_before(loader.site.stmt, stmts, order=Order.SAMPLER)
 
     epoch_loop = facts.data.epoch_loop_for(batch_loop)
-    epoch = loop_variable(epoch_loop) if epoch_loop is not None else None
+    epoch = epoch_name(ctx, epoch_loop) if epoch_loop is not None else None
     if epoch_loop is None or epoch is None:
         return
     same = facts.index.scope_of(epoch_loop) is facts.index.scope_of(call) and loader.binding is loader.site.stmt

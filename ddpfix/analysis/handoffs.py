@@ -1,0 +1,137 @@
+"""Training loaders whose batch loop runs in code the script hands them to: a function or method of the
+script's own modules that trains over its loader argument (`simclr.train(train_loader)`, with
+`SimCLR` from `simclr.py`), or an ignite trainer (`trainer.run(train_loader, max_epochs=n)`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..syntax import assigned_value, dotted, kwarg, positional
+from .index import TreeIndex
+from .loader_params import EPOCHS, SETS_EPOCH, TRAINS_ON
+from .modules import LocalModules
+from .names import Names
+from .training import Training
+from .values import handle_of
+
+# ignite's engines: `run(data, max_epochs=...)` iterates `data` once per epoch.
+SUPERVISED_TRAINERS = {"ignite.engine.create_supervised_trainer"}
+ENGINES = {"ignite.engine.Engine", "ignite.engine.engine.Engine", "ignite.engine.DeterministicEngine"}
+
+
+@dataclass(eq=False)
+class Handoff:
+    """A training loader handed to code that iterates it elsewhere."""
+
+    call: cst.Call  # the call that hands it on
+    where: str  # how a message names that code: "SimCLR.train() in simclr.py", "the ignite trainer `trainer`"
+    epochs_there: bool  # that code runs the epoch loop too (a set_epoch must go there)
+    sets_epoch: bool  # that code calls the loader's sampler.set_epoch itself
+    engine: str | None = None  # an ignite engine's name: set_epoch goes into its EPOCH_STARTED handler
+    engine_stmt: cst.BaseStatement | None = None  # the statement that binds the engine
+
+
+class Handoffs:
+    """Finds where a loader is handed to code that trains over it."""
+
+    def __init__(self, index: TreeIndex, names: Names, training: Training, modules: LocalModules) -> None:
+        self.index = index
+        self.names = names
+        self.training = training
+        self.modules = modules
+
+    def of(self, target: str, binding: cst.CSTNode) -> Handoff | None:
+        """The first call after `binding`, in its scope, that hands `target` to code training over it."""
+        index = self.index
+        scope = index.scope_of(binding)
+        for call in index.calls:
+            if index.scope_of(call) is not scope or not index.before(binding, call):
+                continue
+            for slot, arg in _slots(call):
+                if handle_of(arg.value) != target:
+                    continue
+                found = self._engine(call, slot, scope) or self._module(call, slot, scope)
+                if found is not None:
+                    return found
+        return None
+
+    def _engine(self, call: cst.Call, slot: int | str, scope) -> Handoff | None:
+        """`trainer.run(train_loader, max_epochs=n)` with `trainer = create_supervised_trainer(...)`."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "run" and slot in (0, "data")):
+            return None
+        engine = dotted(func.value)
+        if engine is None or "." in engine:
+            return None
+        sites = [s for s in self.names.assignments(scope, engine) if self.index.before(s.stmt, call)]
+        if not sites:
+            return None
+        value = assigned_value(sites[-1].stmt)
+        if not isinstance(value, cst.Call) or not self._trains_engine(value):
+            return None
+        return Handoff(call, f"the ignite trainer `{engine}`", True, False, engine, sites[-1].stmt)
+
+    def _trains_engine(self, ctor: cst.Call) -> bool:
+        qual = self.names.call_qual(ctor) or ""
+        if qual in SUPERVISED_TRAINERS:
+            return True
+        if qual not in ENGINES:
+            return False
+        step = positional(ctor, 0) or kwarg(ctor, "process_function")
+        name = dotted(step.value) if step is not None else None
+        funcs = [f for f in self.index.funcs if f.name.value == name]
+        return len(funcs) == 1 and self.training.trains_in(funcs[0])
+
+    def _module(self, call: cst.Call, slot: int | str, scope) -> Handoff | None:
+        """A function or method of one of the script's own modules that trains over the argument."""
+        summary, member = self._callee(call, scope)
+        if summary is None or member is None:
+            return None
+        params = summary.params.get(member)
+        if params is None:
+            return None
+        name = slot if isinstance(slot, str) else (params[slot] if slot < len(params) else None)
+        uses = summary.param_uses.get(member, {}).get(name or "", set())
+        if TRAINS_ON not in uses:
+            return None
+        where = f"{member}() in {summary.path.name}"
+        return Handoff(call, where, EPOCHS in uses, SETS_EPOCH in uses)
+
+    def _callee(self, call: cst.Call, scope):
+        """(module summary, member) of a local module's function (`train(...)`, `engine.train(...)`) or
+        of a method called through an instance of a local module's class (`simclr = SimCLR(...)`, then
+        `simclr.train(...)`)."""
+        target = self.modules.target_of(call.func)
+        if target is not None and target.summary is not None and target.member is not None:
+            return target.summary, target.member
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None, None
+        obj = dotted(func.value)
+        if obj is None or "." in obj:
+            return None, None
+        sites = [s for s in self.names.assignments(scope, obj) if self.index.before(s.stmt, call)]
+        ctor = assigned_value(sites[-1].stmt) if sites else None
+        if not isinstance(ctor, cst.Call):
+            return None, None
+        made = self.modules.target_of(ctor.func)
+        if made is None or made.summary is None or made.member not in made.summary.classes:
+            return None, None
+        return made.summary, f"{made.member}.{func.attr.value}"
+
+
+def _slots(call: cst.Call):
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is not None:
+            yield arg.keyword.value, arg
+        else:
+            yield position, arg
+            position += 1
+
+
+__all__ = ["Handoff", "Handoffs"]

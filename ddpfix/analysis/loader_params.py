@@ -1,0 +1,82 @@
+"""What a function of the script's own modules does with a DataLoader it receives, read with Python's
+`ast` (summaries.py records it with the other parameter uses): it trains over it in a loop, does so
+once per epoch (that loop sits in an outer loop, or the function hands the loader on from inside a
+loop), and whether it calls the loader's `sampler.set_epoch(...)` itself."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+from .model_params import ast_trains
+
+TRAINS_ON = "trains_on"  # `for batch in loader:` (or `tqdm(loader)`, `enumerate(loader)`) with a training step in it
+EPOCHS = "epochs"  # iterated (or handed on) inside an outer loop: one pass per epoch
+SETS_EPOCH = "sets_epoch"  # `loader.sampler.set_epoch(...)`
+
+# Calls that wrap an iterable and hand its items on (`for i, b in enumerate(tqdm(loader))`).
+WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "track", "islice", "progress_bar"}
+BUILTINS = set(dir(builtins))
+
+
+def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) -> dict[str, set[str]]:
+    """parameter -> TRAINS_ON / EPOCHS / SETS_EPOCH for the parameters of `func` used as loaders."""
+    out: dict[str, set[str]] = {p: set() for p in params}
+    parents = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+    loop_heads = {
+        id(n) for loop in ast.walk(func) if isinstance(loop, (ast.For, ast.AsyncFor)) for n in ast.walk(loop.iter)
+    }
+    for node in ast.walk(func):
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            param = _iterated(node.iter, out)
+            if param is None:
+                continue
+            if ast_trains(node):
+                out[param].add(TRAINS_ON)
+            if _in_loop(node, parents, func):
+                out[param].add(EPOCHS)
+        elif isinstance(node, ast.Call) and id(node) not in loop_heads:
+            name = _dotted(node.func) or ""
+            head = name.split(".")[0]
+            if name.endswith(".sampler.set_epoch") and head in out:
+                out[head].add(SETS_EPOCH)
+                continue
+            if name in BUILTINS or name.split(".")[-1] in WRAPPERS:
+                continue  # `len(loader)`, `print(...)`: not handing the loader on to a training helper
+            handed = [a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)]
+            for p in handed:
+                if p in out and _in_loop(node, parents, func):
+                    out[p].add(EPOCHS)
+    return {p: uses for p, uses in out.items() if uses}
+
+
+def _iterated(expr: ast.AST, params: dict) -> str | None:
+    """The parameter a `for` loop iterates: itself, or through wrappers (`enumerate(tqdm(loader))`)."""
+    while isinstance(expr, ast.Call) and (_dotted(expr.func) or "").split(".")[-1] in WRAPPERS and expr.args:
+        expr = expr.args[0]
+    return expr.id if isinstance(expr, ast.Name) and expr.id in params else None
+
+
+def _in_loop(node: ast.AST, parents: dict, func: ast.AST) -> bool:
+    cur = parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)):
+            return True
+        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        cur = parents.get(cur)
+    return False
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+__all__ = ["EPOCHS", "SETS_EPOCH", "TRAINS_ON", "ast_loader_uses"]
