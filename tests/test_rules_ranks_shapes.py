@@ -455,6 +455,7 @@ def test_step_counts_and_sums_of_reduced_values_are_global():
 
 # --------------------------------------------------------------------------- writes in the script's modules
 TRAINER = """
+import logging
 import os
 
 import torch
@@ -468,6 +469,7 @@ class Trainer:
         self.model = model
         self.optimizer = optimizer
         self.writer = SummaryWriter()
+        logging.basicConfig(filename=os.path.join(self.writer.log_dir, "training.log"), level=logging.INFO)
 
     def fit(self, batches):
         for step, (x, y) in enumerate(batches):
@@ -519,9 +521,10 @@ def test_writes_inside_the_scripts_own_trainer_class_are_reported_at_its_calls(t
     path = str(tmp_path / "run.py")
     tracker, save = found(src, "DDP407", path=path), found(src, "DDP401", path=path)
     assert [(d.line, d.fix) for d in tracker] == [(line_of(src, "trainer = Trainer("), "none")]
-    assert (
-        "Trainer() creates an experiment tracker on every rank (SummaryWriter at trainer.py:14)" in tracker[0].message
-    )
+    assert "creates an experiment tracker on every rank (SummaryWriter at trainer.py:15)" in tracker[0].message
+    log = found(src, "DDP405", path=path)
+    assert [(d.line, d.fix) for d in log] == [(line_of(src, "trainer = Trainer("), "none")]
+    assert "Trainer() opens a log file on every rank (logging.basicConfig at trainer.py:16)" in log[0].message
     assert [(d.line, d.fix) for d in save] == [(line_of(src, "trainer.fit("), "none")]
     assert "trainer.fit() runs torch.save on every rank (utils.py:7)" in save[0].message
     out = fix_source(src, path=path).code
@@ -533,10 +536,11 @@ def test_a_save_the_module_guards_itself_is_not_reported(tmp_path):
         "save_checkpoint(", "save_on_master("
     )
     guarded = guarded.replace("        self.writer = SummaryWriter()\n", "        self.writer = None\n")
+    guarded = guarded.replace('os.path.join(self.writer.log_dir, "training.log")', 'f"train_rank{model.rank}.log"')
     write(tmp_path, {"trainer.py": guarded, "utils.py": UTILS, "run.py": RUN})
     src = (tmp_path / "run.py").read_text()
     path = str(tmp_path / "run.py")
-    assert found(src, "DDP401", path=path) == [] and found(src, "DDP407", path=path) == []
+    assert [d.code for d in check_source(src, path=path) if d.code in ("DDP401", "DDP405", "DDP407")] == []
 
 
 def test_the_trainer_module_on_its_own_gets_findings_and_no_edits(tmp_path):

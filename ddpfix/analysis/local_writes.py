@@ -9,7 +9,7 @@ import libcst as cst
 from ..syntax import assigned_value, dotted
 from .index import TreeIndex
 from .module_summary import Finding
-from .module_writes import EVERY_RANK_SAVE, EVERY_RANK_TRACKER
+from .module_writes import EVERY_RANK_LOG_FILE, EVERY_RANK_SAVE, EVERY_RANK_TRACKER
 from .modules import LocalModules
 from .names import Names
 
@@ -73,4 +73,13 @@ def called(call: cst.Call) -> str:
     return dotted(call.func) or "this call"
 
 
-__all__ = ["EVERY_RANK_SAVE", "EVERY_RANK_TRACKER", "called", "instances", "module_calls", "shown", "writes_through"]
+__all__ = [
+    "EVERY_RANK_LOG_FILE",
+    "EVERY_RANK_SAVE",
+    "EVERY_RANK_TRACKER",
+    "called",
+    "instances",
+    "module_calls",
+    "shown",
+    "writes_through",
+]

@@ -11,12 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .ast_reading import ast_dotted, is_rank_test
-from .effects import TRACKER_CTORS, TRACKER_MODULES
+from .effects import FILE_HANDLERS, TRACKER_CTORS, TRACKER_MODULES
 from .module_summary import Finding
 
 EVERY_RANK_SAVE = "every_rank_save"  # torch.save with no rank test around it (detail: "torch.save")
 EVERY_RANK_TRACKER = "every_rank_tracker"  # SummaryWriter(...) / wandb.init(...) likewise (detail: its name)
-PER_RANK_KINDS = {EVERY_RANK_SAVE, EVERY_RANK_TRACKER}
+EVERY_RANK_LOG_FILE = "every_rank_log_file"  # logging.basicConfig(filename=...) / a FileHandler likewise
+PER_RANK_KINDS = {EVERY_RANK_SAVE, EVERY_RANK_TRACKER, EVERY_RANK_LOG_FILE}
 
 
 def rank_guarded_calls(func: ast.AST) -> set[int]:
@@ -43,8 +44,38 @@ def every_rank_writes(func: ast.AST, qual: Callable[[str], str], path: Path) -> 
         if name == "torch.save":
             out.add(Finding(EVERY_RANK_SAVE, path, call.lineno, "torch.save"))
         elif name in TRACKER_CTORS or name in {f"{m}.init" for m in TRACKER_MODULES}:
-            out.add(Finding(EVERY_RANK_TRACKER, path, call.lineno, name.rsplit(".", 1)[-1] if "." in name else name))
+            out.add(Finding(EVERY_RANK_TRACKER, path, call.lineno, _short(name)))
+        elif name in FILE_HANDLERS or (
+            name == "logging.basicConfig" and any(k.arg == "filename" for k in call.keywords)
+        ):
+            file = next((k.value for k in call.keywords if k.arg in ("filename", "file")), None)
+            file = file if file is not None or name == "logging.basicConfig" else (call.args or [None])[0]
+            if not _per_rank(file):
+                out.add(Finding(EVERY_RANK_LOG_FILE, path, call.lineno, _short(name)))
     return out
 
 
-__all__ = ["EVERY_RANK_SAVE", "EVERY_RANK_TRACKER", "PER_RANK_KINDS", "every_rank_writes", "rank_guarded_calls"]
+def _short(name: str) -> str:
+    """`SummaryWriter` for `torch.utils.tensorboard.SummaryWriter`; `wandb.init` and
+    `logging.basicConfig` keep their module."""
+    parts = name.split(".")
+    return name if len(parts) == 2 and parts[0] in ("wandb", "mlflow", "logging") else parts[-1]
+
+
+def _per_rank(file: ast.AST | None) -> bool:
+    """A file named after the rank (`f"train_{rank}.log"`): not shared."""
+    return file is not None and any(
+        "rank" in (ast_dotted(n) or "").rsplit(".", 1)[-1].lower()
+        for n in ast.walk(file)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
+
+
+__all__ = [
+    "EVERY_RANK_LOG_FILE",
+    "EVERY_RANK_SAVE",
+    "EVERY_RANK_TRACKER",
+    "PER_RANK_KINDS",
+    "every_rank_writes",
+    "rank_guarded_calls",
+]
