@@ -31,7 +31,10 @@ rank's data (`if torch.isnan(loss): continue`, `if loss.item() < target: break`,
 `if rank == 0 and step > n: break`) inside a loop that synchronises (a backward through DDP, or a
 collective). A condition the ranks already share is not one: a flag all-reduced or broadcast first
 (`dist.all_reduce(stop, op=dist.ReduceOp.MAX)` then `if stop.item(): break`), or a value returned by
-a helper that issues a collective. Each exit is reported once, at the loop it leaves.
+a helper that issues a collective. A name holds this rank's data only where an assignment from
+such data can reach the condition: above it, or anywhere in a loop around both (a step counter
+restored from a checkpoint before the loop stays shared, even when the loop later builds a new
+checkpoint from its losses). Each exit is reported once, at the loop it leaves.
 
 ## Why
 DDP's backward is a collective. When one rank skips a step the others block in their all-reduce;

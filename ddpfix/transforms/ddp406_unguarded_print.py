@@ -210,4 +210,30 @@ EXAMPLES = (
         """,
         note="Printed on rank 0 only:",
     ),
+    clean(
+        """
+        import sys
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        if not torch.distributed.is_gloo_available():
+            print("ERROR: this script needs the gloo backend")
+            sys.exit(1)
+        print("Initializing a new model from scratch")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if dist.get_rank() == 0:
+                print(f"step {step}: loss {loss.item():.4f}")
+        """,
+        note="A script that already runs distributed keeps its start-up message and its error message on every rank:",
+    ),
 )
