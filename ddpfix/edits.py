@@ -7,6 +7,7 @@ import textwrap
 import libcst as cst
 
 from .analysis import ScriptFacts
+from .analysis.flow import binds
 from .rule import Context, Order
 from .syntax import calls_in, dotted, kwarg, method_name, walk
 
@@ -27,7 +28,7 @@ def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> b
         return False
     stmt = facts.index.site(node).stmt
     stmt = _enclosing_write_with(facts, stmt)
-    if not guardable(facts, stmt):
+    if not guardable(facts, stmt) or _shares_a_binding_line(facts, node, stmt):
         ctx.report(
             node, (message or ctx.rule.message) + " (shares its line with other code: guard it by hand)", fix="none"
         )
@@ -35,6 +36,17 @@ def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> b
     if ctx.report(node, message):
         guard(ctx, stmt, ctx.rank0(node))
         return True
+    return False
+
+
+def _shares_a_binding_line(facts: ScriptFacts, node: cst.CSTNode, stmt: cst.CSTNode) -> bool:
+    """Does `node` sit on a one-line suite inside `stmt` (`except ImportError: HAS_X = False; print(...)`)
+    where guarding `stmt` whole would also hide a name it binds from the other ranks?"""
+    for anc in facts.index.ancestors(node):
+        if anc is stmt:
+            return False
+        if isinstance(anc, cst.SimpleStatementSuite):
+            return bool(binds(stmt))
     return False
 
 

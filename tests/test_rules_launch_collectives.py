@@ -284,9 +284,17 @@ def test_scripts_distributed_by_another_library_are_left_alone():
 
 
 def test_a_print_sharing_its_line_is_not_guarded():
-    src = train("""
-        msg = f"step {step}"; print(msg)
-        history = [msg]
+    src = script("""
+    def main():
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(2, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        history = []
+        for step in range(10):
+            model(torch.randn(4, 2)).sum().backward()
+            opt.step()
+            msg = f"step {step}"; print(msg)
+            history.append(msg)
     """)
     out = fix_source(src, select=["DDP406"])
     assert not out.changed

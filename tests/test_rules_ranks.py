@@ -328,16 +328,45 @@ def test_print_silenced_by_setup_for_distributed_in_this_file():
         print("epoch done")
 
 
+    def banner():
+        print("banner")
+
+
+    def summary():
+        print("summary")
+
+
+    def on_event():
+        print("event")
+
+
     def main():
         print("starting")
+        banner()
         init_distributed_mode()
         model = DDP(nn.Linear(2, 1))
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        train_one_epoch(model, opt)
+        for epoch in range(2):
+            train_one_epoch(model, opt)
+        summary()
         print("done")
     """)
-    lines = [d.line for d in found(src, "DDP406")]
-    assert lines == [src.splitlines().index('    print("starting")') + 1]
+    facts = ScriptFacts(cst.parse_module(src))
+    silenced = {
+        c.args[0].value.evaluated_value: facts.ranks.print_silenced(c)
+        for c in facts.index.calls
+        if isinstance(c.func, cst.Name) and c.func.value == "print" and c.args
+        if isinstance(c.args[0].value, cst.SimpleString)
+    }
+    assert silenced == {
+        "starting": False,  # before the setup, in its own function
+        "banner": False,  # in a helper only called before the setup
+        "epoch done": True,
+        "summary": True,  # in a helper only called after it
+        "event": True,  # a function this file never calls: taken to run later
+        "done": True,
+    }
+    assert found(src, "DDP406") == []  # the prints before the setup are start-up messages of a distributed script
 
 
 def test_print_silenced_through_a_local_module(tmp_path):

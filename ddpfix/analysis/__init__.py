@@ -9,10 +9,11 @@ index; each part of the analysis is built the first time a rule asks for it, and
     facts.models     trained models, wrap points, existing wrappers, devices (models.py, wrap_points.py)
     facts.data       loaders, samplers, batch and epoch loops                          (data.py)
     facts.launch     entry point, process-group calls, torchrun's environment         (launch.py)
-    facts.ranks      the rank detector and collectives                                 (ranks.py)
+    facts.ranks      the rank detector and collectives            (ranks.py, rankvalues.py, spawned.py)
     facts.wraps      how the script reaches a wrapped model's plain module             (wraps.py)
     facts.helpers    what the helpers a model is handed to do with it        (helpers.py, model_params.py)
-    facts.modules    the script's own modules, summarised  (modules.py, imports.py, summaries.py, module_summary.py)
+    facts.modules    the script's own modules, summarised  (modules.py, imports.py, summaries.py, module_summary.py,
+                     module_writes.py; local_writes.py finds their writes at the script's calls)
     facts.flow       names bound and read, when module-level execution reaches a node  (flow.py)
 """
 

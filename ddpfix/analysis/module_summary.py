@@ -65,6 +65,7 @@ class ModuleSummary:
         default_factory=dict
     )  # function -> parameter -> model_params uses
     model_returns: dict[str, Slot] = field(default_factory=dict)  # function -> where it returns the model it trains
+    library: dict[str, str] = field(default_factory=dict)  # a library its imports bind: `dist` -> torch.distributed
 
     def does(self, func: str, effect: str) -> bool:
         return effect in self.effects.get(func, ())

@@ -88,6 +88,16 @@ class LocalModules:
             return None
         return target.summary.classes.get(target.member)
 
+    def library_name(self, func: cst.BaseExpression) -> str | None:
+        """The library name a script's module hands on: `dist.barrier` where the script took `dist`
+        from its own `utils.py`, which imports `torch.distributed as dist`, is `torch.distributed.barrier`."""
+        target = self.target_of(func)
+        if target is None or target.summary is None or target.member is None:
+            return None
+        head, _, rest = target.member.partition(".")
+        library = target.summary.library.get(head)
+        return None if library is None else ".".join(filter(None, [library, rest]))
+
     def unknown(self, func: cst.BaseExpression) -> bool:
         """Does `func` name something of an import that could not be read?"""
         target = self.target_of(func)

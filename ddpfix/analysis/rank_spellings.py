@@ -17,6 +17,9 @@ TEST_SPELLING = re.compile(
     r"|^(is_)?(global_|rank_?)zero$|^is_rank_?0$|^master$",
     re.IGNORECASE,
 )
+# The rank of the machine: every process of node 0 has node rank 0 (`args.nr`, `args.node_rank`).
+NODE_SPELLING = re.compile(r"^(node_rank|node_id|node_idx|machine_rank)$", re.IGNORECASE)
+NODE_ATTRIBUTE = re.compile(r"^\w+\.nr$")  # only as an option: `args.nr`
 RANK_CALLS = re.compile(r"(^|_)get_(local_|global_|node_local_)?rank$|^get_ordinal$")
 RANK_ENV = {
     "RANK",
@@ -40,6 +43,8 @@ def builds_text(qual: str, func: cst.BaseExpression) -> bool:
 
 
 __all__ = [
+    "NODE_ATTRIBUTE",
+    "NODE_SPELLING",
     "RANK_CALLS",
     "RANK_ENV",
     "RANK_SPELLING",

@@ -10,6 +10,7 @@ from typing import Any
 import libcst as cst
 
 RANK, BOOL, CONST, SAME, VARIES = "rank", "bool", "const", "same", "varies"
+NODE = "node"  # the rank of the machine (`args.nr`, `node_rank`): 0 on rank 0, and on the others of its node
 
 OTHER_RANKS = (1, 2, 3, 4, 7, 8, 15, 16, 1000)  # what a rank > 0 may be, to evaluate a comparison
 
@@ -37,7 +38,7 @@ class Value:
     @property
     def varies(self) -> bool:
         """May this value differ between rank 0 and the others?"""
-        if self.kind in (RANK, VARIES):
+        if self.kind in (RANK, NODE, VARIES):
             return True
         return self.kind == BOOL and (self.zero is None or self.other is None or self.zero != self.other)
 
@@ -45,6 +46,8 @@ class Value:
         """(rank 0's truth, the others' truth, may they differ)."""
         if self.kind == RANK:
             return False, True, True
+        if self.kind == NODE:
+            return False, None, True
         if self.kind == BOOL:
             return self.zero, self.other, self.varies
         if self.kind == CONST:
@@ -59,6 +62,7 @@ class Value:
 SAME_VALUE = Value(SAME)
 VARIES_VALUE = Value(VARIES)
 RANK_VALUE = Value(RANK)
+NODE_VALUE = Value(NODE)
 RANK0_TEST = Value(BOOL, True, False)
 
 
@@ -68,10 +72,11 @@ def boolean(zero: bool | None, other: bool | None, varies: bool) -> Value:
     return Value(BOOL, zero, other)
 
 
-def sampled(fn) -> Value:
+def sampled(fn, others_of=OTHER_RANKS) -> Value:
+    """`fn` of rank 0's value and of the others' (`others_of`: what they may be)."""
     try:
         zero = bool(fn(0))
-        others = {bool(fn(k)) for k in OTHER_RANKS}
+        others = {bool(fn(k)) for k in others_of}
     except Exception:
         return VARIES_VALUE
     return Value(BOOL, zero, others.pop() if len(others) == 1 else None)
@@ -106,6 +111,8 @@ __all__ = [
     "BOOL",
     "COMPARISONS",
     "CONST",
+    "NODE",
+    "NODE_VALUE",
     "OTHER_RANKS",
     "RANK",
     "RANK0_TEST",

@@ -18,6 +18,7 @@ from .index import TreeIndex
 from .launch import Launch
 from .names import Names
 from .rankvalues import BOOL, RANK, RankValues
+from .spawned import Launcher
 from .summaries import COLLECTIVE, SILENCES_PRINT
 from .training import HELPER_DEPTH
 
@@ -63,6 +64,7 @@ class Ranks:
         self.launch = launch
         self.modules = launch.modules
         self.values = RankValues(index, names, launch.modules)
+        self.launcher = Launcher(index, launch, self.mentions_rank)
         self._early_exits: dict[cst.CSTNode, list[cst.CSTNode]] = {}
 
     # ------------------------------------------------------------------ values and tests
@@ -106,11 +108,16 @@ class Ranks:
 
     # ------------------------------------------------------------------ code only some ranks run
     def rank_guarded(self, node: cst.CSTNode, _depth: int = 0) -> bool:
-        """Do only some ranks run `node`? Inside a branch on a rank test (`if rank == 0:`, its `else`,
-        `x if is_main_process() else None`), after an early exit some ranks take (`if rank != 0: return`),
-        in a rank-0 helper (`def save_on_master`, `@rank_zero_only`), or in a function of this file
-        that is only ever called where only some ranks run."""
-        return self.guard_of(node, _depth=_depth, follow_callers=True) is not None
+        """Do only some ranks run `node`, or none of them? Inside a branch on a rank test (`if rank == 0:`,
+        its `else`, `x if is_main_process() else None`), after an early exit some ranks take
+        (`if rank != 0: return`), in a rank-0 helper (`def save_on_master`, `@rank_zero_only`), in a
+        function of this file that is only ever called where only some ranks run, or in the process
+        that starts the ranks with `mp.spawn` (see `in_launcher`)."""
+        return self.guard_of(node, _depth=_depth, follow_callers=True) is not None or self.in_launcher(node)
+
+    def in_launcher(self, node: cst.CSTNode) -> bool:
+        """Does `node` run once, in the process that starts the ranks with `mp.spawn` (spawned.py)?"""
+        return self.launcher.runs(node)
 
     def guard_of(self, node: cst.CSTNode, *, follow_callers: bool = False, _depth: int = 0) -> cst.CSTNode | None:
         """The node that makes `node` run on some ranks only (the `if`, the early exit, the function),
@@ -153,15 +160,22 @@ class Ranks:
         zero, other, varies = self.values.truth(stmt.test)
         return varies and (zero is True or other is True)  # one side always leaves
 
-    def print_silenced(self, call: cst.Call) -> bool:
+    def print_silenced(self, call: cst.CSTNode, _depth: int = 0) -> bool:
         """Has the script replaced `builtins.print` on the other ranks before `call` runs
-        (`setup_for_distributed(is_master)`, here or in one of the script's modules)?"""
-        scope = self.index.scope_of(call)
+        (`setup_for_distributed(is_master)`, here or in one of the script's modules)? Earlier in
+        `call`'s own function, or before every call of that function (followed through helpers); a
+        function this file never calls by name (a method, a callback) is taken to run after the setup."""
         sites = self.print_silencers
+        if not sites:
+            return False
+        scope = self.index.scope_of(call)
         here = [s for s in sites if self.index.scope_of(s) is scope]
-        if here:
-            return any(self.index.before(s, call) for s in here)
-        return bool(sites) and scope is not self.index.module  # installed first, read in the functions run later
+        if any(self.index.before(s, call) for s in here):
+            return True
+        if here or scope is self.index.module or _depth >= HELPER_DEPTH:
+            return False
+        callers = self.index.callers_of(scope)  # type: ignore[arg-type]
+        return all(self.print_silenced(c, _depth + 1) for c in callers)
 
     @cached_property
     def print_silencers(self) -> list[cst.CSTNode]:
@@ -265,9 +279,9 @@ class Ranks:
 
     # ------------------------------------------------------------------ collectives
     def collective_op(self, call: cst.Call) -> str | None:
-        q = self.names.call_qual(call) or ""
-        if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES:
-            return q.rsplit(".", 1)[-1]
+        op = self._torch_collective(call)
+        if op is not None:
+            return op
         callee = self.index.callee_of(call)
         if callee is not None and callee in self.collective_helpers:
             return f"{callee.name.value}()"
@@ -286,10 +300,9 @@ class Ranks:
                 if func in found:
                     continue
                 for call in calls_in(func.body):
-                    q = self.names.call_qual(call) or ""
                     callee = self.index.callee_of(call)
                     if (
-                        (q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES)
+                        self._torch_collective(call) is not None
                         or callee in found
                         or (callee is None and self.modules.call_does(call, COLLECTIVE))
                     ):
@@ -297,6 +310,16 @@ class Ranks:
                         changed = True
                         break
         return found
+
+    def _torch_collective(self, call: cst.Call) -> str | None:
+        """`dist.all_reduce(...)` -> "all_reduce", also where `dist` comes from a module of the script's
+        own that imports torch.distributed (`from utils import dist`)."""
+        q = self.names.call_qual(call) or ""
+        if not q.startswith("torch.distributed."):
+            q = self.modules.library_name(call.func) or q
+        if q.startswith("torch.distributed.") and q.rsplit(".", 1)[-1] in COLLECTIVES:
+            return q.rsplit(".", 1)[-1]
+        return None
 
     def collectives_in(self, node: cst.CSTNode) -> list[tuple[cst.Call, str]]:
         out = []

@@ -25,17 +25,31 @@ The values and how they combine: rank_value.py; what is read by spelling: rank_s
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from ..syntax import child_nodes, dotted
 from .index import TreeIndex
 from .modules import LocalModules
 from .names import Names
-from .rank_spellings import RANK_CALLS, RANK_ENV, RANK_SPELLING, TEST_SPELLING, TRUE_WHEN_DISTRIBUTED, builds_text
+from .rank_spellings import (
+    NODE_ATTRIBUTE,
+    NODE_SPELLING,
+    RANK_CALLS,
+    RANK_ENV,
+    RANK_SPELLING,
+    TEST_SPELLING,
+    TRUE_WHEN_DISTRIBUTED,
+    builds_text,
+)
 from .rank_value import (
     BOOL,
     COMPARISONS,
     CONST,
+    NODE,
+    NODE_VALUE,
+    OTHER_RANKS,
     RANK,
     RANK0_TEST,
     RANK_VALUE,
@@ -152,6 +166,10 @@ class RankValues:
             return sampled(lambda k: op(k, right.zero))
         if right.kind == RANK and left.kind == CONST:
             return sampled(lambda k: op(left.zero, k))
+        if NODE in (left.kind, right.kind) and CONST in (left.kind, right.kind):  # the others may share node 0
+            if left.kind == NODE:
+                return sampled(lambda k: op(k, right.zero), (0, *OTHER_RANKS))
+            return sampled(lambda k: op(left.zero, k), (0, *OTHER_RANKS))
         if left.kind in (BOOL, CONST) and right.kind == CONST and not (left.kind == BOOL and left.varies):
             z = left.truth()[0] if left.kind == BOOL else left.zero
             try:
@@ -237,10 +255,18 @@ class RankValues:
 
     def _name(self, spelled: str) -> Value:
         last = spelled.rsplit(".", 1)[-1]
-        by_spelling = RANK_VALUE if RANK_SPELLING.search(last) else RANK0_TEST if TEST_SPELLING.search(last) else None
+        by_spelling = (
+            NODE_VALUE
+            if NODE_SPELLING.search(last) or NODE_ATTRIBUTE.search(spelled)
+            else RANK_VALUE
+            if RANK_SPELLING.search(last)
+            else RANK0_TEST
+            if TEST_SPELLING.search(last)
+            else None
+        )
         assigned = self.bindings.get(spelled, [])
         values = [self._element(self.of(v)) if whole else self.of(v) for v, whole in assigned]
-        for kind in (RANK, BOOL):
+        for kind in (RANK, BOOL, NODE):
             found = [v for v in values if v.kind == kind and v.varies]
             if found:
                 return found[0]
@@ -253,9 +279,24 @@ class RankValues:
             return flags[0] if all(f == flags[0] for f in flags) else SAME_VALUE  # `ddp = ... != -1`: a flag
         if by_spelling is not None:
             return by_spelling
-        if len(values) == 1 and values[0].kind == CONST:
+        if len(values) == 1 and values[0].kind == CONST and not (self._rebinds_globals and "." not in spelled):
             return values[0]
         return SAME_VALUE
+
+    @cached_property
+    def _rebinds_globals(self) -> bool:
+        """Does the script rebind its module-level names at run time (`exec(open("configurator.py").read())`,
+        `globals().update(config)`)? A constant there is only a default."""
+        for call in self.index.calls:
+            func = call.func
+            if dotted(func) == "exec" or (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "update"
+                and isinstance(func.value, cst.Call)
+                and dotted(func.value.func) == "globals"
+            ):
+                return True
+        return False
 
     @staticmethod
     def _element(whole: Value) -> Value:

@@ -43,6 +43,7 @@ from .module_summary import (
     Finding,
     ModuleSummary,
 )
+from .module_writes import PER_RANK_KINDS, every_rank_writes, rank_guarded_calls
 from .returns import LOADER as RETURNS_LOADER
 from .returns import SAMPLER as RETURNS_SAMPLER
 from .returns import returned
@@ -131,6 +132,7 @@ class _Summariser:
         self.calls: dict[str, list[ast.Call]] = {}  # function -> calls in it
         self.direct: dict[str, set[str]] = {}
         self.passes: dict[str, dict[str, list[tuple[str, Slot]]]] = {}  # function -> parameter -> (callee, slot)
+        self.guarded: dict[str, set[int]] = {}  # function -> its calls under a rank test (ids)
 
     def run(self) -> None:
         for node in self.tree.body:
@@ -149,6 +151,45 @@ class _Summariser:
                 continue
             for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
                 self.summary.at_import |= self._call_effects(call, self.summary.effects)
+        self._imported()
+
+    def _imported(self) -> None:
+        """What the module's own imports make of its names: a library module or function it imports
+        (`import torch.distributed as dist`: `dist` is `torch.distributed`), and a function or class
+        it takes from another local module, which a package's `__init__.py` hands on
+        (`from .distributed_utils import init_distributed_mode`): read as if it were defined here."""
+        for node in self.tree.body:
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                local = alias.asname or alias.name.split(".")[0]
+                origin, path, member = self.table.resolve(local)
+                if origin is Origin.LIBRARY and local in self.table.imported:
+                    module, name, _ = self.table.imported[local]
+                    self.summary.library[local] = ".".join(filter(None, [module, name]))
+                elif origin is Origin.LOCAL and path is not None and member and path not in self.seen:
+                    if local in self.summary.effects or local in self.summary.classes:
+                        continue
+                    self._take(local, summarise(path, finder(path, self.table.find), self.seen), member)
+
+    def _take(self, local: str, other: ModuleSummary, member: str) -> None:
+        """`member` of `other`, known here as `local`: its effects, or its class with its methods."""
+        summary = self.summary
+        for key, effects in other.effects.items():
+            if key == member:
+                summary.effects[local] = set(effects)
+            elif key.startswith(f"{member}."):
+                summary.effects[f"{local}{key[len(member) :]}"] = set(effects)
+        if member in other.classes:
+            summary.classes[local] = other.classes[member]
+        if member in other.library:
+            summary.library[local] = other.library[member]
+        for table in ("returns", "params", "param_uses", "model_returns"):
+            value = getattr(other, table).get(member)
+            if value is not None:
+                getattr(summary, table)[local] = value
 
     def _function(self, name: str, node: ast.AST) -> None:
         self.calls[name] = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
@@ -161,6 +202,8 @@ class _Summariser:
                 if any(ast_dotted(t) in ("builtins.print", "__builtin__.print", "__builtins__.print") for t in targets):
                     direct.add(SILENCES_PRINT)
         direct.update(self._findings(node))
+        direct.update(every_rank_writes(node, self._qual, self.summary.path))
+        self.guarded[name] = rank_guarded_calls(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # what it does with a model it receives
             params = self.summary.params[name] = ast_params(node, method="." in name)
             self.summary.param_uses[name], self.passes[name] = ast_uses(node, params)
@@ -278,6 +321,8 @@ class _Summariser:
             for name, calls in self.calls.items():
                 for call in calls:
                     new = self._call_effects(call, effects) - effects[name] - {RANK_TEST}
+                    if id(call) in self.guarded.get(name, ()):  # what it writes, only some ranks write
+                        new = {e for e in new if not (isinstance(e, Finding) and e.kind in PER_RANK_KINDS)}
                     if new:
                         effects[name] |= new
                         changed = True

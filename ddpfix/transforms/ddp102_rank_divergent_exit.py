@@ -31,7 +31,10 @@ rank's data (`if torch.isnan(loss): continue`, `if loss.item() < target: break`,
 `if rank == 0 and step > n: break`) inside a loop that synchronises (a backward through DDP, or a
 collective). A condition the ranks already share is not one: a flag all-reduced or broadcast first
 (`dist.all_reduce(stop, op=dist.ReduceOp.MAX)` then `if stop.item(): break`), or a value returned by
-a helper that issues a collective. Each exit is reported once, at the loop it leaves.
+a helper that issues a collective. A name holds this rank's data only where an assignment from
+such data can reach the condition: above it, or anywhere in a loop around both (a step counter
+restored from a checkpoint before the loop stays shared, even when the loop later builds a new
+checkpoint from its losses). Each exit is reported once, at the loop it leaves.
 
 ## Why
 DDP's backward is a collective. When one rank skips a step the others block in their all-reduce;
@@ -93,7 +96,7 @@ diagnostic only: which rank's decision should win is the script's business.
             divergent = [
                 (c, ranks.is_rank_test(c.test))
                 for c in _conditions(facts, exit_node, loop)
-                if ranks.is_rank_test(c.test) or flow.data_dependent(c.test)
+                if ranks.is_rank_test(c.test) or flow.data_dependent(c.test, c)
             ]
             if not divergent:
                 continue
@@ -148,10 +151,15 @@ diagnostic only: which rank's decision should win is the script's business.
 
 class _Flow:
     """Within one function: which names hold this rank's data (loss, accuracy, counters set from
-    them), and which the ranks share (passed through a collective first)."""
+    them) where they are read, and which the ranks share (passed through a collective first). An
+    assignment taints its names from where it runs on: below it, and all through a loop around it
+    (`checkpoint = {"best_val_loss": ...}` in the training loop does not make the
+    `iter_num = checkpoint["iter_num"]` of a resume above the loop this rank's data)."""
 
     def __init__(self, facts, scope: cst.CSTNode) -> None:
-        self.tainted: set[str] = set()
+        self.index = facts.index
+        self.scope = scope
+        self.tainted: dict[str, list[cst.CSTNode]] = {}  # name -> the assignments that make it this rank's data
         self.agreed: set[str] = set()
         self.modules = set(facts.names.aliases)  # imported names: `torch` in `torch.isnan(loss)`
         index = facts.index
@@ -165,32 +173,50 @@ class _Flow:
             for n in walk(scope)
             if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and index.scope_of(n) is scope
         ]
+        done: set[cst.CSTNode] = set()
         changed = True
         while changed:
             changed = False
             for a in assigns:
-                if a.value is None:
+                if a.value is None or a in done:
                     continue
                 targets = _names_of(a.targets[0].target if isinstance(a, cst.Assign) else a.target)
-                if not targets or targets <= self.agreed or targets <= self.tainted:
+                if not targets or targets <= self.agreed:
                     continue
                 names = _names(a.value) - self.modules
                 if names and names <= self.agreed and not isinstance(a, cst.AugAssign):
                     self.agreed |= targets  # `should_stop = stop.item() > 0`
+                    done.add(a)
                     changed = True
-                elif self.data_dependent(a.value) or any(
-                    isinstance(c, (cst.If, cst.While)) and self.data_dependent(c.test)
+                elif self.data_dependent(a.value, a) or any(
+                    isinstance(c, (cst.If, cst.While)) and self.data_dependent(c.test, c)
                     for c in index.ancestors(a)
                     if index.contains(scope, c)
                 ):
-                    self.tainted |= targets - self.agreed  # set from this rank's data, or on its outcome
+                    for name in targets - self.agreed:  # set from this rank's data, or on its outcome
+                        self.tainted.setdefault(name, []).append(a)
+                    done.add(a)
                     changed = True
 
-    def data_dependent(self, expr: cst.CSTNode) -> bool:
+    def data_dependent(self, expr: cst.CSTNode, at: cst.CSTNode) -> bool:
+        """Does `expr`, read at `at`, depend on this rank's data?"""
         names = _names(expr) - self.modules
         if names and names <= self.agreed:
             return False
-        return bool(names & self.tainted) or bool(DATA_DEPENDENT.search(code_of(expr)))
+        if any(self._reaches(d, at) for n in names for d in self.tainted.get(n, ())):
+            return True
+        return bool(DATA_DEPENDENT.search(code_of(expr)))
+
+    def _reaches(self, assign: cst.CSTNode, at: cst.CSTNode) -> bool:
+        """May what `assign` binds still be there at `at`: it runs before, or in a loop that holds both."""
+        if self.index.before(assign, at):
+            return True
+        for anc in self.index.ancestors(assign):
+            if anc is self.scope:
+                break
+            if isinstance(anc, (cst.For, cst.While)) and self.index.contains(anc, at):
+                return True
+        return False
 
 
 def _names(node: cst.CSTNode) -> set[str]:

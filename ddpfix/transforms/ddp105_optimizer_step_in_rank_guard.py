@@ -17,7 +17,11 @@ class StepInRankGuard(Rule):
     docs = """
 ## What
 `loss.backward()`, `optimizer.step()` or a learning-rate scheduler's `step()` inside a branch that
-depends on the rank (or after an early exit that some ranks take), in the same function.
+depends on the rank (or after an early exit that some ranks take), in the same function. A
+`backward()` that runs before the script builds its DistributedDataParallel, in the same function and
+outside any loop that builds it (a reference forward/backward of the plain model on rank 0, before
+training starts), synchronises nothing and is left alone; a step there is still reported, since the
+optimizer's state then differs between ranks.
 
 ## Why
 Under DDP the backward pass all-reduces gradients: every rank must run it the same number of times.
@@ -55,12 +59,32 @@ None: moving training steps changes what the script does; fix it by hand.
             target = dotted(receiver(call) or cst.Name("_"))
             if name == "step" and target in schedulers:
                 what = f"{target}.step() inside a rank condition: the learning rate changes on some ranks only and the ranks' updates diverge"
+            elif name == "backward" and _before_the_wrap(facts, call):
+                continue  # nothing is wrapped yet: this backward synchronises nothing
             elif name == "backward" or target in facts.training.optimizer_targets:
                 what = f"{name}() inside a rank condition: every rank must run the same training steps"
             else:
                 continue
             if ranks.guard_of(call) is not None:
                 ctx.report(call, what)
+
+
+def _before_the_wrap(facts, call: cst.Call) -> bool:
+    """Does `call` run before every DistributedDataParallel of the script is built, in the same
+    function and outside any loop that also builds one (a reference forward/backward on the plain
+    model, before training starts)?"""
+    wraps = facts.models.ddp_calls
+    if not wraps:
+        return False
+    scope = facts.index.scope_of(call)
+    for wrap in wraps:
+        if facts.index.scope_of(wrap) is not scope or not facts.index.before(call, wrap):
+            return False
+        if any(
+            isinstance(a, (cst.For, cst.While)) and facts.index.contains(a, wrap) for a in facts.index.ancestors(call)
+        ):
+            return False
+    return True
 
 
 EXAMPLES = (

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.local_writes import EVERY_RANK_SAVE, called, module_calls, shown, writes_through
 from ..edits import guard, guard_site
 from ..examples import clean, fixes
-from ..rule import Context, Rule
+from ..rule import NONE, Context, Rule
 from ..syntax import calls_in, code_of, dotted, kwarg, method_name, positional, walk
 
 
@@ -46,6 +47,11 @@ def save_checkpoint(state, is_best, filename="checkpoint.pt"):
 Adjacent statements that need the same guard (a print, a log line, the copy) share the one `if`. A
 `with open(path, "wb") as f: torch.save(..., f)` is guarded as a whole, since the `open` truncates.
 
+A save inside one of the script's own modules with no rank test around it there (`trainer.fit()`
+of a `Trainer` class in `trainer.py` that ends in `torch.save`) is reported at the script's call,
+with the module's file and line, and without a fix: the guard belongs in the module (run ddpfix
+on that module to have it there).
+
 ## Fix safety
 Safe. Uses the global `RANK` (one writer per job, not per node). A statement around the copy
 (`if is_best:`) joins the save's guard only when it binds no name and runs no collective or training
@@ -81,6 +87,15 @@ step; otherwise the copy gets its own guard.
                 guard_site(ctx, call, message)
             elif ctx.report(call, message):
                 guard(ctx, stmt, ctx.rank0(call))
+        for call in module_calls(facts.index, facts.modules):
+            found = writes_through(facts.index, facts.names, facts.modules, call, EVERY_RANK_SAVE)
+            if found and not ranks.rank_guarded(call):
+                where = ", ".join(shown(facts.modules, f) for f in found[:3])
+                message = (
+                    f"{called(call)}() runs torch.save on every rank ({where}): all processes write the "
+                    "same file; guard the save to rank 0 there"
+                )
+                ctx.report(call, message, fix=NONE)
 
 
 WRITERS = {

@@ -5,9 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.effects import FILE_HANDLERS, LOGGER_METHODS
+from ..analysis.local_writes import EVERY_RANK_LOG_FILE, called, module_calls, shown, writes_through
 from ..edits import guard, guard_site, opens_for_writing
 from ..examples import clean, fixes, reports
-from ..rule import Context, Rule
+from ..rule import NONE, Context, Rule
 from ..syntax import assign_targets, dotted, kwarg, mentions, method_name, positional, receiver, walk
 
 
@@ -24,6 +25,11 @@ handler created or added on rank 0 only (`if is_main_process(): logger.addHandle
 after an early return on the other ranks, and the records of a logger the script quiets on the
 other ranks (`logger.setLevel(logging.INFO if is_master else logging.WARN)`, or a `setLevel` only
 rank 0 runs).
+
+A log file opened inside one of the script's own modules with no rank test around it there
+(`logging.basicConfig(filename=...)` in the `__init__` of a `Trainer` class of `trainer.py`) is
+reported at the script's call (`Trainer(...)`), with the module's file and line, and without a fix:
+the guard belongs in the module.
 
 ## Why
 All processes append to the same file: interleaved, duplicated or clobbered lines.
@@ -76,6 +82,15 @@ Safe. A file handler used anywhere but in plain statements of the same block get
                 guard_site(ctx, call, "log record emitted on every rank: the log file gets one copy per process")
         for stmt in _write_opens(facts):
             guard_site(ctx, stmt, "file opened for writing on every rank: all processes write the same file")
+        for call in module_calls(facts.index, facts.modules):
+            found = writes_through(facts.index, facts.names, facts.modules, call, EVERY_RANK_LOG_FILE)
+            if found and not ranks.rank_guarded(call):
+                where = ", ".join(f"{f.detail} at {shown(facts.modules, f)}" for f in found[:3])
+                message = (
+                    f"{called(call)}() opens a log file on every rank ({where}): all processes write the "
+                    "same file; open it on rank 0 only there"
+                )
+                ctx.report(call, message, fix=NONE)
 
     def _guard_handler(self, ctx: Context, call: cst.Call) -> bool:
         """Report a file handler every rank creates and uses; True when it is one."""

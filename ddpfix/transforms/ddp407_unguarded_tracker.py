@@ -5,9 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.effects import TRACKER_CTORS, TRACKER_MODULES
+from ..analysis.local_writes import EVERY_RANK_TRACKER, called, module_calls, shown, writes_through
 from ..edits import guard_site, guardable
 from ..examples import clean, fixes
-from ..rule import Context, Rule
+from ..rule import NONE, Context, Rule
 from ..syntax import assign_targets, assigned_value, dotted, receiver, walk
 
 
@@ -23,6 +24,11 @@ tracker that exists on rank 0 only: calls on it, reads of it and assignments int
 rule made it rank-0 only or the script did (`writer = SummaryWriter() if rank == 0 else None`,
 `if rank == 0: wandb.init(...)`). A use under a test of the tracker itself (`if writer is not None:`)
 is left alone.
+
+A tracker created inside one of the script's own modules with no rank test around it there
+(`self.writer = SummaryWriter()` in the `__init__` of a `Trainer` class of `trainer.py`) is reported
+at the script's call (`Trainer(...)`), with the module's file and line, and without a fix: the guard
+belongs in the module.
 
 ## Why
 Every process creates its own event file / run and logs its own (partial) numbers: N runs in the
@@ -86,6 +92,15 @@ only, since guarding some of them would leave the others failing on the other ra
             chain.rank0 |= ranks.rank_guarded(call)
             if not ranks.rank_guarded(call):
                 chain.creations.append((call, bool(targets)))
+        for call in module_calls(facts.index, facts.modules):
+            found = writes_through(facts.index, facts.names, facts.modules, call, EVERY_RANK_TRACKER)
+            if found and not ranks.rank_guarded(call):
+                where = ", ".join(f"{f.detail} at {shown(facts.modules, f)}" for f in found[:3])
+                message = (
+                    f"{called(call)}() creates an experiment tracker on every rank ({where}): one event "
+                    "file or run per process; create it on rank 0 only there"
+                )
+                ctx.report(call, message, fix=NONE)
         for module in TRACKER_MODULES:  # a run started elsewhere (a module of the script)
             if module in facts.names.aliases.values():
                 chains.setdefault(module, _Chain(module))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.flow import reads
 from ..examples import clean, reports
 from ..rule import NONE, Context, Rule
 from ..syntax import calls_in, dotted, kwarg, walk
@@ -21,7 +22,9 @@ loader (`correct += ...`) printed or logged from rank 0 without ever reaching a 
 that does reach one is reduced: passed to `all_reduce`/`reduce`/`all_gather` (also inside a tensor:
 `stats = torch.tensor([correct, total]); dist.all_reduce(stats)`) or to a helper of the script or of
 its own modules that issues one (`utils.reduce_value(total)`). Totals over an unsharded loader
-(no sampler, a `SequentialSampler`) are global already.
+(no sampler, a `SequentialSampler`) are global already; so is a count of steps (`global_step += 1`,
+the same on every rank) and a sum of values the ranks reduced first (`dist.all_reduce(loss)`, then
+`epoch_loss += loss.item()`).
 
 ## Why
 With a `DistributedSampler` each rank sees 1/N of the data; rank 0's running loss or accuracy is
@@ -49,10 +52,10 @@ None: which values are sums and which are means is the script's business.
         facts = ctx.facts
         if not (facts.launch.init_calls or facts.launch.joins_elsewhere) or not facts.data.sampler_calls:
             return
-        sharded = _sharded_totals(facts)
+        reduced = _reduced(facts)
+        sharded = _sharded_totals(facts, reduced) - reduced
         if not sharded:
             return
-        sharded -= _reduced(facts)
         ranks = facts.ranks
         for call in facts.index.calls:
             name = dotted(call.func) or ""
@@ -71,8 +74,11 @@ None: which values are sums and which are means is the script's business.
 REDUCING = ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object", "reduce_scatter")
 
 
-def _sharded_totals(facts) -> set[str]:
-    """Names accumulated (`total += ...`) inside a loop over a loader whose sampler is a DistributedSampler."""
+def _sharded_totals(facts, reduced: set[str]) -> set[str]:
+    """Names accumulated (`total += ...`) inside a loop over a loader whose sampler is a
+    DistributedSampler; not a count of steps (`step += 1`: the same on every rank), nor a sum of
+    values the ranks reduced already (`dist.all_reduce(loss)`, then `epoch_loss += loss.item()`)."""
+    modules = set(facts.names.aliases)
     samplers = set(facts.data.sampler_calls)
     bound = {
         t
@@ -92,7 +98,9 @@ def _sharded_totals(facts) -> set[str]:
             if isinstance(loop, cst.For) and facts.data.iterates(loop, loader):
                 for n in walk(loop.body):
                     if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name):
-                        out.add(n.target.value)
+                        read = {r for r in reads(n.value) if "." not in r} - modules
+                        if read and not read <= reduced:
+                            out.add(n.target.value)
     return out
 
 

@@ -24,6 +24,8 @@ A file saved on rank 0, then loaded by every rank in the same function with no c
 between that every rank reaches. Saves and loads are `torch.save` / `torch.load`, or a helper that
 does one, of this file (`save_checkpoint(state, path)`, matched by a path-like argument or the file
 the helper names itself) or of the script's own modules (`utils.save_on_master(state, path)`).
+The collective may come through a module of the script that imports torch.distributed
+(`from utils import dist`, then `dist.barrier()`).
 
 ## Why
 The other ranks reach the load while rank 0 is still writing: they read a missing or truncated

@@ -1,0 +1,85 @@
+"""What the script's calls write on every rank inside its own modules (module_writes.py records it
+in the summaries): found at the call, with the module's file and line, for the rules to report
+there."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..syntax import assigned_value, dotted
+from .index import TreeIndex
+from .module_summary import Finding
+from .module_writes import EVERY_RANK_LOG_FILE, EVERY_RANK_SAVE, EVERY_RANK_TRACKER
+from .modules import LocalModules
+from .names import Names
+
+
+def writes_through(index: TreeIndex, names: Names, modules: LocalModules, call: cst.Call, kind: str) -> list[Finding]:
+    """What `call` writes on every rank (EVERY_RANK_SAVE or EVERY_RANK_TRACKER) through the script's
+    own modules: a function of theirs, a class of theirs built (`Trainer(...)`: its `__init__`), or a
+    method called on an instance of one (`trainer = Trainer(...)`, then `trainer.fit(loader)`)."""
+    found = modules.findings(call, kind)
+    if found or not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
+        return found
+    scope = index.scope_of(call)
+    owner = call.func.value.value
+    for site in names.assignments(scope, owner) + (
+        names.assignments(index.module, owner) if scope is not index.module else []
+    ):
+        value = assigned_value(site.stmt)
+        if not isinstance(value, cst.Call) or modules.class_of(value.func) is None:
+            continue
+        target = modules.target_of(value.func)
+        if target is not None and target.summary is not None and target.member is not None:
+            found = target.summary.findings(f"{target.member}.{call.func.attr.value}", kind)
+            if found:
+                return found
+    return []
+
+
+def instances(index: TreeIndex, modules: LocalModules) -> set[str]:
+    """Names the script binds to an instance of a class of its own modules (`trainer = Trainer(...)`)."""
+    out: set[str] = set()
+    for assign in index.assigns:
+        if isinstance(assign.value, cst.Call) and modules.class_of(assign.value.func) is not None:
+            out.update(t.target.value for t in assign.targets if isinstance(t.target, cst.Name))
+    return out
+
+
+def module_calls(index: TreeIndex, modules: LocalModules) -> list[cst.Call]:
+    """The script's calls that may run code of its own modules: a name it imports from one
+    (`utils.save(...)`, `Trainer(...)`), or a method of an instance of one of their classes."""
+    bound = instances(index, modules)
+    out = []
+    for call in index.calls:
+        head = (dotted(call.func) or "").split(".")[0]
+        if head in modules.table.imported or (isinstance(call.func, cst.Attribute) and head in bound):
+            out.append(call)
+    return out
+
+
+def shown(modules: LocalModules, finding: Finding) -> str:
+    """`utils.py:12`: the finding's file as the user knows it (relative to the script's folder) and line."""
+    folder = modules.folder
+    try:
+        name = finding.path.resolve().relative_to(folder.resolve()).as_posix() if folder else finding.path.name
+    except ValueError:
+        name = finding.path.name
+    return f"{name}:{finding.line}"
+
+
+def called(call: cst.Call) -> str:
+    """How the script spells what it calls: `Trainer`, `trainer.fit`."""
+    return dotted(call.func) or "this call"
+
+
+__all__ = [
+    "EVERY_RANK_LOG_FILE",
+    "EVERY_RANK_SAVE",
+    "EVERY_RANK_TRACKER",
+    "called",
+    "instances",
+    "module_calls",
+    "shown",
+    "writes_through",
+]

@@ -1,0 +1,81 @@
+"""Files every rank writes inside the script's own modules: a checkpoint saved, an experiment
+tracker created, in a function or a class of `utils.py` / `trainer.py`, with no rank test around it
+there. The summaries record them (read off Python's `ast` here) as findings with their file and
+line, carried to the functions that call them unless the call itself is under a rank test; the rules
+report them at the script's call (local_writes.py), since the fix belongs to the module."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from pathlib import Path
+
+from .ast_reading import ast_dotted, is_rank_test
+from .effects import FILE_HANDLERS, TRACKER_CTORS, TRACKER_MODULES
+from .module_summary import Finding
+
+EVERY_RANK_SAVE = "every_rank_save"  # torch.save with no rank test around it (detail: "torch.save")
+EVERY_RANK_TRACKER = "every_rank_tracker"  # SummaryWriter(...) / wandb.init(...) likewise (detail: its name)
+EVERY_RANK_LOG_FILE = "every_rank_log_file"  # logging.basicConfig(filename=...) / a FileHandler likewise
+PER_RANK_KINDS = {EVERY_RANK_SAVE, EVERY_RANK_TRACKER, EVERY_RANK_LOG_FILE}
+
+
+def rank_guarded_calls(func: ast.AST) -> set[int]:
+    """The calls (by id) in `func` under a branch on a rank test (`if is_main_process():`, `if
+    self.args.rank == 0:`, its `else` too)."""
+    out: set[int] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.If) and is_rank_test(node.test):
+            for stmt in [*node.body, *node.orelse]:
+                out.update(id(n) for n in ast.walk(stmt) if isinstance(n, ast.Call))
+    return out
+
+
+def every_rank_writes(func: ast.AST, qual: Callable[[str], str], path: Path) -> set[Finding]:
+    """The checkpoints and trackers `func` writes on every rank: `torch.save(...)`, `SummaryWriter(...)`,
+    `wandb.init(...)` outside any rank test of its own (`qual` spells a dotted name through the
+    module's imports)."""
+    guarded = rank_guarded_calls(func)
+    out: set[Finding] = set()
+    for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
+        if id(call) in guarded:
+            continue
+        name = qual(ast_dotted(call.func) or "")
+        if name == "torch.save":
+            out.add(Finding(EVERY_RANK_SAVE, path, call.lineno, "torch.save"))
+        elif name in TRACKER_CTORS or name in {f"{m}.init" for m in TRACKER_MODULES}:
+            out.add(Finding(EVERY_RANK_TRACKER, path, call.lineno, _short(name)))
+        elif name in FILE_HANDLERS or (
+            name == "logging.basicConfig" and any(k.arg == "filename" for k in call.keywords)
+        ):
+            file = next((k.value for k in call.keywords if k.arg in ("filename", "file")), None)
+            file = file if file is not None or name == "logging.basicConfig" else (call.args or [None])[0]
+            if not _per_rank(file):
+                out.add(Finding(EVERY_RANK_LOG_FILE, path, call.lineno, _short(name)))
+    return out
+
+
+def _short(name: str) -> str:
+    """`SummaryWriter` for `torch.utils.tensorboard.SummaryWriter`; `wandb.init` and
+    `logging.basicConfig` keep their module."""
+    parts = name.split(".")
+    return name if len(parts) == 2 and parts[0] in ("wandb", "mlflow", "logging") else parts[-1]
+
+
+def _per_rank(file: ast.AST | None) -> bool:
+    """A file named after the rank (`f"train_{rank}.log"`): not shared."""
+    return file is not None and any(
+        "rank" in (ast_dotted(n) or "").rsplit(".", 1)[-1].lower()
+        for n in ast.walk(file)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
+
+
+__all__ = [
+    "EVERY_RANK_LOG_FILE",
+    "EVERY_RANK_SAVE",
+    "EVERY_RANK_TRACKER",
+    "PER_RANK_KINDS",
+    "every_rank_writes",
+    "rank_guarded_calls",
+]
