@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from teardown import verify_with_one_rerun
+from teardown import run_plain, verify_with_reruns
 
 from ddpfix.verify import verify_script
 from ddpfix.verify.checks import NAMES, STATUSES
@@ -154,18 +154,18 @@ def test_golden_expected_runs(case, tmp_path):
     args = _args(case_dir)
 
     if opts.get("runs", True) is not False and opts.get("single", True) is not False:
-        got = _plain(expected, args, tmp_path / "expected")
+        got = run_plain(lambda cwd: _plain(expected, args, cwd), tmp_path / "expected", f"golden {case}")
         assert got.returncode == 0, got.stderr.decode("utf-8", "replace")[-4000:]
         source = case_dir / "input.py"
         if source.exists() and opts.get("compare_stdout", True) is not False:
-            ref = _plain(source, args, tmp_path / "input")
+            ref = run_plain(lambda cwd: _plain(source, args, cwd), tmp_path / "input", f"golden {case} input")
             if ref.returncode == 0:  # an input that cannot run on this machine has nothing to compare
                 assert got.stdout.decode("utf-8", "replace") == ref.stdout.decode("utf-8", "replace")
 
     if not verified(case_dir, opts):
         return
     problems = declaration_problems(case, opts)
-    runs = verify_with_one_rerun(
+    runs = verify_with_reruns(
         lambda cwd: verify_script(expected, args, nproc=2, timeout=VERIFY_TIMEOUT, cwd=cwd),
         tmp_path / "verify",
         f"golden {case}",

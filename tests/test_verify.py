@@ -805,7 +805,7 @@ def test_params_sampled_digests_say_when_last_equal(script):
 
 
 def test_a_rerun_after_a_crash_at_exit_keeps_both_reports_and_warns(script, tmp_path):
-    from teardown import CrashAtExitRerun, verify_with_one_rerun
+    from teardown import CrashAtExitRerun, verify_with_reruns
 
     ended = {0: [start(0), end(0)], 1: [start(1), end(1)]}
     crashed = run_of(script, traces=ended, returncode=1, crashes={1: "Fatal Python error: Aborted"})
@@ -813,7 +813,7 @@ def test_a_rerun_after_a_crash_at_exit_keeps_both_reports_and_warns(script, tmp_
     with pytest.warns(
         CrashAtExitRerun, match=r"^golden x: a rank crashed while exiting .*\(rank 1 finished the script"
     ):
-        runs = verify_with_one_rerun(lambda cwd: next(reports), tmp_path / "run", "golden x")
+        runs = verify_with_reruns(lambda cwd: next(reports), tmp_path / "run", "golden x")
     assert len(runs.reports) == 2 and runs.first["completes"].data["ranks"][1] == "exit_crash" and runs.last.ok
     assert runs.describe().startswith("run 1 (rerun after a crash at exit): rank 1 finished the script")
     assert (tmp_path / "run").is_dir() and (tmp_path / "run-again").is_dir()
@@ -821,8 +821,48 @@ def test_a_rerun_after_a_crash_at_exit_keeps_both_reports_and_warns(script, tmp_
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        once = verify_with_one_rerun(lambda cwd: checks.evaluate(good_run(script)), tmp_path / "once")
+        once = verify_with_reruns(lambda cwd: checks.evaluate(good_run(script)), tmp_path / "once")
     assert len(once.reports) == 1
+
+
+def test_reruns_stop_after_the_limit_and_the_last_report_counts(script, tmp_path):
+    from teardown import MAX_RERUNS, CrashAtExitRerun, verify_with_reruns
+
+    ended = {0: [start(0), end(0)], 1: [start(1), end(1)]}
+    crashed = run_of(script, traces=ended, returncode=1, crashes={1: "Fatal Python error: Aborted"})
+    calls = []
+
+    def run(cwd):
+        calls.append(cwd)
+        return checks.evaluate(crashed)
+
+    with pytest.warns(CrashAtExitRerun):
+        runs = verify_with_reruns(run, tmp_path / "run", "golden y")
+    assert len(calls) == MAX_RERUNS + 1 == len(runs.reports) and len(set(calls)) == len(calls)
+    assert not runs.last.ok and runs.last["completes"].data["ranks"][1] == "exit_crash"
+
+
+def test_a_plain_run_is_repeated_only_for_an_abort_after_the_script(tmp_path):
+    import subprocess
+
+    from teardown import ABORT_AT_EXIT, CrashAtExitRerun, aborted_only_at_exit, run_plain
+
+    def done(rc, err):
+        return subprocess.CompletedProcess(["python"], rc, b"saved\n", err.encode())
+
+    spawned = f"{ABORT_AT_EXIT}\nTraceback (most recent call last):\n  ProcessExitedException: process 1 terminated with signal SIGABRT\n"
+    assert aborted_only_at_exit(done(1, spawned))
+    assert not aborted_only_at_exit(done(0, ""))
+    assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nValueError: x\n" + ABORT_AT_EXIT))
+    assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nValueError: x\n"))
+
+    results = iter([done(1, spawned), done(0, "")])
+    folders = []
+    with pytest.warns(CrashAtExitRerun, match="golden z: a worker aborted while exiting"):
+        got = run_plain(lambda cwd: folders.append(cwd) or next(results), tmp_path / "p", "golden z")
+    assert got.returncode == 0 and folders == [tmp_path / "p", tmp_path / "p-again"]
+    broken = done(1, "Traceback (most recent call last):\nValueError: x\n")
+    assert run_plain(lambda cwd: broken, tmp_path / "q") is broken
 
 
 def test_tests_rerun_only_for_a_crash_after_every_rank_finished():

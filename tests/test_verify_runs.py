@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from teardown import CrashAtExitRerun, crashed_only_at_exit, verify_with_one_rerun
+from teardown import CrashAtExitRerun, crashed_only_at_exit, verify_with_reruns
 
 from ddpfix.verify import launcher, processes, verify_script
 
@@ -48,7 +48,7 @@ def failing(report) -> set:
 
 def run_case(name, tmp_path, **kw):
     kw.setdefault("timeout", RUN_TIMEOUT)
-    return verify_with_one_rerun(lambda cwd: verify_script(CASES / name, cwd=cwd, **kw), tmp_path / "run", name).last
+    return verify_with_reruns(lambda cwd: verify_script(CASES / name, cwd=cwd, **kw), tmp_path / "run", name).last
 
 
 def test_correct_script_passes_through_the_cli(tmp_path):
@@ -338,7 +338,7 @@ def test_a_mutated_golden_fails_the_matching_check(mutation, tmp_path):
     args = (
         [line for line in (BASE / "args.txt").read_text().splitlines() if line] if (BASE / "args.txt").exists() else []
     )
-    runs = verify_with_one_rerun(
+    runs = verify_with_reruns(
         lambda cwd: verify_script(script, args, cwd=cwd, timeout=RUN_TIMEOUT), tmp_path / "run", mutation
     )
     report = runs.last
