@@ -14,6 +14,7 @@ index; each part of the analysis is built the first time a rule asks for it, and
     facts.helpers    what the helpers a model is handed to do with it        (helpers.py, model_params.py)
     facts.modules    the script's own modules, summarised  (modules.py, imports.py, summaries.py, module_summary.py)
     facts.flow       names bound and read, when module-level execution reaches a node  (flow.py)
+    facts.device_path  what runs on the way into a process group, and what it does with the GPU (device_path.py)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from functools import cached_property
 import libcst as cst
 
 from .data import Data, Loader
+from .device_path import DevicePath
 from .flow import Flow
 from .helpers import Helpers
 from .index import Block, Scope, Site, TreeIndex
@@ -86,6 +88,10 @@ class ScriptFacts:
     @cached_property
     def ranks(self) -> Ranks:
         return Ranks(self.index, self.names, self.launch)
+
+    @cached_property
+    def device_path(self) -> DevicePath:
+        return DevicePath(self.index, self.names, self.ranks)
 
     @cached_property
     def wraps(self) -> Wraps:
