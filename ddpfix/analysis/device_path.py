@@ -26,6 +26,8 @@ QUIET_CUDA = {
     "torch.cuda.is_bf16_supported",
 }
 DDP = "DistributedDataParallel"
+# Code inside these runs only sometimes (or later, or never) when what holds it runs.
+CONDITIONAL = (cst.Lambda, cst.CompFor, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.MatchCase)
 CALL_DEPTH = 3
 
 
@@ -55,14 +57,12 @@ class DevicePath:
                 out.append(child)
             elif isinstance(anc, cst.BooleanOperation) and child is anc.right:
                 out.append(child)
-            elif isinstance(anc, (cst.Lambda, cst.CompFor, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-                out.append(child)
-            elif isinstance(anc, (cst.DictComp, cst.Match, cst.MatchCase)):
+            elif isinstance(anc, CONDITIONAL):
                 out.append(child)
             child = anc
         return out
 
-    def with_(self, node: cst.CSTNode, anchor: cst.CSTNode) -> bool:
+    def runs_with(self, node: cst.CSTNode, anchor: cst.CSTNode) -> bool:
         """Does `node` run whenever `anchor` does (same scope, no branch of its own)?"""
         scope = self.index.scope_of(anchor)
         if self.index.scope_of(node) is not scope:
@@ -82,7 +82,7 @@ class DevicePath:
     def _commitments(self, anchor: cst.CSTNode, depth: int) -> Iterator[cst.CSTNode]:
         scope = self.index.scope_of(anchor)
         for node in self._nodes_in(scope):
-            if self.with_(node, anchor) and self._commits(node, depth):
+            if self.runs_with(node, anchor) and self._commits(node, depth):
                 yield node
         if isinstance(scope, cst.FunctionDef) and depth < CALL_DEPTH:
             for call in self.index.callers_of(scope):
@@ -135,7 +135,7 @@ class DevicePath:
         sites = self.names.assignments(self.index.scope_of(expr), name) or self.names.assignments(
             self.index.module, name
         )
-        reaching = [s for s in sites if self.index.before(s.stmt, expr) and self.with_(s.stmt, expr)]
+        reaching = [s for s in sites if self.index.before(s.stmt, expr) and self.runs_with(s.stmt, expr)]
         if reaching:  # the last binding that always runs before `expr` is the one it reads
             sites = reaching[-1:]
         values = [assigned_value(s.stmt) for s in sites]
@@ -155,7 +155,7 @@ class DevicePath:
         for call in self.index.callers_of(scope):
             rest = self.between(call, second, depth + 1)
             if rest is not None:
-                return self._after(first, scope) + rest
+                return self._after(first) + rest
         return None
 
     def _between_in_scope(self, first: cst.CSTNode, second: cst.CSTNode) -> list[cst.CSTNode] | None:
@@ -174,8 +174,8 @@ class DevicePath:
                 return out
         return None
 
-    def _after(self, node: cst.CSTNode, scope: cst.FunctionDef) -> list[cst.CSTNode]:
-        """The statements of `scope` that run after `node`'s statement, up to the end of the function."""
+    def _after(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """The statements of `node`'s function that run after its statement, up to the function's end."""
         return [s for stmt in self._statements(node) for s in _siblings(self.index, stmt, after=True)]
 
     def _statements(self, node: cst.CSTNode) -> list[cst.BaseStatement]:
