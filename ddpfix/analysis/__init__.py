@@ -15,6 +15,7 @@ index; each part of the analysis is built the first time a rule asks for it, and
     facts.modules    the script's own modules, summarised  (modules.py, imports.py, summaries.py, module_summary.py,
                      module_writes.py; local_writes.py finds their writes at the script's calls)
     facts.flow       names bound and read, when module-level execution reaches a node  (flow.py)
+    facts.device_path  what runs on the way into a process group, and what it does with the GPU (device_path.py)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from functools import cached_property
 import libcst as cst
 
 from .data import Data, Loader
+from .device_path import DevicePath
 from .flow import Flow
 from .helpers import Helpers
 from .index import Block, Scope, Site, TreeIndex
@@ -87,6 +89,10 @@ class ScriptFacts:
     @cached_property
     def ranks(self) -> Ranks:
         return Ranks(self.index, self.names, self.launch)
+
+    @cached_property
+    def device_path(self) -> DevicePath:
+        return DevicePath(self.index, self.names, self.ranks)
 
     @cached_property
     def wraps(self) -> Wraps:

@@ -29,8 +29,12 @@ MAY_JOIN = re.compile(
 # Helpers whose names say they set the device up: only these are read for it (reading a module costs).
 DEVICE_NAME = re.compile(r"device|gpu|cuda|setup|init|dist|launch|rank", re.IGNORECASE)
 CLEANUP_NAME = re.compile(r"clean|destroy|teardown|tear_down|finali[sz]e|shutdown|dist", re.IGNORECASE)
-# `int(os.environ.get("RANK", -1)) != -1`, `int(os.environ.get("WORLD_SIZE", 1)) > 1`: "this run is distributed"
-DISTRIBUTED_FLAG = re.compile(r"(RANK['\"]\s*,\s*-1\s*\)\s*\)\s*(!=\s*-1|>=\s*0)|WORLD_SIZE['\"].*\)\s*>\s*1)$")
+# `int(os.environ.get("RANK", -1)) != -1`, `int(os.environ.get("WORLD_SIZE", 1)) > 1` (or `>= 2`, `!= 1`),
+# `"WORLD_SIZE" in os.environ`: "this run is distributed"
+DISTRIBUTED_FLAG = re.compile(
+    r"(RANK['\"]\s*,\s*-1\s*\)\s*\)\s*(!=\s*-1|>=\s*0)|WORLD_SIZE['\"].*\)\s*(>\s*1|>=\s*2|!=\s*1))$"
+)
+IN_ENVIRONMENT = re.compile(r"^['\"](WORLD_SIZE|RANK|LOCAL_RANK)['\"]\s+in\s+(os\.)?environ$")
 
 
 def may_join(call: cst.Call) -> bool:
@@ -125,8 +129,9 @@ class Launch:
                 continue
             text = code_of(value)
             m = ENV_LOOKUP.search(text)
-            if m and isinstance(value, cst.Comparison):  # a flag, not the rank: `ddp = ... != -1`
-                if DISTRIBUTED_FLAG.search(text):
+            if isinstance(value, cst.Comparison) and (m or IN_ENVIRONMENT.match(text)):
+                # a flag, not the rank: `ddp = ... != -1`, `"WORLD_SIZE" in os.environ`
+                if DISTRIBUTED_FLAG.search(text) or IN_ENVIRONMENT.match(text):
                     found.setdefault("DISTRIBUTED", targets[0])
                 continue
             if m:

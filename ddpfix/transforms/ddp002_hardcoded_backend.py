@@ -17,7 +17,16 @@ class HardcodedBackend(Rule):
     message = 'backend "nccl" is hard-coded: the script cannot run on a machine without GPUs'
     docs = """
 ## What
-`dist.init_process_group("nccl")` (or `backend="nccl"`) with a literal backend.
+`dist.init_process_group("nccl")` (or `backend="nccl"`) with a literal backend, on a path that
+could otherwise run without GPUs.
+
+A path that needs CUDA whatever the backend is not reported: where something that fails without
+a GPU always runs together with the join (in the same function and branch, in the functions that
+call it, or at the top of a function of this file either calls): `torch.cuda.set_device(...)`,
+`.cuda()`, `.to(device)` of a device that is CUDA on every binding (`torch.device(f"cuda:{rank}")`),
+or `assert torch.cuda.is_available()`. Such a script is CUDA-only by design; NCCL does not make it
+worse. A `set_device` under `if torch.cuda.is_available():`, or a `.cuda()` only on the
+single-process branch, is no such commitment: the distributed path can still run on CPU.
 
 ## Why
 On a CPU-only host (a laptop, CI, a CPU node) NCCL fails at once:
@@ -50,8 +59,8 @@ finding has none.
         facts = ctx.facts
         for call in facts.launch.init_calls:
             arg = kwarg(call, "backend") or positional(call, 0)
-            if arg is None:
-                continue
+            if arg is None or facts.device_path.cuda_only(call) is not None:
+                continue  # a path that needs a GPU anyway is not made worse by NCCL
             if string_value(arg.value) == "nccl":
                 if not ctx.report(arg.value):
                     continue
@@ -70,6 +79,8 @@ finding has none.
                 )
                 ctx.plan.replace(literal, lambda n, e=expr: e)
         for call in facts.launch.helper_joins:
+            if facts.device_path.cuda_only(call) is not None:
+                continue
             for found in facts.modules.findings(call, HARDCODED_BACKEND):
                 ctx.report(
                     call,
@@ -159,6 +170,29 @@ EXAMPLES = (
         dist.destroy_process_group()
         """,
         note="A backend the script already chooses at run time:",
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        local_rank = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group(backend="nccl")
+        model = DDP(nn.Linear(4, 1).cuda(), device_ids=[local_rank])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.destroy_process_group()
+        """,
+        note="A script that needs a GPU whatever happens (`set_device`, `.cuda()`): NCCL makes it no worse:",
     ),
     fixes(
         """

@@ -15,7 +15,6 @@ from ..syntax import assigned_value, calls_in, code_of, dotted, kwarg, mentions,
 
 DEVICE_EXPRS = (cst.Name, cst.Attribute, cst.Call)
 DEVICE_HELPER = re.compile(r"device|gpu|cuda", re.IGNORECASE)
-RANK_READERS = {"int", "os.environ.get", "os.getenv", "torch.distributed.get_rank"}
 
 SIDE_EFFECTS = ("torch.save", "print", "logging.", "SummaryWriter", "wandb.")
 
@@ -34,6 +33,13 @@ sampler's shard (`DistributedSampler(ds, rank=local_rank)`), or the rank of `ini
 in an `mp.spawn` target that uses the process index (`rank = gpu`) in a world spanning several
 nodes. A helper of the script's own modules that picks the GPU by the global rank is reported
 where the script calls it.
+
+A rank is judged by what it is bound to, not by its name: `rank = dist.get_rank()` or
+`int(os.environ["RANK"])` is the global rank; `rank = int(os.environ["LOCAL_RANK"])`, `dist.get_rank()
+% torch.cuda.device_count()` and an mp.spawn target's process index are local. A parameter takes what
+its callers pass (`main(rank, ...)` is judged at the call, once, however often `main` uses it), and a
+name bound several ways (LOCAL_RANK when set, else RANK) is not reported as a GPU pick: only a rank
+that is global on every binding is. Each use is one finding.
 
 ## Why
 On one node RANK == LOCAL_RANK, so this only breaks multi-node: `set_device(rank)` gives
@@ -79,8 +85,12 @@ processes per node are both named in the script; a helper in another file is rep
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         ranks = facts.ranks
+        seen: set[int] = set()
         for expr in _with_callers(facts, _device_uses(facts)):
-            if _is_global(facts, expr):
+            if id(expr) in seen or _judged_at_callers(facts, expr):
+                continue  # one finding per use; a helper's parameter is judged where callers choose it
+            seen.add(id(expr))
+            if rank_kind(facts, expr) == GLOBAL:
                 message = (
                     f"the global rank `{code_of(expr)}` picks the GPU: use the local rank "
                     "(device ordinals restart on every node)"
@@ -167,19 +177,107 @@ def _with_callers(facts, exprs):
                 yield arg.value
 
 
-def _is_global(facts, expr: cst.BaseExpression) -> bool:
-    """A global rank: a name bound to one (`rank = dist.get_rank()`), or `dist.get_rank()` itself."""
-    if isinstance(expr, cst.Call):
-        return (facts.names.call_qual(expr) or "").endswith("distributed.get_rank") and not expr.args
-    if not facts.ranks.is_global_rank(expr):
-        return False
+GLOBAL, LOCAL, CONSTANT = "global", "local", "constant"
+ENV_RANK = re.compile(r"""(?:environ(?:\.get\(|\[)|getenv\()\s*['"](LOCAL_RANK|RANK)['"]""")
+
+
+def rank_kind(facts, expr: cst.BaseExpression, depth: int = 0) -> str | None:
+    """Which rank `expr` holds, by what it is bound to rather than by its name: GLOBAL (`dist.get_rank()`,
+    the RANK variable), LOCAL (LOCAL_RANK, `rank % n`, an mp.spawn target's process index), CONSTANT
+    (a single process's fallback), or None when its bindings disagree or say nothing. A name follows
+    its assignments in its function (else at module level), a parameter the arguments its callers
+    pass; constants among several bindings are the fallback of a run without the environment."""
+    if depth > 4:
+        return None
+    if isinstance(expr, (cst.Integer, cst.SimpleString)) or (isinstance(expr, cst.Name) and expr.value == "None"):
+        return CONSTANT
+    if isinstance(expr, cst.UnaryOperation):
+        return rank_kind(facts, expr.expression, depth + 1) if isinstance(expr.expression, cst.Integer) else None
+    if isinstance(expr, cst.IfExp):
+        return _agree([rank_kind(facts, expr.body, depth + 1), rank_kind(facts, expr.orelse, depth + 1)])
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+        return LOCAL  # `rank % torch.cuda.device_count()`: the index on this node
+    if isinstance(expr, (cst.Call, cst.Subscript)):
+        return _source_kind(facts, expr, depth)
     name = dotted(expr)
-    for scope in (facts.index.scope_of(expr), facts.module):
-        for site in facts.names.assignments(scope, name or ""):
-            value = assigned_value(site.stmt)
-            if isinstance(value, cst.Call) and (facts.names.call_qual(value) or "") not in RANK_READERS:
-                return False  # `device = pick(dist.get_rank())`: what the call returns is not the rank
-    return True
+    if name is None:
+        return None
+    env = facts.launch.env_names
+    if name == env.get("RANK"):
+        return GLOBAL
+    if name == env.get("LOCAL_RANK") or name.rsplit(".", 1)[-1].lower() in ("local_rank", "localrank"):
+        return LOCAL
+    scope = facts.index.scope_of(expr)
+    sites = facts.names.assignments(scope, name)
+    if not sites and isinstance(scope, cst.FunctionDef) and name in _param_names(scope):
+        return _param_kind(facts, scope, name, depth)
+    sites = sites or facts.names.assignments(facts.module, name)
+    return _agree([_value_kind(facts, s.stmt, depth) for s in sites])
+
+
+def _source_kind(facts, expr: cst.BaseExpression, depth: int) -> str | None:
+    """A call or subscript that reads a rank: `dist.get_rank()`, `int(os.environ["LOCAL_RANK"])`."""
+    if isinstance(expr, cst.Call):
+        q = facts.names.call_qual(expr) or dotted(expr.func) or ""
+        if q.endswith("get_local_rank"):
+            return LOCAL
+        if q.endswith("distributed.get_rank") and not expr.args:
+            return GLOBAL
+        if q == "int" and expr.args:
+            return rank_kind(facts, expr.args[0].value, depth + 1)
+        if q not in ("os.environ.get", "os.getenv"):
+            return None
+    elif not (dotted(expr.value) or "").endswith("environ"):  # type: ignore[attr-defined]
+        return None
+    m = ENV_RANK.search(code_of(expr))
+    if m is None:
+        return None
+    return LOCAL if m.group(1) == "LOCAL_RANK" else GLOBAL
+
+
+def _value_kind(facts, stmt: cst.CSTNode, depth: int) -> str | None:
+    value = assigned_value(stmt)
+    return rank_kind(facts, value, depth + 1) if value is not None else None
+
+
+def _param_names(func: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)]
+
+
+def _param_kind(facts, func: cst.FunctionDef, name: str, depth: int) -> str | None:
+    """A parameter's rank: the process index of an mp.spawn target, else what its callers pass."""
+    positional_names = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+    if func in {t for t, _ in _spawns(facts)} and positional_names and positional_names[0] == name:
+        return LOCAL  # (several nodes: the global rank built from it is spawned_ranks' business)
+    pos = positional_names.index(name) if name in positional_names else -1
+    if pos >= 0 and facts.index.enclosing(func, cst.ClassDef) is not None:
+        pos -= 1  # self
+    kinds = []
+    for call in facts.index.callers_of(func):
+        arg = kwarg(call, name) or (positional(call, pos) if pos >= 0 else None)
+        kinds.append(rank_kind(facts, arg.value, depth + 1) if arg is not None else None)
+    return _agree(kinds)
+
+
+def _agree(kinds: list[str | None]) -> str | None:
+    """The one rank the bindings give (constants aside); None when they disagree or give none."""
+    found = {k for k in kinds if k != CONSTANT}
+    if not kinds or None in found or len(found) > 1:
+        return None
+    return found.pop() if found else CONSTANT
+
+
+def _judged_at_callers(facts, expr: cst.BaseExpression) -> bool:
+    """Is `expr` a parameter of a function of this file that others call (`def pick(rank)`)? Its callers'
+    arguments are the uses to judge, one finding each, not the parameter inside."""
+    func = facts.index.enclosing(expr, cst.FunctionDef)
+    return (
+        isinstance(expr, cst.Name)
+        and isinstance(func, cst.FunctionDef)
+        and expr.value in _param_names(func)
+        and not facts.names.assignments(func, expr.value)
+        and bool(facts.index.callers_of(func))
+    )
 
 
 def _local_name(ctx: Context, at: cst.CSTNode) -> str | None:

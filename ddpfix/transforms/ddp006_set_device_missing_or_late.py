@@ -21,14 +21,20 @@ class SetDeviceMissingOrLate(Rule):
     requires = ()
     docs = """
 ## What
-`init_process_group()` with no `torch.cuda.set_device(local_rank)` before it (or with it after),
-also where the script joins through a helper of its own modules (`utils.setup()`) that does not set
-the device itself.
+`init_process_group()` with no `torch.cuda.set_device(local_rank)` before it, also where the script
+joins through a helper of its own modules (`utils.setup()`) that does not set the device itself;
+or with `set_device` only after it, when something between the two runs on a GPU or talks to the
+other ranks: a collective (`dist.barrier()`, also in a helper of this file), a DDP wrap (it
+broadcasts the parameters), a `torch.cuda` call, `.cuda()`, `.to(device)`, or a tensor made with
+`device=`. A `set_device` right after the join, with nothing of that kind before it, is not
+reported: nothing has used a GPU yet, so the order is harmless; neither is one whose order to the
+join cannot be told (another branch, a function the joining code does not reach). A `set_device`
+late for two init calls (a gloo branch and an NCCL branch) is one finding.
 
 ## Why
-Each process otherwise creates its CUDA context on GPU 0 (about 0.7 GB extra per rank there), and
-NCCL can fail with `ncclInvalidUsage ... Duplicate GPU detected : rank 1 and rank 0 both on CUDA device`.
-A barrier may also pick the wrong GPU and hang.
+Work that runs before `set_device` runs on GPU 0 in every process: each creates a CUDA context
+there (about 0.7 GB extra per rank), NCCL can fail with `ncclInvalidUsage ... Duplicate GPU
+detected : rank 1 and rank 0 both on CUDA device`, and a barrier may pick the wrong GPU and hang.
 
 ## Example
 ```python
@@ -45,6 +51,7 @@ The device is the script's own local rank where it has one (`local_rank`, `args.
 moves up together with the assignments it reads:
 ```python
 dist.init_process_group("gloo")
+dist.barrier()
 device = torch.device(f"cuda:{local_rank}")
 torch.cuda.set_device(device)
 ```
@@ -53,6 +60,7 @@ becomes
 device = torch.device(f"cuda:{local_rank}")
 torch.cuda.set_device(device)
 dist.init_process_group("gloo")
+dist.barrier()
 ```
 
 ## Fix safety
@@ -66,6 +74,7 @@ reported without a fix.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
+        reported: set[int] = set()  # a set_device late for two init calls (if/else backends) is one finding
         for init, helper in _joins(facts):
             if helper is not None and facts.modules.call_does(init, SET_DEVICE):
                 continue  # the helper sets the device itself
@@ -74,11 +83,23 @@ reported without a fix.
             joins = "init_process_group" if helper is None else f"{dotted(init.func)}() (it joins the process group)"
             late = [c for c in facts.launch.set_device_calls if facts.index.before(init, c)]
             if late:
-                late_msg = f"torch.cuda.set_device() runs after {joins}: move it before"
-                moves, why = _hoist(facts, late[0], init)
+                path = facts.device_path
+                spans = [(c, between) for c in late if (between := path.between(init, c)) is not None]
+                work = path.device_work(spans[0][1]) if spans else None
+                if work is None or id(spans[0][0]) in reported:
+                    continue  # nothing runs on a GPU or talks to the other ranks before the device is set
+                setter = spans[0][0]
+                reported.add(id(setter))
+                call, what = work
+                line = facts.index.position(call).start.line
+                late_msg = (
+                    f"torch.cuda.set_device() runs after {joins}, and `{what}` (line {line}) runs before it "
+                    "on the wrong GPU: move it before"
+                )
+                moves, why = _hoist(facts, setter, init)
                 if moves is None:
-                    ctx.report(late[0], f"{late_msg} ({why})", fix=NONE)
-                elif ctx.report(late[0], late_msg):
+                    ctx.report(setter, f"{late_msg} ({why})", fix=NONE)
+                elif ctx.report(setter, late_msg):
                     anchor = facts.index.site(init).stmt
                     for stmt in moves:
                         ctx.plan.move_before(stmt, _in_block(facts, anchor, stmt), order=Order.SET_DEVICE)
@@ -347,6 +368,7 @@ EXAMPLES = (
 
         local_rank = int(os.environ["LOCAL_RANK"])
         dist.init_process_group("nccl")
+        dist.barrier()
         torch.cuda.set_device(local_rank)
         model = DDP(nn.Linear(4, 1).cuda())
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -367,6 +389,7 @@ EXAMPLES = (
         local_rank = int(os.environ["LOCAL_RANK"])
         torch.cuda.set_device(local_rank)
         dist.init_process_group("nccl")
+        dist.barrier()
         model = DDP(nn.Linear(4, 1).cuda())
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         for step in range(10):
@@ -375,7 +398,7 @@ EXAMPLES = (
             loss.backward()
             opt.step()
         """,
-        note="A `set_device` after the join moves up:",
+        note="A `set_device` after the join and after a collective moves up:",
     ),
     reports(
         """
@@ -430,5 +453,27 @@ EXAMPLES = (
             opt.step()
         """,
         note="`set_device` before the join:",
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        local_rank = int(os.environ["LOCAL_RANK"])
+        dist.init_process_group("nccl")
+        torch.cuda.set_device(local_rank)
+        model = DDP(nn.Linear(4, 1).cuda())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="`set_device` right after the join, before any GPU work or collective: the order is harmless:",
     ),
 )

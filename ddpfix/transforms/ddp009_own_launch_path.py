@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..edits import with_kwarg
 from ..examples import clean, fixes
-from ..rule import NONE, Context, Rule
+from ..rule import Context, Rule
 from ..syntax import code_of, string_value
 
 
@@ -16,19 +16,16 @@ class OwnLaunchPath(Rule):
     message = "the script's own launch path does not start under torchrun as written"
     docs = """
 ## What
-A script that starts or joins its processes its own way, in a form torchrun does not drive:
-- a `--local_rank` option whose default is a constant (`default=-1`): `torch.distributed.launch`
-  passed it on the command line, torchrun does not (it sets `LOCAL_RANK` in the environment), so
-  under torchrun the script never takes its distributed path;
-- `mp.spawn(main_worker, nprocs=..., args=(...))`: the script starts its own worker processes
-  (information: it runs with `python train.py`, not under torchrun).
+A script that joins its process group its own way, in a form torchrun does not drive: a
+`--local_rank` option whose default is a constant (`default=-1`). `torch.distributed.launch` passed
+it on the command line; torchrun does not (it sets `LOCAL_RANK` in the environment), so under
+torchrun the script never takes its distributed path.
 
 ## Why
 Under torchrun a `--local_rank` left at `-1` means `if args.local_rank != -1:` is never true: every
 process trains alone on the whole dataset, with no error. torch 2.x's `torch.distributed.launch`
 passes `--local-rank` (with a hyphen), which a parser that only knows `--local_rank` rejects with
-`error: unrecognized arguments: --local-rank=0`. A script that calls `mp.spawn` under torchrun
-would start N x N processes.
+`error: unrecognized arguments: --local-rank=0`.
 
 ## Example
 ```python
@@ -41,13 +38,15 @@ parser.add_argument("--local_rank", "--local-rank", type=int, default=int(os.env
 The option keeps working as before; without it the value comes from torchrun's environment, and
 without either (a plain `python train.py`) it is the old default.
 
-For `mp.spawn` ddpfix completes the spawned path where it is (process group, set_device, sampler,
-DDP wrap, one writer; DISTRIBUTED and RANK are decided at run time there, `dist.is_initialized()`)
-and says so once: converting the script to torchrun replaces `mp.spawn` and the worker's signature,
-a restructuring left to you.
+A script that starts its own processes with `mp.spawn` is not reported: it runs with `python
+train.py`, as its author runs it, and ddpfix completes the spawned path where it is (set_device,
+sampler, DDP wrap, one writer; DISTRIBUTED and RANK are decided at run time there,
+`dist.is_initialized()`), each addition with its own finding. Converting it to torchrun (dropping
+`mp.spawn`, changing the worker's signature) is a restructuring left to you; a spawn target with
+the wrong signature is DDP004.
 
 ## Fix safety
-Safe for the `--local_rank` default. None for `mp.spawn`.
+Safe: the option keeps its flag and its value when given; only its default reads the environment.
 """
 
     def run(self, ctx: Context) -> None:
@@ -62,14 +61,6 @@ Safe for the `--local_rank` default. None for `mp.spawn`.
                 os_name = ctx.plan.ref("os", "os", style="import")
                 expr = cst.parse_expression(f'int({os_name}.environ.get("LOCAL_RANK", {old}))')
                 ctx.plan.replace(option.call, lambda n, e=expr, o=option: _with_flags(with_kwarg(n, "default", e), o))
-        for call in launch.spawn_calls:
-            ctx.report(
-                call,
-                "the script starts its own processes with mp.spawn: run it with python, not torchrun "
-                "(ddpfix completes the spawned path; converting it to torchrun is a restructuring left to you)",
-                fix=NONE,
-            )
-            break
 
 
 def _constant_default(default: cst.Arg | None) -> bool:

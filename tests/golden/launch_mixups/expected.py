@@ -15,10 +15,10 @@ def main():
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     world_size = int(os.environ.get("WORLD_SIZE", 1))
     distributed = world_size > 1
-    if torch.cuda.is_available():
-        torch.cuda.set_device(local_rank)
     if distributed:
         dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank)
 
     torch.manual_seed(0)
     dataset = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))

@@ -1,4 +1,4 @@
-"""A torchrun script that picks its device after joining the process group."""
+"""A torchrun script that picks its device after joining the process group and after a first collective."""
 import os
 
 import torch
@@ -18,6 +18,7 @@ def main():
         torch.cuda.set_device(device)
     if distributed:
         dist.init_process_group("gloo")
+        dist.barrier()  # every rank has joined
     rank = dist.get_rank() if distributed else 0
 
     torch.manual_seed(0)

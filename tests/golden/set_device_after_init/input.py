@@ -1,4 +1,4 @@
-"""A torchrun script that picks its device after joining the process group."""
+"""A torchrun script that picks its device after joining the process group and after a first collective."""
 import os
 
 import torch
@@ -14,6 +14,7 @@ def main():
     distributed = int(os.environ.get("WORLD_SIZE", 1)) > 1
     if distributed:
         dist.init_process_group("gloo")
+        dist.barrier()  # every rank has joined
     rank = dist.get_rank() if distributed else 0
     # one GPU per process, or the CPU
     device = torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
