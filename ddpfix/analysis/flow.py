@@ -165,25 +165,47 @@ class Flow:
         """Index of the first statement of `scope`'s body (the module's when None) during whose
         execution `node` may run; the number of those statements when none reaches it."""
         body = self.body if scope is None else list(scope.body.body)  # type: ignore[union-attr]
-        return self._runs_at(node, scope, body, frozenset())
+        return self._runs_at(node, scope, body)
 
-    def _runs_at(self, node: cst.CSTNode, scope, body: list, seen: frozenset) -> int:
+    def _runs_at(self, node: cst.CSTNode, scope, body: list) -> int:
         owner = self._owner(node)
         if owner is scope:
             return self._statement_index(node, scope, body)
         if owner is None:
             return len(body)  # module-level code: not reached from inside a function
         key = (owner, scope)
-        if key in self._runs:
-            return self._runs[key]
-        if owner in seen:
-            return len(body)
-        best = len(body)
-        for ref in self._uses(owner):
-            best = min(best, self._runs_at(ref, scope, body, seen | {owner}))
-        if not seen:  # a complete answer (not cut short by a cycle): keep it
-            self._runs[key] = best
-        return best
+        if key not in self._runs:
+            self._runs.update(self._called_at(owner, scope, body))
+        return self._runs[key]
+
+    def _called_at(self, owner: cst.FunctionDef, scope, body: list) -> dict[tuple, int]:
+        """For `owner` and every function whose calls may lead to it: the first statement of `scope`
+        during which it may run. One pass collects the functions and their callers, then the answers
+        settle by relaxation (the least over every chain of calls, cycles included)."""
+        callers: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        best: dict[cst.CSTNode, int] = {}
+        todo = [owner]
+        while todo:
+            func = todo.pop()
+            if func in callers:
+                continue
+            callers[func] = []
+            best[func] = len(body)
+            for ref in self._uses(func):
+                outer = self._owner(ref)
+                if outer is scope:
+                    best[func] = min(best[func], self._statement_index(ref, scope, body))
+                elif outer is not None:
+                    callers[func].append(outer)
+                    todo.append(outer)
+        changed = True
+        while changed:
+            changed = False
+            for func, outer in callers.items():
+                least = min([best[func], *(best[o] for o in outer)])
+                if least < best[func]:
+                    best[func], changed = least, True
+        return {(func, scope): at for func, at in best.items()}
 
     def _statement_index(self, node: cst.CSTNode, scope, body: list) -> int:
         if scope is None:
