@@ -20,7 +20,8 @@ class BatchSizeSemantics(Rule):
 ## What
 An information finding where the single-process meaning of the batch does not carry over:
 - the training DataLoader's `batch_size` in a script that used `nn.DataParallel`, whose batch was
-  global (split across the GPUs), while under DDP every process loads `batch_size` samples;
+  global (split across the GPUs), while under DDP every process loads `batch_size` samples (not
+  where DataParallel is offered beside the script's own DDP wrap, in the other branch of an `if`);
 - a loss with `reduction="sum"` in a script trained through DDP.
 
 ## Why
@@ -45,7 +46,7 @@ No automatic fix: which policy is right is a training decision, not a code defec
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if facts.names.calls_matching(lambda q: q in DP_NAMES):
+        if any(not facts.models.beside_ddp(c) for c in facts.names.calls_matching(lambda q: q in DP_NAMES)):
             for loader, _ in facts.data.training_loaders:
                 call = loader.site.node
                 assert isinstance(call, cst.Call)
