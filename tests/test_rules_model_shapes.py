@@ -270,6 +270,39 @@ def test_models_in_a_list_with_one_optimizer_each_are_wrapped_each():
     assert fixed(src(out), "DDP301", "DDP306", unsafe_fixes=True) == src(out)  # wrapped once
 
 
+def test_a_submodule_used_only_with_a_construction_option_makes_ddp_look_for_unused_parameters():
+    text = """
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self, batch_normalization=False):
+                super().__init__()
+                self.do_bn = batch_normalization
+                self.bn_input = nn.BatchNorm1d(2)
+                self.fc = nn.Linear(2, 1)
+
+            def forward(self, x):
+                if self.do_bn:
+                    x = self.bn_input(x)
+                return self.fc(x)
+
+
+        model = Net(batch_normalization=False)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(2):
+            model(torch.randn(4, 2)).sum().backward()
+            opt.step()
+        """
+    assert "else None, find_unused_parameters=True)" in fixed(text, "DDP301")
+    assert [d.message.split(":")[0] for d in found(text, "DDP310")] == [
+        "self.bn_input is used in forward only when the model is built with self.do_bn"
+    ]
+    plain = text.replace("if self.do_bn:\n                    x = self.bn_input(x)", "x = self.bn_input(x)")
+    assert "find_unused_parameters" not in fixed(plain, "DDP301")
+
+
 # --------------------------------------------------------------------------- the script's own modules
 MODEL = """
 import torch

@@ -280,6 +280,26 @@ class Models:
         """The call that builds the module `name` holds at `at` (classes.py)."""
         return self.classes.constructor(name, at)
 
+    def classes_of(self, model: Model) -> list[cst.ClassDef]:
+        """The classes of this file the model is built from: its own, or for a list of models those of
+        its elements (`[Net(False), Net(True)]`, `[Net() for _ in range(k)]`)."""
+        if model.each is None:
+            cls = self.model_class(model.handle, model.definition.stmt)
+            return [cls] if cls is not None else []
+        value = assigned_value(model.definition.stmt)
+        calls = [value.elt] if isinstance(value, (cst.ListComp, cst.GeneratorExp)) else []
+        if isinstance(value, (cst.List, cst.Tuple)):
+            calls = [el.value for el in value.elements]
+        by_name = {c.name.value: c for c in self.index.classes}
+        out: list[cst.ClassDef] = []
+        for call in calls:
+            cls = (
+                by_name.get(call.func.value) if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) else None
+            )
+            if cls is not None and cls not in out:
+                out.append(cls)
+        return out
+
     def class_members(self, cls: cst.ClassDef) -> tuple[set[str], set[str]]:
         return self.classes.class_members(cls)
 

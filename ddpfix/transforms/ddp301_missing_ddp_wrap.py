@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..analysis.unused import sitting_out
 from ..edits import cuda_test
 from ..examples import clean, fixes
 from ..handles import raw_handle
@@ -58,7 +59,10 @@ the plain module for saving (no `module.` prefix) and for custom methods. `devic
 CUDA (`ValueError: DistributedDataParallel device_ids and output_device arguments only work with
 single-device/multiple-device GPU modules or CPU modules` otherwise): the script's
 `device.type == "cuda"` when the model is moved with that device before the wrap, else
-`next(model.parameters()).is_cuda`. A hand-written update keeps running after the wrap and sees the
+`next(model.parameters()).is_cuda`. When the model's class (of this file) uses a submodule in
+forward only on some inputs or only when built with some option (`if self.do_bn: x = self.bn(x)`),
+which parameters get gradients is known only at run time: the wrap passes
+`find_unused_parameters=True` (DDP310 names the submodule). A hand-written update keeps running after the wrap and sees the
 averaged gradients.
 
 ## Fix safety
@@ -79,13 +83,13 @@ Safe: a plain run skips the wrap.
             template = """
                 {raw} = {m}
                 if {D}:
-                    {m} = {ddp}({m}, device_ids=[{L}] if {cuda} else None)
+                    {m} = {ddp}({m}, device_ids=[{L}] if {cuda} else None{unused})
                 """
             if model.each is not None:  # a list of models trained side by side: wrap each one
                 template = """
                 {raw} = {m}
                 if {D}:
-                    {m} = [{ddp}({e}, device_ids=[{L}] if {cuda} else None) for {e} in {m}]
+                    {m} = [{ddp}({e}, device_ids=[{L}] if {cuda} else None{unused}) for {e} in {m}]
                 """
             stmts = ctx.plan.statements(
                 template,
@@ -96,8 +100,20 @@ Safe: a plain run skips the wrap.
                 ddp=ddp,
                 L=ctx.env("LOCAL_RANK"),
                 cuda=_cuda(ctx, model, point.anchor),
+                unused=", find_unused_parameters=True" if _sits_out(facts, model) else "",
             )
             ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)
+
+
+def _sits_out(facts, model) -> bool:
+    """Does the model's class use a submodule in forward only on some inputs or only when built with
+    some option (`if self.do_bn: x = self.bn(x)`)? Which parameters get gradients is then known only
+    at run time: DDP finds out with `find_unused_parameters=True` (DDP310 says which ones)."""
+    return any(
+        conditional
+        for cls in facts.models.classes_of(model)
+        for _, _, _, conditional in sitting_out(facts.index, facts.names, cls) or ()
+    )
 
 
 def _cuda(ctx: Context, model, anchor) -> str:

@@ -32,6 +32,8 @@ train_loader = Data.DataLoader(dataset=train_dataset, batch_size=32, shuffle=(tr
 class Net(nn.Module):
     def __init__(self, batch_normalization=False):
         super().__init__()
+        self.do_bn = batch_normalization
+        self.bn_input = nn.BatchNorm1d(1)
         layers = []
         for i in range(N_HIDDEN):
             layers.append(nn.Linear(1 if i == 0 else 10, 10))
@@ -42,13 +44,15 @@ class Net(nn.Module):
         self.predict = nn.Linear(10, 1)
 
     def forward(self, x):
+        if self.do_bn:
+            x = self.bn_input(x)
         return self.predict(self.hidden(x))
 
 
 nets = [Net(batch_normalization=False), Net(batch_normalization=True)]
 raw_nets = nets
 if DISTRIBUTED:
-    nets = [DDP(net, device_ids=[LOCAL_RANK] if next(net.parameters()).is_cuda else None) for net in nets]
+    nets = [DDP(net, device_ids=[LOCAL_RANK] if next(net.parameters()).is_cuda else None, find_unused_parameters=True) for net in nets]
 opts = [torch.optim.Adam(net.parameters(), lr=0.02) for net in nets]
 loss_func = nn.MSELoss()
 

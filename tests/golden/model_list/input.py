@@ -15,6 +15,8 @@ train_loader = Data.DataLoader(dataset=Data.TensorDataset(x, y), batch_size=32, 
 class Net(nn.Module):
     def __init__(self, batch_normalization=False):
         super().__init__()
+        self.do_bn = batch_normalization
+        self.bn_input = nn.BatchNorm1d(1)
         layers = []
         for i in range(N_HIDDEN):
             layers.append(nn.Linear(1 if i == 0 else 10, 10))
@@ -25,6 +27,8 @@ class Net(nn.Module):
         self.predict = nn.Linear(10, 1)
 
     def forward(self, x):
+        if self.do_bn:
+            x = self.bn_input(x)
         return self.predict(self.hidden(x))
 
 
