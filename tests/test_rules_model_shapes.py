@@ -193,6 +193,54 @@ def test_an_optimizer_over_a_filtered_parameter_list_trains_the_model():
     assert "model = nn.Linear(2, 1)\nraw_model = model\nif DISTRIBUTED:\n    model = DDP(model" in out
 
 
+def test_an_optimizer_over_the_plain_alias_of_a_wrapped_model_is_not_a_new_model():
+    text = """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def main(distributed):
+            if distributed:
+                dist.init_process_group("gloo")
+            model = nn.Linear(2, 1)
+            model_without_ddp = model
+            if distributed:
+                model = DDP(model)
+                model_without_ddp = model.module
+            params = [p for p in model_without_ddp.parameters() if p.requires_grad]
+            optimizer = torch.optim.SGD(params, lr=0.1)
+            for step in range(2):
+                model(torch.randn(4, 2)).sum().backward()
+                optimizer.step()
+            torch.save(model_without_ddp.state_dict(), "m.pt")
+
+
+        if __name__ == "__main__":
+            main(False)
+        """
+    assert [d.code for d in check_source(src(text)) if d.code.startswith(("DDP30", "DDP31", "DDP402", "DDP403"))] == []
+
+
+def test_an_optimizer_over_an_alias_the_script_runs_wraps_the_alias():
+    out = fixed(
+        """
+        import torch
+        import torch.nn as nn
+
+        model = nn.Linear(2, 1)
+        net = model
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        for step in range(2):
+            net(torch.randn(4, 2)).sum().backward()
+            optimizer.step()
+        """,
+        "DDP301",
+    )
+    assert "net = model\nraw_net = net\nif DISTRIBUTED:\n    net = DDP(net" in out
+
+
 ENGINE = """
 import torch
 

@@ -96,6 +96,7 @@ class Models:
                 definition = self._definition_for(recv, opt)
                 if definition is None:
                     continue
+                recv, definition = self._wrapped_alias(recv, definition)
                 found = assign_targets(definition.stmt)[0] if len(assign_targets(definition.stmt)) == 1 else recv
                 for handle, site, built_by in (
                     self._lifted(found, definition) if each is None else [(recv, definition, None)]
@@ -112,6 +113,28 @@ class Models:
             if found is not None and found[0] not in by_handle and self._trains_after(call):
                 by_handle[found[0]] = Model(found[0], found[1], [self.index.site(call)], call)
         return list(by_handle.values())
+
+    def _wrapped_alias(self, name: str, definition: Site) -> tuple[str, Site]:
+        """`model_without_ddp = model` (and `= model.module` once wrapped): an optimizer built over the
+        alias trains `model`, which the script wraps itself. Other aliases stay what they are (the
+        script may run the alias)."""
+        seen = {name}
+        found, where = name, definition
+        for _ in range(3):
+            value = assigned_value(where.stmt)
+            target = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+            if target is not None and target.endswith(".module"):
+                target = target[: -len(".module")]
+            if target is None or target in seen:
+                break
+            seen.add(target)
+            earlier = self._local_definition(target, where.stmt, where.func, depth=0)
+            if earlier is None:
+                break
+            found, where = target, earlier
+            if self.wrapped(Model(found, where, [])) is not None:
+                return found, where
+        return name, definition
 
     def _handed_to_trainers(self) -> list[tuple[cst.Call, str, Site]]:
         """Models the script hands to a function of its own modules that runs their forward and
