@@ -288,6 +288,44 @@ def test_a_model_handed_to_a_trainer_of_a_local_package_is_wrapped(tmp_path: Pat
     assert out.index("model = DDP(model") < out.index("fit(model, loader, epochs=2)")
 
 
+def test_a_loss_module_handed_to_a_local_trainer_is_not_a_model(tmp_path: Path):
+    write(
+        tmp_path,
+        "engine.py",
+        """
+        import torch
+
+
+        def train_one_epoch(model, criterion, loader, optimizer):
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+        """,
+    )
+    path = write(
+        tmp_path,
+        "train.py",
+        """
+        import torch
+        import torch.nn as nn
+
+        from engine import train_one_epoch
+
+        model = nn.Linear(2, 1)
+        criterion = nn.MSELoss()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = [(torch.randn(4, 2), torch.randn(4, 1))]
+        for epoch in range(2):
+            train_one_epoch(model, criterion, loader, optimizer)
+        """,
+    )
+    out = fix_source(path.read_text(), path=str(path), select=["DDP301", "DDP308"]).code
+    assert "raw_model = model" in out and "criterion = DDP" not in out and "raw_criterion" not in out
+
+
 def test_a_model_only_described_by_a_local_module_is_not_trained(tmp_path: Path):
     write(tmp_path, "engine.py", ENGINE)
     path = write(tmp_path, "train.py", TRAINED_ELSEWHERE.replace("fit(model, loader, epochs=2)", "pass"))

@@ -19,6 +19,7 @@ UNWRAPS = "unwraps"  # model.module, getattr(model, "module", model), isinstance
 CUSTOM = "custom"  # model.generate(...), model.config: what only the model has
 RETURNS = "returns"  # return model (unwrap_model, to_device): hands it back
 TRAINS = "trains"  # the function calls backward() or an optimizer's step()
+PARAMETERS = "parameters"  # model.parameters(): an optimizer over them, gradient clipping...
 INSPECTS = "inspects"  # traces, exports or summarises it: writer.add_graph(model, x), torch.jit.trace(model, x)
 
 # Library functions that trace, export or summarise the module handed to them first: the DDP wrapper
@@ -93,6 +94,8 @@ def ast_uses(
                 uses[p].add(STATE_DICT)
             elif attr == "load_state_dict" and isinstance(parent, ast.Call) and parent.func is node:
                 uses[p].add(LOAD_STATE)
+            elif attr in ("parameters", "named_parameters") and isinstance(parent, ast.Call) and parent.func is node:
+                uses[p].add(PARAMETERS)
             elif isinstance(node.ctx, ast.Load) and reaches_model(attr):
                 uses[p].add(CUSTOM)
         elif isinstance(node, ast.Call):
@@ -267,6 +270,7 @@ __all__ = [
     "INSPECTORS",
     "INSPECTS",
     "LOAD_STATE",
+    "PARAMETERS",
     "RETURNS",
     "STATE_DICT",
     "TRAINS",

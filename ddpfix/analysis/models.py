@@ -22,7 +22,7 @@ from ..syntax import (
 )
 from .classes import DDP_NAMES, DP_NAMES, SELF_RETURNING, Classes
 from .index import Site, TreeIndex
-from .model_params import FORWARD, TRAINS
+from .model_params import FORWARD, PARAMETERS, TRAINS
 from .names import Names
 from .trained import element_of, manual_updates, receiver_of
 from .training import Training
@@ -137,10 +137,9 @@ class Models:
         return name, definition
 
     def _handed_to_trainers(self) -> list[tuple[cst.Call, str, Site]]:
-        """Models the script hands to a function of its own modules that runs their forward and
-        trains (`train_one_epoch(model, optimizer, loader)` from a local package), with where each
-        gets its final handle: the optimizer may be built there too, or over a name the analysis
-        cannot follow."""
+        """Models the script hands to a function of its own modules that runs their forward, takes
+        their parameters (for its optimizer, for gradient clipping) and trains (`fit(model, loader)`
+        from a local package), with where each gets its final handle."""
         out: list[tuple[cst.Call, str, Site]] = []
         if self.helpers is None:
             return out
@@ -152,8 +151,8 @@ class Models:
                 if arg.star or not name:
                     continue
                 uses = self.helpers.uses(call, arg)
-                if not uses or not {FORWARD, TRAINS} <= uses:
-                    continue
+                if not uses or not {FORWARD, TRAINS, PARAMETERS} <= uses:
+                    continue  # a loss module it also runs (`criterion(out, y)`) has no parameters it trains
                 definition = self._local_definition(name, call, self.index.enclosing(call, cst.FunctionDef), depth=0)  # type: ignore[arg-type]
                 if definition is not None:
                     out.append((call, name, definition))
