@@ -33,9 +33,12 @@ def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> b
             node, (message or ctx.rule.message) + " (shares its line with other code: guard it by hand)", fix="none"
         )
         return False
+    before = len(ctx.diagnostics)
     if ctx.report(node, message):
         guard(ctx, stmt, ctx.rank0(node))
         return True
+    if not ctx.fixing and len(ctx.diagnostics) > before and ctx.diagnostics[-1].fixable:
+        ctx.plan.unmade_guards.add(stmt)  # a check: the statement a fix run guards
     return False
 
 

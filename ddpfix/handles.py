@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from .analysis.model_params import CUSTOM, FORWARD, LOAD_STATE, RETURNS, STATE_DICT, TRAINS, UNWRAPS
-from .syntax import calls_in, dotted, method_name
+from .analysis.model_params import CUSTOM, FORWARD, INSPECTS, LOAD_STATE, RETURNS, STATE_DICT, TRAINS, UNWRAPS
+from .syntax import assign_targets, calls_in, code_of, dotted, kwarg, mentions, method_name, positional, receiver, walk
 
 if TYPE_CHECKING:
     from .analysis import Model
@@ -92,6 +92,85 @@ def raw_at(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode, at: cst.
     return None
 
 
+def keys_kept(ctx: Context, handle: str, wrap_stmt: cst.CSTNode) -> bool:
+    """Does the script keep the wrapper's `module.` keys on purpose for `handle`, a DDP wrapper it
+    builds itself: it saves `handle.state_dict()` to a file and loads that same file (the same path
+    expression) into `handle` after the wrap? A resume through the wrapper has the prefix on both sides."""
+    if handle in ctx.plan.wraps:
+        return False  # a wrap this plan adds: the script's checkpoints are a plain run's
+    facts = ctx.facts
+
+    def through(method: str) -> list[cst.Call]:
+        return [
+            c
+            for c in facts.names.method_calls(method)
+            if receiver(c) is not None
+            and dotted(receiver(c)) == handle  # type: ignore[arg-type]
+            and facts.wraps.after_wrap(c, handle, wrap_stmt)
+        ]
+
+    saved = {p for c in through("state_dict") for p in _paths(facts, c, "torch.save", 1, "f")}
+    return bool(saved) and any(
+        p in saved for c in through("load_state_dict") for p in _paths(facts, c, "torch.load", 0, "f")
+    )
+
+
+def _paths(facts, call: cst.Call, io: str, slot: int, keyword: str) -> set[str]:
+    """The file paths (as written) of the `torch.save` that writes what `call` (`model.state_dict()`)
+    returns, or of the `torch.load` whose result `call` (`model.load_state_dict(...)`) takes, directly
+    or through a name bound in the same scope (`state = {"model": ...}` then `torch.save(state, p)`;
+    `ckpt = torch.load(p)` then `model.load_state_dict(ckpt["model"])`)."""
+    index = facts.index
+    scope = index.scope_of(call)
+    stmt = index.site(call).stmt
+    names = set(assign_targets(stmt)) if io == "torch.save" else set()
+    if io == "torch.load":
+        for arg in call.args:
+            names |= {dotted(n) for n in walk(arg.value) if isinstance(n, cst.Name)}  # type: ignore[misc]
+    out = set()
+    for io_call in facts.names.calls_to(io):
+        if index.scope_of(io_call) is not scope:
+            continue
+        where = positional(io_call, slot) or kwarg(io_call, keyword)
+        if where is None:
+            continue
+        if io == "torch.save":
+            first = positional(io_call, 0)
+            hit = index.contains(io_call, call) or (
+                first is not None and index.before(stmt, io_call) and any(mentions(first.value, n) for n in names)
+            )
+        else:
+            hit = index.contains(call, io_call) or (
+                index.before(io_call, call) and bool(set(assign_targets(index.site(io_call).stmt)) & names)
+            )
+        if hit:
+            out.add(code_of(where.value))
+    return out
+
+
+def handles_prefix(ctx: Context, node: cst.CSTNode) -> bool:
+    """Does the code around `node` (a `state_dict()` or `load_state_dict(...)` call) handle the
+    `module.` prefix itself: a `"module."` string in its statement, or, for a name loaded, in a
+    statement that builds that name before (`loaded["module." + key] = value`)?"""
+    facts = ctx.facts
+    strings = [s for s, value in facts.names.string_literals("module.") if value.startswith("module.")]
+    if not strings:
+        return False
+    stmt = facts.index.site(node).stmt
+    if any(facts.index.contains(stmt, s) for s in strings):
+        return True
+    arg = node.args[0].value if isinstance(node, cst.Call) and node.args else None
+    name = dotted(arg) if isinstance(arg, cst.Name) else None
+    if name is None:
+        return False
+    scope = facts.index.scope_of(node)
+    for s in strings:
+        at = facts.index.site(s).stmt
+        if facts.index.scope_of(s) is scope and facts.index.before(at, node) and mentions(at, name):
+            return True
+    return False
+
+
 @dataclass(eq=False)
 class Handoff:
     """`evaluate(model)`, `save_checkpoint(model, path)`: the wrapper handed to a helper that needs
@@ -111,7 +190,8 @@ class Handoff:
 def handoffs(ctx: Context) -> list[Handoff]:
     """Calls that hand the DDP wrapper to a helper of the script (this file or its own modules) that
     needs the plain module: a forward on rank 0 only (DDP103), a `load_state_dict` (DDP403), a
-    `state_dict` (DDP402), an attribute only the model has (DDP308). A helper that reaches `.module`
+    `state_dict` (DDP402), an attribute only the model has, or a trace, export or summary of it
+    (`writer.add_graph(model, x)`, DDP308). A helper that reaches `.module`
     itself or hands the model back (`unwrap_model(model)`) needs nothing. Passing the plain module is
     the fix unless the helper trains (its forward must go through DDP)."""
     facts = ctx.facts
@@ -131,7 +211,7 @@ def handoffs(ctx: Context) -> list[Handoff]:
                     code = "DDP403"
                 elif STATE_DICT in uses:
                     code = "DDP402"
-                elif CUSTOM in uses:
+                elif CUSTOM in uses or INSPECTS in uses:
                     code = "DDP308"
                 else:
                     continue
@@ -142,14 +222,17 @@ def handoffs(ctx: Context) -> list[Handoff]:
 
 
 def rank0_only(ctx: Context, node: cst.CSTNode) -> bool:
-    """Is `node` in the body of an `if` that rank 0 alone takes (`if rank == 0:`), in its function?"""
+    """Is `node` in the body of an `if` that rank 0 alone takes (`if rank == 0:`), in its function? (A
+    test no rank is known to take is not one.)"""
     index = ctx.facts.index
     child = node
     for anc in index.ancestors(node):
         if isinstance(anc, cst.FunctionDef):
             return False
-        if isinstance(anc, cst.If) and child is anc.body and ctx.facts.ranks.takes(anc.test)[1] is False:
-            return True
+        if isinstance(anc, cst.If) and child is anc.body:
+            zero, other = ctx.facts.ranks.takes(anc.test)
+            if other is False and zero is not False:
+                return True
         child = anc
     return False
 
@@ -158,13 +241,17 @@ NO_GRAD = ("no_grad", "inference_mode")
 
 
 def in_training_step(facts, node: cst.CSTNode) -> bool:
-    """Does `node` run in a training step: in a loop (or a function) that itself calls `backward()`,
-    and not under `torch.no_grad()` / `torch.inference_mode()`?"""
+    """Does `node` run in a training step: in a loop (or a function) that itself calls `backward()`
+    after it (a sample drawn after the step's `backward()` feeds no gradient of that step), and not
+    under `torch.no_grad()` / `torch.inference_mode()`?"""
     if under_no_grad(facts, node):
         return False
     for anc in facts.index.ancestors(node):
         if isinstance(anc, (cst.For, cst.While, cst.FunctionDef)):
-            return any(method_name(c) == "backward" and _step_owner(facts, c) is anc for c in calls_in(anc.body))
+            return any(
+                method_name(c) == "backward" and _step_owner(facts, c) is anc and facts.index.before(node, c)
+                for c in calls_in(anc.body)
+            )
     return False
 
 
@@ -193,7 +280,9 @@ def under_no_grad(facts, node: cst.CSTNode) -> bool:
 
 __all__ = [
     "Handoff",
+    "handles_prefix",
     "in_training_step",
+    "keys_kept",
     "under_no_grad",
     "handoffs",
     "rank0_only",

@@ -71,14 +71,13 @@ def plan_pass(
     active = set(active)
     ctx = Context(facts, fixing, unsafe_fixes)
     ctx.suppressions = suppressions
-    for rule in RULES:
-        if edits_only and rule.fix == NONE:
-            continue
-        if rule.code in active or rule.code in fixing:
+    ran = [r for r in RULES if (r.code in active or r.code in fixing) and not (edits_only and r.fix == NONE)]
+    for phase in ("run", "after_plan"):
+        for rule in ran:
             ctx.rule = rule
             ctx.plan.rule = rule.code
             before = len(ctx.diagnostics)
-            rule.run(ctx)
+            getattr(rule, phase)(ctx)
             if rule.code not in active:
                 del ctx.diagnostics[before:]
     ctx.plan.rule = None  # what follows serves every rule: the environment constants, the imports

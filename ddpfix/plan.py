@@ -52,6 +52,7 @@ class Plan:
         self.prepends: dict[cst.CSTNode, list[Insert]] = {}
         self.guards: dict[cst.CSTNode, str] = {}
         self.guard_rules: dict[cst.CSTNode, str | None] = {}  # guarded statement -> the rule that guarded it
+        self.unmade_guards: set[cst.CSTNode] = set()  # a check's findings: what a fix run would guard
         self.moved: set[cst.CSTNode] = set()
         self.splits: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # an `if` -> statements of its body that leave it
         self.imports: list[ImportSpec] = []

@@ -55,6 +55,10 @@ class Rule:
     def run(self, ctx: "Context") -> None:  # pragma: no cover - every rule overrides
         raise NotImplementedError
 
+    def after_plan(self, ctx: "Context") -> None:
+        """A second look, once every rule has proposed its edits: for what only the whole plan shows
+        (the statements other rules guard to rank 0). Most rules have none."""
+
 
 class Context:
     """Handed to each rule: `facts` to read, `plan` to edit, `report()` to record a finding."""

@@ -60,7 +60,7 @@ class ScriptFacts:
 
     @cached_property
     def modules(self) -> LocalModules:
-        return LocalModules(self.index.imports, self.path)
+        return LocalModules(self.index.imports, self.path, self.index.module)
 
     @cached_property
     def flow(self) -> Flow:
@@ -72,7 +72,7 @@ class ScriptFacts:
 
     @cached_property
     def training(self) -> Training:
-        return Training(self.index, self.names)
+        return Training(self.index, self.names, self.modules)
 
     @cached_property
     def models(self) -> Models:

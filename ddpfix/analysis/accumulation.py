@@ -36,14 +36,20 @@ class MicroLoop:
         return f"{self.var} == {self.count} - 1"
 
 
-def micro_loops(loops) -> list[MicroLoop]:
-    """Every loop of the file with one of the two accumulation shapes."""
+def micro_loops(loops, optimizers: set[str] | None = None, schedulers: set[str] | None = None) -> list[MicroLoop]:
+    """Every loop of the file with one of the two accumulation shapes. Only an optimizer's step counts
+    (`optimizer.step()`, `scaler.step(optimizer)`): `scheduler.step()` under `if (i + 1) % 8 == 0:`
+    beside an optimizer that steps every iteration is no accumulation. `optimizers` and
+    `schedulers` are the script's names for them, where known."""
+    steps = _OptimizerSteps(optimizers or set(), schedulers or set())
     out = []
     for loop in loops:
         if not isinstance(loop.body, cst.IndentedBlock):
             continue
         body = list(loop.body.body)
-        step_if = next((s for s in body if isinstance(s, cst.If) and _is_accum_step(s)), None)
+        step_if = next((s for s in body if isinstance(s, cst.If) and _is_accum_step(s, steps)), None)
+        if step_if is not None and any(steps.any_in(s) for s in body if s is not step_if):
+            continue  # the optimizer also steps on every iteration
         if step_if is not None:
             backward = next(
                 (c for s in body if s is not step_if for c in calls_in(s) if method_name(c) == "backward"), None
@@ -58,21 +64,43 @@ def micro_loops(loops) -> list[MicroLoop]:
             var = _counter(loop)
             out.append(MicroLoop(loop, backward, var, step_if.test, None, blocker))
             continue
-        inner = _inner_micro_loop(loop, body)
+        inner = _inner_micro_loop(loop, body, steps)
         if inner is not None:
             out.append(inner)
     return out
 
 
-def _inner_micro_loop(outer: cst.For | cst.While, body: list[cst.BaseStatement]) -> MicroLoop | None:
+class _OptimizerSteps:
+    """Which `.step()` calls step an optimizer: on a name the script builds an optimizer into, or on
+    any name but a scheduler's (`scaler.step(optimizer)` too)."""
+
+    def __init__(self, optimizers: set[str], schedulers: set[str]) -> None:
+        self.optimizers = optimizers
+        self.schedulers = schedulers
+
+    def __call__(self, call: cst.Call) -> bool:
+        if method_name(call) != "step" or not isinstance(call.func, cst.Attribute):
+            return False
+        recv = dotted(call.func.value) or ""
+        if recv in self.optimizers:
+            return True
+        return recv not in self.schedulers and "sched" not in recv.lower()
+
+    def any_in(self, node: cst.CSTNode) -> bool:
+        return any(self(c) for c in calls_in(node))
+
+
+def _inner_micro_loop(
+    outer: cst.For | cst.While, body: list[cst.BaseStatement], steps: _OptimizerSteps
+) -> MicroLoop | None:
     """`for micro in range(accum): ... backward()` followed (in the same body) by an optimizer step."""
     for i, stmt in enumerate(body):
         if not isinstance(stmt, cst.For) or not isinstance(stmt.body, cst.IndentedBlock):
             continue
         backward = next((c for c in calls_in(stmt.body) if method_name(c) == "backward"), None)
-        if backward is None or any(method_name(c) == "step" for c in calls_in(stmt.body)):
+        if backward is None or steps.any_in(stmt.body):
             continue
-        if not any(method_name(c) == "step" for s in body[i + 1 :] for c in calls_in(s)):
+        if not any(steps.any_in(s) for s in body[i + 1 :]):
             continue
         var, count = _micro_count(stmt)
         blocker = None
@@ -128,10 +156,9 @@ def _counter(loop: cst.For | cst.While) -> str | None:
     return None
 
 
-def _is_accum_step(stmt: cst.If) -> bool:
+def _is_accum_step(stmt: cst.If, steps: _OptimizerSteps) -> bool:
     has_mod = any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo) for n in walk(stmt.test))
-    steps = any(method_name(c) == "step" for c in calls_in(stmt.body))
-    return has_mod and steps and stmt.orelse is None
+    return has_mod and steps.any_in(stmt.body) and stmt.orelse is None
 
 
 def bound(node: cst.CSTNode) -> list[str]:

@@ -12,12 +12,14 @@ from .index import TreeIndex
 from .model_params import (
     CUSTOM,
     FORWARD,
+    INSPECTS,
     LOAD_STATE,
     RETURNS,
     STATE_DICT,
     TRAINS,
     UNWRAPS,
     Slot,
+    inspects,
     reaches_model,
 )
 from .modules import LocalModules
@@ -39,8 +41,11 @@ class Helpers:
     def uses(self, call: cst.Call, arg: cst.Arg) -> set[str] | None:
         """What the function `call` invokes does with the value passed as `arg` (model_params uses,
         plus TRAINS when the function trains); None when the callee is not one the analysis can read
-        (a library, an unknown import, a method of an object)."""
+        (a library, an unknown import, a method of an object), except INSPECTS for a library function
+        that traces, exports or summarises it."""
         func = self.index.callee_of(call)
+        if func is None and inspects(self.names.call_qual(call), dotted(call.func), _slot(call, arg)):
+            return {INSPECTS}  # writer.add_graph(model, x), torch.jit.trace(model, x)
         if func is not None:
             param = _param_for(func, call, arg)
             if param is None:

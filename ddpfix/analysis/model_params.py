@@ -19,6 +19,42 @@ UNWRAPS = "unwraps"  # model.module, getattr(model, "module", model), isinstance
 CUSTOM = "custom"  # model.generate(...), model.config: what only the model has
 RETURNS = "returns"  # return model (unwrap_model, to_device): hands it back
 TRAINS = "trains"  # the function calls backward() or an optimizer's step()
+PARAMETERS = "parameters"  # model.parameters(): an optimizer over them, gradient clipping...
+INSPECTS = "inspects"  # traces, exports or summarises it: writer.add_graph(model, x), torch.jit.trace(model, x)
+
+# Library functions that trace, export or summarise the module handed to them first: the DDP wrapper
+# cannot be traced (its forward calls into the process group), and a summary of it is the wrapper's.
+INSPECTORS = {
+    "torch.jit.trace",
+    "torch.jit.trace_module",
+    "torch.jit.script",
+    "torch.onnx.export",
+    "torch.onnx.dynamo_export",
+    "torch.export.export",
+    "torch.fx.symbolic_trace",
+    "torchsummary.summary",
+    "torchinfo.summary",
+    "thop.profile",
+    "ptflops.get_model_complexity_info",
+    "fvcore.nn.FlopCountAnalysis",
+}
+INSPECTOR_METHODS = {"add_graph"}  # SummaryWriter.add_graph(model, input_to_model)
+INSPECTED_KEYWORDS = {"model", "module", "mod", "func"}
+
+
+def inspects(qualname: str | None, name: str | None, slot: Slot | None) -> bool:
+    """Does a call of `qualname` (the import-resolved name; `name` as written) trace, export or
+    summarise what it gets at `slot`?"""
+    if slot != 0 and slot not in INSPECTED_KEYWORDS:
+        return False
+    written = name or ""
+    return (
+        qualname in INSPECTORS
+        or written in INSPECTORS
+        or written.rsplit(".", 1)[-1] in INSPECTOR_METHODS
+        or any(written.endswith("." + q.split(".", 1)[1]) for q in INSPECTORS if q.startswith("torch."))
+    )
+
 
 OPTIMIZER_NAMES = re.compile(r"opt", re.IGNORECASE)
 
@@ -58,6 +94,8 @@ def ast_uses(
                 uses[p].add(STATE_DICT)
             elif attr == "load_state_dict" and isinstance(parent, ast.Call) and parent.func is node:
                 uses[p].add(LOAD_STATE)
+            elif attr in ("parameters", "named_parameters") and isinstance(parent, ast.Call) and parent.func is node:
+                uses[p].add(PARAMETERS)
             elif isinstance(node.ctx, ast.Load) and reaches_model(attr):
                 uses[p].add(CUSTOM)
         elif isinstance(node, ast.Call):
@@ -69,6 +107,8 @@ def ast_uses(
                 if isinstance(value, ast.Name) and value.id in uses:
                     if callee in ("getattr", "hasattr", "isinstance"):
                         uses[value.id].add(UNWRAPS)
+                    elif inspects(None, callee, slot):
+                        uses[value.id].add(INSPECTS)
                     elif callee is not None:
                         passes[value.id].append((callee, slot))
         elif isinstance(node, ast.Return) and node.value is not None:
@@ -227,13 +267,17 @@ def _ast_dotted(node: ast.AST) -> str | None:
 __all__ = [
     "CUSTOM",
     "FORWARD",
+    "INSPECTORS",
+    "INSPECTS",
     "LOAD_STATE",
+    "PARAMETERS",
     "RETURNS",
     "STATE_DICT",
     "TRAINS",
     "UNWRAPS",
     "Slot",
     "close_over",
+    "inspects",
     "ast_forward_methods",
     "ast_model_return",
     "ast_params",

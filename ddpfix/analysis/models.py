@@ -22,8 +22,9 @@ from ..syntax import (
 )
 from .classes import DDP_NAMES, DP_NAMES, SELF_RETURNING, Classes
 from .index import Site, TreeIndex
+from .model_params import FORWARD, PARAMETERS, TRAINS
 from .names import Names
-from .trained import manual_updates, receiver_of
+from .trained import element_of, manual_updates, receiver_of
 from .training import Training
 from .wrap_points import WrapPoint, WrapPoints
 
@@ -41,6 +42,7 @@ class Model:
     definition: Site  # the assignment that gives the handle its final (pre-training) value
     optimizers: list[Site]  # the optimizers over its parameters, or the loops that update them by hand
     built_by: cst.Call | None = None  # `build(cfg)` in `model, opt = build(cfg)`: a helper built it
+    each: str | None = None  # `net` when the handle is a list of models trained side by side (`for net in nets`)
 
 
 class Models:
@@ -88,20 +90,73 @@ class Models:
             for recv in receivers:  # type: ignore[arg-type]
                 if recv.endswith(".module"):
                     recv = recv[: -len(".module")]
+                each = element_of(self.index, opt.node, recv) if isinstance(opt.node, cst.Call) else None
+                if each is not None:
+                    recv, each = each, recv  # `[SGD(net.parameters()) for net in nets]`: the list `nets`
                 definition = self._definition_for(recv, opt)
                 if definition is None:
                     continue
+                recv, definition = self._wrapped_alias(recv, definition)
                 found = assign_targets(definition.stmt)[0] if len(assign_targets(definition.stmt)) == 1 else recv
-                for handle, site, built_by in self._lifted(found, definition):
+                for handle, site, built_by in (
+                    self._lifted(found, definition) if each is None else [(recv, definition, None)]
+                ):
                     if handle in by_handle:
                         by_handle[handle].optimizers.append(opt)
                     else:
-                        by_handle[handle] = Model(handle, site, [opt], built_by)
+                        by_handle[handle] = Model(handle, site, [opt], built_by, each)
+        for call, handle, site in self._handed_to_trainers():
+            if handle not in by_handle:
+                by_handle[handle] = Model(handle, site, [self.index.site(call)])
         for call, slot in self.helpers.builder_calls() if self.helpers is not None else ():
             found = receiver_of(self.index, call, slot)
             if found is not None and found[0] not in by_handle and self._trains_after(call):
                 by_handle[found[0]] = Model(found[0], found[1], [self.index.site(call)], call)
         return list(by_handle.values())
+
+    def _wrapped_alias(self, name: str, definition: Site) -> tuple[str, Site]:
+        """`model_without_ddp = model` (and `= model.module` once wrapped): an optimizer built over the
+        alias trains `model`, which the script wraps itself. Other aliases stay what they are (the
+        script may run the alias)."""
+        seen = {name}
+        found, where = name, definition
+        for _ in range(3):
+            value = assigned_value(where.stmt)
+            target = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+            if target is not None and target.endswith(".module"):
+                target = target[: -len(".module")]
+            if target is None or target in seen:
+                break
+            seen.add(target)
+            earlier = self._local_definition(target, where.stmt, where.func, depth=0)
+            if earlier is None:
+                break
+            found, where = target, earlier
+            if self.wrapped(Model(found, where, [])) is not None:
+                return found, where
+        return name, definition
+
+    def _handed_to_trainers(self) -> list[tuple[cst.Call, str, Site]]:
+        """Models the script hands to a function of its own modules that runs their forward, takes
+        their parameters (for its optimizer, for gradient clipping) and trains (`fit(model, loader)`
+        from a local package), with where each gets its final handle."""
+        out: list[tuple[cst.Call, str, Site]] = []
+        if self.helpers is None:
+            return out
+        for call in self.index.calls:
+            if self.index.callee_of(call) is not None or self.helpers.modules.target_of(call.func) is None:
+                continue
+            for arg in call.args:
+                name = dotted(arg.value)
+                if arg.star or not name:
+                    continue
+                uses = self.helpers.uses(call, arg)
+                if not uses or not {FORWARD, TRAINS, PARAMETERS} <= uses:
+                    continue  # a loss module it also runs (`criterion(out, y)`) has no parameters it trains
+                definition = self._local_definition(name, call, self.index.enclosing(call, cst.FunctionDef), depth=0)  # type: ignore[arg-type]
+                if definition is not None:
+                    out.append((call, name, definition))
+        return out
 
     def _lifted(self, handle: str, definition: Site) -> list[tuple[str, Site, cst.Call | None]]:
         """A model a function of this file builds and returns (`return model, optimizer`) is wrapped
@@ -173,10 +228,18 @@ class Models:
         return False
 
     def is_wrap(self, stmt: cst.CSTNode) -> bool:
-        value = assigned_value(stmt)
-        return isinstance(value, cst.Call) and (
-            self.names.call_qual(value) in DDP_NAMES or self.names.call_qual(value) in DP_NAMES
-        )
+        """`model = DDP(model)` (or DataParallel), `nets = [DDP(net) for net in nets]`, or a wrap in
+        one arm of a conditional expression (`model = DDP(net) if distributed else net`)."""
+        return self._wrap_in(assigned_value(stmt), DDP_NAMES | DP_NAMES) is not None
+
+    def _wrap_in(self, value: cst.BaseExpression | None, names: set[str]) -> cst.Call | None:
+        if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+            value = value.elt
+        if isinstance(value, cst.IfExp):
+            return self._wrap_in(value.body, names) or self._wrap_in(value.orelse, names)
+        if isinstance(value, cst.Call) and self.names.call_qual(value) in names:
+            return value
+        return None
 
     # ----------------------------------------------------------------- wrappers
     def wrap_point(self, model: Model) -> WrapPoint:
@@ -185,9 +248,9 @@ class Models:
 
     def wrapped(self, model: Model) -> cst.Call | None:
         """An existing `DDP(<model>...)` call for this model, if the script has one."""
-        value = assigned_value(model.definition.stmt)
-        if isinstance(value, cst.Call) and self.names.call_qual(value) in DDP_NAMES:
-            return value  # `model = DDP(Net())`: built inside the wrap
+        found = self._wrap_in(assigned_value(model.definition.stmt), DDP_NAMES)
+        if found is not None:
+            return found  # `model = DDP(Net())`: built inside the wrap; `DDP(net) if distributed else net`
         return self._wrapper_call(model, self.ddp_calls)
 
     def dataparallel(self, model: Model) -> cst.Call | None:
@@ -195,16 +258,32 @@ class Models:
         return self._wrapper_call(model, self.dp_calls)
 
     def _wrapper_call(self, model: Model, calls: list[cst.Call]) -> cst.Call | None:
-        base = model.handle.split(".")[-1]
+        bases = {model.handle.split(".")[-1], model.each}
         for call in calls:
             arg = positional(call, 0) or kwarg(call, "module")
             if arg is not None and any(
-                (dotted(n) or "").split(".")[-1] == base
+                (dotted(n) or "").split(".")[-1] in bases
                 for n in walk(arg.value)
                 if isinstance(n, (cst.Name, cst.Attribute))
             ):
                 return call
         return None
+
+    def beside_ddp(self, call: cst.Call) -> bool:
+        """Is this `nn.DataParallel(...)` call in one branch of an `if` whose other branch wraps in
+        DDP? The script offers both on purpose, and a flag picks (`if args.dataparallel: ... else:
+        model = DDP(model, ...)`)."""
+        index = self.index
+        for anc in index.ancestors(call):
+            if not isinstance(anc, cst.If):
+                continue
+            branches = [anc.body, anc.orelse] if anc.orelse is not None else [anc.body]
+            mine = next((b for b in branches if index.contains(b, call)), None)
+            if mine is None:
+                continue
+            if any(index.contains(b, d) for b in branches if b is not mine for d in self.ddp_calls):
+                return True
+        return False
 
     def moved_with(self, model: Model, anchor: cst.CSTNode, device: str) -> bool:
         """Is the model moved with `device` up to `anchor` (wrap_points.py)?"""
@@ -222,6 +301,26 @@ class Models:
     def constructor(self, name: str, at: cst.CSTNode) -> cst.Call | None:
         """The call that builds the module `name` holds at `at` (classes.py)."""
         return self.classes.constructor(name, at)
+
+    def classes_of(self, model: Model) -> list[cst.ClassDef]:
+        """The classes of this file the model is built from: its own, or for a list of models those of
+        its elements (`[Net(False), Net(True)]`, `[Net() for _ in range(k)]`)."""
+        if model.each is None:
+            cls = self.model_class(model.handle, model.definition.stmt)
+            return [cls] if cls is not None else []
+        value = assigned_value(model.definition.stmt)
+        calls = [value.elt] if isinstance(value, (cst.ListComp, cst.GeneratorExp)) else []
+        if isinstance(value, (cst.List, cst.Tuple)):
+            calls = [el.value for el in value.elements]
+        by_name = {c.name.value: c for c in self.index.classes}
+        out: list[cst.ClassDef] = []
+        for call in calls:
+            cls = (
+                by_name.get(call.func.value) if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) else None
+            )
+            if cls is not None and cls not in out:
+                out.append(cls)
+        return out
 
     def class_members(self, cls: cst.ClassDef) -> tuple[set[str], set[str]]:
         return self.classes.class_members(cls)

@@ -66,6 +66,12 @@ class ModuleSummary:
     )  # function -> parameter -> model_params uses
     model_returns: dict[str, Slot] = field(default_factory=dict)  # function -> where it returns the model it trains
     library: dict[str, str] = field(default_factory=dict)  # a library its imports bind: `dist` -> torch.distributed
+    # the names it imports (local name -> (module, member, relative level)): what a package re-exports
+    imported: dict[str, tuple[str, str | None, int]] = field(default_factory=dict)
+
+    def defines(self, name: str) -> bool:
+        """Does the module define `name` (a function or class) itself?"""
+        return name in self.params or name in self.classes or name in self.effects
 
     def does(self, func: str, effect: str) -> bool:
         return effect in self.effects.get(func, ())

@@ -9,11 +9,13 @@ process group exists treats a call into it as "maybe", never as "no".
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import libcst as cst
 
 from ..syntax import dotted
+from .flow import binds
 from .imports import Imported, ImportTable, Origin, find_module
 from .summaries import ClassSummary, Finding, ModuleSummary, finder, summarise
 
@@ -31,10 +33,18 @@ class Target:
 class LocalModules:
     """The script's imports, resolved: local modules summarised, libraries known, the rest unknown."""
 
-    def __init__(self, imports: list[cst.Import | cst.ImportFrom], path: str | None) -> None:
+    def __init__(
+        self, imports: list[cst.Import | cst.ImportFrom], path: str | None, module: cst.Module | None = None
+    ) -> None:
         self.folder = _script_folder(path)
         self.table = ImportTable(_imported_cst(imports), self._find)
         self._targets: dict[str, Target | None] = {}
+        self._module = module  # the script: the names it binds itself shadow a star import's
+        self._stars = [
+            (dotted(node.module) if node.module is not None else "", len(node.relative))
+            for node in imports
+            if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar)
+        ]
 
     def _find(self, module: str, level: int) -> Path | None:
         if self.folder is None:
@@ -48,13 +58,59 @@ class LocalModules:
         """What a called name refers to (`init_distributed_mode`, `utils.init_distributed_mode`);
         None for names no import of the script binds."""
         name = dotted(func)
-        if name is None or name.split(".")[0] not in self.table.imported:
+        if name is None:
             return None
+        if name.split(".")[0] not in self.table.imported:
+            return self._star_target(name)
         if name not in self._targets:
             origin, path, member = self.table.resolve(name)
             summary = summarise(path, finder(path, self._find)) if path is not None else None
+            if summary is not None and member is not None:
+                summary, member = self._reexported(summary, member)
             self._targets[name] = Target(origin, summary, member if path is not None else None)
         return self._targets[name]
+
+    def _reexported(self, summary: ModuleSummary, member: str) -> tuple[ModuleSummary, str]:
+        """`from train_utils import train_one_epoch` where train_utils/__init__.py has `from
+        .train_and_eval import train_one_epoch`: the module that defines it, and its name there."""
+        for _ in range(3):
+            head = member.split(".")[0]
+            if summary.defines(head) or head not in summary.imported:
+                break
+            find = finder(summary.path, self._find)
+            origin, path, inner = ImportTable(summary.imported, find).resolve(member)
+            if origin is not Origin.LOCAL or path is None or inner is None:
+                break
+            summary, member = summarise(path, finder(path, self._find)), inner
+        return summary, member
+
+    def _star_target(self, name: str) -> Target | None:
+        """`CharRNN` after `from model import *`: the class or function of a local module imported
+        with `*` that defines it, unless the script binds that name itself."""
+        if not self._stars:
+            return None
+        if name not in self._targets:
+            found = None
+            head = name.split(".")[0]
+            if head not in self._own_names:
+                for module, level in self._stars:
+                    path = self._find(module, level) if module else None
+                    summary = summarise(path, finder(path, self._find)) if path is not None else None
+                    if summary is not None and (head in summary.classes or head in summary.params):
+                        found = Target(Origin.LOCAL, summary, name)
+                        break
+            self._targets[name] = found
+        return self._targets[name]
+
+    @cached_property
+    def _own_names(self) -> set[str]:
+        out: set[str] = set()
+        for stmt in self._module.body if self._module is not None else ():
+            if not isinstance(stmt, cst.SimpleStatementLine) or not all(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+            ):
+                out |= binds(stmt)
+        return out
 
     def call_does(self, call: cst.Call, effect: str) -> bool | None:
         """Does `call` do `effect` (INIT, RANK_TEST, ...) through a local module? True / False, or

@@ -103,7 +103,8 @@ def summarise(path: Path, find, _seen: frozenset[Path] = frozenset()) -> ModuleS
     except (SyntaxError, ValueError, OSError, RecursionError):
         _CACHE[key] = summary
         return summary
-    _Summariser(summary, tree, ImportTable(imported_names(tree), find), _seen | {path}).run()
+    summary.imported = imported_names(tree)
+    _Summariser(summary, tree, ImportTable(summary.imported, find), _seen | {path}).run()
     _CACHE[key] = summary
     return summary
 

@@ -28,6 +28,20 @@ def manual_updates(index: TreeIndex) -> list[tuple[Site, str]]:
     return out
 
 
+def element_of(index: TreeIndex, call: cst.Call, name: str) -> str | None:
+    """`nets` when `call` is the element of a comprehension over the list `nets` with `name` as its
+    variable: `[SGD(net.parameters()) for net in nets]` builds one optimizer per model of `nets`."""
+    comp = index.parent.get(call)
+    if not isinstance(comp, (cst.ListComp, cst.GeneratorExp)) or comp.elt is not call:
+        return None
+    loop = comp.for_in
+    if loop.inner_for_in is not None or loop.ifs or not isinstance(loop.target, cst.Name):
+        return None
+    if loop.target.value != name or not isinstance(loop.iter, cst.Name):
+        return None
+    return loop.iter.value
+
+
 def receiver_of(index: TreeIndex, call: cst.Call, slot: Slot) -> tuple[str, Site] | None:
     """The caller's name for the model a builder returns at `slot`, and the statement that binds it:
     `model = build()`, `model, opt = build()`, `model = build()["model"]`, or `parts = build()` then
@@ -122,4 +136,4 @@ def _updates_with_grad(small: cst.BaseSmallStatement, var: str) -> bool:
     return False
 
 
-__all__ = ["manual_updates", "receiver_of"]
+__all__ = ["element_of", "manual_updates", "receiver_of"]

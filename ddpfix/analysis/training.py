@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, calls_in, dotted, kwarg, method_name, positional, receiver
 from .index import Site, TreeIndex
+from .model_params import TRAINS
 from .names import Names
+
+if TYPE_CHECKING:
+    from .modules import LocalModules
 
 OPTIMIZER_NAMES = re.compile(r"opt", re.IGNORECASE)
 SCHEDULER_NAMES = re.compile(r"sched", re.IGNORECASE)
@@ -21,9 +26,10 @@ HELPER_DEPTH = 3  # how many calls deep a training step is looked for through th
 class Training:
     """Optimizers, schedulers and training steps."""
 
-    def __init__(self, index: TreeIndex, names: Names) -> None:
+    def __init__(self, index: TreeIndex, names: Names, modules: LocalModules | None = None) -> None:
         self.index = index
         self.names = names
+        self.modules = modules  # the script's own modules: a trainer there trains the script's model
 
     @cached_property
     def backward_calls(self) -> list[cst.Call]:
@@ -31,7 +37,8 @@ class Training:
 
     @cached_property
     def optimizer_sites(self) -> list[Site]:
-        """`opt = SGD(model.parameters(), ...)`-shaped statements."""
+        """`opt = SGD(model.parameters(), ...)`-shaped statements (also one optimizer per model of a
+        list: `opts = [SGD(net.parameters()) for net in nets]`)."""
         out = []
         for call in self.index.calls:
             q = self.names.call_qual(call) or ""
@@ -39,8 +46,9 @@ class Training:
                 continue
             site = self.index.site(call)
             targets = assign_targets(site.stmt)
-            if assigned_value(site.stmt) is not call:
-                continue
+            value = assigned_value(site.stmt)
+            if value is not call and not (isinstance(value, (cst.ListComp, cst.GeneratorExp)) and value.elt is call):
+                continue  # `opts = [SGD(net.parameters()) for net in nets]`: one optimizer per model
             if (
                 q.startswith("torch.optim.")
                 or any(OPTIMIZER_NAMES.search(t.split(".")[-1]) for t in targets)
@@ -49,16 +57,22 @@ class Training:
                 out.append(site)
         return out
 
-    @staticmethod
-    def parameter_receivers(call: cst.Call) -> list[str]:
-        """`model` for `SGD(model.parameters(), ...)`: whose parameters a call's arguments hand over."""
-        out = []
-        for arg in call.args:
-            for inner in calls_in(arg.value):
-                if method_name(inner) in ("parameters", "named_parameters") and receiver(inner) is not None:
-                    d = dotted(receiver(inner))  # type: ignore[arg-type]
-                    if d:
-                        out.append(d)
+    def parameter_receivers(self, call: cst.Call) -> list[str]:
+        """`model` for `SGD(model.parameters(), ...)`: whose parameters a call's arguments hand over,
+        also through a name bound just before (`params = [p for p in model.parameters() if
+        p.requires_grad]` then `SGD(params, ...)`)."""
+        out = _receivers(arg.value for arg in call.args)
+        if out:
+            return out
+        names = [dotted(arg.value) for arg in call.args if isinstance(arg.value, cst.Name)]
+        if not names:
+            return out
+        scope = self.index.scope_of(call)
+        for name in names:
+            bound = [s for s in self.names.assignments(scope, name) if self.index.before(s.stmt, call)]
+            value = assigned_value(bound[-1].stmt) if bound else None
+            if value is not None and name in assign_targets(bound[-1].stmt):
+                out += _receivers([value])
         return out
 
     @cached_property
@@ -82,7 +96,12 @@ class Training:
 
     @cached_property
     def trains(self) -> bool:
-        return bool(self.optimizer_sites or self.backward_calls)
+        """Does the script train: it builds an optimizer, calls `backward()`, or calls a function of
+        its own modules that trains (`fit(model, loader)` from a local package)?"""
+        if self.optimizer_sites or self.backward_calls:
+            return True
+        modules = self.modules
+        return modules is not None and any(modules.call_does(c, TRAINS) is True for c in self.index.calls)
 
     def trains_in(self, node: cst.CSTNode, depth: int = 0) -> bool:
         """Does `node` run a training step, itself or through functions of this file it calls?"""
@@ -117,6 +136,17 @@ class Training:
                     if name == cls.name.value and self.trains_in(cls):
                         return True
         return False
+
+
+def _receivers(values) -> list[str]:
+    out = []
+    for value in values:
+        for inner in calls_in(value):
+            if method_name(inner) in ("parameters", "named_parameters") and receiver(inner) is not None:
+                d = dotted(receiver(inner))  # type: ignore[arg-type]
+                if d:
+                    out.append(d)
+    return out
 
 
 __all__ = ["OPTIMIZER_NAMES", "SCHEDULER_NAMES", "Training"]

@@ -38,6 +38,9 @@ PREP_METHODS = {
     "init_weights",
     "reset_parameters",
 }
+# The statements whose blocks run at most once where they stand: a definition inside one is lifted
+# out to the level the model is trained at.
+BRANCHES = (cst.If, cst.Else, cst.Try, cst.TryStar, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.With)
 BENIGN_CALLS = {"print", "len", "sum", "str", "repr", "format", "type", "isinstance", "hasattr", "getattr", "id"}
 
 
@@ -66,21 +69,37 @@ class WrapPoints:
             self._wrap_points[id(model)] = self._wrap_point(model)
         return self._wrap_points[id(model)]
 
-    def _wrap_point(self, model: Model) -> WrapPoint:
+    def start(self, model: Model) -> tuple[cst.BaseStatement, Block]:
+        """The statement (and its block) the wrap follows at the earliest: the model's definition, or
+        the `if`/`try`/`with` statement around it when the optimizer comes after that statement
+        (`if use_gpu: model = model.cuda()`, a model picked in an `if/elif/else` chain): the wrap
+        goes at the level where the model is trained, whichever branch ran."""
         d = model.definition
-        body = list(d.block.body)
-        start = next(i for i, s in enumerate(body) if s is d.stmt)
+        index = self.names.index
+        stmt, block = d.stmt, d.block
+        while not any(index.contains(block, opt.stmt) for opt in model.optimizers):
+            owner = index.parent.get(block)
+            if not isinstance(owner, BRANCHES):
+                return d.stmt, d.block
+            outer = index.site(owner)
+            stmt, block = outer.stmt, outer.block
+        return stmt, block
+
+    def _wrap_point(self, model: Model) -> WrapPoint:
+        first, block = self.start(model)
+        body = list(block.body)
+        start = next(i for i, s in enumerate(body) if s is first)
         handle = model.handle
         training = self.training
         opt_stmts = {id(s.stmt) for s in training.optimizer_sites} | {id(s.stmt) for s in training.scheduler_sites}
-        anchor = d.stmt
+        anchor = first
         pending: list[cst.BaseStatement] = []
         blocked: list[cst.BaseStatement] = []
         moved_names: set[str] = set()
         for stmt in body[start + 1 :]:
-            if id(stmt) in opt_stmts or (
-                moved_names and any(mentions(stmt, n) for n in moved_names) and assign_targets(stmt)
-            ):
+            if id(stmt) in opt_stmts or (moved_names and any(mentions(stmt, n) for n in moved_names)):
+                # the optimizer and what uses it (a scheduler over it, `opt.load_state_dict(...)`) move
+                # together, in their order
                 if not mentions(stmt, handle) or id(stmt) in opt_stmts:
                     pending.append(stmt)
                     moved_names.update(assign_targets(stmt))
@@ -102,7 +121,7 @@ class WrapPoints:
                 break
         anchor_idx = next(i for i, s in enumerate(body) if s is anchor)
         moves = [s for s in pending if next(i for i, b in enumerate(body) if b is s) < anchor_idx]
-        return WrapPoint(anchor, d.block, moves, blocked)
+        return WrapPoint(anchor, block, moves, blocked)
 
     def _loads_into(self, call: cst.Call, handle: str) -> bool:
         """`load_checkpoint(model, path)`: a helper that loads a state_dict into the model and runs nothing."""
@@ -115,8 +134,9 @@ class WrapPoints:
     def moved_with(self, model: Model, anchor: cst.CSTNode, device: str) -> bool:
         """Is the model moved with `device` (`.to(device)`) by its definition or a statement after it, up
         to `anchor`? Only then does the device variable tell where the model is."""
-        body = list(model.definition.block.body)
-        start = next(i for i, s in enumerate(body) if s is model.definition.stmt)
+        first, block = self.start(model)
+        body = list(block.body)
+        start = next(i for i, s in enumerate(body) if s is first)
         end = next((i for i, s in enumerate(body) if s is anchor), start)
         for i, stmt in enumerate(body[start : end + 1]):
             for call in calls_in(stmt):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.model_params import TRAINS
+from ..analysis.model_params import FORWARD, RETURNS, TRAINS, UNWRAPS
 from ..examples import clean, fixes
-from ..handles import handoffs, rank0_only, raw_at, wrappers
+from ..handles import Handoff, handoffs, rank0_only, raw_at, wrappers
 from ..rule import Context, Rule
-from ..syntax import code_of, dotted
+from ..syntax import calls_in, code_of, dotted
 
 
 class Rank0ForwardThroughDdp(Rule):
@@ -23,7 +23,9 @@ class Rank0ForwardThroughDdp(Rule):
 ## What
 `model(x)`, or a helper of the script (of this file or of its own modules) that runs the model's
 forward (`evaluate(model, ...)`), inside an `if rank == 0:` block, where `model` is the
-`DistributedDataParallel` wrapper.
+`DistributedDataParallel` wrapper. Also such a forward in a statement another rule guards to rank 0
+(`print(evaluate(model))`, a tracker's `log(...)`): the guard makes it a rank-0-only forward, so this
+rule takes a second look once every rule has planned its edits.
 
 ## Why
 DDP's forward broadcasts buffers (BatchNorm statistics) and, in training mode, prepares the gradient
@@ -51,10 +53,42 @@ through the model, or a call where no name reaches the plain module, gets the di
 """
 
     def run(self, ctx: Context) -> None:
+        self._forwards(ctx, [c for c in ctx.facts.index.calls if rank0_only(ctx, c)])
+        for hand in handoffs(ctx):
+            if hand.code == self.code:
+                self._handoff(ctx, hand)
+
+    def after_plan(self, ctx: Context) -> None:
+        """Forwards in statements that other rules guard to rank 0 (`print(evaluate(model))` becomes
+        `if RANK == 0: print(...)`): the guard makes them rank-0-only forwards."""
+        facts = ctx.facts
+        guarded = [*ctx.plan.guards, *ctx.plan.unmade_guards]
+        calls = [c for s in guarded for c in calls_in(s) if not rank0_only(ctx, c)]  # those run() saw
+        if not calls:
+            return
+        self._forwards(ctx, calls)
+        wrapped = wrappers(ctx)
+        handed = {id(h.arg) for h in handoffs(ctx)}  # DDP308, DDP402, DDP403 pass the plain module already
+        for call in calls:
+            for arg in call.args:
+                handle = dotted(arg.value)
+                if arg.star or handle not in wrapped:
+                    continue
+                raw, wrap_stmt = wrapped[handle]  # type: ignore[index]
+                if not facts.wraps.after_wrap(call, handle, wrap_stmt):  # type: ignore[arg-type]
+                    continue
+                uses = facts.helpers.uses(call, arg)
+                if id(arg) in handed or not uses or FORWARD not in uses or uses & {UNWRAPS, RETURNS}:
+                    continue
+                spelled = raw_at(ctx, handle, raw, wrap_stmt, call)  # type: ignore[arg-type]
+                fixable = spelled is not None and TRAINS not in uses
+                self._handoff(ctx, Handoff(call, arg, handle, spelled, uses, self.code, True, fixable))  # type: ignore[arg-type]
+
+    def _forwards(self, ctx: Context, calls: list[cst.Call]) -> None:
         facts = ctx.facts
         for handle, (raw, wrap_stmt) in wrappers(ctx).items():
-            for call in facts.index.calls:
-                if dotted(call.func) != handle or not rank0_only(ctx, call):
+            for call in calls:
+                if dotted(call.func) != handle:
                     continue
                 if not facts.wraps.after_wrap(call, handle, wrap_stmt):
                     continue
@@ -68,23 +102,22 @@ through the model, or a call where no name reaches the plain module, gets the di
                     )
                 elif ctx.report(call.func, f"`{handle}` is the DDP wrapper: on rank 0 alone use `{spelled}`"):
                     ctx.plan.replace(call.func, lambda n, s=spelled: cst.parse_expression(s))
-        for hand in handoffs(ctx):
-            if hand.code != self.code:
-                continue
-            callee = code_of(hand.call.func)
-            if not hand.fixable:
-                why = "it trains through it" if TRAINS in hand.uses else "no name reaches the plain module here"
-                ctx.report(
-                    hand.arg.value,
-                    f"{callee}() runs the forward of `{hand.handle}`, the DDP wrapper, on rank 0 alone; pass the plain "
-                    f"module ({why}: by hand)",
-                    fix="none",
-                )
-            elif ctx.report(
+
+    def _handoff(self, ctx: Context, hand: Handoff) -> None:
+        callee = code_of(hand.call.func)
+        if not hand.fixable:
+            why = "it trains through it" if TRAINS in hand.uses else "no name reaches the plain module here"
+            ctx.report(
                 hand.arg.value,
-                f"{callee}() runs the forward of `{hand.handle}`, the DDP wrapper, on rank 0 alone: pass `{hand.raw}`",
-            ):
-                ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
+                f"{callee}() runs the forward of `{hand.handle}`, the DDP wrapper, on rank 0 alone; pass the plain "
+                f"module ({why}: by hand)",
+                fix="none",
+            )
+        elif ctx.report(
+            hand.arg.value,
+            f"{callee}() runs the forward of `{hand.handle}`, the DDP wrapper, on rank 0 alone: pass `{hand.raw}`",
+        ):
+            ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
 
 
 EXAMPLES = (

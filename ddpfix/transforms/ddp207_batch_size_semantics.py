@@ -19,10 +19,9 @@ class BatchSizeSemantics(Rule):
     docs = """
 ## What
 An information finding where the single-process meaning of the batch does not carry over:
-- the training DataLoader's `batch_size` in a script that uses `nn.DataParallel` (and no DDP yet),
-  whose batch was global (split across the GPUs), while under DDP every process loads `batch_size`
-  samples; a script that already has a DDP path beside its DataParallel one (`if args.dataparallel:
-  ... else: DDP(...)`) chose its per-process batch itself and is not reported;
+- the training DataLoader's `batch_size` in a script that used `nn.DataParallel`, whose batch was
+  global (split across the GPUs), while under DDP every process loads `batch_size` samples (not
+  where DataParallel is offered beside the script's own DDP wrap, in the other branch of an `if`);
 - a loss with `reduction="sum"` in a script trained through DDP.
 
 ## Why
@@ -47,8 +46,7 @@ No automatic fix: which policy is right is a training decision, not a code defec
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        # A script that already builds DDP next to its DataParallel path chose its per-process batch itself.
-        if facts.names.calls_matching(lambda q: q in DP_NAMES) and not facts.models.ddp_calls:
+        if any(not facts.models.beside_ddp(c) for c in facts.names.calls_matching(lambda q: q in DP_NAMES)):
             for loader, _ in facts.data.training_loaders:
                 call = loader.site.node
                 assert isinstance(call, cst.Call)

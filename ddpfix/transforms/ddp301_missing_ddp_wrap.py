@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..analysis.unused import sitting_out
 from ..edits import cuda_test
 from ..examples import clean, fixes
 from ..handles import raw_handle
@@ -20,10 +21,14 @@ class MissingDdpWrap(Rule):
     provides = frozenset({"wraps"})
     docs = """
 ## What
-A model whose parameters an optimizer updates, or that the script updates by hand
-(`for p in model.parameters(): p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`), with no
-`DistributedDataParallel(model)`. Also a model a helper builds and returns (`model, optimizer =
-build(cfg)`, `return {"model": net, "opt": ...}`, of this file or of the script's own modules).
+A model whose parameters an optimizer updates (also through a name bound before: `params = [p for
+p in model.parameters() if p.requires_grad]`), or that the script updates by hand (`for p in
+model.parameters(): p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`), with no
+`DistributedDataParallel(model)` (a conditional `DDP(net) if distributed else net` counts). Also a
+model a helper builds and returns (`model, optimizer = build(cfg)`, `return {"model": net, "opt":
+...}`, of this file or of the script's own modules), a model handed to a function of the script's
+own modules that trains it (`train_one_epoch(model, optimizer, loader)` from a local package), and
+models kept in a list with one optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
 
 ## Why
 Without the wrap each rank trains its own copy: gradients are never averaged, parameters drift
@@ -42,14 +47,22 @@ if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 ```
-The wrap goes after the model is built, moved to its device and any checkpoint is loaded (also by a
-helper that only loads into it), and before the optimizer. A model a helper builds is wrapped in the
-caller, after the call (`model, optimizer = build(cfg)` then the wrap). `raw_model` keeps a handle on
+The wrap goes after the model is built, moved to its device, initialised (`model.apply(init)`) and
+any checkpoint is loaded (also by a helper that only loads into it), and before the optimizer and
+the first statement that runs the model or hands it on. A model defined or moved under an `if`
+(`if use_gpu: model = model.cuda()`, a model picked in an `if/elif/else` chain) is wrapped after that
+whole `if`, at the level where it is trained, so that the wrap runs whichever branch ran. A model a
+helper builds is wrapped in the caller, after the call (`model, optimizer = build(cfg)` then the
+wrap). A list of models is wrapped element by element: `raw_nets = nets`, then `nets = [DDP(net,
+...) for net in nets]` when distributed. `raw_model` keeps a handle on
 the plain module for saving (no `module.` prefix) and for custom methods. `device_ids` is set only on
 CUDA (`ValueError: DistributedDataParallel device_ids and output_device arguments only work with
 single-device/multiple-device GPU modules or CPU modules` otherwise): the script's
 `device.type == "cuda"` when the model is moved with that device before the wrap, else
-`next(model.parameters()).is_cuda`. A hand-written update keeps running after the wrap and sees the
+`next(model.parameters()).is_cuda`. When the model's class (of this file) uses a submodule in
+forward only on some inputs or only when built with some option (`if self.do_bn: x = self.bn(x)`),
+which parameters get gradients is known only at run time: the wrap passes
+`find_unused_parameters=True` (DDP310 names the submodule). A hand-written update keeps running after the wrap and sees the
 averaged gradients.
 
 ## Fix safety
@@ -67,30 +80,51 @@ Safe: a plain run skips the wrap.
                 continue
             point = facts.models.wrap_point(model)
             ddp = ctx.plan.ref(DDP, "DDP")
-            stmts = ctx.plan.statements(
-                """
+            template = """
                 {raw} = {m}
                 if {D}:
-                    {m} = {ddp}({m}, device_ids=[{L}] if {cuda} else None)
-                """,
+                    {m} = {ddp}({m}, device_ids=[{L}] if {cuda} else None{unused})
+                """
+            if model.each is not None:  # a list of models trained side by side: wrap each one
+                template = """
+                {raw} = {m}
+                if {D}:
+                    {m} = [{ddp}({e}, device_ids=[{L}] if {cuda} else None{unused}) for {e} in {m}]
+                """
+            stmts = ctx.plan.statements(
+                template,
                 raw=raw,
                 m=model.handle,
+                e=model.each or "",
                 D=ctx.env("DISTRIBUTED"),
                 ddp=ddp,
                 L=ctx.env("LOCAL_RANK"),
                 cuda=_cuda(ctx, model, point.anchor),
+                unused=", find_unused_parameters=True" if _sits_out(facts, model) else "",
             )
             ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)
+
+
+def _sits_out(facts, model) -> bool:
+    """Does the model's class use a submodule in forward only on some inputs or only when built with
+    some option (`if self.do_bn: x = self.bn(x)`)? Which parameters get gradients is then known only
+    at run time: DDP finds out with `find_unused_parameters=True` (DDP310 says which ones)."""
+    return any(
+        conditional
+        for cls in facts.models.classes_of(model)
+        for _, _, _, conditional in sitting_out(facts.index, facts.names, cls) or ()
+    )
 
 
 def _cuda(ctx: Context, model, anchor) -> str:
     """The script's `device.type == "cuda"` when the model is moved with that device before the wrap;
     else the model's own parameters tell (`next(model.parameters()).is_cuda`): a model built by a
     helper, or kept on the CPU beside a device variable, gets `device_ids` only on CUDA."""
+    module = model.each or model.handle
     dev = ctx.facts.models.device_var(anchor)
     if dev is not None and dev[1] and not ctx.facts.models.moved_with(model, anchor, dev[0]):
-        return f"next({model.handle}.parameters()).is_cuda"
-    return cuda_test(ctx, model.handle, anchor)
+        return f"next({module}.parameters()).is_cuda"
+    return cuda_test(ctx, module, anchor)
 
 
 EXAMPLES = (
@@ -154,6 +188,51 @@ EXAMPLES = (
             "The model is wrapped once it is on its device, before the optimizer sees it; `raw_model` keeps "
             "the plain module:"
         ),
+    ),
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+
+        dist.init_process_group("gloo")
+        model = nn.Linear(4, 1)
+        if torch.cuda.is_available():
+            model = model.cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=next(model.parameters()).device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+        dist.init_process_group("gloo")
+        model = nn.Linear(4, 1)
+        if torch.cuda.is_available():
+            model = model.cuda()
+        raw_model = model
+        if DISTRIBUTED:
+            model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=next(model.parameters()).device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A model moved to the GPU under an `if` is wrapped after that `if`, whichever way it went:",
     ),
     clean(
         """

@@ -27,7 +27,9 @@ class DataParallelToDdp(Rule):
 ## What
 `model = nn.DataParallel(model)` (also with `device_ids=`, a trailing `.to(device)` / `.cuda()`,
 inside `if torch.cuda.device_count() > 1:` with other statements, under a flag that is off by
-default, in an `elif`, or in dead code such as `if False:`).
+default, in an `elif`, or in dead code such as `if False:`). A DataParallel line in one branch of an
+`if` whose other branch wraps the model in DDP is a choice the script offers on purpose
+(`if args.dataparallel: ... else: model = DDP(model, ...)`) and is left alone.
 
 ## Why
 DataParallel is single-process and multi-threaded: it scatters every batch from GPU 0, replicates
@@ -75,6 +77,8 @@ the same model in several places.
         facts = ctx.facts
         models = {m.handle: m for m in facts.models.trained}
         for conv in dataparallel_conversions(facts.index, facts.names, facts.models):
+            if all(facts.models.beside_ddp(line.call) for line in conv.lines):
+                continue  # DataParallel offered beside the script's own DDP path: a flag picks
             if conv.blocker is not None or conv.handle is None:
                 for line in conv.lines:
                     why = "" if conv.blocker in (None, "shape") else f" ({conv.blocker})"
@@ -296,5 +300,33 @@ EXAMPLES = (
             main()
         """,
         note="DistributedDataParallel already:",
+    ),
+    clean(
+        """
+        import argparse
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--dataparallel", action="store_true")
+        args = parser.parse_args()
+        model = nn.Linear(4, 1)
+        if args.dataparallel:
+            model = nn.DataParallel(model)
+        elif int(os.environ.get("WORLD_SIZE", 1)) > 1:
+            dist.init_process_group("gloo")
+            model = DDP(model)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="DataParallel offered beside the script's own DDP path, a flag picking one:",
     ),
 )

@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from ..analysis.cuda_paths import cuda_only_path
 from ..edits import cuda_test
 from ..examples import clean, fixes
 from ..rule import Context, Rule
@@ -31,7 +32,7 @@ class DeviceIdsMismatch(Rule):
 ## What
 `DistributedDataParallel(model, device_ids=...)` where
 - `device_ids` is set unconditionally in a script that also runs on CPU (it picks `"cpu"` when CUDA
-  is not available), or
+  is not available), on a path where the module can be on CPU, or
 - `device_ids` lists several GPUs (`[0, 1]`, `list(range(n))`): the DataParallel habit.
 
 ## Why
@@ -57,8 +58,13 @@ model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 ## Fix safety
 Safe: on CUDA the arguments are unchanged (or name the process's own GPU), on CPU they are `None`,
 which is what DDP requires. A wrap without `device_ids` is not reported: PyTorch accepts `None`
-for a module on a single device. Neither is a module moved with `.cuda(...)` or `.to("cuda...")`
-(in the call or where its name was last bound): it is on CUDA whatever else the script does.
+for a module on a single device. Neither is a module moved with `.cuda(...)`, `.to("cuda...")` or
+`.to(device)` with `device = torch.device("cuda", rank)` (in the call or where its name was bound
+before, through later `.to(dtype)` rebinds): it is on CUDA whatever else the script does. Nor a
+wrap on a path that needs a GPU by design: after `torch.cuda.set_device(...)`,
+`init_process_group("nccl")`, `assert torch.cuda.is_available()` or `if not
+torch.cuda.is_available(): raise ...` in its function (or in a function of this file it calls
+first, such as `ddp_setup(rank, world_size)`), under no `if` the wrap is not under too.
 Without a `torch.device` in scope and with a module that is not a plain name
 (`DDP(copy.deepcopy(net), ...)`), the finding has no fix.
 """
@@ -77,7 +83,9 @@ Without a `torch.device` in scope and with a module that is not a plain name
                 continue
             handle = _base(module.value)
             several = _several(ids.value)
-            if not several and (not cpu_capable or _on_cuda(facts, module.value, call)):
+            if not several and (
+                not cpu_capable or _on_cuda(facts, module.value, call) or cuda_only_path(facts.index, facts.names, call)
+            ):
                 continue
             dev = facts.models.device_var(call)
             if (dev is None or not dev[1]) and handle is None:
@@ -131,7 +139,7 @@ def _on_cuda(facts, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -
             return True
         expr = receiver(expr)  # type: ignore[assignment]
     name = dotted(expr)
-    if name is None or depth > 0:
+    if name is None or depth > 3:
         return False
     here = facts.index.site(at).stmt
     defs = [
@@ -140,7 +148,8 @@ def _on_cuda(facts, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -
         if facts.index.before(d.stmt, at) and d.stmt is not here
     ]
     value = assigned_value(defs[-1].stmt) if defs else None
-    return value is not None and _on_cuda(facts, value, at, depth + 1)
+    # `model = model.to(torch.bfloat16)` after `model = model.to(device)`: the earlier binding tells
+    return value is not None and _on_cuda(facts, value, defs[-1].stmt, depth + 1)
 
 
 def _names_cuda(facts, call: cst.Call) -> bool:
@@ -148,6 +157,13 @@ def _names_cuda(facts, call: cst.Call) -> bool:
     if arg is None:
         return False
     value = arg.value
+    name = dotted(value)
+    if isinstance(value, cst.Name) and name is not None:  # `device = torch.device("cuda", rank)` before
+        defs = [
+            d for d in facts.names.assignments(facts.index.scope_of(call), name) if facts.index.before(d.stmt, call)
+        ]
+        if len(defs) == 1 and assigned_value(defs[0].stmt) is not None:
+            value = assigned_value(defs[0].stmt)
     if isinstance(value, cst.Call) and facts.names.call_qual(value) == "torch.device":
         first = positional(value, 0)
         value = first.value if first is not None else value
@@ -299,5 +315,31 @@ EXAMPLES = (
             opt.step()
         """,
         note="A GPU-only script: the module is on CUDA whatever happens:",
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if int(os.environ.get("WORLD_SIZE", 1)) > 1:
+            torch.cuda.set_device(LOCAL_RANK)
+            dist.init_process_group("nccl")
+        model = nn.Linear(4, 1).to(device)
+        if int(os.environ.get("WORLD_SIZE", 1)) > 1:
+            model = DDP(model, device_ids=[LOCAL_RANK])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A script that runs on CPU alone, but distributed only on GPUs: its distributed path is CUDA by design:",
     ),
 )

@@ -38,8 +38,10 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 ```
 
 ## Fix safety
-Safe when the optimizer (and the scheduler built on it) sit in the same block as the wrap and
-nothing before the wrap uses them; otherwise the diagnostic only.
+Safe when the optimizer sits in the same block as the wrap: it moves below the wrap together with
+the lines after it that use it (the scheduler built on it, `optimizer.load_state_dict(ckpt["opt"])`),
+in their order. When a statement that also prepares the model uses it (a resume block loading both)
+and the model still moves device afterwards, the diagnostic only.
 """
 
     def run(self, ctx: Context) -> None:

@@ -40,7 +40,8 @@ if DISTRIBUTED:
 ## Fix safety
 Unsafe: it changes the numerics of training (that is the point), and SyncBatchNorm runs on CUDA
 only (`ValueError: SyncBatchNorm expected input tensor to be on GPU`), hence the device test.
-Applied with `--unsafe-fixes`.
+Applied with `--unsafe-fixes`. Models kept in a list (`nets`) are converted one by one, each on
+CUDA only: `nets = [nn.SyncBatchNorm.convert_sync_batchnorm(net) if ... else net for net in nets]`.
 """
 
     def run(self, ctx: Context) -> None:
@@ -69,14 +70,21 @@ Applied with `--unsafe-fixes`.
                 anchor, where = facts.index.site(existing).stmt, "before"
             else:
                 anchor, where = facts.models.wrap_point(model).anchor, "after"
-            stmts = ctx.plan.statements(
-                """
+            template = """
                 if {D} and {cuda}:
                     {m} = {nn}.SyncBatchNorm.convert_sync_batchnorm({m})
-                """,
+                """
+            if model.each is not None:  # a list of models: convert each one on CUDA
+                template = """
+                if {D}:
+                    {m} = [{nn}.SyncBatchNorm.convert_sync_batchnorm({e}) if {cuda} else {e} for {e} in {m}]
+                """
+            stmts = ctx.plan.statements(
+                template,
                 D=ctx.env("DISTRIBUTED"),
-                cuda=cuda_test(ctx, model.handle, anchor),
+                cuda=cuda_test(ctx, model.each or model.handle, anchor),
                 m=model.handle,
+                e=model.each or "",
                 nn=nn,
             )
             if where == "after":

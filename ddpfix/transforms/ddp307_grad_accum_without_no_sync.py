@@ -8,7 +8,7 @@ from ..analysis.accumulation import mentions_sync, micro_loops, unsynced_step
 from ..examples import clean, fixes, reports
 from ..handles import wrappers
 from ..rule import Context, Order, Rule
-from ..syntax import anchor_of, calls_in, code_of, dotted
+from ..syntax import anchor_of, assign_targets, calls_in, code_of, dotted
 
 
 class GradAccumWithoutNoSync(Rule):
@@ -21,9 +21,10 @@ class GradAccumWithoutNoSync(Rule):
 Gradient accumulation through a DDP-wrapped model in one of two shapes: a batch loop that calls
 `backward()` every iteration but steps the optimizer only under `if (i + 1) % accum_steps == 0:`,
 or an inner loop of micro-steps (`for micro in range(accum_steps): ... loss.backward()`) with the
-optimizer step after it. Reported when the loop never uses `no_sync()`, and also when it does but
-on the wrong micro-steps: the micro-step that steps the optimizer (or every micro-step) runs under
-`no_sync()`.
+optimizer step after it. Only an optimizer's step counts (`optimizer.step()`, `scaler.step(optimizer)`):
+`if (i + 1) % 8 == 0: scheduler.step()` beside an optimizer that steps every iteration is no
+accumulation. Reported when the loop never uses `no_sync()`, and also when it does but on the wrong
+micro-steps: the micro-step that steps the optimizer (or every micro-step) runs under `no_sync()`.
 
 ## Why
 DDP all-reduces the gradients in every backward. During accumulation only the last micro-step's
@@ -73,7 +74,8 @@ is reported (no automatic fix); conditions over other names are not judged.
         handles = wrappers(ctx)
         if not handles:
             return
-        for micro in micro_loops(facts.index.loops):
+        schedulers = {t for site in facts.training.scheduler_sites for t in assign_targets(site.stmt)}
+        for micro in micro_loops(facts.index.loops, facts.training.optimizer_targets, schedulers):
             loop = micro.loop
             handle = next((h for h in handles if any(dotted(c.func) == h for c in calls_in(loop.body))), None)
             if handle is None:
@@ -223,5 +225,26 @@ EXAMPLES = (
             opt.zero_grad()
         """,
         note="Accumulation under `no_sync()` already:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.9)
+        for i in range(32):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if (i + 1) % 8 == 0:
+                scheduler.step()
+        """,
+        note="The optimizer steps every iteration; only the scheduler waits: no accumulation:",
     ),
 )

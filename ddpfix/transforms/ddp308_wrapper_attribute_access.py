@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.model_params import TRAINS, reaches_model
+from ..analysis.model_params import CUSTOM, TRAINS, reaches_model
 from ..examples import clean, fixes
 from ..handles import handoffs, in_training_step, raw_at, wrappers
 from ..rule import Context, Rule
@@ -24,14 +24,18 @@ An attribute that is not part of `nn.Module`'s or `DistributedDataParallel`'s pu
 `DistributedDataParallel` wrapper: in the same function after the wrap, in a function that reads the
 module-level model (`def evaluate(): model.generate(...)`) and runs after the wrap, in a method of
 the class that holds `self.model`, or inside a helper the wrapper is handed to
-(`evaluate(model)` with `model.generate(...)` inside).
+(`evaluate(model)` with `model.generate(...)` inside). Also the wrapper handed to what traces,
+exports or summarises a module (`writer.add_graph(model, x)`, `torch.jit.trace`, `torch.onnx.export`,
+`torch.export.export`, `torchinfo.summary`, ...), directly or through a helper of the script.
 
 ## Why
 The wrapper is a different module: it answers `forward`, `parameters()`, `state_dict()`, `train()`,
 `no_sync()` and the rest of the two APIs, and nothing else. Under `torchrun` the script stops with
 `AttributeError: 'DistributedDataParallel' object has no attribute 'generate'`, while a plain run
 (where the wrap is skipped) works. The class of the model does not matter: one of the script's
-file, of its own modules, or of a library (`transformers`) fails the same way.
+file, of its own modules (also imported with `from model import *`), or of a library
+(`transformers`) fails the same way. A trace of the wrapper fails too (`Tried to trace
+<...ProcessGroup...> but it is not part of the active trace`), and a summary describes the wrapper.
 
 ## Example
 ```python
@@ -58,7 +62,8 @@ Safe: the unwrapped module is the object the wrapper holds, with the same parame
 start with `_` are rewritten only where the model's class (of this file or of the script's own
 modules) defines them; dunders and attributes set through the wrapper itself are left alone.
 Diagnostic only: a call that runs a forward (a submodule, `self(...)` or a method that does) inside
-the training step, where the plain module would bypass DDP's gradient averaging (move it into
+the training step (before the step's `backward()`; a sample drawn after it feeds no gradient and
+takes the plain module), where the plain module would bypass DDP's gradient averaging (move it into
 `forward()`); a helper that trains through the handed-in model; and a use where no name reaches the
 plain module (keep one before wrapping). A name bound again after the wrap (`model = Net()`) is no
 longer the wrapper.
@@ -104,19 +109,20 @@ longer the wrapper.
             if hand.code != self.code:
                 continue
             callee = code_of(hand.call.func)
+            what = (
+                f"reads attributes of {hand.handle} that the DDP wrapper does not have"
+                if CUSTOM in hand.uses
+                else f"traces {hand.handle}, the DDP wrapper, whose forward calls into the process group"
+            )
             if not hand.fixable:
                 why = "it trains through it" if TRAINS in hand.uses else "no name reaches the plain module here"
                 ctx.report(
                     hand.arg.value,
-                    f"{callee}() reads attributes of {hand.handle} that the DDP wrapper does not have; "
-                    f"pass the plain module ({why}: by hand)",
+                    f"{callee}() {what}; pass the plain module ({why}: by hand)",
                     fix="none",
                 )
                 continue
-            if ctx.report(
-                hand.arg.value,
-                f"{callee}() reads attributes of {hand.handle} that the DDP wrapper does not have: pass {hand.raw}",
-            ):
+            if ctx.report(hand.arg.value, f"{callee}() {what}: pass {hand.raw}"):
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
 
 

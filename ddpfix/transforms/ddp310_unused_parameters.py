@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
+from ..analysis.unused import sitting_out
 from ..diagnostic import NONE
 from ..examples import clean, reports
 from ..rule import Context, Rule
-from ..syntax import assigned_value, dotted, is_literal, kwarg, walk
-
-PARAMETERLESS = re.compile(
-    r"Pool|ReLU$|ELU$|GELU|SiLU|Dropout|Identity|Flatten|Softmax|Sigmoid|Tanh|Upsample|Softplus|Hardswish|Mish|PixelShuffle|Loss$"
-)
-DYNAMIC = {"children", "named_children", "modules", "named_modules", "_modules", "__dict__"}
+from ..syntax import dotted, is_literal, kwarg
 
 
 class UnusedParameters(Rule):
@@ -25,8 +19,10 @@ class UnusedParameters(Rule):
     docs = """
 ## What
 A submodule the model's class creates in `__init__` (`self.aux_head = nn.Linear(...)`) that
-`forward` (and the methods it calls) never uses, or uses only under a condition on the input, in a
-model trained through DDP without `find_unused_parameters=True`. Also the reverse: the flag set on
+`forward` (and the methods it calls) never uses, uses only under a condition on the input, or only
+when the model is built with some option (`if self.do_bn:`, `self.do_bn` set from an `__init__`
+argument), in a model trained through DDP without `find_unused_parameters=True` (also each model of
+a list trained side by side). Also the reverse: the flag set on
 a model where every submodule takes part in forward.
 
 ## Why
@@ -54,7 +50,9 @@ Remove the unused submodule, freeze it (`requires_grad_(False)`), or wrap with
 `DDP(model, find_unused_parameters=True)` when the unused set really changes from step to step.
 
 ## Fix safety
-No automatic fix: whether the module is dead code or used on other steps is the author's call, and
+No automatic fix here: whether the module is dead code or used on other steps is the author's call
+(a wrap DDP301 adds passes `find_unused_parameters=True` for a submodule used only on some inputs or
+with some option, whose use is known only at run time), and
 the analysis is static (a forward output that never reaches the loss is not seen). Classes that
 reach their submodules dynamically (`self.children()`, `getattr`, `self._modules`) are skipped.
 """
@@ -63,7 +61,7 @@ reach their submodules dynamically (`self.children()`, `getattr`, `self._modules
         facts = ctx.facts
         seen: set[int] = set()
         wraps: list[tuple[str, cst.CSTNode, cst.Call | None]] = [
-            (m.handle, m.definition.stmt, facts.models.wrapped(m)) for m in facts.models.trained
+            (m.handle, m.definition.stmt, facts.models.wrapped(m)) for m in facts.models.trained if m.each is None
         ]
         for call in facts.models.ddp_calls:
             arg = call.args[0].value if call.args else None
@@ -72,15 +70,18 @@ reach their submodules dynamically (`self.children()`, `getattr`, `self._modules
             name = dotted(arg) if arg is not None else None
             if name is not None and not any(w[2] is call for w in wraps):
                 wraps.append((name, call, call))
-        for handle, at, wrap in wraps:
-            cls = facts.models.model_class(handle, at)
+        classes = [(facts.models.model_class(handle, at), wrap) for handle, at, wrap in wraps]
+        classes += [
+            (c, facts.models.wrapped(m)) for m in facts.models.trained if m.each for c in facts.models.classes_of(m)
+        ]
+        for cls, wrap in classes:
             if cls is None or id(cls) in seen:
                 continue
             seen.add(id(cls))
             flag = kwarg(wrap, "find_unused_parameters") if wrap is not None else None
             if flag is not None and not is_literal(flag.value, False) and not is_literal(flag.value, True):
                 continue  # decided at run time
-            verdict = _unused(facts, cls)
+            verdict = sitting_out(facts.index, facts.names, cls)
             if verdict is None:
                 continue
             if flag is not None and is_literal(flag.value, True):
@@ -91,99 +92,12 @@ reach their submodules dynamically (`self.children()`, `getattr`, `self._modules
                         "traversal per iteration; drop it unless the runtime reports unused parameters",
                     )
                 continue
-            for attr, stmt, why in verdict:
+            for attr, stmt, why, _ in verdict:
                 ctx.report(
                     stmt,
                     f"self.{attr} {why}: DDP waits for its gradients ('Expected to have finished reduction in the prior "
                     "iteration'); remove or freeze it, or pass find_unused_parameters=True",
                 )
-
-
-def _unused(facts, cls: cst.ClassDef) -> list[tuple[str, cst.CSTNode, str]] | None:
-    """Submodules of `cls` that forward does not use (or only under a condition on its inputs); None when
-    the class cannot be analysed."""
-    methods = facts.index.methods_of(cls)
-    init, forward = methods.get("__init__"), methods.get("forward")
-    if init is None or forward is None:
-        return None
-    subs: dict[str, cst.CSTNode] = {}
-    for node in walk(init):
-        if not isinstance(node, cst.SimpleStatementLine):
-            continue
-        small = node.body[0] if len(node.body) == 1 else None
-        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
-            continue
-        target = small.targets[0].target
-        if (
-            isinstance(target, cst.Attribute)
-            and dotted(target.value) == "self"
-            and _is_module(facts, assigned_value(node))
-        ):
-            subs[target.attr.value] = small
-    if not subs:
-        return None
-    reach = [forward]
-    todo = [forward]
-    while todo:
-        m = todo.pop()
-        for n in walk(m):
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and dotted(n.func.value) == "self":
-                callee = methods.get(n.func.attr.value)
-                if callee is not None and callee not in reach:
-                    reach.append(callee)
-                    todo.append(callee)
-    params = {p.name.value for p in forward.params.params} - {"self"}
-    used: dict[str, bool] = {}  # attr -> used unconditionally somewhere
-    for m in reach:
-        for n in walk(m):
-            if isinstance(n, cst.Name) and n.value in ("getattr", "vars"):
-                return None
-            if isinstance(n, cst.Attribute) and dotted(n.value) == "self":
-                if n.attr.value in DYNAMIC:
-                    return None
-                if n.attr.value in subs:
-                    used[n.attr.value] = used.get(n.attr.value, False) or not _input_conditional(facts, n, m, params)
-            if isinstance(n, cst.For) and dotted(n.iter) == "self":
-                return None
-    frozen = {
-        a
-        for a in subs
-        for n in walk(facts.module)
-        if isinstance(n, cst.Attribute)
-        and n.attr.value == "requires_grad_"
-        and dotted(n.value)
-        and (dotted(n.value) or "").endswith(f".{a}")
-    }
-    out = []
-    for attr, stmt in subs.items():
-        if attr in frozen:
-            continue
-        if attr not in used:
-            out.append((attr, stmt, "is never used in forward"))
-        elif not used[attr]:
-            out.append((attr, stmt, "is used in forward only under a condition on the input"))
-    return out
-
-
-def _is_module(facts, value: cst.BaseExpression | None) -> bool:
-    if not isinstance(value, cst.Call):
-        return False
-    q = facts.names.call_qual(value) or ""
-    last = q.split(".")[-1]
-    if q.startswith("torch.nn.") and last[:1].isupper() and not PARAMETERLESS.search(last):
-        return True
-    return isinstance(value.func, cst.Name) and any(c.name.value == value.func.value for c in facts.index.classes)
-
-
-def _input_conditional(facts, node: cst.CSTNode, method: cst.FunctionDef, params: set[str]) -> bool:
-    """Under an `if` (or conditional expression) whose test reads one of forward's inputs."""
-    for anc in facts.index.ancestors(node):
-        if anc is method:
-            return False
-        if isinstance(anc, (cst.If, cst.IfExp)) and not any(node is x for x in walk(anc.test)):
-            if any(isinstance(n, cst.Name) and n.value in params for n in walk(anc.test)):
-                return True
-    return False
 
 
 EXAMPLES = (

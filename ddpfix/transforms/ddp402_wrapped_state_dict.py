@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..analysis.model_params import TRAINS
 from ..examples import clean, fixes
-from ..handles import handoffs, raw_at, wrappers
+from ..handles import handles_prefix, handoffs, keys_kept, raw_at, wrappers
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, method_name, receiver
 
@@ -19,9 +19,10 @@ class WrappedStateDict(Rule):
     reads = frozenset({"wraps"})
     docs = """
 ## What
-`model.state_dict()` where `model` is (or becomes) the `DistributedDataParallel` wrapper, or the
+`model.state_dict()` where `model` is (or becomes) the `DistributedDataParallel` wrapper, the
 wrapper handed to a helper of the script (of this file or of its own modules) that saves its
-`state_dict()` (`save_checkpoint(model, path)`).
+`state_dict()` (`save_checkpoint(model, path)`), or the whole wrapper pickled (`torch.save(model,
+path)`: loading it needs a process group).
 
 ## Why
 The wrapper's keys are `module.conv.weight`, ...; loading such a checkpoint into a plain model fails
@@ -43,7 +44,9 @@ and in another method than the one that wrapped `self.model`, `self.model.module
 ## Fix safety
 Safe: the unwrapped model's keys are what a plain run saves. Helpers already handed the plain
 module (`save(model.module)`, `save(model_without_ddp)`, `save(unwrap_model(model))`) and helpers that
-unwrap it themselves are not reported. A helper that trains through the handed-in model, or a use
+unwrap it themselves are not reported. Neither is a script that keeps the prefix on purpose: it wraps
+the model itself and loads the file it saves (the same path) back into the wrapper (a resume: both
+sides have `module.` keys), or strips the prefix itself (`k.replace("module.", "")`). A helper that trains through the handed-in model, or a use
 where no name reaches the plain module, gets the diagnostic only. A name bound again after the wrap
 (`model = Net()`) is no longer the wrapper.
 """
@@ -57,6 +60,8 @@ where no name reaches the plain module, gets the diagnostic only. A name bound a
                     continue
                 if not facts.wraps.after_wrap(call, handle, wrap_stmt):
                     continue
+                if keys_kept(ctx, handle, wrap_stmt) or handles_prefix(ctx, call):
+                    continue  # a resume through the wrapper, or keys stripped of the prefix by hand
                 spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
                 if spelled is None:
                     ctx.report(
@@ -70,6 +75,23 @@ where no name reaches the plain module, gets the diagnostic only. A name bound a
                     call, f"{handle}.state_dict() saves the DDP wrapper ('module.' keys): use {spelled}.state_dict()"
                 ):
                     ctx.plan.replace(call.func, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
+            for call in facts.names.calls_to("torch.save"):
+                first = call.args[0].value if call.args and call.args[0].keyword is None else None
+                if first is None or dotted(first) != handle or not facts.wraps.after_wrap(call, handle, wrap_stmt):
+                    continue
+                spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
+                if spelled is None:
+                    ctx.report(
+                        first,
+                        f"torch.save({handle}) pickles the DDP wrapper, and no name reaches the plain module here: "
+                        "keep one before wrapping and save it",
+                        fix="none",
+                    )
+                elif ctx.report(
+                    first,
+                    f"torch.save({handle}) pickles the DDP wrapper (loading it needs a process group): save {spelled}",
+                ):
+                    ctx.plan.replace(first, lambda n, s=spelled: cst.parse_expression(s))
         for hand in handoffs(ctx):
             if hand.code != self.code:
                 continue
@@ -198,5 +220,31 @@ EXAMPLES = (
             torch.save({"model": model.module.state_dict(), "opt": opt.state_dict()}, "last.pt")
         """,
         note="The module's own keys, and the optimizer's state (which has no wrapper):",
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        if os.path.exists("last.pt"):
+            ckpt = torch.load("last.pt", map_location="cpu")
+            model.load_state_dict(ckpt["model"])
+            opt.load_state_dict(ckpt["opt"])
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, "last.pt")
+        """,
+        note="A resume through the wrapper: the file it saves is the file it loads, with 'module.' keys on both sides:",
     ),
 )

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..analysis.model_params import TRAINS
 from ..examples import clean, fixes, reports
-from ..handles import handoffs, raw_at, wrappers
+from ..handles import handles_prefix, handoffs, keys_kept, raw_at, wrappers
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, receiver
 
@@ -49,7 +49,9 @@ epoch = load_checkpoint(raw_model, "last.pt")
 ```
 (`raw_model` is the handle kept before wrapping; for an unconditional wrap the script already had,
 `model.module`.) Loads before the wrap are already correct and are left alone; a helper that only
-loads into the model counts as a preparation, so the wrap goes after it.
+loads into the model counts as a preparation, so the wrap goes after it. So is a script that keeps
+the prefix on purpose: it wraps the model itself and loads into the wrapper the file it saves from
+the wrapper (the same path: a resume), or adds the prefix itself (`loaded["module." + key] = value`).
 
 ## Fix safety
 Safe: the unwrapped model takes exactly the keys a plain run saves, in both launch modes, and DDP
@@ -70,6 +72,8 @@ use where no name reaches the plain module. A name bound again after the wrap (`
             raw, wrap_stmt = handles[handle]
             if not facts.wraps.after_wrap(call, handle, wrap_stmt):
                 continue
+            if keys_kept(ctx, handle, wrap_stmt) or handles_prefix(ctx, call):
+                continue  # a resume through the wrapper, or keys given the prefix by hand
             spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
             if facts.ranks.rank_guarded(call):
                 ctx.report(
@@ -198,5 +202,31 @@ EXAMPLES = (
             opt.step()
         """,
         note="Loaded before the wrap, into the plain module:",
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        if os.path.exists("last.pt"):
+            ckpt = torch.load("last.pt", map_location="cpu")
+            model.load_state_dict(ckpt["model"])
+            opt.load_state_dict(ckpt["opt"])
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dist.get_rank() == 0:
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, "last.pt")
+        """,
+        note="A resume through the wrapper: the file it saves is the file it loads, with 'module.' keys on both sides:",
     ),
 )

@@ -1,0 +1,144 @@
+"""Submodules that may sit out a forward: created in `__init__` but never used by `forward` (and the
+methods it calls), used only under a condition on forward's inputs, or only when the model is built
+with some option (`if self.do_bn: x = self.bn(x)`, `self.do_bn` set from an `__init__` argument).
+DDP waits for the gradients of every parameter, so such a model stops on its next iteration unless
+`find_unused_parameters=True`."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..syntax import assigned_value, dotted, walk
+from .index import TreeIndex
+from .names import Names
+
+PARAMETERLESS = re.compile(
+    r"Pool|ReLU$|ELU$|GELU|SiLU|Dropout|Identity|Flatten|Softmax|Sigmoid|Tanh|Upsample|Softplus|Hardswish|Mish|PixelShuffle|Loss$"
+)
+DYNAMIC = {"children", "named_children", "modules", "named_modules", "_modules", "__dict__"}
+
+NEVER = "is never used in forward"
+ON_INPUT = "is used in forward only under a condition on the input"
+
+
+def sitting_out(index: TreeIndex, names: Names, cls: cst.ClassDef) -> list[tuple[str, cst.CSTNode, str, bool]] | None:
+    """(attribute, its assignment, why, whether some forwards do use it) for each submodule of `cls`
+    that a forward may leave out; None when the class cannot be analysed."""
+    methods = index.methods_of(cls)
+    init, forward = methods.get("__init__"), methods.get("forward")
+    if init is None or forward is None:
+        return None
+    subs: dict[str, cst.CSTNode] = {}
+    for node in walk(init):
+        if not isinstance(node, cst.SimpleStatementLine):
+            continue
+        small = node.body[0] if len(node.body) == 1 else None
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            continue
+        target = small.targets[0].target
+        if (
+            isinstance(target, cst.Attribute)
+            and dotted(target.value) == "self"
+            and _is_module(index, names, assigned_value(node))
+        ):
+            subs[target.attr.value] = small
+    if not subs:
+        return None
+    reach = [forward]
+    todo = [forward]
+    while todo:
+        m = todo.pop()
+        for n in walk(m):
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and dotted(n.func.value) == "self":
+                callee = methods.get(n.func.attr.value)
+                if callee is not None and callee not in reach:
+                    reach.append(callee)
+                    todo.append(callee)
+    params = {p.name.value for p in forward.params.params} - {"self"}
+    options = _options(init)
+    used: dict[str, str | None] = {}  # attr -> None (used unconditionally somewhere), or the condition
+    for m in reach:
+        for n in walk(m):
+            if isinstance(n, cst.Name) and n.value in ("getattr", "vars"):
+                return None
+            if isinstance(n, cst.Attribute) and dotted(n.value) == "self":
+                if n.attr.value in DYNAMIC:
+                    return None
+                if n.attr.value in subs:
+                    why = _conditional(index, n, m, params, options)
+                    used[n.attr.value] = None if n.attr.value in used and used[n.attr.value] is None else why
+            if isinstance(n, cst.For) and dotted(n.iter) == "self":
+                return None
+    frozen = {
+        a
+        for a in subs
+        for n in walk(index.module)
+        if isinstance(n, cst.Attribute)
+        and n.attr.value == "requires_grad_"
+        and dotted(n.value)
+        and (dotted(n.value) or "").endswith(f".{a}")
+    }
+    out = []
+    for attr, stmt in subs.items():
+        if attr in frozen:
+            continue
+        if attr not in used:
+            out.append((attr, stmt, NEVER, False))
+        elif used[attr] is not None:
+            out.append((attr, stmt, used[attr], True))  # type: ignore[arg-type]
+    return out
+
+
+def _is_module(index: TreeIndex, names: Names, value: cst.BaseExpression | None) -> bool:
+    if not isinstance(value, cst.Call):
+        return False
+    q = names.call_qual(value) or ""
+    last = q.split(".")[-1]
+    if q.startswith("torch.nn.") and last[:1].isupper() and not PARAMETERLESS.search(last):
+        return True
+    return isinstance(value.func, cst.Name) and any(c.name.value == value.func.value for c in index.classes)
+
+
+def _options(init: cst.FunctionDef) -> set[str]:
+    """`self.<name>` attributes `__init__` sets from its own arguments: how the model was built."""
+    args = {p.name.value for p in init.params.params} - {"self"}
+    out = set()
+    for node in walk(init.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            if (
+                isinstance(target, cst.Attribute)
+                and dotted(target.value) == "self"
+                and any(isinstance(n, cst.Name) and n.value in args for n in walk(node.value))
+            ):
+                out.add(target.attr.value)
+    return out
+
+
+def _conditional(
+    index: TreeIndex, node: cst.CSTNode, method: cst.FunctionDef, params: set[str], options: set[str]
+) -> str | None:
+    """Why `node` may not run in a forward: under an `if` (or conditional expression) whose test
+    reads one of forward's inputs, or an option the model was built with; None when it always runs."""
+    for anc in index.ancestors(node):
+        if anc is method:
+            return None
+        if isinstance(anc, (cst.If, cst.IfExp)) and not any(node is x for x in walk(anc.test)):
+            if any(isinstance(n, cst.Name) and n.value in params for n in walk(anc.test)):
+                return ON_INPUT
+            option = next(
+                (
+                    n.attr.value
+                    for n in walk(anc.test)
+                    if isinstance(n, cst.Attribute) and dotted(n.value) == "self" and n.attr.value in options
+                ),
+                None,
+            )
+            if option is not None:
+                return f"is used in forward only when the model is built with self.{option}"
+    return None
+
+
+__all__ = ["DYNAMIC", "NEVER", "ON_INPUT", "PARAMETERLESS", "sitting_out"]

@@ -1,0 +1,1 @@
+from .engine import evaluate, train_one_epoch

@@ -1,0 +1,74 @@
+# A character model trained on random chunks of a sequence; the model class and the sampler come
+# from the script's own modules through star imports.
+import argparse
+import os
+import random
+
+import torch
+import torch.nn as nn
+
+from model import *
+from sample import *
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_epochs", type=int, default=20)
+parser.add_argument("--print_every", type=int, default=10)
+parser.add_argument("--chunk_len", type=int, default=12)
+parser.add_argument("--batch_size", type=int, default=8)
+parser.add_argument("--cuda", action="store_true")
+args = parser.parse_args()
+
+random.seed(0)
+torch.manual_seed(0)
+VOCAB = 11
+text = [i % VOCAB for i in range(500)]
+
+
+def random_training_set(chunk_len, batch_size):
+    inp = torch.zeros(batch_size, chunk_len, dtype=torch.long)
+    target = torch.zeros(batch_size, chunk_len, dtype=torch.long)
+    for bi in range(batch_size):
+        start = random.randint(0, len(text) - chunk_len - 1)
+        chunk = text[start : start + chunk_len + 1]
+        inp[bi] = torch.tensor(chunk[:-1])
+        target[bi] = torch.tensor(chunk[1:])
+    if args.cuda:
+        inp, target = inp.cuda(), target.cuda()
+    return inp, target
+
+
+def train(inp, target):
+    hidden = decoder.init_hidden(args.batch_size)
+    if args.cuda:
+        hidden = hidden.cuda()
+    decoder.zero_grad()
+    loss = 0
+    for c in range(args.chunk_len):
+        output, hidden = decoder(inp[:, c], hidden)
+        loss += criterion(output, target[:, c])
+    loss.backward()
+    decoder_optimizer.step()
+    return loss.item() / args.chunk_len
+
+
+def save():
+    torch.save(decoder, "char_gru.pt")
+    print("Saved as char_gru.pt")
+
+
+decoder = CharGRU(VOCAB, 16)
+decoder_optimizer = torch.optim.Adam(decoder.parameters(), lr=0.01)
+criterion = nn.CrossEntropyLoss()
+
+if args.cuda:
+    decoder.cuda()
+
+try:
+    for epoch in range(1, args.n_epochs + 1):
+        loss = train(*random_training_set(args.chunk_len, args.batch_size))
+        if epoch % args.print_every == 0:
+            print(f"epoch {epoch} loss {loss:.4f}")
+            print(sample(decoder, 1, 10))
+    save()
+except KeyboardInterrupt:
+    save()
