@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 
+from .ast_reading import ast_dotted
 from .model_params import ast_trains
 
 TRAINS_ON = "trains_on"  # `for batch in loader:` (or `tqdm(loader)`, `enumerate(loader)`) with a training step in it
@@ -36,7 +37,7 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
             if _in_loop(node, parents, func):
                 out[param].add(EPOCHS)
         elif isinstance(node, ast.Call) and id(node) not in loop_heads:
-            name = _dotted(node.func) or ""
+            name = ast_dotted(node.func) or ""
             head = name.split(".")[0]
             if name.endswith(".sampler.set_epoch") and head in out:
                 out[head].add(SETS_EPOCH)
@@ -52,7 +53,7 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
 
 def _iterated(expr: ast.AST, params: dict) -> str | None:
     """The parameter a `for` loop iterates: itself, or through wrappers (`enumerate(tqdm(loader))`)."""
-    while isinstance(expr, ast.Call) and (_dotted(expr.func) or "").split(".")[-1] in WRAPPERS and expr.args:
+    while isinstance(expr, ast.Call) and (ast_dotted(expr.func) or "").split(".")[-1] in WRAPPERS and expr.args:
         expr = expr.args[0]
     return expr.id if isinstance(expr, ast.Name) and expr.id in params else None
 
@@ -66,17 +67,6 @@ def _in_loop(node: ast.AST, parents: dict, func: ast.AST) -> bool:
             return False
         cur = parents.get(cur)
     return False
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 __all__ = ["EPOCHS", "SETS_EPOCH", "TRAINS_ON", "ast_loader_uses"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .ast_reading import ast_dotted
 from .torch_api import WRAPPER_API
 
 # What a function does with a model parameter.
@@ -99,7 +100,7 @@ def ast_uses(
             elif isinstance(node.ctx, ast.Load) and reaches_model(attr):
                 uses[p].add(CUSTOM)
         elif isinstance(node, ast.Call):
-            callee = _ast_dotted(node.func)
+            callee = ast_dotted(node.func)
             if callee in uses:
                 uses[callee].add(FORWARD)
                 continue
@@ -123,7 +124,7 @@ def ast_trains(func: ast.AST) -> bool:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "backward":
                 return True
-            if node.func.attr == "step" and OPTIMIZER_NAMES.search(_ast_dotted(node.func.value) or ""):
+            if node.func.attr == "step" and OPTIMIZER_NAMES.search(ast_dotted(node.func.value) or ""):
                 return True
     return False
 
@@ -140,7 +141,7 @@ def ast_model_return(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Slot | Non
                     and isinstance(inner.func, ast.Attribute)
                     and inner.func.attr in ("parameters", "named_parameters")
                 ):
-                    name = _ast_dotted(inner.func.value)
+                    name = ast_dotted(inner.func.value)
                     if name:
                         models.add(name)
     for node in ast.walk(func):
@@ -162,7 +163,7 @@ def ast_forward_methods(cls: ast.ClassDef) -> set[str]:
         for node in ast.walk(method):
             if not isinstance(node, ast.Call):
                 continue
-            callee = _ast_dotted(node.func) or ""
+            callee = ast_dotted(node.func) or ""
             if callee == "self":
                 out.add(name)
             elif callee.startswith("self.") and callee.count(".") == 1:
@@ -213,20 +214,20 @@ def resolve_passes(
 
 
 def _is_optimizer(call: ast.Call) -> bool:
-    name = _ast_dotted(call.func) or ""
+    name = ast_dotted(call.func) or ""
     return name.split(".")[-1] in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad") or "optim" in name
 
 
 def _slot_of(value: ast.AST, models: set[str]) -> Slot | None:
-    if _ast_dotted(value) in models:
+    if ast_dotted(value) in models:
         return ""
     if isinstance(value, ast.Tuple):
         for i, el in enumerate(value.elts):
-            if _ast_dotted(el) in models:
+            if ast_dotted(el) in models:
                 return i
     if isinstance(value, ast.Dict):
         for key, el in zip(value.keys, value.values):
-            if isinstance(key, ast.Constant) and isinstance(key.value, str) and _ast_dotted(el) in models:
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and ast_dotted(el) in models:
                 return key.value
     return None
 
@@ -251,17 +252,6 @@ def _returned_names(value: ast.AST) -> list[str]:
     if isinstance(value, (ast.Tuple, ast.List)):
         return [n for v in value.elts for n in _returned_names(v)]
     return []
-
-
-def _ast_dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 __all__ = [

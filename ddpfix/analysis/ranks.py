@@ -20,6 +20,7 @@ from .names import Names
 from .rankvalues import BOOL, RANK, RankValues
 from .spawned import Launcher
 from .summaries import COLLECTIVE, SILENCES_PRINT
+from .torch_api import COLLECTIVES
 from .training import HELPER_DEPTH
 
 # Functions that only rank 0 runs, by name or decorator: `save_on_master`, `@rank_zero_only`.
@@ -29,25 +30,6 @@ RANK0_FUNCTION = re.compile(
 PRINT_SLOTS = {"builtins.print", "__builtin__.print", "__builtins__.print"}
 EXIT_CALLS = {"sys.exit", "exit", "quit", "os._exit"}
 
-COLLECTIVES = {
-    "barrier",
-    "monitored_barrier",
-    "all_reduce",
-    "reduce",
-    "broadcast",
-    "all_gather",
-    "all_gather_into_tensor",
-    "gather",
-    "scatter",
-    "reduce_scatter",
-    "reduce_scatter_tensor",
-    "all_to_all",
-    "all_to_all_single",
-    "all_gather_object",
-    "broadcast_object_list",
-    "gather_object",
-    "scatter_object_list",
-}
 GLOBAL_RANK_SOURCES = re.compile(r"get_rank\(\)|environ(?:\.get\(|\[)\s*['\"]RANK['\"]")
 LOCAL_RANK_SOURCES = re.compile(r"environ(?:\.get\(|\[)\s*['\"]LOCAL_RANK['\"]|get_local_rank\(\)|local_rank")
 

@@ -47,6 +47,7 @@ from .module_writes import PER_RANK_KINDS, every_rank_writes, rank_guarded_calls
 from .returns import LOADER as RETURNS_LOADER
 from .returns import SAMPLER as RETURNS_SAMPLER
 from .returns import returned
+from .torch_api import COLLECTIVES
 
 _DIRECT = {
     "init_process_group": INIT,
@@ -57,25 +58,6 @@ _DIRECT = {
     "DistributedDataParallel": WRAP,
     "save": SAVE,
     "load": LOAD,
-}
-_COLLECTIVES = {
-    "barrier",
-    "monitored_barrier",
-    "all_reduce",
-    "reduce",
-    "broadcast",
-    "all_gather",
-    "all_gather_into_tensor",
-    "gather",
-    "scatter",
-    "reduce_scatter",
-    "reduce_scatter_tensor",
-    "all_to_all",
-    "all_to_all_single",
-    "all_gather_object",
-    "broadcast_object_list",
-    "gather_object",
-    "scatter_object_list",
 }
 DEPTH = 4  # how far calls between local functions (and local modules) are followed
 
@@ -343,7 +325,7 @@ class _Summariser:
             effect = _DIRECT.get(last)
             if effect is not None:
                 out.add(effect)
-            if qual.startswith("torch.distributed") and last in _COLLECTIVES:
+            if qual.startswith("torch.distributed") and last in COLLECTIVES:
                 out.add(COLLECTIVE)
         if name in effects:
             return out | effects[name]  # a function of this module

@@ -111,4 +111,27 @@ DDP_API = frozenset(
 
 WRAPPER_API = MODULE_API | DDP_API
 
-__all__ = ["DDP_API", "MODULE_API", "WRAPPER_API"]
+# the collectives of torch.distributed: every rank of the group has to call them
+COLLECTIVES = frozenset(
+    {
+        "barrier",
+        "monitored_barrier",
+        "all_reduce",
+        "reduce",
+        "broadcast",
+        "all_gather",
+        "all_gather_into_tensor",
+        "gather",
+        "scatter",
+        "reduce_scatter",
+        "reduce_scatter_tensor",
+        "all_to_all",
+        "all_to_all_single",
+        "all_gather_object",
+        "broadcast_object_list",
+        "gather_object",
+        "scatter_object_list",
+    }
+)
+
+__all__ = ["COLLECTIVES", "DDP_API", "MODULE_API", "WRAPPER_API"]

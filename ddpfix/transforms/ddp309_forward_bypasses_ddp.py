@@ -5,11 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..examples import clean, reports
-from ..handles import wrappers
+from ..handles import under_no_grad, wrappers
 from ..rule import Context, Rule
 from ..syntax import calls_in, dotted, method_name
-
-NO_GRAD = ("no_grad", "inference_mode")
 
 
 class ForwardBypassesDdp(Rule):
@@ -59,7 +57,7 @@ gradients must not be averaged, or inside `no_sync()` accumulation). Forwards un
                 if (
                     not facts.wraps.after_wrap(call, handle, wrap_stmt)
                     or not _in_training_loop(facts, call)
-                    or _no_grad(facts, call)
+                    or under_no_grad(facts, call)
                 ):
                     continue
                 ctx.report(
@@ -85,21 +83,6 @@ def _loop_of(facts, node: cst.CSTNode) -> cst.CSTNode | None:
         if isinstance(anc, cst.FunctionDef):
             return None
     return None
-
-
-def _no_grad(facts, node: cst.CSTNode) -> bool:
-    for anc in facts.index.ancestors(node):
-        if isinstance(anc, cst.With):
-            for item in anc.items:
-                expr = item.item.func if isinstance(item.item, cst.Call) else item.item
-                if (dotted(expr) or "").split(".")[-1] in NO_GRAD:
-                    return True
-        if isinstance(anc, cst.FunctionDef):
-            for dec in anc.decorators:
-                expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
-                if (dotted(expr) or "").split(".")[-1] in NO_GRAD:
-                    return True
-    return False
 
 
 EXAMPLES = (
