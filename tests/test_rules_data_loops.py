@@ -331,6 +331,68 @@ def test_ddp201_module_that_sets_the_epoch_itself_gets_the_plain_message(tmp_pat
     assert "runs the epochs" not in d.message and d.fix == "safe"
 
 
+def test_ddp201_loader_trained_through_a_loggers_iterator_in_a_package(tmp_path):
+    """torchvision-reference style: a package re-exports `train_one_epoch`, which iterates
+    `metric_logger.log_every(data_loader, print_freq, header)`."""
+    pkg = tmp_path / "train_utils"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .engine import train_one_epoch\n")
+    (pkg / "engine.py").write_text(
+        textwrap.dedent("""
+        class MetricLogger:
+            def log_every(self, iterable, print_freq, header=None):
+                for i, obj in enumerate(iterable):
+                    yield obj
+
+
+        def train_one_epoch(model, optimizer, data_loader, epoch, print_freq=10):
+            metric_logger = MetricLogger()
+            for x, y in metric_logger.log_every(data_loader, print_freq, f"Epoch: [{epoch}]"):
+                loss = (model(x) - y).pow(2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """)
+    )
+    run = textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        from train_utils import train_one_epoch
+
+
+        def main():
+            ds = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+            train_loader = DataLoader(ds, batch_size=4, shuffle=True)
+            model = nn.Linear(4, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(2):
+                train_one_epoch(model, optimizer, train_loader, epoch)
+
+
+        if __name__ == "__main__":
+            main()
+        """)
+    path = str(tmp_path / "run.py")
+    [d] = found(run, "DDP201", path=path)
+    assert d.fix == "safe"
+    out = fix_source(run, path=path).code
+    assert "train_sampler = DistributedSampler(ds) if DISTRIBUTED else None" in out
+    assert (
+        "        if train_sampler is not None:\n"
+        "            train_sampler.set_epoch(epoch)\n"
+        "        train_one_epoch(model, optimizer, train_loader, epoch)\n"
+    ) in out
+    # counting the batches is no training over them
+    (pkg / "engine.py").write_text(
+        (pkg / "engine.py")
+        .read_text()
+        .replace('metric_logger.log_every(data_loader, print_freq, f"Epoch: [{epoch}]")', "range(len(data_loader))")
+    )
+    assert found(run, "DDP201", path=path) == []
+
+
 def test_a_module_function_that_does_not_train_on_the_loader_is_no_training_loop(tmp_path):
     (tmp_path / "trainer.py").write_text(
         TRAINER_MODULE.replace("loss.backward()", "pass").replace("self.optimizer.step()", "pass")

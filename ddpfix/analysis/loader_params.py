@@ -18,6 +18,8 @@ SETS_EPOCH = "sets_epoch"  # `loader.sampler.set_epoch(...)`
 # Calls that wrap an iterable and hand its items on (`for i, b in enumerate(tqdm(loader))`).
 WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "track", "islice", "progress_bar"}
 BUILTINS = set(dir(builtins))
+# Calls over a loader that do not hand its batches on.
+COUNTING = {"len", "range", "min", "max", "sum", "any", "all", "print", "str", "repr", "id", "hasattr", "getattr"}
 
 
 def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) -> dict[str, set[str]]:
@@ -52,8 +54,10 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
 
 
 def _iterated(expr: ast.AST, params: dict) -> str | None:
-    """The parameter a `for` loop iterates: itself, or through wrappers (`enumerate(tqdm(loader))`)."""
-    while isinstance(expr, ast.Call) and (ast_dotted(expr.func) or "").split(".")[-1] in WRAPPERS and expr.args:
+    """The parameter a `for` loop iterates: itself, or through calls that hand its items on
+    (`enumerate(tqdm(loader))`, a logger's `metric_logger.log_every(loader, 10, header)`): the first
+    argument of any call but those that only count (`range(len(loader))`)."""
+    while isinstance(expr, ast.Call) and expr.args and (ast_dotted(expr.func) or "") not in COUNTING:
         expr = expr.args[0]
     return expr.id if isinstance(expr, ast.Name) and expr.id in params else None
 

@@ -62,20 +62,34 @@ _DIRECT = {
 DEPTH = 4  # how far calls between local functions (and local modules) are followed
 
 
-_CACHE: dict[tuple[str, int, int], ModuleSummary] = {}
+Stamp = tuple[str, int, int]  # a file's resolved path, size and modification time
+_CACHE: dict[Stamp, ModuleSummary] = {}
+# the other modules a cached summary read (stamped as they were then): a change to any of them, not
+# only to the module itself, makes the summary stale (a package's `__init__.py` hands on what it reads)
+_READ: dict[Stamp, frozenset[Stamp]] = {}
+
+
+def _stamp(path: Path) -> Stamp | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+def _current(key: Stamp) -> bool:
+    return all(_stamp(Path(other[0])) == other for other in _READ.get(key, ()))
 
 
 # --------------------------------------------------------------------------- finding files
 def summarise(path: Path, find, _seen: frozenset[Path] = frozenset()) -> ModuleSummary:
-    """The summary of one local module (cached by path, size and modification time). `find(module,
-    level)` locates the modules it imports."""
-    try:
-        st = os.stat(path)
-    except OSError:
+    """The summary of one local module (cached by path, size and modification time, its own and
+    those of the modules it read). `find(module, level)` locates the modules it imports."""
+    key = _stamp(path)
+    if key is None:
         return ModuleSummary(path)
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     cached = _CACHE.get(key)
-    if cached is not None:
+    if cached is not None and _current(key):
         return cached
     summary = ModuleSummary(path)
     if path in _seen or len(_seen) > DEPTH:
@@ -86,8 +100,10 @@ def summarise(path: Path, find, _seen: frozenset[Path] = frozenset()) -> ModuleS
         _CACHE[key] = summary
         return summary
     summary.imported = imported_names(tree)
-    _Summariser(summary, tree, ImportTable(summary.imported, find), _seen | {path}).run()
+    summariser = _Summariser(summary, tree, ImportTable(summary.imported, find), _seen | {path})
+    summariser.run()
     _CACHE[key] = summary
+    _READ[key] = frozenset(summariser.read)
     return summary
 
 
@@ -116,6 +132,15 @@ class _Summariser:
         self.direct: dict[str, set[str]] = {}
         self.passes: dict[str, dict[str, list[tuple[str, Slot]]]] = {}  # function -> parameter -> (callee, slot)
         self.guarded: dict[str, set[int]] = {}  # function -> its calls under a rank test (ids)
+        self.read: set[Stamp] = set()  # the other modules read, and what they read
+
+    def _other(self, path: Path) -> ModuleSummary:
+        """The summary of another local module this one reads."""
+        other = summarise(path, finder(path, self.table.find), self.seen)
+        key = _stamp(path)
+        if key is not None:
+            self.read |= {key, *_READ.get(key, ())}
+        return other
 
     def run(self) -> None:
         for node in self.tree.body:
@@ -155,7 +180,7 @@ class _Summariser:
                 elif origin is Origin.LOCAL and path is not None and member and path not in self.seen:
                     if local in self.summary.effects or local in self.summary.classes:
                         continue
-                    self._take(local, summarise(path, finder(path, self.table.find), self.seen), member)
+                    self._take(local, self._other(path), member)
 
     def _take(self, local: str, other: ModuleSummary, member: str) -> None:
         """`member` of `other`, known here as `local`: its effects, or its class with its methods."""
@@ -337,7 +362,7 @@ class _Summariser:
         if origin is not None:
             kind, path, member = self.table.resolve(name)
             if kind is Origin.LOCAL and path is not None and member and path not in self.seen:
-                other = summarise(path, finder(path, self.table.find), self.seen)
+                other = self._other(path)
                 out |= other.effects.get(member, set())
         return out
 
