@@ -51,6 +51,9 @@ class Rule:
     reads: ClassVar[frozenset[str]] = frozenset()  # plan state this rule reads: its providers run first
     docs: ClassVar[str] = ""
     info: ClassVar[bool] = False  # its lines inform (no problem to fix): `check` does not fail on them
+    # its fix means something only in a script that runs distributed (a rank-0 guard, a per-rank
+    # device): no fix where DDP001 finds a script to set up but cannot make it distributed here
+    distributed_only: ClassVar[bool] = False
 
     def run(self, ctx: "Context") -> None:  # pragma: no cover - every rule overrides
         raise NotImplementedError
@@ -58,6 +61,10 @@ class Rule:
     def after_plan(self, ctx: "Context") -> None:
         """A second look, once every rule has proposed its edits: for what only the whole plan shows
         (the statements other rules guard to rank 0). Most rules have none."""
+
+
+# fix levels from the most to the least available
+_WEAKER = {SAFE: 0, UNSAFE: 1, NONE: 2}
 
 
 class Context:
@@ -76,6 +83,9 @@ class Context:
         self._setup: tuple[list[cst.BaseStatement], int] | None = None
         self._requested: set[str] = set()
         self.blocked: set[str] = set()  # rules whose fix others require but that could not fix here
+        # how the script becomes distributed: SAFE (it is, or DDP001's safe fix makes it so), UNSAFE
+        # (only through DDP001's unsafe fix), NONE (DDP001 cannot make it so here)
+        self.distributed_fix = SAFE
         self._elsewhere: str | None = None
 
     # ------------------------------------------------------------------ reporting
@@ -93,6 +103,10 @@ class Context:
         if blocked and level != NONE:  # what this fix needs cannot be made: a finding without a fix
             level = NONE
             message = f"{message or rule.message} (no fix: it needs the fix of {blocked[0]}, which is not made here)"
+        elif rule.distributed_only and _WEAKER[self.distributed_fix] > _WEAKER[level]:
+            level = self.distributed_fix
+            why = "made only with --unsafe-fixes" if level == UNSAFE else "no fix"
+            message = f"{message or rule.message} ({why}: the script becomes distributed only so, see DDP001)"
         applied = level != NONE and rule.code in self.fixing and (level == SAFE or self.unsafe_fixes)
         self.diagnostics.append(
             Diagnostic(
@@ -205,6 +219,12 @@ class Context:
         process group): their findings come without a fix."""
         assert self.rule is not None
         self.blocked.add(self.rule.code)
+
+    def distributes_at(self, level: str) -> None:
+        """DDP001 makes the script distributed only at fix level `level` (UNSAFE or NONE): the fixes
+        that mean something only in a distributed script (`Rule.distributed_only`) are made at that
+        level too."""
+        self.distributed_fix = level
 
     def setup_at_module_level(self, stmts: list[cst.BaseStatement], before: int) -> None:
         """Process-group setup for a script whose distributed work starts at module level: `finish`

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.dataparallel import dataparallel_conversions
 from ..analysis.flow import binds
 from ..edits import backend_choice, torch_name
 from ..examples import clean, fixes
-from ..rule import NONE, Context, Order, Rule
+from ..rule import NONE, UNSAFE, Context, Order, Rule
 from ..syntax import anchor_of, dotted, single_small, strip_docstring
 
 
@@ -72,6 +73,13 @@ would need the group (no wrap without a process group on its path). A script who
 (an import that could not be read) gets no second process group; what other rules add there is
 decided at run time (`dist.is_initialized()`). So is what they add where DDP001 is silenced
 (`# ddpfix: ignore[DDP001]`): the process group, if any, is set up where ddpfix does not see it.
+
+Unsafe where every trained model is in `nn.DataParallel`: a process group beside a DataParallel
+model would run one unsynchronised copy per process, so the group comes only with DDP302's
+conversion (`--unsafe-fixes`), and no fix at all where that conversion cannot be made. The fixes
+that mean something only in a distributed script (rank-0 guards on prints, saves, log files and
+trackers, the per-rank device, `map_location`, the makedirs race) follow at the same level: a
+safe `apply` leaves such a script as it was.
 """
 
     def run(self, ctx: Context) -> None:
@@ -91,10 +99,9 @@ decided at run time (`dist.is_initialized()`). So is what they add where DDP001 
         needs = process_group_needs(facts)
         module_level = isinstance(entry, cst.Module) or any(_runs_before(facts, n, entry) for n in needs)
         first = min((facts.flow.runs_at(n) for n in needs), default=len(facts.module.body))
-        torch = torch_name(ctx)
-        dist = ctx.plan.ref("torch.distributed", "dist", style="import")
         if module_level:
-            late = _bound_late(facts, (torch, dist), first)
+            imported = (facts.names.alias_for("torch"), facts.names.alias_for("torch.distributed"))
+            late = _bound_late(facts, tuple(n for n in imported if n), first)
             if late is not None:
                 line = facts.index.position(facts.module.body[late]).start.line
                 ctx.report(
@@ -105,12 +112,18 @@ decided at run time (`dist.is_initialized()`). So is what they add where DDP001 
                     fix=NONE,
                 )
                 ctx.block()  # no wrap or sampler without a process group on their path
+                ctx.distributes_at(NONE)
                 return
         if ctx.silenced(anchor_of(where)):
             ctx.joins_elsewhere()  # no process group here, by the author's choice: the rest decides at run time
             return
-        if not ctx.report(anchor_of(where)):
+        level, message = _dataparallel_level(ctx)
+        if level is not None:
+            ctx.distributes_at(level)  # rank-0 guards only where the process group comes
+        if not ctx.report(anchor_of(where), message and f"{self.message}; {message}", fix=level):
             return
+        torch = torch_name(ctx)
+        dist = ctx.plan.ref("torch.distributed", "dist", style="import")
         names = dict(torch=torch, dist=dist, D=ctx.env("DISTRIBUTED"), L=ctx.env("LOCAL_RANK"))
         setup = ctx.plan.statements(
             """
@@ -162,6 +175,22 @@ def process_group_needs(facts) -> list[cst.CSTNode]:
     out += facts.models.ddp_calls + facts.data.sampler_calls
     out += [c for c in facts.index.calls if facts.ranks.collective_op(c)]
     return out
+
+
+def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
+    """Every trained model is in nn.DataParallel: a process group is right only together with its
+    conversion to DDP (DDP302, an unsafe fix; none where that conversion cannot be made). A process
+    group beside the DataParallel would run N unsynchronised copies. (None, None) otherwise."""
+    facts = ctx.facts
+    models = facts.models
+    if not models.trained or any(models.dataparallel(m) is None for m in models.trained):
+        return None, None
+    if any(c.blocker is not None for c in dataparallel_conversions(facts.index, facts.names, models)):
+        return (
+            NONE,
+            "the model is nn.DataParallel, which cannot be converted automatically (DDP302): convert it by hand",
+        )
+    return UNSAFE, "the model is nn.DataParallel: the process group comes with its conversion to DDP (DDP302)"
 
 
 def _runs_before(facts, node: cst.CSTNode, entry) -> bool:

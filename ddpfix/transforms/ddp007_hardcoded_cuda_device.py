@@ -16,6 +16,7 @@ DEVICE_VAR = re.compile(r"^(device|gpu|gpu_id|device_id|cuda_device|local_device
 
 class HardcodedCudaDevice(Rule):
     code = "DDP007"
+    distributed_only = True
     name = "hardcoded-cuda-device"
     message = "hard-coded CUDA device: every rank would use this GPU; use LOCAL_RANK"
     docs = """

@@ -13,6 +13,7 @@ from ..syntax import calls_in, code_of, dotted, kwarg, method_name, positional, 
 
 class UnguardedSave(Rule):
     code = "DDP401"
+    distributed_only = True
     name = "unguarded-save"
     message = "torch.save runs on every rank: all processes write the same file"
     requires = ()

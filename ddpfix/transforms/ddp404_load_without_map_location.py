@@ -12,6 +12,7 @@ from ..syntax import kwarg, positional
 
 class LoadWithoutMapLocation(Rule):
     code = "DDP404"
+    distributed_only = True
     name = "load-without-map-location"
     message = "torch.load without map_location: every rank loads onto the device the checkpoint was saved from"
     docs = """

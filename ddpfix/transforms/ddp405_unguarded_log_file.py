@@ -14,6 +14,7 @@ from ..syntax import assign_targets, dotted, kwarg, mentions, method_name, posit
 
 class UnguardedLogFile(Rule):
     code = "DDP405"
+    distributed_only = True
     name = "unguarded-log-file"
     message = "log file opened on every rank: all processes write the same file"
     docs = """

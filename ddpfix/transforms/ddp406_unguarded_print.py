@@ -14,6 +14,7 @@ from ..syntax import calls_in, dotted
 
 class UnguardedPrint(Rule):
     code = "DDP406"
+    distributed_only = True
     name = "unguarded-print"
     message = "print runs on every rank: output is duplicated once per process"
     docs = """

@@ -14,6 +14,7 @@ from ..syntax import assign_targets, assigned_value, dotted, receiver, walk
 
 class UnguardedTracker(Rule):
     code = "DDP407"
+    distributed_only = True
     name = "unguarded-tracker"
     message = "experiment tracker created on every rank: one event file or run per process"
     docs = """

@@ -12,6 +12,7 @@ from ..syntax import kwarg
 
 class UnguardedProgressBar(Rule):
     code = "DDP408"
+    distributed_only = True
     name = "unguarded-progress-bar"
     message = "tqdm progress bar on every rank: N bars overwrite each other"
     docs = """

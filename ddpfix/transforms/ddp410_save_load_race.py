@@ -15,6 +15,7 @@ from ..syntax import calls_in, code_of, dotted, kwarg, positional
 
 class SaveLoadRace(Rule):
     code = "DDP410"
+    distributed_only = True
     name = "save-load-race"
     message = "file saved on rank 0 and loaded by every rank without a barrier: the others can read it half-written"
     reads = frozenset({"hoisted"})

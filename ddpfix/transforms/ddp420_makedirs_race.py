@@ -18,6 +18,7 @@ CAUGHT = {"FileExistsError", "OSError", "IOError", "Exception", "BaseException"}
 
 class MakedirsRace(Rule):
     code = "DDP420"
+    distributed_only = True
     name = "makedirs-race"
     message = (
         "folder created after an exists() check on every rank: the ranks race, and the losers raise FileExistsError"
