@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from collections.abc import Iterator, Sequence
 
@@ -285,3 +286,11 @@ def anchor_of(stmt: cst.CSTNode) -> cst.CSTNode:
     """The node a diagnostic about a statement points at: its one small statement, or itself."""
     small = single_small(stmt)
     return small if small is not None else stmt
+
+
+MAIN_TEST = re.compile(r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__")
+
+
+def is_main_guard(node: cst.CSTNode | None) -> bool:
+    """`if __name__ == "__main__":`: the program's own block, never a branch that may not run."""
+    return isinstance(node, cst.If) and MAIN_TEST.fullmatch(code_of(node.test)) is not None

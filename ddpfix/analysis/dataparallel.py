@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, code_of, kwarg, mentions, positional
+from ..syntax import assign_targets, assigned_value, code_of, is_main_guard, kwarg, mentions, positional
 from .index import TreeIndex
 from .models import DP_NAMES, Models
 from .names import Names
@@ -87,6 +87,8 @@ def _line(
         owner = index.parent.get(parent) if isinstance(parent, cst.IndentedBlock) else None
         if isinstance(parent, cst.IndentedBlock) and isinstance(owner, (cst.If, cst.Else)):
             if_node = owner if isinstance(owner, cst.If) else index.parent.get(owner)
+            if is_main_guard(if_node):
+                break  # the program's own block: the wrap goes inside it
             later = _after(parent, x)
             if any(
                 mentions(s, f"{handle}.module") or (mentions(s, handle) and models.use_of(s, handle) == "use")

@@ -9,7 +9,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, code_of, dotted, expr_call, mentions
+from ..syntax import assign_targets, assigned_value, code_of, dotted, expr_call, is_main_guard, mentions
 from .flow import reads
 from .index import TreeIndex
 from .modules import LocalModules
@@ -40,9 +40,6 @@ IN_ENVIRONMENT = re.compile(r"^['\"](WORLD_SIZE|RANK|LOCAL_RANK)['\"]\s+in\s+(os
 def may_join(call: cst.Call) -> bool:
     """Does `call`, by the name of what it calls, look like it joins the process group?"""
     return bool(MAY_JOIN.search((dotted(call.func) or "").rsplit(".", 1)[-1]))
-
-
-MAIN_TEST = re.compile(r"__name__\s*==\s*['\"]__main__['\"]|['\"]__main__['\"]\s*==\s*__name__")
 
 
 class Launch:
@@ -193,7 +190,7 @@ class Launch:
     @cached_property
     def main_guard(self) -> cst.If | None:
         for stmt in self.index.module.body:
-            if isinstance(stmt, cst.If) and MAIN_TEST.fullmatch(code_of(stmt.test)):
+            if is_main_guard(stmt):
                 return stmt
         return None
 

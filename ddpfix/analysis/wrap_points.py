@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..syntax import assign_targets, calls_in, dotted, mentions, method_name, receiver
+from ..syntax import assign_targets, calls_in, dotted, is_main_guard, mentions, method_name, receiver
 from .effects import LOGGER_METHODS
 from .index import Block
 from .model_params import FORWARD, LOAD_STATE, TRAINS
@@ -79,7 +79,7 @@ class WrapPoints:
         stmt, block = d.stmt, d.block
         while not any(index.contains(block, opt.stmt) for opt in model.optimizers):
             owner = index.parent.get(block)
-            if not isinstance(owner, BRANCHES):
+            if not isinstance(owner, BRANCHES) or is_main_guard(owner):
                 return d.stmt, d.block
             outer = index.site(owner)
             stmt, block = outer.stmt, outer.block

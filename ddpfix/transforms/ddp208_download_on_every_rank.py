@@ -30,6 +30,7 @@ HELPER_DEPTH = 3
 
 class DownloadOnEveryRank(Rule):
     code = "DDP208"
+    distributed_only = True
     name = "download-on-every-rank"
     message = "download runs on every rank at once: the processes write the same files over each other"
     requires = ("DDP001",)

@@ -16,6 +16,7 @@ SPAWNED = "mp.spawn starts the ranks: shard the batches with the worker's rank a
 
 class UnshardedManualBatches(Rule):
     code = "DDP209"
+    distributed_only = True
     name = "unsharded-manual-batches"
     message = "training batches cut from tensors by hand: every rank trains on the same batches"
     requires = ("DDP001",)
