@@ -378,3 +378,71 @@ def test_the_script_s_flag_guards_what_ddpfix_adds():
     out = fixed(text)
     assert "    if DISTRIBUTED:\n        model = DDP(" in out
     assert "IS_DISTRIBUTED" not in out and "DISTRIBUTED > 1" not in out
+
+
+# --------------------------------------------------------------------------- workers the script starts itself
+PROCESS_WORKERS = src("""
+    import argparse
+
+    import torch
+    import torch.nn as nn
+    from torch.multiprocessing import Process
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from dist_utils import dist
+
+
+    def main_fun(rank, world_size, args):
+        dist.init_process_group("gloo", init_method=args.dist_url, world_size=world_size, rank=rank)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        dist.destroy_process_group()
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--world-size", default=2, type=int)
+        parser.add_argument("--dist-url", default="tcp://127.0.0.1:29533")
+        opt = parser.parse_args()
+        processes = []
+        for rank in range(opt.world_size):
+            p = Process(target=main_fun, args=(rank, opt.world_size, opt))
+            p.start()
+            processes.append(p)
+        for p in processes:
+            p.join()
+""")
+
+
+def test_torch_distributed_taken_from_a_local_module_is_torch_distributed(tmp_path):
+    """`from dist_utils import dist`, where dist_utils has `import torch.distributed as dist`: the
+    script joins the process group itself; it gets no second one."""
+    (tmp_path / "dist_utils.py").write_text(
+        "import torch.distributed as dist\n\n\ndef cleanup():\n    dist.destroy_process_group()\n"
+    )
+    path = str(tmp_path / "train.py")
+    facts = ScriptFacts(cst.parse_module(PROCESS_WORKERS), path=path)
+    assert (
+        facts.names.qualname(cst.parse_expression("dist.init_process_group")) == "torch.distributed.init_process_group"
+    )
+    diags = fix_source(PROCESS_WORKERS, path=path, fix=False).diagnostics
+    assert [d.code for d in diags if d.code in ("DDP001", "DDP301")] == []
+    # without the module beside it, `dist` is nothing ddpfix knows
+    alone = ScriptFacts(cst.parse_module(PROCESS_WORKERS), path=str(tmp_path / "elsewhere" / "train.py"))
+    assert (
+        alone.names.qualname(cst.parse_expression("dist.init_process_group")) != "torch.distributed.init_process_group"
+    )
+
+
+def test_ddp003_leaves_alone_a_script_that_starts_one_process_per_worker(tmp_path):
+    text = PROCESS_WORKERS.replace("from dist_utils import dist", "import torch.distributed as dist")
+    assert found(text, "DDP003") == []
+    # the same init under torchrun, with no workers of its own, is reported
+    torchrun = text.replace("from torch.multiprocessing import Process\n", "").split('if __name__ == "__main__":')[0]
+    torchrun += 'if __name__ == "__main__":\n    main_fun(0, 1, argparse.Namespace(dist_url="env://"))\n'
+    assert [d.code for d in found(torchrun, "DDP003")] == ["DDP003"]

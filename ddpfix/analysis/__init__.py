@@ -68,7 +68,7 @@ class ScriptFacts:
 
     @cached_property
     def names(self) -> Names:
-        return Names(self.index)
+        return Names(self.index, self.modules.library_names() if self.path else None)
 
     @cached_property
     def training(self) -> Training:

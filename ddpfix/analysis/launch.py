@@ -9,7 +9,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, code_of, dotted, expr_call, is_main_guard, mentions
+from ..syntax import assign_targets, assigned_value, code_of, dotted, expr_call, is_main_guard, kwarg, mentions
 from .flow import reads
 from .index import TreeIndex
 from .modules import LocalModules
@@ -107,6 +107,16 @@ class Launch:
     @cached_property
     def spawn_calls(self) -> list[cst.Call]:
         return self.names.calls_to("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes")
+
+    @cached_property
+    def process_starts(self) -> list[cst.Call]:
+        """`Process(target=main_fun, args=(rank, world_size, opt))` in a loop: the script starts its
+        workers itself, one `multiprocessing.Process` each (run with python, not torchrun)."""
+        return [
+            c
+            for c in self.names.calls_to("multiprocessing.Process", "torch.multiprocessing.Process")
+            if kwarg(c, "target") is not None
+        ]
 
     @cached_property
     def env_names(self) -> dict[str, str]:

@@ -70,6 +70,22 @@ class LocalModules:
             self._targets[name] = Target(origin, summary, member if path is not None else None)
         return self._targets[name]
 
+    def library_names(self) -> dict[str, str]:
+        """Library modules the script takes from its own modules: `from utils.distributed_utils
+        import dist` where that module has `import torch.distributed as dist` -> {"dist":
+        "torch.distributed"}."""
+        out: dict[str, str] = {}
+        for local, (_, member, _) in self.table.imported.items():
+            if member is None:
+                continue  # `import utils`: a module of the script, read through its attributes
+            origin, path, inner = self.table.resolve(local)
+            if origin is not Origin.LOCAL or path is None or inner is None:
+                continue
+            summary, inner = self._reexported(summarise(path, finder(path, self._find)), inner)
+            if inner in summary.library:
+                out[local] = summary.library[inner]
+        return out
+
     def _reexported(self, summary: ModuleSummary, member: str) -> tuple[ModuleSummary, str]:
         """`from train_utils import train_one_epoch` where train_utils/__init__.py has `from
         .train_and_eval import train_one_epoch`: the module that defines it, and its name there."""

@@ -45,11 +45,14 @@ _UNKNOWN = object()
 class Names:
     """Import aliases, qualified names of calls, assignments by target, string literals."""
 
-    def __init__(self, index: TreeIndex) -> None:
+    def __init__(self, index: TreeIndex, libraries: dict[str, str] | None = None) -> None:
         self.index = index
         self.aliases: dict[str, str] = {}  # local name -> what it was imported as
         for node in index.imports:
             self._record_import(node)
+        # names the script's own modules hand on from a library (`from utils import dist`, where
+        # utils has `import torch.distributed as dist`): the library's
+        self.aliases.update(libraries or {})
 
     def _record_import(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):

@@ -37,8 +37,8 @@ dist.init_process_group("gloo")
 ```
 
 ## Fix safety
-Safe under torchrun (`env://`). Scripts that start their own processes with `mp.spawn` are left
-alone (see DDP004). Values a script with its own launch path takes from its own options
+Safe under torchrun (`env://`). Scripts that start their own processes with `mp.spawn` (see
+DDP004) or one `multiprocessing.Process(target=...)` each are left alone. Values a script with its own launch path takes from its own options
 (`rank=args.rank, world_size=args.world_size, init_method=args.dist_url` with `--rank`,
 `--world-size`, `--dist-url`) are its launch contract: reported, not removed. A helper of the
 script's own modules that passes literal values is reported where the script calls it, naming the
@@ -47,8 +47,8 @@ file and line to change; no fix in another file.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if facts.launch.spawn_calls:
-            return
+        if facts.launch.spawn_calls or facts.launch.process_starts:
+            return  # the script starts its own workers: the values it passes are its launch contract
         for call in facts.launch.helper_joins:
             for found in facts.modules.findings(call, INIT_ARGS):
                 ctx.report(
