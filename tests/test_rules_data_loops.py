@@ -149,6 +149,42 @@ def test_ddp201_stream_without_replacement_gets_a_distributed_sampler():
     assert "sampler = DistributedSampler(dataset) if DISTRIBUTED else torch.utils.data.RandomSampler(" in out
 
 
+PER_PATH = """
+def main(distributed):
+    if distributed:
+        dist.init_process_group("gloo")
+    dataset = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+    if distributed:
+        train_sampler = torch.utils.data.distributed.DistributedSampler(dataset)
+    else:
+        train_sampler = torch.utils.data.RandomSampler(dataset)
+    loader = DataLoader(dataset, batch_size=4, sampler=train_sampler)
+    model = nn.Linear(4, 1)
+    if distributed:
+        model = DDP(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        if distributed:
+            train_sampler.set_epoch(epoch)
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+"""
+
+
+def test_ddp201_a_sampler_picked_per_path_by_the_script_is_left_alone():
+    """`if args.distributed: DistributedSampler(...) else: RandomSampler(...)`: the plain sampler is
+    the single-process path's, not a loader that samples everything on every rank."""
+    assert found(script(PER_PATH), "DDP201") == []
+    # with no DistributedSampler on any path, the RandomSampler is the finding
+    only_random = PER_PATH.replace(
+        "train_sampler = torch.utils.data.distributed.DistributedSampler(dataset)",
+        "train_sampler = torch.utils.data.RandomSampler(dataset)",
+    )
+    [d] = found(script(only_random), "DDP201")
+    assert "samples the whole dataset on every rank" in d.message
+
+
 # --------------------------------------------------------------------------- epoch loops: while, `_`
 SAMPLED = """
 def main():

@@ -231,6 +231,9 @@ def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, a
     if not isinstance(ctor, cst.Call):
         var = dotted(ctor)
         sites = facts.names.assignments(facts.index.scope_of(loader.site.node), var) if var else []
+        built = {id(facts.index.site(c).stmt) for c in facts.data.sampler_calls}
+        if any(id(s.stmt) in built for s in sites):
+            return  # `if args.distributed: DistributedSampler(...) else: RandomSampler(...)`: picked per path
         value = assigned_value(sites[-1].stmt) if sites else None
         ctor = value if isinstance(value, cst.Call) else None
     if ctor is None or facts.names.call_qual(ctor) not in LOCAL_SAMPLERS:
