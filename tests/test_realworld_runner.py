@@ -261,3 +261,52 @@ def test_a_script_with_nothing_to_distribute_passes_when_left_alone():
     result = {"kind": "single", "original": {"rc": 0}, "apply": {"changed": False}}
     assert run.classify(result) == ["unconverted"]
     assert run.classify({**result, "expect": "unconverted"}) == []
+
+
+def _completes(ranks, status="fail"):
+    return {"name": "completes", "status": status, "data": {"ranks": ranks}}
+
+
+def test_only_a_crash_after_every_rank_finished_is_an_exit_crash():
+    assert run.exit_crash_only([_completes({"0": "finished", "1": "exit_crash"}), {"name": "ddp", "status": "pass"}])
+    assert run.exit_crash_only([_completes({"0": "exit_stopped", "1": "exit_crash"})])
+    assert not run.exit_crash_only([_completes({"0": "finished", "1": "finished"}, "pass")])
+    assert not run.exit_crash_only([_completes({"0": "crashed", "1": "exit_crash"})])
+    assert not run.exit_crash_only(
+        [_completes({"0": "finished", "1": "exit_crash"}), {"name": "shards", "status": "fail"}]
+    )
+
+
+def test_verify_runs_again_on_fresh_files_after_an_exit_crash(tmp_path):
+    tree = tmp_path / "verify"
+    tree.mkdir()
+    (tree / "train.py").write_text("print(1)\n")
+    seen = []
+
+    def once(entry, t):
+        seen.append(sorted(p.name for p in t.iterdir()))
+        (t / "ckpt.pt").write_text("written by the run")  # a rerun must not find it
+        crashed = len(seen) < 3
+        return {
+            "ok": not crashed,
+            "evidence": {"completes": ["rank 1 crashed while exiting"]} if crashed else {},
+            "exit_crash_only": crashed,
+        }
+
+    runner = run.Runner.__new__(run.Runner)
+    runner._verify_once = once
+    res = runner.run_verify({"path": "train.py"}, tree)
+    assert res["ok"] and len(res["exit_crash_reruns"]) == 2 and "exit_crash_only" not in res
+    assert seen == [["train.py"]] * 3
+
+    seen.clear()
+    runner._verify_once = lambda entry, t: (
+        seen.append(1),
+        {"ok": False, "evidence": {"completes": ["x"]}, "exit_crash_only": True},
+    )[1]
+    res = runner.run_verify({"path": "train.py"}, tree)
+    assert (
+        not res["ok"]
+        and len(seen) == run.EXIT_CRASH_RERUNS + 1
+        and len(res["exit_crash_reruns"]) == run.EXIT_CRASH_RERUNS
+    )

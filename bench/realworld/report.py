@@ -110,6 +110,9 @@ def render_results(doc: dict, manifest: list[dict]) -> str:
         vtxt = "-" if not checks else ", ".join(f"{k} {st}" for k, st in checks.items() if st != "n/a")
         if v.get("error"):
             vtxt = "error"
+        if v.get("exit_crash_reruns"):
+            n = len(v["exit_crash_reruns"])
+            vtxt += f" (run {n + 1}: {n} before crashed while exiting, after finishing)"
         same = (
             "-"
             if single is None
