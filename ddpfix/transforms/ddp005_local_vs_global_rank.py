@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from ..analysis.rank_kinds import GLOBAL, judged_at_callers, rank_kind, spawns
 from ..analysis.ranks import Ranks
 from ..analysis.summaries import GLOBAL_RANK_DEVICE
 from ..edits import without_kwarg
@@ -87,7 +88,7 @@ processes per node are both named in the script; a helper in another file is rep
         ranks = facts.ranks
         seen: set[int] = set()
         for expr in _with_callers(facts, _device_uses(facts)):
-            if id(expr) in seen or _judged_at_callers(facts, expr):
+            if id(expr) in seen or judged_at_callers(facts, expr):
                 continue  # one finding per use; a helper's parameter is judged where callers choose it
             seen.add(id(expr))
             if rank_kind(facts, expr) == GLOBAL:
@@ -177,109 +178,6 @@ def _with_callers(facts, exprs):
                 yield arg.value
 
 
-GLOBAL, LOCAL, CONSTANT = "global", "local", "constant"
-ENV_RANK = re.compile(r"""(?:environ(?:\.get\(|\[)|getenv\()\s*['"](LOCAL_RANK|RANK)['"]""")
-
-
-def rank_kind(facts, expr: cst.BaseExpression, depth: int = 0) -> str | None:
-    """Which rank `expr` holds, by what it is bound to rather than by its name: GLOBAL (`dist.get_rank()`,
-    the RANK variable), LOCAL (LOCAL_RANK, `rank % n`, an mp.spawn target's process index), CONSTANT
-    (a single process's fallback), or None when its bindings disagree or say nothing. A name follows
-    its assignments in its function (else at module level), a parameter the arguments its callers
-    pass; constants among several bindings are the fallback of a run without the environment."""
-    if depth > 4:
-        return None
-    if isinstance(expr, (cst.Integer, cst.SimpleString)) or (isinstance(expr, cst.Name) and expr.value == "None"):
-        return CONSTANT
-    if isinstance(expr, cst.UnaryOperation):
-        return rank_kind(facts, expr.expression, depth + 1) if isinstance(expr.expression, cst.Integer) else None
-    if isinstance(expr, cst.IfExp):
-        return _agree([rank_kind(facts, expr.body, depth + 1), rank_kind(facts, expr.orelse, depth + 1)])
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
-        return LOCAL  # `rank % torch.cuda.device_count()`: the index on this node
-    if isinstance(expr, (cst.Call, cst.Subscript)):
-        return _source_kind(facts, expr, depth)
-    name = dotted(expr)
-    if name is None:
-        return None
-    env = facts.launch.env_names
-    if name == env.get("RANK"):
-        return GLOBAL
-    if name == env.get("LOCAL_RANK") or name.rsplit(".", 1)[-1].lower() in ("local_rank", "localrank"):
-        return LOCAL
-    scope = facts.index.scope_of(expr)
-    sites = facts.names.assignments(scope, name)
-    if not sites and isinstance(scope, cst.FunctionDef) and name in _param_names(scope):
-        return _param_kind(facts, scope, name, depth)
-    sites = sites or facts.names.assignments(facts.module, name)
-    return _agree([_value_kind(facts, s.stmt, depth) for s in sites])
-
-
-def _source_kind(facts, expr: cst.BaseExpression, depth: int) -> str | None:
-    """A call or subscript that reads a rank: `dist.get_rank()`, `int(os.environ["LOCAL_RANK"])`."""
-    if isinstance(expr, cst.Call):
-        q = facts.names.call_qual(expr) or dotted(expr.func) or ""
-        if q.endswith("get_local_rank"):
-            return LOCAL
-        if q.endswith("distributed.get_rank") and not expr.args:
-            return GLOBAL
-        if q == "int" and expr.args:
-            return rank_kind(facts, expr.args[0].value, depth + 1)
-        if q not in ("os.environ.get", "os.getenv"):
-            return None
-    elif not (dotted(expr.value) or "").endswith("environ"):  # type: ignore[attr-defined]
-        return None
-    m = ENV_RANK.search(code_of(expr))
-    if m is None:
-        return None
-    return LOCAL if m.group(1) == "LOCAL_RANK" else GLOBAL
-
-
-def _value_kind(facts, stmt: cst.CSTNode, depth: int) -> str | None:
-    value = assigned_value(stmt)
-    return rank_kind(facts, value, depth + 1) if value is not None else None
-
-
-def _param_names(func: cst.FunctionDef) -> list[str]:
-    return [p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)]
-
-
-def _param_kind(facts, func: cst.FunctionDef, name: str, depth: int) -> str | None:
-    """A parameter's rank: the process index of an mp.spawn target, else what its callers pass."""
-    positional_names = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
-    if func in {t for t, _ in _spawns(facts)} and positional_names and positional_names[0] == name:
-        return LOCAL  # (several nodes: the global rank built from it is spawned_ranks' business)
-    pos = positional_names.index(name) if name in positional_names else -1
-    if pos >= 0 and facts.index.enclosing(func, cst.ClassDef) is not None:
-        pos -= 1  # self
-    kinds = []
-    for call in facts.index.callers_of(func):
-        arg = kwarg(call, name) or (positional(call, pos) if pos >= 0 else None)
-        kinds.append(rank_kind(facts, arg.value, depth + 1) if arg is not None else None)
-    return _agree(kinds)
-
-
-def _agree(kinds: list[str | None]) -> str | None:
-    """The one rank the bindings give (constants aside); None when they disagree or give none."""
-    found = {k for k in kinds if k != CONSTANT}
-    if not kinds or None in found or len(found) > 1:
-        return None
-    return found.pop() if found else CONSTANT
-
-
-def _judged_at_callers(facts, expr: cst.BaseExpression) -> bool:
-    """Is `expr` a parameter of a function of this file that others call (`def pick(rank)`)? Its callers'
-    arguments are the uses to judge, one finding each, not the parameter inside."""
-    func = facts.index.enclosing(expr, cst.FunctionDef)
-    return (
-        isinstance(expr, cst.Name)
-        and isinstance(func, cst.FunctionDef)
-        and expr.value in _param_names(func)
-        and not facts.names.assignments(func, expr.value)
-        and bool(facts.index.callers_of(func))
-    )
-
-
 def _local_name(ctx: Context, at: cst.CSTNode) -> str | None:
     """The local rank where `at` is: the script's `local_rank`, an mp.spawn target's process index,
     or LOCAL_RANK (None in a script that spawns its processes, where the environment has none)."""
@@ -303,17 +201,8 @@ def _local_name(ctx: Context, at: cst.CSTNode) -> str | None:
 def spawn_target_of(facts, node: cst.CSTNode) -> cst.FunctionDef | None:
     """The mp.spawn target function `node` is in (directly)."""
     func = facts.index.enclosing(node, cst.FunctionDef)
-    targets = {t for t, _ in _spawns(facts)}
+    targets = {t for t, _ in spawns(facts)}
     return func if func in targets else None
-
-
-def _spawns(facts):
-    """(target function, spawn call) for every mp.spawn of a function of this file."""
-    for call in facts.launch.spawn_calls:
-        arg = positional(call, 0) or kwarg(call, "fn")
-        func = facts.index.func_by_name.get(dotted(arg.value) or "") if arg is not None else None
-        if func is not None and func.params.params:
-            yield func, call
 
 
 NODE_RANK = re.compile(r"^(node_rank|nr|node_id|node_idx|machine_rank|node)$", re.IGNORECASE)
@@ -323,7 +212,7 @@ def spawned_ranks(ctx: Context) -> None:
     """mp.spawn's process index used as the global rank of init_process_group: right on one node, but
     on a second node the ranks repeat (`rank = gpu` instead of `node_rank * gpus_per_node + gpu`)."""
     facts = ctx.facts
-    for func, spawn in _spawns(facts):
+    for func, spawn in spawns(facts):
         index = func.params.params[0].name.value
         node = _node_rank(facts, func, spawn)
         if node is None and not _multi_node_world(facts, func):

@@ -9,10 +9,9 @@ from ..analysis.dataparallel import dataparallel_conversions
 from ..edits import engine_set_epoch, epoch_name, set_epoch_statements, with_kwarg
 from ..examples import clean, fixes, reports
 from ..loader_kwargs import add_sampler_to_kwargs, dataset_name, kwargs_fix_blocker, prefix
+from ..local_samplers import SAMPLER, swap_local_sampler
 from ..rule import Context, Order, Rule
-from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional
-
-SAMPLER = "torch.utils.data.distributed.DistributedSampler"
+from ..syntax import code_of, dotted, is_literal, kwarg, positional
 
 
 class MissingDistributedSampler(Rule):
@@ -155,7 +154,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                 )
                 continue
             if kwarg(call, "sampler") is not None:
-                _swap_local_sampler(ctx, loader, batch_loop, kwarg(call, "sampler"))
+                swap_local_sampler(ctx, loader, batch_loop, kwarg(call, "sampler"))
                 continue
             if _has_unpassed_sampler(facts, call):
                 continue
@@ -213,98 +212,6 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                 "(shuffle moved into it) and call set_epoch(epoch) at the start of each epoch",
                 fix="none",
             )
-
-
-LOCAL_SAMPLERS = {
-    "torch.utils.data.RandomSampler": "",
-    "torch.utils.data.sampler.RandomSampler": "",
-    "torch.utils.data.SequentialSampler": ", shuffle=False",
-    "torch.utils.data.sampler.SequentialSampler": ", shuffle=False",
-}
-
-
-def _swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, arg: cst.Arg) -> None:
-    """`sampler=RandomSampler(ds)` (inline or through a variable): every rank still draws from the
-    whole dataset. Distributed runs get a DistributedSampler instead; plain runs keep theirs."""
-    facts = ctx.facts
-    ctor, var = arg.value, None
-    if not isinstance(ctor, cst.Call):
-        var = dotted(ctor)
-        sites = facts.names.assignments(facts.index.scope_of(loader.site.node), var) if var else []
-        built = {id(facts.index.site(c).stmt) for c in facts.data.sampler_calls}
-        if any(id(s.stmt) in built for s in sites):
-            return  # `if args.distributed: DistributedSampler(...) else: RandomSampler(...)`: picked per path
-        value = assigned_value(sites[-1].stmt) if sites else None
-        ctor = value if isinstance(value, cst.Call) else None
-    if ctor is None or facts.names.call_qual(ctor) not in LOCAL_SAMPLERS:
-        return
-    ds = positional(ctor, 0) or kwarg(ctor, "data_source")
-    if ds is None:
-        return
-    replacement = kwarg(ctor, "replacement") or positional(ctor, 1)
-    if replacement is not None and not is_literal(replacement.value, False):
-        _stream_per_rank(ctx, ctor, replacement)
-        return
-    if not ctx.report(
-        ctor, "training DataLoader samples the whole dataset on every rank: use a DistributedSampler when distributed"
-    ):
-        return
-    cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
-    dist_flag = ctx.env("DISTRIBUTED")
-    extra = LOCAL_SAMPLERS[facts.names.call_qual(ctor) or ""]
-    ctx.plan.replace(
-        ctor, lambda n: cst.parse_expression(f"{cls}({code_of(ds.value)}{extra}) if {dist_flag} else {code_of(n)}")
-    )
-    epoch_loop = facts.data.epoch_loop_for(batch_loop)
-    epoch = epoch_name(ctx, epoch_loop) if epoch_loop is not None else None
-    if epoch is None:
-        return
-    if var is not None and facts.index.scope_of(epoch_loop) is facts.index.scope_of(loader.site.node):
-        target = var
-    else:
-        reach = facts.data.loader_reach(loader, epoch_loop)
-        if reach is None:
-            return
-        target = f"{reach}.sampler"
-    stmts = ctx.plan.statements("if {d}:\n    {s}.set_epoch({e})", d=dist_flag, s=target, e=epoch)
-    ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
-
-
-def _stream_per_rank(ctx: Context, ctor: cst.Call, replacement: cst.Arg) -> None:
-    """`RandomSampler(ds, replacement=True, num_samples=n)` draws each sample independently, an
-    endless stream where samples repeat. A DistributedSampler cannot draw with replacement, and the
-    same draws on every rank (one seed everywhere) train every rank on the same samples. Each rank
-    drawing its own stream, with its own seed, is what one process drawing N times as many would do."""
-    if not is_literal(replacement.value, True):
-        ctx.report(
-            ctor,
-            f"training DataLoader samples with replacement={code_of(replacement.value)}: with replacement every "
-            "rank needs its own random stream, without it a DistributedSampler: choose by hand",
-            fix="none",
-        )
-        return
-    if kwarg(ctor, "generator") is not None:
-        ctx.report(
-            ctor,
-            "training DataLoader draws with replacement from a generator of its own, the same draws on every "
-            "rank: seed that generator differently on each rank",
-            fix="none",
-        )
-        return
-    if not ctx.report(
-        ctor,
-        "training DataLoader draws with replacement, the same samples on every rank: give each rank its own "
-        "random stream (a DistributedSampler cannot draw with replacement)",
-    ):
-        return
-    torch = ctx.plan.ref("torch", "torch", style="import")
-    generator = ctx.plan.expression(
-        "{t}.Generator().manual_seed({t}.initial_seed() + {r}) if {d} else None",
-        t=torch,
-        r=ctx.env("RANK"),
-        d=ctx.env("DISTRIBUTED"),
-    )
-    ctx.plan.replace(ctor, lambda node: with_kwarg(node, "generator", generator))
 
 
 def _elsewhere(facts, loader: Loader, batch_loop: cst.CSTNode) -> str | None:

@@ -1,0 +1,111 @@
+"""DDP201's fix for a training DataLoader that has a sampler of its own: a `RandomSampler` or
+`SequentialSampler` (inline or through a variable) still draws from the whole dataset on every rank,
+so distributed runs get a DistributedSampler in its place; a stream drawn with replacement gets a
+random generator seeded per rank instead."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .analysis import Loader
+from .edits import epoch_name, with_kwarg
+from .order import Order
+from .rule import Context
+from .syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional
+
+SAMPLER = "torch.utils.data.distributed.DistributedSampler"
+
+
+LOCAL_SAMPLERS = {
+    "torch.utils.data.RandomSampler": "",
+    "torch.utils.data.sampler.RandomSampler": "",
+    "torch.utils.data.SequentialSampler": ", shuffle=False",
+    "torch.utils.data.sampler.SequentialSampler": ", shuffle=False",
+}
+
+
+def swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, arg: cst.Arg) -> None:
+    """`sampler=RandomSampler(ds)` (inline or through a variable): every rank still draws from the
+    whole dataset. Distributed runs get a DistributedSampler instead; plain runs keep theirs."""
+    facts = ctx.facts
+    ctor, var = arg.value, None
+    if not isinstance(ctor, cst.Call):
+        var = dotted(ctor)
+        sites = facts.names.assignments(facts.index.scope_of(loader.site.node), var) if var else []
+        built = {id(facts.index.site(c).stmt) for c in facts.data.sampler_calls}
+        if any(id(s.stmt) in built for s in sites):
+            return  # `if args.distributed: DistributedSampler(...) else: RandomSampler(...)`: picked per path
+        value = assigned_value(sites[-1].stmt) if sites else None
+        ctor = value if isinstance(value, cst.Call) else None
+    if ctor is None or facts.names.call_qual(ctor) not in LOCAL_SAMPLERS:
+        return
+    ds = positional(ctor, 0) or kwarg(ctor, "data_source")
+    if ds is None:
+        return
+    replacement = kwarg(ctor, "replacement") or positional(ctor, 1)
+    if replacement is not None and not is_literal(replacement.value, False):
+        _stream_per_rank(ctx, ctor, replacement)
+        return
+    if not ctx.report(
+        ctor, "training DataLoader samples the whole dataset on every rank: use a DistributedSampler when distributed"
+    ):
+        return
+    cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
+    dist_flag = ctx.env("DISTRIBUTED")
+    extra = LOCAL_SAMPLERS[facts.names.call_qual(ctor) or ""]
+    ctx.plan.replace(
+        ctor, lambda n: cst.parse_expression(f"{cls}({code_of(ds.value)}{extra}) if {dist_flag} else {code_of(n)}")
+    )
+    epoch_loop = facts.data.epoch_loop_for(batch_loop)
+    epoch = epoch_name(ctx, epoch_loop) if epoch_loop is not None else None
+    if epoch is None:
+        return
+    if var is not None and facts.index.scope_of(epoch_loop) is facts.index.scope_of(loader.site.node):
+        target = var
+    else:
+        reach = facts.data.loader_reach(loader, epoch_loop)
+        if reach is None:
+            return
+        target = f"{reach}.sampler"
+    stmts = ctx.plan.statements("if {d}:\n    {s}.set_epoch({e})", d=dist_flag, s=target, e=epoch)
+    ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
+
+
+def _stream_per_rank(ctx: Context, ctor: cst.Call, replacement: cst.Arg) -> None:
+    """`RandomSampler(ds, replacement=True, num_samples=n)` draws each sample independently, an
+    endless stream where samples repeat. A DistributedSampler cannot draw with replacement, and the
+    same draws on every rank (one seed everywhere) train every rank on the same samples. Each rank
+    drawing its own stream, with its own seed, is what one process drawing N times as many would do."""
+    if not is_literal(replacement.value, True):
+        ctx.report(
+            ctor,
+            f"training DataLoader samples with replacement={code_of(replacement.value)}: with replacement every "
+            "rank needs its own random stream, without it a DistributedSampler: choose by hand",
+            fix="none",
+        )
+        return
+    if kwarg(ctor, "generator") is not None:
+        ctx.report(
+            ctor,
+            "training DataLoader draws with replacement from a generator of its own, the same draws on every "
+            "rank: seed that generator differently on each rank",
+            fix="none",
+        )
+        return
+    if not ctx.report(
+        ctor,
+        "training DataLoader draws with replacement, the same samples on every rank: give each rank its own "
+        "random stream (a DistributedSampler cannot draw with replacement)",
+    ):
+        return
+    torch = ctx.plan.ref("torch", "torch", style="import")
+    generator = ctx.plan.expression(
+        "{t}.Generator().manual_seed({t}.initial_seed() + {r}) if {d} else None",
+        t=torch,
+        r=ctx.env("RANK"),
+        d=ctx.env("DISTRIBUTED"),
+    )
+    ctx.plan.replace(ctor, lambda node: with_kwarg(node, "generator", generator))
+
+
+__all__ = ["LOCAL_SAMPLERS", "SAMPLER", "swap_local_sampler"]
