@@ -25,6 +25,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from ..syntax import dotted
 from .data import Data, Loader
 from .device_path import DevicePath
 from .flow import Flow
@@ -68,7 +69,10 @@ class ScriptFacts:
 
     @cached_property
     def names(self) -> Names:
-        return Names(self.index, self.modules.library_names() if self.path else None)
+        if not self.path:
+            return Names(self.index)
+        heads = {d.split(".")[0] for c in self.index.calls if "." in (d := dotted(c.func) or "")}
+        return Names(self.index, self.modules.library_names(heads))
 
     @cached_property
     def training(self) -> Training:

@@ -8,6 +8,7 @@ process group exists treats a call into it as "maybe", never as "no".
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -15,8 +16,10 @@ from pathlib import Path
 import libcst as cst
 
 from ..syntax import dotted
+from .ast_reading import imported_names
 from .flow import binds
 from .imports import Imported, ImportTable, Origin, find_module
+from .stamps import fresh_stamps
 from .summaries import ClassSummary, Finding, ModuleSummary, finder, summarise
 
 
@@ -36,6 +39,7 @@ class LocalModules:
     def __init__(
         self, imports: list[cst.Import | cst.ImportFrom], path: str | None, module: cst.Module | None = None
     ) -> None:
+        fresh_stamps()  # the script's modules as they are now
         self.folder = _script_folder(path)
         self.table = ImportTable(_imported_cst(imports), self._find)
         self._targets: dict[str, Target | None] = {}
@@ -70,20 +74,20 @@ class LocalModules:
             self._targets[name] = Target(origin, summary, member if path is not None else None)
         return self._targets[name]
 
-    def library_names(self) -> dict[str, str]:
-        """Library modules the script takes from its own modules: `from utils.distributed_utils
-        import dist` where that module has `import torch.distributed as dist` -> {"dist":
-        "torch.distributed"}."""
+    def library_names(self, heads: set[str]) -> dict[str, str]:
+        """Library modules the script takes from its own modules and calls through (`heads`: the
+        names its calls are made on): `from utils.distributed_utils import dist` where that module
+        has `import torch.distributed as dist` -> {"dist": "torch.distributed"}. Only the imports
+        of those modules are read, not the modules' summaries."""
         out: dict[str, str] = {}
         for local, (_, member, _) in self.table.imported.items():
-            if member is None:
+            if member is None or local not in heads:
                 continue  # `import utils`: a module of the script, read through its attributes
             origin, path, inner = self.table.resolve(local)
-            if origin is not Origin.LOCAL or path is None or inner is None:
-                continue
-            summary, inner = self._reexported(summarise(path, finder(path, self._find)), inner)
-            if inner in summary.library:
-                out[local] = summary.library[inner]
+            if origin is Origin.LOCAL and path is not None and inner is not None:
+                library = _library_import(path, inner, self._find)
+                if library is not None:
+                    out[local] = library
         return out
 
     def _reexported(self, summary: ModuleSummary, member: str) -> tuple[ModuleSummary, str]:
@@ -201,6 +205,41 @@ def _script_folder(path: str | None) -> Path | None:
     p = Path(path)
     folder = p.parent if p.suffix or p.is_file() else p
     return folder if folder.is_dir() else None
+
+
+def _library_import(path: Path, name: str, outer_find, hops: int = 3) -> str | None:
+    """What `name` is in the module at `path` when that module (or a module it hands the name on
+    from, `hops` deep) imports it from a library: its qualified name; None otherwise."""
+    for _ in range(hops):
+        imported = _imports_of(path)
+        if name not in imported:
+            return None
+        origin, found, inner = ImportTable(imported, finder(path, outer_find)).resolve(name)
+        if origin is Origin.LIBRARY:
+            module, member, _ = imported[name]
+            return ".".join(filter(None, [module, member]))
+        if origin is not Origin.LOCAL or found is None or inner is None:
+            return None
+        path, name = found, inner
+    return None
+
+
+def _imports_of(path: Path) -> Imported:
+    """The names a module's imports bind, read with Python's parse (cached by path and stamp)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _IMPORTS:
+        try:
+            _IMPORTS[key] = imported_names(ast.parse(path.read_bytes()))
+        except (SyntaxError, ValueError, OSError, RecursionError):
+            _IMPORTS[key] = {}
+    return _IMPORTS[key]
+
+
+_IMPORTS: dict[tuple[str, int, int], Imported] = {}
 
 
 __all__ = ["LocalModules", "Target"]

@@ -8,7 +8,6 @@ and which classes it defines, with their members. What a summary records: module
 from __future__ import annotations
 
 import ast
-import os
 from pathlib import Path
 
 from .ast_reading import ast_dotted, cuda_fstring_of, imported_names, is_main_test, is_rank_test, string_constant
@@ -47,6 +46,7 @@ from .module_writes import PER_RANK_KINDS, every_rank_writes, rank_guarded_calls
 from .returns import LOADER as RETURNS_LOADER
 from .returns import SAMPLER as RETURNS_SAMPLER
 from .returns import returned
+from .stamps import Stamp, stamp
 from .torch_api import COLLECTIVES
 
 _DIRECT = {
@@ -62,30 +62,21 @@ _DIRECT = {
 DEPTH = 4  # how far calls between local functions (and local modules) are followed
 
 
-Stamp = tuple[str, int, int]  # a file's resolved path, size and modification time
 _CACHE: dict[Stamp, ModuleSummary] = {}
 # the other modules a cached summary read (stamped as they were then): a change to any of them, not
 # only to the module itself, makes the summary stale (a package's `__init__.py` hands on what it reads)
 _READ: dict[Stamp, frozenset[Stamp]] = {}
 
 
-def _stamp(path: Path) -> Stamp | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
-
-
 def _current(key: Stamp) -> bool:
-    return all(_stamp(Path(other[0])) == other for other in _READ.get(key, ()))
+    return all(stamp(Path(other[0])) == other for other in _READ.get(key, ()))
 
 
 # --------------------------------------------------------------------------- finding files
 def summarise(path: Path, find, _seen: frozenset[Path] = frozenset()) -> ModuleSummary:
     """The summary of one local module (cached by path, size and modification time, its own and
     those of the modules it read). `find(module, level)` locates the modules it imports."""
-    key = _stamp(path)
+    key = stamp(path)
     if key is None:
         return ModuleSummary(path)
     cached = _CACHE.get(key)
@@ -137,7 +128,7 @@ class _Summariser:
     def _other(self, path: Path) -> ModuleSummary:
         """The summary of another local module this one reads."""
         other = summarise(path, finder(path, self.table.find), self.seen)
-        key = _stamp(path)
+        key = stamp(path)
         if key is not None:
             self.read |= {key, *_READ.get(key, ())}
         return other
