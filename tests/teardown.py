@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-EXIT_STATES = {"finished", "exit_crash", "exit_stopped"}
+from ddpfix.verify.checks.completes import crashed_only_at_exit
+
 MAX_RERUNS = 3
 # what a spawned worker that aborted in gloo's teardown leaves on stderr
 ABORT_AT_EXIT = "terminate called without an active exception"
@@ -28,12 +29,6 @@ ABORT_AT_EXIT = "terminate called without an active exception"
 
 class CrashAtExitRerun(UserWarning):
     """A run was repeated because a rank crashed after finishing the script."""
-
-
-def crashed_only_at_exit(rank_states: dict) -> bool:
-    """`completes`' per-rank states: every rank finished the script, and one crashed afterwards."""
-    states = set(rank_states.values())
-    return "exit_crash" in states and states <= EXIT_STATES
 
 
 def report_crashed_only_at_exit(report) -> bool:

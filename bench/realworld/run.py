@@ -45,7 +45,10 @@ import tomllib
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(ROOT))
 import recipes  # noqa: E402
+
+from ddpfix.verify.checks.completes import crashed_only_at_exit  # noqa: E402
 
 MANIFEST = HERE / "manifest.toml"
 RESULTS = HERE / "results"
@@ -621,7 +624,6 @@ class Runner:
 
 
 EXIT_CRASH_RERUNS = 3
-EXIT_STATES = {"finished", "exit_crash", "exit_stopped"}
 
 
 def exit_crash_only(checks: list[dict]) -> bool:
@@ -630,8 +632,7 @@ def exit_crash_only(checks: list[dict]) -> bool:
     failed = [c for c in checks if c.get("status") == "fail"]
     if [c.get("name") for c in failed] != ["completes"]:
         return False
-    states = set((failed[0].get("data") or {}).get("ranks", {}).values())
-    return "exit_crash" in states and states <= EXIT_STATES
+    return crashed_only_at_exit((failed[0].get("data") or {}).get("ranks", {}))
 
 
 # ---------------------------------------------------------------- report

@@ -21,6 +21,17 @@ _ORDER = {
 }
 
 
+# the states of ranks that all ran the script to its end
+ENDED = {"finished", "exit_crash", "exit_stopped"}
+
+
+def crashed_only_at_exit(rank_states: dict) -> bool:
+    """`completes`' per-rank states: every rank finished the script, and one crashed afterwards
+    (while its process exited: shutdown code, not the script)."""
+    states = set(rank_states.values())
+    return "exit_crash" in states and states <= ENDED
+
+
 def check_completes(run: RunData) -> CheckResult:
     states = {r: rank_state(run, r) for r in all_ranks(run)}
     compared = {"ranks": len(states)}
