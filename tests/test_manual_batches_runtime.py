@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from teardown import run_plain
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -46,20 +47,27 @@ runpy.run_path(script, run_name="__main__")
 
 
 def _run(tmp_path: Path, script: Path, name: str, nproc: int | None) -> dict[int, list]:
-    out = tmp_path / name
-    out.mkdir()
+    """Runs ``script`` under the probe (under torchrun when ``nproc`` is given), again in a fresh folder
+    while a rank only aborted in gloo's teardown (see teardown.py); the records of the run that counts."""
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
-    env["PROBE_OUT"] = str(out)
     if nproc is None:
         cmd = [sys.executable, str(probe), str(script)]
     else:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
         cmd += [str(probe), str(script)]
-    done = subprocess.run(cmd, cwd=out, env=env, capture_output=True, timeout=300)
+
+    folders: list[Path] = []
+
+    def once(out: Path) -> subprocess.CompletedProcess:
+        out.mkdir()
+        folders.append(out)
+        return subprocess.run(cmd, cwd=out, env={**env, "PROBE_OUT": str(out)}, capture_output=True, timeout=300)
+
+    done = run_plain(once, tmp_path / name, f"{script.parent.name} {name}")
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-3000:]
-    return {int(p.stem[4:]): json.loads(p.read_text()) for p in out.glob("rank*.json")}
+    return {int(p.stem[4:]): json.loads(p.read_text()) for p in folders[-1].glob("rank*.json")}
 
 
 @pytest.mark.slow

@@ -852,6 +852,13 @@ def test_a_plain_run_is_repeated_only_for_an_abort_after_the_script(tmp_path):
 
     spawned = f"{ABORT_AT_EXIT}\nTraceback (most recent call last):\n  ProcessExitedException: process 1 terminated with signal SIGABRT\n"
     assert aborted_only_at_exit(done(1, spawned))
+    torchrun = (  # torchrun's own traceback comes after the worker's abort
+        "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default\n"
+        f"{ABORT_AT_EXIT}\nW1201 api.py:1028] Sending process 3954 closing signal SIGTERM\n"
+        "Traceback (most recent call last):\n  ChildFailedError: exitcode  : -6 (pid: 3955)  (SIGABRT)\n"
+    )
+    assert aborted_only_at_exit(done(1, torchrun))
+    assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nNameError: x\n" + torchrun))
     assert not aborted_only_at_exit(done(0, ""))
     assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nValueError: x\n" + ABORT_AT_EXIT))
     assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nValueError: x\n"))
