@@ -169,4 +169,9 @@ def _chain_holds(value: cst.BaseExpression, call: cst.Call) -> bool:
     return True
 
 
-__all__ = ["DpConversion", "DpLine", "dataparallel_conversions", "later_device_move"]
+def conversion_blocked(index: TreeIndex, names: Names, models: Models) -> bool:
+    """Some DataParallel line cannot be converted to DDP automatically (DDP302 leaves it as it is)."""
+    return any(c.blocker is not None for c in dataparallel_conversions(index, names, models))
+
+
+__all__ = ["DpConversion", "DpLine", "conversion_blocked", "dataparallel_conversions", "later_device_move"]

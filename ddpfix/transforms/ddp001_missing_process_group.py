@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.dataparallel import dataparallel_conversions
+from ..analysis.dataparallel import conversion_blocked
 from ..analysis.flow import binds
 from ..edits import backend_choice, torch_name
 from ..examples import clean, fixes
@@ -185,7 +185,7 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
     models = facts.models
     if not models.trained or any(models.dataparallel(m) is None for m in models.trained):
         return None, None
-    if any(c.blocker is not None for c in dataparallel_conversions(facts.index, facts.names, models)):
+    if conversion_blocked(facts.index, facts.names, models):
         return (
             NONE,
             "the model is nn.DataParallel, which cannot be converted automatically (DDP302): convert it by hand",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis import Loader
-from ..analysis.dataparallel import dataparallel_conversions
+from ..analysis.dataparallel import conversion_blocked
 from ..edits import engine_set_epoch, epoch_name, set_epoch_statements, with_kwarg
 from ..examples import clean, fixes, reports
 from ..loader_kwargs import add_sampler_to_kwargs, dataset_name, kwargs_fix_blocker, prefix
@@ -121,9 +121,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
         # So with a DataParallel model the sampler is as unsafe as that conversion, in check and fix alike.
         dataparallel = any(facts.models.dataparallel(m) is not None for m in facts.models.trained)
         # A DataParallel that DDP302 cannot convert stays: sharding the data then trains N unsynchronised copies.
-        stuck = dataparallel and any(
-            c.blocker is not None for c in dataparallel_conversions(facts.index, facts.names, facts.models)
-        )
+        stuck = dataparallel and conversion_blocked(facts.index, facts.names, facts.models)
         for loader, batch_loop in facts.data.training_loaders:
             if stuck:
                 ctx.report(
