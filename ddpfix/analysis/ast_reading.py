@@ -4,15 +4,48 @@
 from __future__ import annotations
 
 import ast
+import weakref
 
 from .imports import Imported
 
 _RANK_CALLS = ("get_rank", "get_local_rank", "is_main_process", "is_master", "is_primary")
 
 
+# Nodes whose walks are listed once: the summaries read each function's nodes about ten times.
+_LISTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)
+_NODES: weakref.WeakKeyDictionary[ast.AST, list[ast.AST]] = weakref.WeakKeyDictionary()
+_PARENTS: weakref.WeakKeyDictionary[ast.AST, dict[ast.AST, ast.AST]] = weakref.WeakKeyDictionary()
+
+
+def nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of `tree` in `ast.walk`'s order, `tree` first; listed once for a function, a class
+    or a module while it lives (do not change the list)."""
+    if not isinstance(tree, _LISTED):
+        return list(ast.walk(tree))
+    found = _NODES.get(tree)
+    if found is None:
+        found = _NODES[tree] = list(ast.walk(tree))
+    return found
+
+
+def calls(tree: ast.AST) -> list[ast.Call]:
+    """The calls in `tree`, in `ast.walk`'s order."""
+    return [n for n in nodes(tree) if isinstance(n, ast.Call)]
+
+
+def parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    """node -> its parent, for the nodes under `tree` (listed once, like `nodes`)."""
+    found = _PARENTS.get(tree) if isinstance(tree, _LISTED) else None
+    if found is None:
+        found = {child: node for node in nodes(tree) for child in ast.iter_child_nodes(node)}
+        if isinstance(tree, _LISTED):
+            _PARENTS[tree] = found
+    return found
+
+
 def imported_names(tree: ast.Module) -> Imported:
     out: Imported = {}
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 out[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None, 0)
@@ -72,4 +105,14 @@ def is_rank_test(expr: ast.AST) -> bool:
     return False
 
 
-__all__ = ["ast_dotted", "cuda_fstring_of", "imported_names", "is_main_test", "is_rank_test", "string_constant"]
+__all__ = [
+    "ast_dotted",
+    "calls",
+    "cuda_fstring_of",
+    "imported_names",
+    "is_main_test",
+    "is_rank_test",
+    "nodes",
+    "parents",
+    "string_constant",
+]

@@ -8,7 +8,8 @@ from __future__ import annotations
 import ast
 import builtins
 
-from .ast_reading import ast_dotted
+from .ast_reading import ast_dotted, nodes
+from .ast_reading import parents as parents_of
 from .model_params import ast_trains
 
 TRAINS_ON = "trains_on"  # `for batch in loader:` (or `tqdm(loader)`, `enumerate(loader)`) with a training step in it
@@ -25,11 +26,11 @@ COUNTING = {"len", "range", "min", "max", "sum", "any", "all", "print", "str", "
 def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) -> dict[str, set[str]]:
     """parameter -> TRAINS_ON / EPOCHS / SETS_EPOCH for the parameters of `func` used as loaders."""
     out: dict[str, set[str]] = {p: set() for p in params}
-    parents = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+    parents = parents_of(func)
     loop_heads = {
-        id(n) for loop in ast.walk(func) if isinstance(loop, (ast.For, ast.AsyncFor)) for n in ast.walk(loop.iter)
+        id(n) for loop in nodes(func) if isinstance(loop, (ast.For, ast.AsyncFor)) for n in ast.walk(loop.iter)
     }
-    for node in ast.walk(func):
+    for node in nodes(func):
         if isinstance(node, (ast.For, ast.AsyncFor)):
             param = _iterated(node.iter, out)
             if param is None:

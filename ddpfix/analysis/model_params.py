@@ -9,7 +9,8 @@ from __future__ import annotations
 import ast
 import re
 
-from .ast_reading import ast_dotted
+from .ast_reading import ast_dotted, nodes
+from .ast_reading import parents as parents_of
 from .torch_api import WRAPPER_API
 
 # What a function does with a model parameter.
@@ -84,8 +85,8 @@ def ast_uses(
     """(parameter -> uses, parameter -> the calls it is handed to: (callee, slot)) for `params`."""
     uses: dict[str, set[str]] = {p: set() for p in params}
     passes: dict[str, list[tuple[str, Slot]]] = {p: [] for p in params}
-    parents = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
-    for node in ast.walk(func):
+    parents = parents_of(func)
+    for node in nodes(func):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in uses:
             p, attr = node.value.id, node.attr
             parent = parents.get(node)
@@ -120,7 +121,7 @@ def ast_uses(
 
 
 def ast_trains(func: ast.AST) -> bool:
-    for node in ast.walk(func):
+    for node in nodes(func):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "backward":
                 return True
@@ -133,7 +134,7 @@ def ast_model_return(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Slot | Non
     """Where the model this function builds an optimizer for sits in what it returns: "" (the
     value itself), a tuple position, or a dict key; None when it returns no such model."""
     models = set()
-    for node in ast.walk(func):
+    for node in nodes(func):
         if isinstance(node, ast.Call) and _is_optimizer(node):
             for inner in ast.walk(node):
                 if (
@@ -144,7 +145,7 @@ def ast_model_return(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Slot | Non
                     name = ast_dotted(inner.func.value)
                     if name:
                         models.add(name)
-    for node in ast.walk(func):
+    for node in nodes(func):
         if isinstance(node, ast.Return) and node.value is not None:
             slot = _slot_of(node.value, models)
             if slot is not None:
@@ -160,7 +161,7 @@ def ast_forward_methods(cls: ast.ClassDef) -> set[str]:
     out = set()
     for name, method in methods.items():
         calls[name] = set()
-        for node in ast.walk(method):
+        for node in nodes(method):
             if not isinstance(node, ast.Call):
                 continue
             callee = ast_dotted(node.func) or ""

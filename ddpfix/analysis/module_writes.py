@@ -10,7 +10,7 @@ import ast
 from collections.abc import Callable
 from pathlib import Path
 
-from .ast_reading import ast_dotted, is_rank_test
+from .ast_reading import ast_dotted, calls, is_rank_test, nodes
 from .effects import FILE_HANDLERS, TRACKER_CTORS, TRACKER_MODULES
 from .module_summary import Finding
 
@@ -24,7 +24,7 @@ def rank_guarded_calls(func: ast.AST) -> set[int]:
     """The calls (by id) in `func` under a branch on a rank test (`if is_main_process():`, `if
     self.args.rank == 0:`, its `else` too)."""
     out: set[int] = set()
-    for node in ast.walk(func):
+    for node in nodes(func):
         if isinstance(node, ast.If) and is_rank_test(node.test):
             for stmt in [*node.body, *node.orelse]:
                 out.update(id(n) for n in ast.walk(stmt) if isinstance(n, ast.Call))
@@ -37,7 +37,7 @@ def every_rank_writes(func: ast.AST, qual: Callable[[str], str], path: Path) -> 
     module's imports)."""
     guarded = rank_guarded_calls(func)
     out: set[Finding] = set()
-    for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
+    for call in calls(func):
         if id(call) in guarded:
             continue
         name = qual(ast_dotted(call.func) or "")

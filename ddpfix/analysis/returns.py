@@ -8,6 +8,8 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .ast_reading import nodes
+
 LOADER = "loader"
 SAMPLER = "sampler"
 
@@ -30,6 +32,8 @@ Shape = Built | tuple | dict  # a tuple or dict of Built | None
 def returned(func: ast.FunctionDef | ast.AsyncFunctionDef, kind_of: Callable[[ast.Call], str | None]) -> Shape | None:
     """The shape of what `func` returns, when it returns loaders or samplers it builds. `kind_of(call)`
     says whether a call builds a LOADER or a SAMPLER (None: neither)."""
+    if not any(isinstance(n, ast.Return) and n.value is not None for n in nodes(func)):
+        return None
     params = [a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)]  # positional first
     local: dict[str, Built] = {}
     returns: list[ast.expr | None] = []

@@ -10,7 +10,16 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .ast_reading import ast_dotted, cuda_fstring_of, imported_names, is_main_test, is_rank_test, string_constant
+from .ast_reading import (
+    ast_dotted,
+    calls,
+    cuda_fstring_of,
+    imported_names,
+    is_main_test,
+    is_rank_test,
+    nodes,
+    string_constant,
+)
 from .imports import ImportTable, Origin, find_module
 from .loader_params import ast_loader_uses
 from .model_params import (
@@ -191,9 +200,9 @@ class _Summariser:
                 getattr(summary, table)[local] = value
 
     def _function(self, name: str, node: ast.AST) -> None:
-        self.calls[name] = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+        self.calls[name] = calls(node)
         direct = set()
-        for n in ast.walk(node):
+        for n in nodes(node):
             if isinstance(n, ast.Return) and n.value is not None and is_rank_test(n.value):
                 direct.add(RANK_TEST)
             if isinstance(n, (ast.Assign, ast.AugAssign)):
@@ -240,12 +249,12 @@ class _Summariser:
         path = self.summary.path
         global_vars = {
             ast_dotted(t)
-            for n in ast.walk(func)
+            for n in nodes(func)
             if isinstance(n, ast.Assign) and self._global_rank(n.value)
             for t in n.targets
             if ast_dotted(t)
         }
-        for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
+        for call in calls(func):
             qual = self._qual(ast_dotted(call.func) or "")
             last = qual.split(".")[-1]
             if qual.startswith("torch.distributed") and last == "init_process_group":
@@ -304,7 +313,7 @@ class _Summariser:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 cls.methods.add(item.name)
                 self._function(f"{node.name}.{item.name}", item)
-                for n in ast.walk(item):
+                for n in nodes(item):
                     if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and ast_dotted(n.value) == "self":
                         cls.attributes.add(n.attr)
             elif isinstance(item, (ast.Assign, ast.AnnAssign)):
@@ -317,8 +326,8 @@ class _Summariser:
         effects = {name: set(d) for name, d in self.direct.items()}
         for _ in range(DEPTH + 1):  # functions of this module calling each other
             changed = False
-            for name, calls in self.calls.items():
-                for call in calls:
+            for name, called in self.calls.items():
+                for call in called:
                     new = self._call_effects(call, effects) - effects[name] - {RANK_TEST}
                     if id(call) in self.guarded.get(name, ()):  # what it writes, only some ranks write
                         new = {e for e in new if not (isinstance(e, Finding) and e.kind in PER_RANK_KINDS)}
