@@ -85,6 +85,17 @@ class Launch:
             return []  # (a module others import is not read for a process group of its own)
         return [c for c in self.index.calls if self.modules.call_does(c, INIT)]
 
+    @cached_property
+    def joins_only_on_cuda(self) -> bool:
+        """Does the script join its process group only through helpers of its own modules that join
+        only after committing to a GPU (`utils.init_distributed_mode(args)` calling
+        `torch.cuda.set_device(args.gpu)` first), with no unread module's setup-looking call that could
+        join too? Then a DDP wrap, which needs that group, runs only where CUDA is."""
+        helpers = self.helper_joins
+        if not helpers or any(self.modules.call_does(c, INIT) is None and may_join(c) for c in self.index.calls):
+            return False
+        return all(self.modules.joins_on_cuda(c) for c in helpers)
+
     def helper_does(self, call: cst.Call, effect: str) -> bool:
         """Does `call`, a call of a device-looking helper of the script's own modules, do `effect`?"""
         return bool(DEVICE_NAME.search(dotted(call.func) or "")) and bool(self.modules.call_does(call, effect))

@@ -65,6 +65,8 @@ class ModuleSummary:
         default_factory=dict
     )  # function -> parameter -> model_params uses
     model_returns: dict[str, Slot] = field(default_factory=dict)  # function -> where it returns the model it trains
+    # function -> the line of the GPU commitment (set_device, nccl) all its joins follow (ast_cuda_join.py)
+    joins_on_cuda: dict[str, int] = field(default_factory=dict)
     library: dict[str, str] = field(default_factory=dict)  # a library its imports bind: `dist` -> torch.distributed
     # the names it imports (local name -> (module, member, relative level)): what a package re-exports
     imported: dict[str, tuple[str, str | None, int]] = field(default_factory=dict)

@@ -41,7 +41,7 @@ def every_rank_writes(func: ast.AST, qual: Callable[[str], str], path: Path) -> 
         if id(call) in guarded:
             continue
         name = qual(ast_dotted(call.func) or "")
-        if name == "torch.save":
+        if name == "torch.save" and not _in_memory(call, func, qual):
             out.add(Finding(EVERY_RANK_SAVE, path, call.lineno, "torch.save"))
         elif name in TRACKER_CTORS or name in {f"{m}.init" for m in TRACKER_MODULES}:
             out.add(Finding(EVERY_RANK_TRACKER, path, call.lineno, _short(name)))
@@ -53,6 +53,21 @@ def every_rank_writes(func: ast.AST, qual: Callable[[str], str], path: Path) -> 
             if not _per_rank(file):
                 out.add(Finding(EVERY_RANK_LOG_FILE, path, call.lineno, _short(name)))
     return out
+
+
+def _in_memory(save: ast.Call, func: ast.AST, qual: Callable[[str], str]) -> bool:
+    """`torch.save(state, buf)` into `io.BytesIO()`, or a name every assignment of which in `func` is one."""
+    target = next((k.value for k in save.keywords if k.arg == "f"), save.args[1] if len(save.args) > 1 else None)
+
+    def buffer(value: ast.AST | None) -> bool:
+        return isinstance(value, ast.Call) and qual(ast_dotted(value.func) or "") in ("io.BytesIO", "io.StringIO")
+
+    if buffer(target) or not isinstance(target, ast.Name):
+        return buffer(target)
+    values = [
+        n.value for n in nodes(func) if isinstance(n, ast.Assign) and any(ast_dotted(t) == target.id for t in n.targets)
+    ]
+    return bool(values) and all(buffer(v) for v in values)
 
 
 def _short(name: str) -> str:

@@ -149,13 +149,23 @@ class LocalModules:
     def findings(self, call: cst.Call, kind: str) -> list[Finding]:
         """What `call` does through a local module that a rule reports at the call (`kind`:
         HARDCODED_BACKEND, INIT_ARGS, GLOBAL_RANK_DEVICE), with the module's file and line."""
+        found = self._function_called(call)
+        return [] if found is None else found[0].findings(found[1], kind)
+
+    def joins_on_cuda(self, call: cst.Call) -> bool:
+        """Does `call`, a function of a local module, join the process group only after committing
+        to a GPU (`torch.cuda.set_device(...)` or "nccl" on the join's own path)?"""
+        found = self._function_called(call)
+        return found is not None and found[1] in found[0].joins_on_cuda
+
+    def _function_called(self, call: cst.Call) -> tuple[ModuleSummary, str] | None:
+        """The summary of the local module `call` calls into and the function it runs there (a
+        class's `__init__` for a class); None for a call of no local module's function."""
         target = self.target_of(call.func)
         if target is None or target.summary is None or target.member is None:
-            return []
+            return None
         member = target.member
-        if member in target.summary.classes:
-            member = f"{member}.__init__"
-        return target.summary.findings(member, kind)
+        return target.summary, f"{member}.__init__" if member in target.summary.classes else member
 
     def class_of(self, func: cst.BaseExpression) -> ClassSummary | None:
         """The local class a constructor call names (`models.Net(...)`, or `Net(...)` imported)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from .ast_cuda_join import cuda_join_line, joins_itself
 from .ast_reading import (
     ast_dotted,
     calls,
@@ -194,7 +195,7 @@ class _Summariser:
             summary.classes[local] = other.classes[member]
         if member in other.library:
             summary.library[local] = other.library[member]
-        for table in ("returns", "params", "param_uses", "model_returns"):
+        for table in ("returns", "params", "param_uses", "model_returns", "joins_on_cuda"):
             value = getattr(other, table).get(member)
             if value is not None:
                 getattr(summary, table)[local] = value
@@ -222,6 +223,9 @@ class _Summariser:
             slot = ast_model_return(node)
             if slot is not None:
                 self.summary.model_returns[name] = slot
+            line = cuda_join_line(node, self._qual)
+            if line is not None:
+                self.summary.joins_on_cuda[name] = line
         self.direct[name] = direct
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             shape = returned(node, self._builds)
@@ -337,6 +341,9 @@ class _Summariser:
             if not changed:
                 break
         self.summary.effects = effects
+        for name in list(self.summary.joins_on_cuda):  # a join through another function: not known to need a GPU
+            if any(INIT in self._call_effects(c, effects) for c in self.calls[name] if not joins_itself(c, self._qual)):
+                del self.summary.joins_on_cuda[name]
 
     def _call_effects(self, call: ast.Call, effects: dict[str, set[str]]) -> set[str]:
         name = ast_dotted(call.func)

@@ -64,7 +64,10 @@ before, through later `.to(dtype)` rebinds): it is on CUDA whatever else the scr
 wrap on a path that needs a GPU by design: after `torch.cuda.set_device(...)`,
 `init_process_group("nccl")`, `assert torch.cuda.is_available()` or `if not
 torch.cuda.is_available(): raise ...` in its function (or in a function of this file it calls
-first, such as `ddp_setup(rank, world_size)`), under no `if` the wrap is not under too.
+first, such as `ddp_setup(rank, world_size)`), under no `if` the wrap is not under too. Nor a wrap
+in a script that joins its process group only through helpers of its own modules that commit to a
+GPU before they join (`utils.init_distributed_mode(args)` calling `torch.cuda.set_device(args.gpu)`
+first): the wrap needs that group, so it runs on CUDA.
 Without a `torch.device` in scope and with a module that is not a plain name
 (`DDP(copy.deepcopy(net), ...)`), the finding has no fix.
 """
@@ -84,7 +87,10 @@ Without a `torch.device` in scope and with a module that is not a plain name
             handle = _base(module.value)
             several = _several(ids.value)
             if not several and (
-                not cpu_capable or _on_cuda(facts, module.value, call) or cuda_only_path(facts.index, facts.names, call)
+                not cpu_capable
+                or _on_cuda(facts, module.value, call)
+                or cuda_only_path(facts.index, facts.names, call)
+                or facts.launch.joins_only_on_cuda
             ):
                 continue
             dev = facts.models.device_var(call)

@@ -8,7 +8,7 @@ from ..analysis.local_writes import EVERY_RANK_SAVE, called, module_calls, shown
 from ..edits import guard, guard_site
 from ..examples import clean, fixes
 from ..rule import NONE, Context, Rule
-from ..syntax import calls_in, code_of, dotted, kwarg, method_name, positional, walk
+from ..syntax import assigned_value, calls_in, code_of, dotted, kwarg, method_name, positional, walk
 
 
 class UnguardedSave(Rule):
@@ -52,6 +52,9 @@ A save inside one of the script's own modules with no rank test around it there 
 of a `Trainer` class in `trainer.py` that ends in `torch.save`) is reported at the script's call,
 with the module's file and line, and without a fix: the guard belongs in the module (run ddpfix
 on that module to have it there).
+
+A save into memory (`buf = io.BytesIO(); torch.save(state, buf)`, to copy a state) writes no file
+and is left alone, in the script and in its modules.
 
 ## Fix safety
 Safe. Uses the global `RANK` (one writer per job, not per node). A statement around the copy
@@ -111,11 +114,28 @@ WRITERS = {
 FILE_MOVES = {"shutil.copyfile", "shutil.copy", "shutil.copy2", "shutil.move", "os.replace", "os.rename"}
 
 
+IN_MEMORY = {"io.BytesIO", "io.StringIO"}
+
+
 def _writes_file(facts, call) -> bool:
-    """torch.save and the other common writers of checkpoints and artefacts (`save_pretrained` too)."""
+    """torch.save and the other common writers of checkpoints and artefacts (`save_pretrained` too),
+    not into an in-memory buffer (`buf = io.BytesIO(); torch.save(state, buf)`)."""
     if facts.names.call_qual(call) in WRITERS:
-        return True
+        path = _path_of(facts, call)
+        return path is None or not _in_memory(facts, path.value)
     return method_name(call) == "save_pretrained"
+
+
+def _in_memory(facts, value: cst.BaseExpression) -> bool:
+    """`io.BytesIO()`, or a name every assignment of which in its scope is one."""
+    if isinstance(value, cst.Call):
+        return facts.names.call_qual(value) in IN_MEMORY
+    name = dotted(value)
+    if name is None:
+        return False
+    sites = facts.names.assignments(facts.index.scope_of(value), name)
+    values = [assigned_value(site.stmt) for site in sites]
+    return bool(values) and all(isinstance(v, cst.Call) and facts.names.call_qual(v) in IN_MEMORY for v in values)
 
 
 def _path_of(facts, call: cst.Call) -> cst.Arg | None:
