@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
+from ..analysis.library_models import builds_batchnorm
 from ..edits import cuda_test
 from ..examples import clean, fixes, reports
 from ..rule import UNSAFE, Context, Order, Rule
-from ..syntax import assigned_value, dotted
+from ..syntax import assigned_value, dotted, kwarg, positional, string_value
 
 
 class MissingSyncBatchNorm(Rule):
@@ -17,6 +20,11 @@ class MissingSyncBatchNorm(Rule):
     docs = """
 ## What
 A model with BatchNorm layers trained under DDP without `nn.SyncBatchNorm.convert_sync_batchnorm`.
+
+A model built by torchvision or timm counts when the builder's name says it has BatchNorm
+(`torchvision.models.resnet50()`, `timm.create_model("efficientnet_b0")`); one whose name is decided at
+run time (`timm.create_model(args.model)`) or that has none (`vit_b_16`, detection models with frozen
+BatchNorm) is not reported.
 
 ## Why
 Each rank normalises with the statistics of its own (smaller) batch; DDP only broadcasts rank 0's
@@ -49,10 +57,12 @@ CUDA only: `nets = [nn.SyncBatchNorm.convert_sync_batchnorm(net) if ... else net
         if facts.models.syncbn_calls or not facts.models.trained:
             return
         bn = facts.models.batchnorm_calls[0] if facts.models.batchnorm_calls else None
-        if bn is None:
+        if bn is None:  # a model of a library: its builder's name says whether it has BatchNorm
             value = assigned_value(facts.models.trained[0].definition.stmt)
-            q = facts.names.call_qual(value) if value is not None and hasattr(value, "func") else ""
-            if not (q or "").startswith(("torchvision.models", "timm")):
+            if not isinstance(value, cst.Call):
+                return
+            first = positional(value, 0) or kwarg(value, "model_name")
+            if not builds_batchnorm(facts.names.call_qual(value) or "", first and string_value(first.value)):
                 return
             bn = value
         wrapped_inline = [m for m in facts.models.trained if _built_inside_wrap(facts, m)]
