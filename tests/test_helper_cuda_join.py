@@ -5,22 +5,11 @@ buffer writes no file (DDP401), in the script and in its helpers."""
 
 import ast
 import textwrap
-from pathlib import Path
 
-from ddpfix import fix_source
+from local_files import codes, write
+
 from ddpfix.analysis.ast_cuda_join import cuda_join_line
 from ddpfix.analysis.summaries import summarise
-
-
-def write(root: Path, name: str, text: str) -> Path:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip())
-    return path
-
-
-def codes(path: Path) -> list[str]:
-    return [d.code for d in fix_source(path.read_text(), path=str(path), fix=False).diagnostics]
 
 
 def line_of(body: str) -> int | None:

@@ -4,7 +4,8 @@ process group of its own."""
 
 import os
 import textwrap
-from pathlib import Path
+
+from local_files import codes, write
 
 from ddpfix import fix_source
 from ddpfix.analysis.summaries import INIT, RANK_TEST, SILENCES_PRINT, summarise
@@ -64,17 +65,6 @@ def main():
 if __name__ == "__main__":
     main()
 """
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip())
-    return path
-
-
-def codes(path: Path) -> list[str]:
-    return [d.code for d in fix_source(path.read_text(), path=str(path), fix=False).diagnostics]
 
 
 def test_summary_follows_calls_inside_the_module(tmp_path):
