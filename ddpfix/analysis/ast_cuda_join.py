@@ -31,6 +31,8 @@ def cuda_join_line(func: ast.FunctionDef | ast.AsyncFunctionDef, qual: Callable[
     `func` follows on its own path (each `if` around the commitment is around the join too, on the
     same branch); None when `func` joins nowhere itself or one of its joins could run without a GPU.
     `qual` spells a dotted name through the module's imports."""
+    if not any(joins_itself(call, qual) for call in calls(func)):
+        return None  # most functions: no join of their own
     events: list[_Event] = []
     _scan(func.body, Guards(), events, qual)
     joins = [e for e in events if not e.cuda]
