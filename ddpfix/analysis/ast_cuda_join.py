@@ -76,7 +76,7 @@ def _scan(body: list[ast.stmt], guards: Guards, events: list[_Event], qual: Call
 def joins_itself(call: ast.Call, qual: Callable[[str], str]) -> bool:
     """Is `call` torch's own `init_process_group(...)`?"""
     name = qual(ast_dotted(call.func) or "")
-    return name.startswith("torch.distributed") and name.endswith("init_process_group")
+    return name.startswith("torch.distributed") and name.rsplit(".", 1)[-1] == "init_process_group"
 
 
 def _nccl(call: ast.Call) -> bool:

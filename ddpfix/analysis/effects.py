@@ -15,5 +15,7 @@ TRACKER_CTORS = {
     "tensorboardX.SummaryWriter",
 }
 TRACKER_MODULES = ("wandb", "mlflow")
+# file objects that live in memory: a save into one writes no file
+IN_MEMORY_FILES = {"io.BytesIO", "io.StringIO"}
 
-__all__ = ["FILE_HANDLERS", "LOGGER_METHODS", "TRACKER_CTORS", "TRACKER_MODULES"]
+__all__ = ["FILE_HANDLERS", "IN_MEMORY_FILES", "LOGGER_METHODS", "TRACKER_CTORS", "TRACKER_MODULES"]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .ast_reading import ast_dotted, calls, is_rank_test, nodes
-from .effects import FILE_HANDLERS, TRACKER_CTORS, TRACKER_MODULES
+from .effects import FILE_HANDLERS, IN_MEMORY_FILES, TRACKER_CTORS, TRACKER_MODULES
 from .module_summary import Finding
 
 EVERY_RANK_SAVE = "every_rank_save"  # torch.save with no rank test around it (detail: "torch.save")
@@ -60,7 +60,7 @@ def _in_memory(save: ast.Call, func: ast.AST, qual: Callable[[str], str]) -> boo
     target = next((k.value for k in save.keywords if k.arg == "f"), save.args[1] if len(save.args) > 1 else None)
 
     def buffer(value: ast.AST | None) -> bool:
-        return isinstance(value, ast.Call) and qual(ast_dotted(value.func) or "") in ("io.BytesIO", "io.StringIO")
+        return isinstance(value, ast.Call) and qual(ast_dotted(value.func) or "") in IN_MEMORY_FILES
 
     if buffer(target) or not isinstance(target, ast.Name):
         return buffer(target)

@@ -261,7 +261,7 @@ class _Summariser:
         for call in calls(func):
             qual = self._qual(ast_dotted(call.func) or "")
             last = qual.split(".")[-1]
-            if qual.startswith("torch.distributed") and last == "init_process_group":
+            if joins_itself(call, self._qual):
                 backend = next((k.value for k in call.keywords if k.arg == "backend"), None)
                 backend = backend or (call.args[0] if call.args else None)
                 if string_constant(backend) == "nccl":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.effects import IN_MEMORY_FILES
 from ..analysis.local_writes import EVERY_RANK_SAVE, called, module_calls, shown, writes_through
 from ..edits import guard, guard_site
 from ..examples import clean, fixes
@@ -114,9 +115,6 @@ WRITERS = {
 FILE_MOVES = {"shutil.copyfile", "shutil.copy", "shutil.copy2", "shutil.move", "os.replace", "os.rename"}
 
 
-IN_MEMORY = {"io.BytesIO", "io.StringIO"}
-
-
 def _writes_file(facts, call) -> bool:
     """torch.save and the other common writers of checkpoints and artefacts (`save_pretrained` too),
     not into an in-memory buffer (`buf = io.BytesIO(); torch.save(state, buf)`)."""
@@ -129,13 +127,13 @@ def _writes_file(facts, call) -> bool:
 def _in_memory(facts, value: cst.BaseExpression) -> bool:
     """`io.BytesIO()`, or a name every assignment of which in its scope is one."""
     if isinstance(value, cst.Call):
-        return facts.names.call_qual(value) in IN_MEMORY
+        return facts.names.call_qual(value) in IN_MEMORY_FILES
     name = dotted(value)
     if name is None:
         return False
     sites = facts.names.assignments(facts.index.scope_of(value), name)
     values = [assigned_value(site.stmt) for site in sites]
-    return bool(values) and all(isinstance(v, cst.Call) and facts.names.call_qual(v) in IN_MEMORY for v in values)
+    return bool(values) and all(isinstance(v, cst.Call) and facts.names.call_qual(v) in IN_MEMORY_FILES for v in values)
 
 
 def _path_of(facts, call: cst.Call) -> cst.Arg | None:
