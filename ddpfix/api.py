@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .analysis import ScriptFacts
+from .contract import Incomplete, breaches
 from .diagnostic import Diagnostic, Result
 from .diff import unified_diff
 from .errors import DdpfixError
@@ -119,7 +120,7 @@ def run_rules(
     `module` was parsed from) and `tree` (Python's parse of it) are optional: they let a source without
     `# ddpfix: ignore` comments skip looking for them and make positions cheaper to find. `path`, the
     file's name, lets the analysis read the script's own modules next to it."""
-    new, _, diagnostics = _run(
+    new, _, diagnostics, _ = _run(
         module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=source, tree=tree, path=path
     )
     return new, diagnostics
@@ -135,20 +136,22 @@ def _run(
     source: Source | None,
     tree: ast.Module | None,
     path: str | None = None,
-) -> tuple[cst.Module, str | None, list[Diagnostic]]:
-    """`run_rules`, also returning the new text when there is one (None: unchanged)."""
+) -> tuple[cst.Module, str | None, list[Diagnostic], list[Incomplete]]:
+    """`run_rules`, also returning the new text when there is one (None: unchanged), and how the output
+    breaks the DDP contract (fixing a program only: docs/contract.md)."""
     suppressions = scan(module.code) if might_have(source) else None
     text = source.decode(module.encoding) if isinstance(source, bytes) else source
     if text is not None and not _MIGHT_TRAIN.search(text):  # what the test below needs is not even in the text
-        return module, None, _unused(suppressions, [], select, ignore)
+        return module, None, _unused(suppressions, [], select, ignore), []
     facts = ScriptFacts(module, text, tree, path)
     if facts.names.other_launcher is not None:  # a framework distributes it: one information line, no edits
         active = [c for c in expand(select, ignore) if c == FRAMEWORK_RULE]
         ctx = plan_pass(facts, active, set(), unsafe_fixes, suppressions)
-        return module, None, sorted(ctx.diagnostics + _unused(suppressions, active, select, ignore), key=_order)
+        return module, None, sorted(ctx.diagnostics + _unused(suppressions, active, select, ignore), key=_order), []
     if not reaches_rules(facts):
-        return module, None, _unused(suppressions, [], select, ignore)  # not a training script: nothing about DDP
+        return module, None, _unused(suppressions, [], select, ignore), []  # not a training script: nothing about DDP
     active = expand(select, ignore)
+    incomplete: list[Incomplete] = []
     if not fix or not facts.launch.is_program:  # a module other files import gets findings, no fixes
         ctx = plan_pass(facts, active, set(), unsafe_fixes, suppressions)
         new, new_text, diagnostics = module, None, ctx.diagnostics
@@ -161,11 +164,14 @@ def _run(
             _fixing(facts, active, unsafe_fixes, suppressions),
             unsafe_fixes,
             suppressions,
+            judges=expand(None, ignore),  # the contract holds whichever fixes were selected
         )
         new, diagnostics = outcome.module, outcome.diagnostics()
         new_text = None if new is module else outcome.text
+        before = module.code if text is None else text
+        incomplete = breaches(outcome.after, before, before if new_text is None else new_text)
     diagnostics = diagnostics + _unused(suppressions, active, select, ignore)
-    return new, new_text, sorted(diagnostics, key=_order)
+    return new, new_text, sorted(diagnostics, key=_order), incomplete
 
 
 def _fixing(facts: ScriptFacts, active: list[str], unsafe_fixes: bool, suppressions) -> set[str]:
@@ -240,7 +246,7 @@ def fix_parsed(
     source, module, old_text = parsed.source, parsed.module, parsed.text
     if module is None:
         return Result(source=old_text, code=old_text, data=source if isinstance(source, bytes) else None)
-    new, new_text, diagnostics = _run(
+    new, new_text, diagnostics, incomplete = _run(
         module,
         select=select,
         ignore=ignore,
@@ -252,7 +258,7 @@ def fix_parsed(
     )
     if new_text is None:
         new, new_text = module, old_text
-    result = Result(source=old_text, code=new_text, diagnostics=diagnostics)
+    result = Result(source=old_text, code=new_text, diagnostics=diagnostics, incomplete=incomplete)
     if isinstance(source, bytes):
         result.data = source if new is module else new_text.encode(new.encoding)  # `new.bytes` would render again
     result.diff = unified_diff(old_text, new_text, parsed.path) if new_text != old_text else ""

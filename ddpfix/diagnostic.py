@@ -60,6 +60,7 @@ class Result:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     diff: str = ""
     data: bytes | None = None  # the new source as bytes in the file's own encoding (bytes input only)
+    incomplete: list = field(default_factory=list)  # contract.Incomplete: how `code` breaks the DDP contract
 
     @property
     def changed(self) -> bool:

@@ -224,7 +224,9 @@ def _trim(res: FileResult, keep: str) -> FileResult:
             res.original = None
         return res
     r = res.result
-    res.result = Result(source="", code="", diagnostics=r.diagnostics, diff=r.diff if keep == "diff" else "")
+    res.result = Result(
+        source="", code="", diagnostics=r.diagnostics, diff=r.diff if keep == "diff" else "", incomplete=r.incomplete
+    )
     res.original = None
     return res
 

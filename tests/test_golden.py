@@ -14,6 +14,7 @@ import libcst as cst
 import pytest
 
 from ddpfix import check_source, fix_source
+from ddpfix.contract import judged as judged_by_contract
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "input.py").exists())
@@ -64,6 +65,24 @@ def test_diagnostics_match(case):
     result = _fixed(name, src)
     want = (GOLDEN / name / "diagnostics.txt").read_text().splitlines()
     assert _diag_lines(result.diagnostics) == want
+
+
+def test_incomplete_matches(case):
+    """How the output breaks the DDP contract: `incomplete.txt` (`line CODE invariant`, lines of the
+    input; absent when the output keeps the contract)."""
+    name, src, _, _ = case
+    listed = GOLDEN / name / "incomplete.txt"
+    want = listed.read_text().splitlines() if listed.exists() else []
+    assert [f"{b.line} {b.code} {b.invariant.number}" for b in _fixed(name, src).incomplete] == want
+
+
+def test_contract_is_what_check_says_on_the_output(case):
+    """The contract and `check` are one analysis: every finding of `check` on expected.py that breaks an
+    invariant is an incomplete line of the rewrite, at the same place, and nothing else is."""
+    name, src, expected, _ = case
+    left = check_source(expected, path=str(GOLDEN / name / "expected.py"))
+    judged = sorted((d.code, d.line) for d in left if judged_by_contract(d.code) is not None)
+    assert sorted((b.code, b.output_line) for b in _fixed(name, src).incomplete) == judged
 
 
 def test_output_reparses(case):

@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from ..engine import STDIN, FileResult, write_atomic
 from ..errors import DdpfixError
 from .options import Color, ConfigOpt, Exclude, Ignore, Isolated, Jobs, Paths, Quiet, Select, StdinName, Unsafe, Verbose
-from .output import console, fail, note, summary, withheld_summary
+from .output import console, fail, incomplete_lines, note, summary, withheld_summary
 from .run import Run, discovered, start
 
 
@@ -50,14 +50,16 @@ def diff(
     out, err = console(color), console(color, stderr=True)
     changed = withheld = False
     for res in results:
-        if res.result is None or not (res.result.diff or res.result.withheld):
+        if res.result is None or not (res.result.diff or res.result.withheld or res.result.incomplete):
             continue
         changed = changed or bool(res.result.diff)
-        withheld = withheld or bool(res.result.withheld)
+        withheld = withheld or bool(res.result.withheld) or bool(res.result.incomplete)
         if res.result.diff:
             out.print(Syntax(res.result.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
         if not run.quiet:
             err.print(summary(res), markup=False)
+            for line in incomplete_lines(res):
+                err.print(line, markup=False)
     raise typer.Exit(2 if run.errors else (1 if (changed or withheld) and not exit_zero else 0))
 
 
@@ -80,7 +82,8 @@ def apply(
 ) -> None:
     """Rewrite files in place (atomically) with the safe fixes; '-' writes the fixed source to standard output.
 
-    Exit 1 when the output guard withheld a fix (the summary line says which and why), 2 on errors."""
+    Exit 1 when the output guard withheld a fix (the summary line says which and why) or the result is
+    not yet a correct DDP script (an `incomplete:` line says what and where), 2 on errors."""
     if interactive and paths and STDIN in paths:
         fail("--interactive reads answers from standard input; it cannot also read the source from '-'")
         raise typer.Exit(2) from None
@@ -97,7 +100,7 @@ def apply(
         stdin_filename=stdin_filename,
     )
     results = discovered(run, paths, fix=True, keep="all")
-    withheld = any(res.result is not None and res.result.withheld for res in results)
+    withheld = any(res.result is not None and (res.result.withheld or res.result.incomplete) for res in results)
     if interactive:
         _interactive(run, results, color)
         raise typer.Exit(2 if run.errors else (1 if withheld else 0))
@@ -106,8 +109,10 @@ def apply(
             continue
         if res.stdin:
             _stdout(res)
-            if res.result.withheld and not run.quiet:
+            if (res.result.withheld or res.result.incomplete) and not run.quiet:
                 note(summary(res, " applied"))
+                for line in incomplete_lines(res):
+                    note(line)
             continue
         if res.result.changed:
             try:
@@ -115,8 +120,10 @@ def apply(
             except DdpfixError as exc:
                 run.error(str(exc))
                 continue
-        if not run.quiet and (res.result.changed or res.result.withheld):
+        if not run.quiet and (res.result.changed or res.result.withheld or res.result.incomplete):
             note(summary(res, " applied"))
+            for line in incomplete_lines(res):
+                note(line)
     raise typer.Exit(2 if run.errors else (1 if withheld else 0))
 
 

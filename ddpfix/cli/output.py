@@ -42,10 +42,16 @@ def summary(res: FileResult, verb: str = "") -> str:
     return text
 
 
+def incomplete_lines(res: FileResult) -> list[str]:
+    """One line per way the output breaks the DDP contract, with the line of the input to change."""
+    assert res.result is not None
+    return [f"{res.path}:{b.line}: {b.format()}" for b in res.result.incomplete]
+
+
 def withheld_summary(withheld: dict[str, str]) -> str:
     n = len(withheld)
     items = "; ".join(f"{code} ({reason})" for code, reason in withheld.items())
     return f"{n} fix{'es' if n > 1 else ''} withheld as unsafe for this script: {items}"
 
 
-__all__ = ["console", "fail", "note", "summary", "withheld_summary"]
+__all__ = ["console", "fail", "incomplete_lines", "note", "summary", "withheld_summary"]

@@ -29,6 +29,7 @@ from ..analysis import ScriptFacts
 from ..diagnostic import NONE, SAFE, Diagnostic
 from ..passes import dependents, plan_pass
 from ..rule import Context
+from ..suppress import might_have, scan
 from ..transforms import BY_CODE
 from . import moves, names, plan_checks, process_group
 from .fixpoint import MAX_PASSES, Fixpoint, fixpoint
@@ -40,6 +41,7 @@ class Verdict:
     rules: set[str] = dataclasses.field(default_factory=set)  # the rules the failing check could name
     module: cst.Module | None = None  # the checked output (after the passes the fixpoint took)
     text: str = ""
+    facts: ScriptFacts | None = None  # the fixpoint's analysis of `module` (None: no rule looks at it)
 
     @property
     def ok(self) -> bool:
@@ -53,6 +55,8 @@ class Outcome:
     text: str
     withheld: dict[str, str]  # rule code -> why its fix was left out
     kept_nothing: bool = False  # no set of fixes passed the checks: the output is the input
+    facts: ScriptFacts | None = None  # the analysis of `module` when it is not the input
+    after: list[Diagnostic] = dataclasses.field(default_factory=list)  # `check`'s findings on `module`
 
     def diagnostics(self) -> list[Diagnostic]:
         unsafe = self.ctx.unsafe_fixes
@@ -114,7 +118,7 @@ class Guard:
                 full.setdefault(dep, f"needs {code}'s fix, which was withheld: {reason}")
         if verdict.module is None:  # nothing left to apply
             return Outcome(ctx, self.facts.module, self.text, full, kept_nothing=not ctx.plan.is_empty())
-        return Outcome(ctx, verdict.module, verdict.text, full)
+        return Outcome(ctx, verdict.module, verdict.text, full, facts=verdict.facts)
 
     def plan(self, fixing: set[str]) -> Context:
         return plan_pass(self.facts, self.active, fixing, self.unsafe_fixes, self.suppressions)
@@ -154,7 +158,7 @@ class Guard:
                 if len(after.unjoined) > len(before.unjoined):
                     wrap = after.unjoined[-1]
                     return Verdict(f"`{moves.short(wrap)}` would run before the process group is initialised")
-        return Verdict(module=out.module, text=out.text)
+        return Verdict(module=out.module, text=out.text, facts=out.facts)
 
     def _repeated_reason(self, after: process_group.Counts) -> str:
         first = process_group.first_point(self.facts)
@@ -163,6 +167,23 @@ class Guard:
         line = self.facts.index.position(first.call).start.line
         joins = "already joins" if first.certain else "may already join"
         return f"the script {joins} the process group ({first.text} at line {line}); it would be initialised twice"
+
+    # ------------------------------------------------------------------ the output, as `check` sees it
+    def output_findings(self, outcome: Outcome, rules: list[str]) -> list[Diagnostic]:
+        """What `ddpfix check` with `rules` selected reports on `outcome`'s output: the first pass's
+        findings when the output is the input and that pass ran the same rules, else one more pass (no
+        rule fixing) over the analysis of the output (the fixpoint's, its positions now placed)."""
+        if outcome.module is self.facts.module:
+            if set(rules) == set(self.active):
+                return [dataclasses.replace(d, applied=False, withheld=None) for d in outcome.ctx.diagnostics]
+            facts, suppressions = self.facts, self.suppressions
+        else:
+            facts = outcome.facts
+            if facts is None:
+                return []
+            facts.index.place()
+            suppressions = scan(outcome.text) if might_have(outcome.text) else None
+        return plan_pass(facts, rules, set(), self.unsafe_fixes, suppressions).diagnostics
 
     # ------------------------------------------------------------------ the input's side, once
     def input_parses(self) -> bool:
@@ -195,9 +216,15 @@ def guarded_fix(
     fixing: set[str],
     unsafe_fixes: bool,
     suppressions=None,
+    judges: list[str] | None = None,
 ) -> Outcome:
-    """Plan every fix, check the output, and leave out the fixes that would break the script."""
-    return Guard(facts, text, tree, active, fixing, unsafe_fixes, suppressions).run()
+    """Plan every fix, check the output, and leave out the fixes that would break the script; the
+    outcome holds what `check` with the rules `judges` (default: `active`) reports on its output
+    (`Outcome.after`), for the contract."""
+    guard = Guard(facts, text, tree, active, fixing, unsafe_fixes, suppressions)
+    outcome = guard.run()
+    outcome.after = guard.output_findings(outcome, active if judges is None else judges)
+    return outcome
 
 
 __all__ = ["guarded_fix", "Guard", "Outcome", "Verdict", "MAX_PASSES"]
