@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
-from ..syntax import anchor_of
+from ..syntax import anchor_of, assign_targets, mentions
 
 
 class OptimizerBeforeWrap(Rule):
@@ -14,6 +16,9 @@ class OptimizerBeforeWrap(Rule):
     docs = """
 ## What
 `optimizer = SGD(model.parameters())` before `model.to(device)` / `DDP(model)`.
+
+A script that wraps the model itself (`model = DDP(model)`) below the line that builds its optimizer
+gets the same finding.
 
 ## Why
 DDP and `Module.to` keep the same Parameter objects on CPU and CUDA, so this usually works, but the
@@ -38,7 +43,12 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 ```
 
 ## Fix safety
-Safe when the optimizer sits in the same block as the wrap: it moves below the wrap together with
+Below the script's own wrap: safe when the optimizer sits in the block that holds the wrap (or the
+`if` around it), and what uses it on the way there (a scheduler) does not also use the model; then it
+moves below that statement with those lines. A resume block that restores the model and the optimizer
+before the wrap leaves them as written (the optimizer already holds the model's parameters there).
+
+Before a wrap ddpfix adds: safe when the optimizer sits in the same block as the wrap: it moves below the wrap together with
 the lines after it that use it (the scheduler built on it, `optimizer.load_state_dict(ckpt["opt"])`),
 in their order. When a statement that also prepares the model uses it (a resume block loading both)
 and the model still moves device afterwards, the diagnostic only.
@@ -47,7 +57,11 @@ and the model still moves device afterwards, the diagnostic only.
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         for model in facts.models.trained:
-            if facts.models.wrapped(model) is not None or facts.models.dataparallel(model) is not None:
+            wrap = facts.models.wrapped(model)
+            if wrap is not None:
+                self._before_existing_wrap(ctx, model, wrap)
+                continue
+            if facts.models.dataparallel(model) is not None:
                 continue
             point = facts.models.wrap_point(model)
             for stmt in point.blocked:
@@ -63,6 +77,46 @@ and the model still moves device afterwards, the diagnostic only.
                 continue
             for i, stmt in enumerate(point.moves):
                 ctx.plan.move_after(stmt, point.anchor, order=Order.OPTIMIZER + i)
+
+    def _before_existing_wrap(self, ctx: Context, model, wrap: cst.Call) -> None:
+        """The script wraps the model itself, below its optimizer: the optimizer (with what uses it)
+        moves below the statement holding the wrap, when nothing in between uses it."""
+        facts = ctx.facts
+        index = facts.index
+        moved: set[int] = set()
+        for opt in model.optimizers:
+            if not isinstance(opt.node, cst.Call) or not index.before(opt.node, wrap) or id(opt.stmt) in moved:
+                continue
+            anchor = _holding(index, wrap, opt.block)
+            if anchor is None:
+                continue  # the wrap is in another function or another branch: not a reorder to make here
+            body = list(opt.block.body)
+            start, end = body.index(opt.stmt), body.index(anchor)
+            moving, names = [opt.stmt], set(assign_targets(opt.stmt))
+            for stmt in body[start + 1 : end]:
+                if any(mentions(stmt, n) for n in names):
+                    if mentions(stmt, model.handle.split(".")[0]):
+                        moving = []  # the optimizer is used with the model on the way to the wrap
+                        break
+                    moving.append(stmt)
+                    names.update(assign_targets(stmt))
+            if not moving:
+                continue  # a resume block restores both on the way: the same parameters, left as written
+            moved.update(id(stmt) for stmt in moving)
+            if ctx.report(anchor_of(opt.stmt), "optimizer built before the DDP wrap: build it after the wrap"):
+                for i, stmt in enumerate(moving):
+                    ctx.plan.move_after(stmt, anchor, order=Order.OPTIMIZER + i)
+
+
+def _holding(index, node: cst.CSTNode, block) -> cst.BaseStatement | None:
+    """The statement of `block` that holds `node` (None: `node` is not inside `block`)."""
+    site = index.site(node)
+    while site.block is not block:
+        owner = index.parent.get(site.block)
+        if not isinstance(owner, (cst.If, cst.Else, cst.Try, cst.Finally, cst.With, cst.ExceptHandler)):
+            return None  # not a block that runs in place (a function, a class, a loop)
+        site = index.site(owner)
+    return site.stmt
 
 
 EXAMPLES = (
@@ -108,6 +162,59 @@ EXAMPLES = (
             main()
         """,
         note="The optimizer moves below the device move, where the DDP wrap goes (DDP301 adds the wrap in between):",
+    ),
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def main():
+            dist.init_process_group("gloo")
+            model = nn.Linear(4, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = torch.optim.lr_scheduler.StepLR(opt, step_size=5)
+            model = DDP(model)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                sched.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def main():
+            dist.init_process_group("gloo")
+            model = nn.Linear(4, 1)
+            model = DDP(model)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            sched = torch.optim.lr_scheduler.StepLR(opt, step_size=5)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                sched.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="The script's own wrap: the optimizer and the scheduler built on it move below it:",
     ),
     reports(
         """
