@@ -75,7 +75,7 @@ REDUCING = ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather",
 
 
 def _sharded_totals(facts, reduced: set[str]) -> set[str]:
-    """Names accumulated (`total += ...`) inside a loop over a loader whose sampler is a
+    """Names accumulated (`total += ...`, `stats[0] += ...`) inside a loop over a loader whose sampler is a
     DistributedSampler; not a count of steps (`step += 1`: the same on every rank), nor a sum of
     values the ranks reduced already (`dist.all_reduce(loss)`, then `epoch_loss += loss.item()`)."""
     modules = set(facts.names.aliases)
@@ -97,10 +97,13 @@ def _sharded_totals(facts, reduced: set[str]) -> set[str]:
         for loop in facts.index.loops:
             if isinstance(loop, cst.For) and facts.data.iterates(loop, loader):
                 for n in walk(loop.body):
-                    if isinstance(n, cst.AugAssign) and isinstance(n.target, cst.Name):
+                    if not isinstance(n, cst.AugAssign):
+                        continue
+                    target = n.target.value if isinstance(n.target, cst.Subscript) else n.target
+                    if isinstance(target, cst.Name):  # `total += ...`, `stats[0] += ...`
                         read = {r for r in reads(n.value) if "." not in r} - modules
                         if read and not read <= reduced:
-                            out.add(n.target.value)
+                            out.add(target.value)
     return out
 
 

@@ -1,0 +1,185 @@
+"""DDP210: data or targets drawn at random with no seed: every rank draws its own task."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.flow import reads
+from ..diagnostic import NONE
+from ..examples import clean, reports
+from ..rule import Context, Rule
+from ..syntax import assign_targets, calls_in, dotted, kwarg, walk
+
+RANDOM = {
+    "torch.randn",
+    "torch.rand",
+    "torch.randint",
+    "torch.randperm",
+    "torch.normal",
+    "torch.rand_like",
+    "torch.randn_like",
+    "torch.randint_like",
+    "numpy.random.rand",
+    "numpy.random.randn",
+    "numpy.random.randint",
+    "numpy.random.normal",
+    "numpy.random.uniform",
+    "numpy.random.permutation",
+    "numpy.random.choice",
+    "random.random",
+    "random.randint",
+    "random.sample",
+    "random.choice",
+    "random.uniform",
+    "random.gauss",
+}
+LOOPS = (cst.For, cst.While)
+
+
+class TaskDrawnPerRank(Rule):
+    code = "DDP210"
+    name = "task-drawn-per-rank"
+    message = (
+        "drawn at random with no seed: under torchrun every rank draws its own, so the ranks train on different tasks"
+    )
+    fix = NONE
+    docs = """
+## What
+Training data, targets or anything else the training reads, drawn from a random generator once
+before training (`W_target = torch.randn(8, 1)`, `X = np.random.rand(1000, 8)`), in a script that
+never seeds a generator (no `torch.manual_seed`, `np.random.seed`, `random.seed`, `set_seed(...)`
+or other call named `*seed*`) and never hands the value to a collective (`dist.broadcast(W, 0)`).
+Draws inside the training loop (noise, augmentation, dropout masks) are left alone: each step may
+differ between ranks by design.
+
+## Why
+Each process of `torchrun` starts its generators from a different, unpredictable state. A synthetic
+dataset, a target function or a vocabulary drawn that way is a different one on every rank: each
+rank fits its own task, the averaged gradients pull towards none of them, and a loss threshold meant
+to stop the run may never be reached (a run that never ends). `python train.py` shows nothing wrong.
+
+## Example
+```python
+W_target = torch.randn(8, 1)
+X = torch.randn(1024, 8)
+y = X @ W_target
+```
+becomes
+```python
+torch.manual_seed(0)  # the same task on every rank
+W_target = torch.randn(8, 1)
+X = torch.randn(1024, 8)
+y = X @ W_target
+```
+or, after `init_process_group`, `dist.broadcast(W_target, src=0)` (and the same for `X`).
+
+## Fix safety
+None: a seed makes `python train.py` deterministic where it was not, and a broadcast needs the
+process group first; which one fits is the author's choice.
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        if not facts.training.trains:
+            return
+        calls = facts.index.calls
+        if any("seed" in (dotted(c.func) or "").split(".")[-1].lower() for c in calls):
+            return  # the script seeds a generator: every rank draws alike
+        shared = {
+            n.value
+            for call, _ in facts.ranks.collectives_in(facts.module)
+            for n in walk(call)
+            if isinstance(n, cst.Name)
+        }
+        origin: dict[str, set[cst.Call]] = {}  # a name -> the draws its value comes from
+        drawn: dict[cst.Call, str] = {}  # a draw -> the name it is assigned to
+        for assign in facts.index.assigns:
+            if any(isinstance(a, LOOPS) for a in facts.index.ancestors(assign)):
+                continue
+            draw = next((c for c in calls_in(assign.value) if _random(facts, c)), None)
+            sources = {draw} if draw is not None else set()
+            for r in reads(assign.value) & origin.keys():
+                sources |= origin[r]
+            if not sources:
+                continue
+            targets = assign_targets(facts.index.site(assign).stmt)
+            if draw is not None and targets:
+                drawn.setdefault(draw, targets[0])
+            for target in targets:
+                if target not in shared:
+                    origin.setdefault(target, set()).update(sources)
+        if not origin:
+            return
+        used = {
+            draw
+            for loop in facts.index.loops
+            if facts.training.trains_in(loop)
+            for name in reads(loop) & origin.keys()
+            for draw in origin[name]
+        }
+        for draw in sorted(used, key=facts.index.order.__getitem__):
+            ctx.report(
+                draw,
+                f"`{drawn.get(draw, 'this value')}` is {self.message[0].lower()}{self.message[1:]}; seed the generator "
+                "first (torch.manual_seed) or broadcast it from rank 0",
+            )
+
+
+def _random(facts, call: cst.Call) -> bool:
+    """A draw from a global random generator (not one handed its own `generator=`)."""
+    return facts.names.call_qual(call) in RANDOM and kwarg(call, "generator") is None
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.nn as nn
+
+        W_target = torch.randn(8, 1)
+
+
+        def main():
+            model = nn.Linear(8, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(100):
+                x = torch.randn(32, 8)
+                loss = (model(x) - x @ W_target).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if loss.item() < 1e-3:
+                    break
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="A target function drawn once with no seed: each rank fits its own, and the loss threshold may never come:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+        W_target = torch.randn(8, 1)
+
+
+        def main():
+            model = nn.Linear(8, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(100):
+                x = torch.randn(32, 8)
+                loss = (model(x) - x @ W_target).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="Seeded: every rank draws the same target (the batches drawn in the loop may differ):",
+    ),
+)
