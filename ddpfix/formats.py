@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from . import __version__
+from .contract import judged
 from .diagnostic import NONE, SAFE, Diagnostic
 from .diff import apply_edits, edits_between
 from .engine import FileResult
@@ -52,6 +53,12 @@ def _fix_of(res: FileResult, d: Diagnostic) -> dict | None:
     }
 
 
+def _contract(d: Diagnostic) -> dict | None:
+    """The invariant of the DDP contract this finding breaks (docs/contract.md), or None."""
+    inv = None if d.info else judged(d.code)
+    return None if inv is None else {"invariant": inv.number, "key": inv.key, "label": inv.label}
+
+
 def records(results: Iterable[FileResult]) -> list[dict]:
     """One JSON-ready dict per diagnostic, fix included."""
     by_code = rule_by_code()
@@ -73,6 +80,7 @@ def records(results: Iterable[FileResult]) -> list[dict]:
                     "end_col": d.end_col,
                     "severity": "info" if d.info else "problem",
                     "fix": _fix_of(res, d),
+                    "contract": _contract(d),
                 }
             )
     return out
@@ -139,6 +147,9 @@ def to_sarif(results: list[FileResult], errors: Iterable[str] = ()) -> dict:
                 ],
                 "properties": {"fix": d.fix},
             }
+            contract = _contract(d)
+            if contract:
+                item["properties"]["contract"] = contract
             withheld = _withheld(res, d) if d.fix != NONE else None
             if withheld:
                 item["properties"]["withheld"] = withheld

@@ -76,10 +76,16 @@ def test_diff_with_only_a_withheld_fix_has_no_diff_but_a_summary_and_exit_1(work
     (work / "t.py").write_text(TRAIN)
     res = invoke("diff", "--isolated", "--select", "DDP901", "t.py")
     assert (res.exit_code, res.stdout) == (1, "")
+    summary, *incomplete = res.stderr.splitlines()
     assert (
-        res.stderr
-        == f"t.py: 0 hunk(s), +0 -0; fixed: nothing; 1 fix withheld as unsafe for this script: DDP901 ({REASON})\n"
+        summary
+        == f"t.py: 0 hunk(s), +0 -0; fixed: nothing; 1 fix withheld as unsafe for this script: DDP901 ({REASON})"
     )
+    # the fixes not selected are not made, so the script stays incomplete, and says where
+    assert [line.split(": DDP")[0] for line in incomplete] == [
+        "t.py:6: incomplete: process group (invariant 5)",
+        "t.py:7: incomplete: model not wrapped (invariant 1)",
+    ]
     assert invoke("diff", "--isolated", "--select", "DDP901", "--exit-zero", "t.py").exit_code == 0
 
 
