@@ -25,6 +25,7 @@ DATA = Path(__file__).parent / "lsp_data"
 BEFORE = (DATA / "train_before.py").read_text(encoding="utf-8")
 UNICODE = (DATA / "train_unicode.py").read_text(encoding="utf-8")
 SMALL = (DATA / "train_small.py").read_text(encoding="utf-8")
+INCOMPLETE = (DATA / "train_epoch_loss.py").read_text(encoding="utf-8")
 DOCS = "https://docs.test/ddpfix/rules.md"
 CLIENTS = ["visual-studio-code", "neovim@v0.11.0", "emacs"]
 TIMEOUT = 30
@@ -368,20 +369,22 @@ async def test_fix_all_then_unsafe_convert(editor: Editor, tmp_path: Path):
     assert text == fix_source(SMALL).code
     assert "SyncBatchNorm" not in text  # unsafe fixes are never part of fix-all
     after = await editor.diagnostics(uri)
-    assert [x.code for x in after] == [x.code for x in check_source(text)] == ["DDP306"]
+    # left: the random data drawn with no seed (DDP210, the author's call) and the unsafe SyncBatchNorm fix
+    assert [x.code for x in after] == [x.code for x in check_source(text)] == ["DDP210", "DDP306"]
 
-    unsafe = after[0]
+    unsafe = after[1]
     actions = await editor.actions(uri, unsafe.range, [unsafe])
     titles = [a.title for a in actions]
     quick = next(a for a in actions if a.title.startswith("DDP306:"))
     assert quick.title == "DDP306: convert BatchNorm to SyncBatchNorm (unsafe fix)" and not quick.is_preferred
     assert "Fix all safely fixable DDP problems (ddpfix)" not in titles  # nothing safe is left
     assert "Convert to DDP (ddpfix)" not in titles
-    convert = next(a for a in actions if a.title == "Convert to DDP, including unsafe fixes (ddpfix)")
+    convert = next(a for a in actions if a.title.startswith("Convert to DDP, including unsafe fixes (ddpfix"))
+    assert convert.title == "Convert to DDP, including unsafe fixes (ddpfix; incomplete: task differs by rank)"
     assert convert.kind == "source.convertToDdp.ddpfix"
     text = await editor.apply(uri, convert)
     assert "SyncBatchNorm" in text and text == fix_source(fix_source(SMALL).code, unsafe_fixes=True).code
-    assert len(await editor.diagnostics(uri)) == 0
+    assert [x.code for x in await editor.diagnostics(uri)] == ["DDP210"]
 
 
 async def test_positions_after_non_ascii_text(editor: Editor, tmp_path: Path):
@@ -470,10 +473,35 @@ async def test_convert_whole_file(vscode: Editor, tmp_path: Path):
     here = types.Range(start=types.Position(line=3, character=0), end=types.Position(line=3, character=0))
     actions = await vscode.actions(uri, here, [], only=["source"])
     assert {a.kind for a in actions} == {"source.fixAll.ddpfix", "source.convertToDdp.ddpfix"}
-    (convert,) = [a for a in actions if a.title == "Convert to DDP (ddpfix)"]
+    (convert,) = [a for a in actions if a.title.startswith("Convert to DDP (ddpfix")]
     text = await vscode.apply(uri, convert)
     assert text == fix_source(UNICODE).code
-    assert len(await vscode.diagnostics(uri)) == len(check_source(text)) == 0
+    left = await vscode.diagnostics(uri)
+    # what is left has no fix: the synthetic data is drawn with no seed (DDP210), which the author decides
+    assert [x.code for x in left] == [x.code for x in check_source(text)] == ["DDP210"]
+
+
+@vscode_only
+async def test_an_incomplete_conversion_says_so(vscode: Editor, tmp_path: Path):
+    """Converting a script whose result still breaks the DDP contract (an epoch total printed from rank
+    0's shard) applies the edit, and the editor shows what is incomplete, with the line to change; once
+    the result is known, the action's title says it too."""
+    uri = uri_for(tmp_path)
+    src = INCOMPLETE
+    vscode.open(uri, src)
+    await vscode.diagnostics(uri)
+    here = types.Range(start=types.Position(line=3, character=0), end=types.Position(line=3, character=0))
+    (convert,) = [a for a in await vscode.actions(uri, here, [], only=["source"]) if a.title.startswith("Convert")]
+    text = await vscode.apply(uri, convert)
+    assert text == fix_source(src).code
+    expected = ddpfix.fix_source(src).incomplete
+    assert [b.code for b in expected] == ["DDP409"]
+    warning = f"line {expected[0].line}: {expected[0].format()}"
+    assert any(warning in m.message for m in vscode.client.messages)
+    vscode.replace_all(uri, src)
+    await vscode.diagnostics(uri)
+    titles = [a.title for a in await vscode.actions(uri, here, [], only=["source"])]
+    assert "Convert to DDP (ddpfix; incomplete: metric not reduced)" in titles
 
 
 @vscode_only

@@ -115,13 +115,23 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
                 preferred=False,
             )
 
+    def convert_title(title: str, unsafe: bool) -> str:
+        """The title, saying what the conversion leaves incomplete when its result is known."""
+        # computed when the user asks for actions (not on the requests sent on every cursor move)
+        res = ls.fixed(doc, a, None, unsafe) if asked else a.fixes.get((None, unsafe))
+        if res is None or not res.incomplete:
+            return title
+        labels = sorted({b.invariant.label for b in res.incomplete})
+        return f"{title[: -len(' (ddpfix)')]} (ddpfix; incomplete: {', '.join(labels)})"
+
     if any(d.fix == SAFE for d in a.diagnostics):
         if A.kind_wanted(A.FIX_ALL, only):
             make("Fix all safely fixable DDP problems (ddpfix)", A.FIX_ALL, {"action": "fixAll", "unsafe": False})
         if A.kind_wanted(A.CONVERT, only):
-            make("Convert to DDP (ddpfix)", A.CONVERT, {"action": "convert", "unsafe": False})
+            make(convert_title("Convert to DDP (ddpfix)", False), A.CONVERT, {"action": "convert", "unsafe": False})
     if any(d.fix == UNSAFE for d in a.diagnostics) and A.kind_wanted(A.CONVERT, only):
-        make("Convert to DDP, including unsafe fixes (ddpfix)", A.CONVERT, {"action": "convert", "unsafe": True})
+        title = convert_title("Convert to DDP, including unsafe fixes (ddpfix)", True)
+        make(title, A.CONVERT, {"action": "convert", "unsafe": True})
     return out
 
 

@@ -170,6 +170,10 @@ class DdpfixServer(LanguageServer):
         res = self.fixed(doc, a, codes, unsafe)
         if res is None or not res.changed or (codes is not None and codes[0] in res.withheld):
             return None  # nothing to change, or the output guard withheld the fix asked for
+        if res.incomplete and codes is None:  # a whole conversion that does not yet keep the DDP contract
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=incomplete_message(res))
+            )
         return self.workspace_edit(doc, res.code)
 
     def fixed(self, doc: Document, a: Analysis, codes: tuple[str, ...] | None, unsafe: bool):
@@ -184,6 +188,15 @@ class DdpfixServer(LanguageServer):
                 )
             )
         return res
+
+
+def incomplete_message(res) -> str:
+    """What a conversion leaves undone, for the editor's message line: the contract's incomplete lines."""
+    shown = [f"line {b.line}: {b.format()}" for b in res.incomplete[:3]]
+    more = len(res.incomplete) - len(shown)
+    return (
+        "ddpfix: the converted script is incomplete; " + "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+    )
 
 
 def default_docs_url() -> str | None:
