@@ -94,6 +94,10 @@ class Models:
                 if each is not None:
                     recv, each = each, recv  # `[SGD(net.parameters()) for net in nets]`: the list `nets`
                 definition = self._definition_for(recv, opt)
+                while definition is None and "." in recv and not recv.startswith("self."):
+                    # `model.head.parameters()` in a parameter group: the model that owns the submodule
+                    recv = recv.rsplit(".", 1)[0]
+                    definition = self._definition_for(recv, opt)
                 if definition is None:
                     continue
                 recv, definition = self._wrapped_alias(recv, definition)

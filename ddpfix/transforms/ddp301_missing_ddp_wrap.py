@@ -29,6 +29,8 @@ model a helper builds and returns (`model, optimizer = build(cfg)`, `return {"mo
 ...}`, of this file or of the script's own modules), a model handed to a function of the script's
 own modules that trains it (`train_one_epoch(model, optimizer, loader)` from a local package), and
 models kept in a list with one optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
+An optimizer over parameter groups of submodules (`{"params": model.head.parameters()}`) trains the
+model that owns them: it is wrapped, and the groups then come from the unwrapped model (DDP308).
 
 ## Why
 Without the wrap each rank trains its own copy: gradients are never averaged, parameters drift
