@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.model_params import TRAINS
 from ..examples import clean, reports
 from ..handles import under_no_grad, wrappers
 from ..rule import Context, Rule
@@ -19,7 +20,9 @@ class ForwardBypassesDdp(Rule):
     docs = """
 ## What
 A forward pass through `model.module(...)` (or through the handle kept before wrapping) inside a
-loop that calls `backward()`, when `model` is the `DistributedDataParallel` wrapper.
+loop that calls `backward()`, when `model` is the `DistributedDataParallel` wrapper. Also a model
+handed to a function of the script that trains it (`model = train(model, loader)`) before the
+statement that wraps it, in the same function: that training runs on each rank alone.
 
 ## Why
 DDP synchronises gradients from its own `forward`: that is where it prepares the reducer for the
@@ -64,6 +67,35 @@ gradients must not be averaged, or inside `no_sync()` accumulation). Forwards un
                     call,
                     f"forward through {name}(...) bypasses the DDP wrapper: gradients are not synchronised; call {handle}(...)",
                 )
+            for call in _trained_before(facts, handle, wrap_stmt):
+                line = facts.index.position(wrap_stmt).start.line
+                own = any(facts.index.contains(wrap_stmt, c) for c in facts.models.ddp_calls)
+                where = f"line {line}" if own else f"placed after line {line}"
+                ctx.report(
+                    call,
+                    f"{dotted(call.func)}(...) trains {handle} before its DDP wrap ({where}): every rank trains "
+                    "its own copy here; wrap the model before the first training",
+                )
+
+
+def _trained_before(facts, handle: str, wrap_stmt: cst.CSTNode) -> list[cst.Call]:
+    """Calls of the wrap's own function, before the wrap (or in the statement the wrap follows), that
+    hand `handle` to a function that trains it (`model = train(model, loader)`, then `model = DDP(model)`)."""
+    index = facts.index
+    func = index.enclosing(wrap_stmt, cst.FunctionDef)
+    out = []
+    for call in index.calls:
+        if index.enclosing(call, cst.FunctionDef) is not func:
+            continue
+        if not (index.before(call, wrap_stmt) or index.contains(wrap_stmt, call)):
+            continue
+        if facts.ranks.rank_guarded(call):
+            continue
+        for arg in call.args:
+            if dotted(arg.value) == handle and TRAINS in (facts.helpers.uses(call, arg) or ()):
+                out.append(call)
+                break
+    return out
 
 
 def _in_training_loop(facts, node: cst.CSTNode) -> bool:
