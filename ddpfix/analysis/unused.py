@@ -138,7 +138,26 @@ def _conditional(
             )
             if option is not None:
                 return f"is used in forward only when the model is built with self.{option}"
+        if isinstance(anc, (cst.For, cst.While)) and any(node is x for x in walk(anc.body)):
+            head = anc.iter if isinstance(anc, cst.For) else anc.test
+            if _counted_from_values(head, params):
+                return ON_INPUT  # `for _ in range(int(x.sum().item()) % 3):` may run no time at all
     return None
+
+
+def _counted_from_values(head: cst.CSTNode, params: set[str]) -> bool:
+    """Does a loop's head take its count from the values of forward's inputs (`.item()`, `int(...)`),
+    not from their sizes (`range(x.size(1))`, which a batch does not make zero)?"""
+    reads_input = any(isinstance(n, cst.Name) and n.value in params for n in walk(head))
+    from_values = any(
+        isinstance(n, cst.Call)
+        and (
+            (isinstance(n.func, cst.Attribute) and n.func.attr.value == "item")
+            or (isinstance(n.func, cst.Name) and n.func.value in ("int", "round", "bool"))
+        )
+        for n in walk(head)
+    )
+    return reads_input and from_values
 
 
 __all__ = ["DYNAMIC", "NEVER", "ON_INPUT", "PARAMETERLESS", "sitting_out"]
