@@ -67,6 +67,12 @@ def wrappers(ctx: Context) -> dict[str, tuple[str, cst.CSTNode]]:
     return out
 
 
+def once_wrapped(ctx: Context, handle: str, now: str, then: str) -> str:
+    """A finding's words for a wrapper the script has (`now`), or for one only this conversion adds
+    (`then`, after "after the DDP wrap, "): a script that is not distributed yet has no wrapper to speak of."""
+    return f"after the DDP wrap, {then}" if handle in ctx.plan.wraps else now
+
+
 def raw_at(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode, at: cst.CSTNode) -> str | None:
     """How code at `at` reaches the plain module behind the wrapper `handle`: `raw` where that name
     exists (the function of the wrap and functions nested in it, any function for a module-level

@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis.models import DP_NAMES
 from ..diagnostic import NONE
 from ..examples import clean, reports
+from ..handles import under_no_grad
 from ..rule import Context, Rule
 from ..syntax import code_of, kwarg, positional, string_value
 
@@ -22,7 +23,8 @@ An information finding where the single-process meaning of the batch does not ca
 - the training DataLoader's `batch_size` in a script that used `nn.DataParallel`, whose batch was
   global (split across the GPUs), while under DDP every process loads `batch_size` samples (not
   where DataParallel is offered beside the script's own DDP wrap, in the other branch of an `if`);
-- a loss with `reduction="sum"` in a script trained through DDP.
+- a loss with `reduction="sum"` in a script trained through DDP (not one computed under
+  `torch.no_grad()`, as an evaluation's summed loss is: no gradient flows from it).
 
 ## Why
 DDP's `batch_size` is per process, so N processes train on a global batch of N x `batch_size`:
@@ -65,6 +67,8 @@ No automatic fix: which policy is right is a training decision, not a code defec
             q = facts.names.call_qual(call) or ""
             if reduction is None or string_value(reduction.value) != "sum" or not q.startswith("torch.nn"):
                 continue
+            if under_no_grad(facts, call):
+                continue  # an evaluation's summed loss: no gradient to average
             ctx.report(
                 reduction,
                 'reduction="sum" under DDP: gradients are averaged across processes, so each step\'s gradient is '
@@ -140,5 +144,25 @@ EXAMPLES = (
             opt.step()
         """,
         note="A mean loss with a per-process batch, as DDP means it:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = nn.functional.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            total = nn.functional.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1), reduction="sum")
+        """,
+        note="An evaluation's summed loss under `torch.no_grad()`: no gradient to average:",
     ),
 )

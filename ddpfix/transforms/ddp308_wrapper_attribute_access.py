@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..analysis.model_params import CUSTOM, TRAINS, reaches_model
 from ..examples import clean, fixes
-from ..handles import handoffs, in_training_step, raw_at, wrappers
+from ..handles import handoffs, in_training_step, once_wrapped, raw_at, wrappers
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, walk
 
@@ -101,9 +101,13 @@ longer the wrapper.
                         fix="none",
                     )
                     continue
-                if ctx.report(
-                    node, f"{handle}.{name}: the DDP wrapper has no attribute '{name}'; use {spelled}.{name}"
-                ):
+                said = once_wrapped(
+                    ctx,
+                    handle,
+                    f"{handle}.{name}: the DDP wrapper has no attribute '{name}'",
+                    f"{handle}.{name} would fail: the wrapper has no attribute '{name}'",
+                )
+                if ctx.report(node, f"{said}; use {spelled}.{name}"):
                     ctx.plan.replace(node, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
         for hand in handoffs(ctx):
             if hand.code != self.code:

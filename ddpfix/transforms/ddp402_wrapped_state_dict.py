@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..analysis.model_params import TRAINS
 from ..examples import clean, fixes
-from ..handles import handles_prefix, handoffs, keys_kept, raw_at, wrappers
+from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrappers
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, method_name, receiver
 
@@ -71,9 +71,13 @@ where no name reaches the plain module, gets the diagnostic only. A name bound a
                         fix="none",
                     )
                     continue
-                if ctx.report(
-                    call, f"{handle}.state_dict() saves the DDP wrapper ('module.' keys): use {spelled}.state_dict()"
-                ):
+                said = once_wrapped(
+                    ctx,
+                    handle,
+                    f"{handle}.state_dict() saves the DDP wrapper ('module.' keys)",
+                    f"{handle}.state_dict() would save the wrapper's 'module.'-prefixed keys",
+                )
+                if ctx.report(call, f"{said}: use {spelled}.state_dict()"):
                     ctx.plan.replace(call.func, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
             for call in facts.names.calls_to("torch.save"):
                 first = call.args[0].value if call.args and call.args[0].keyword is None else None

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..analysis.model_params import TRAINS
 from ..examples import clean, fixes, reports
-from ..handles import handles_prefix, handoffs, keys_kept, raw_at, wrappers
+from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrappers
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, receiver
 
@@ -91,7 +91,13 @@ use where no name reaches the plain module. A name bound again after the wrap (`
                     fix="none",
                 )
                 continue
-            message = f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected): use {spelled}.load_state_dict()"
+            said = once_wrapped(
+                ctx,
+                handle,
+                f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected)",
+                f"{handle}.load_state_dict() would load into the wrapper, which expects 'module.' keys",
+            )
+            message = f"{said}: use {spelled}.load_state_dict()"
             if ctx.report(call, message):
                 ctx.plan.replace(call.func, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
         for hand in handoffs(ctx):
