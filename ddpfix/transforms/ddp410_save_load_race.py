@@ -50,7 +50,8 @@ A script that starts its own processes (`mp.spawn`) gets `if dist.is_initialized
 
 ## Fix safety
 Safe: every rank reaches the barrier (it is outside any rank condition), and a plain run has no
-process group and skips it.
+process group and skips it. A load inside `with open(path, "rb") as f:` gets its barrier before the
+`with`: the file is opened there, before the load runs.
 """
 
     def run(self, ctx: Context) -> None:
@@ -87,7 +88,7 @@ process group and skips it.
                     continue
                 if any(facts.index.before(save, b) and facts.index.before(b, load) for b in syncs):
                     continue
-                stmt = facts.index.site(load).stmt
+                stmt = _opening(facts, load) or facts.index.site(load).stmt
                 scope = facts.index.scope_of(load)
                 if any(
                     facts.index.scope_of(b) is scope and facts.index.before(save, b) and not facts.index.before(stmt, b)
@@ -159,6 +160,21 @@ def _literal_paths(facts, func: cst.FunctionDef, effect: str) -> set[str]:
         if isinstance(value, cst.SimpleString):
             out.add(_text(value))
     return out
+
+
+def _opening(facts, load: cst.Call) -> cst.With | None:
+    """The outermost `with open(...)` (of the load's own function) the load runs in: the file is opened
+    there, so the barrier goes before it, not inside it."""
+    found = None
+    for anc in facts.index.ancestors(load):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        if isinstance(anc, cst.With) and any(
+            isinstance(item.item, cst.Call) and (dotted(item.item.func) or "").split(".")[-1] == "open"
+            for item in anc.items
+        ):
+            found = anc
+    return found
 
 
 def _text(expr: cst.BaseExpression) -> str:

@@ -1,0 +1,51 @@
+"""Train, then write the weights through an open file and read them back to evaluate."""
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+RANK = int(os.environ.get("RANK", 0))
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+DISTRIBUTED = WORLD_SIZE > 1
+
+
+def main():
+    if DISTRIBUTED:
+        if torch.cuda.is_available():
+            torch.cuda.set_device(LOCAL_RANK)
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+
+    torch.manual_seed(0)
+    data = TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))
+    sampler = DistributedSampler(data) if DISTRIBUTED else None
+    loader = DataLoader(data, batch_size=8, shuffle=(sampler is None), sampler=sampler)
+    model = nn.Linear(8, 2)
+    raw_model = model
+    if DISTRIBUTED:
+        model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    if RANK == 0:
+        with open("w.pt", "wb") as f:
+            torch.save(raw_model.state_dict(), f)
+    if DISTRIBUTED:
+        dist.barrier()
+    with open("w.pt", "rb") as f:
+        raw_model.load_state_dict(torch.load(f, map_location="cpu"))
+
+    if DISTRIBUTED:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
