@@ -156,6 +156,9 @@ def test_classify_single():
     assert run.classify(_single(apply={"error": "boom"})) == ["apply-error"]
     assert run.classify(_single(apply={"changed": False})) == ["unconverted"]
     assert run.classify(_single(apply={"changed": True, "parses": False})) == ["rewrite-syntax"]
+    # a rewrite that ddpfix itself reports as breaking the DDP contract is not a pass, whatever verify says
+    incomplete = {"changed": True, "parses": True, "idempotent": True, "incomplete": ["t.py:9: incomplete: ..."]}
+    assert run.classify(_single(apply=incomplete)) == ["incomplete"]
     bad = _single(
         apply={"changed": True, "parses": True, "idempotent": False},
         single_differences=["stdout differs"],

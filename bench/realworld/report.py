@@ -34,6 +34,8 @@ def _evidence(r: dict) -> str:
         return "apply changed nothing; check: " + (
             "; ".join(f"{f['code']}:{f['line']} {f['message']}" for f in rem[:2]) or "no findings"
         )
+    if first == "incomplete":
+        return "; ".join(line.split(": incomplete: ", 1)[-1] for line in a.get("incomplete", [])[:2])[:400]
     if first == "rewrite-syntax":
         return a.get("syntax_error", "")
     if first == "not-idempotent":

@@ -83,6 +83,7 @@ CLASSES = (
     "original-fails",
     "apply-error",
     "unconverted",
+    "incomplete",
     "rewrite-syntax",
     "not-idempotent",
     "rewrite-breaks-single",
@@ -245,6 +246,8 @@ def classify(result: dict) -> list[str]:
         return [] if result.get("expect") == "unconverted" else ["unconverted"]
     if not apply_.get("parses"):
         return ["rewrite-syntax"]
+    if apply_.get("incomplete"):
+        cls.append("incomplete")  # the rewrite breaks the DDP contract, and says so: not a pass
     if not apply_.get("idempotent"):
         cls.append("not-idempotent")
     single = result.get("rewrite_single")
@@ -537,6 +540,7 @@ class Runner:
             apply_["error"] = (p.stderr or p.stdout)[-2000:]
             return
         apply_["withheld"] = [line for line in (p.stderr or "").splitlines() if "withheld" in line]
+        apply_["incomplete"] = [line for line in (p.stderr or "").splitlines() if ": incomplete: " in line]
         after = script.read_text(encoding="utf-8")
         apply_["changed"] = after != source
         apply_["diff"] = "".join(difflib.unified_diff(source.splitlines(True), after.splitlines(True), "a", "b", n=1))[
