@@ -80,7 +80,7 @@ Loops that already depend on the rank are left alone.
             if facts.ranks.depends_on_rank(loop.iter) or not _innermost(facts, loop, loops):
                 continue
             var, rng = _batch_range(loop)
-            if rng is not None and var is not None and _slices_with(loop.body, var):
+            if rng is not None and var is not None and _slices_with(facts, loop.body, var):
                 if _sharded_before(facts, loop, var):
                     continue  # cut from data the script already shards by rank
                 if spawned:
@@ -232,15 +232,35 @@ def _batch_range(loop: cst.For) -> tuple[str | None, cst.Call | None]:
     return None, None
 
 
-def _slices_with(body: cst.CSTNode, var: str) -> bool:
-    """Does `body` cut a slice whose bounds use `var` (`x[i:i + bs]`, `x[i * bs:(i + 1) * bs]`)?"""
+def _slices_with(facts, body: cst.CSTNode, var: str, depth: int = 0) -> bool:
+    """Does `body` cut a slice whose bounds use `var` (`x[i:i + bs]`, `x[i * bs:(i + 1) * bs]`), itself
+    or in a function of this file it hands `var` to (`data, target = get_batch(source, i)`)?"""
     for node in walk(body):
         if isinstance(node, cst.Slice) and node.lower is not None and node.upper is not None:
             if any(isinstance(n, cst.Name) and n.value == var for n in walk(node.lower)) and any(
                 isinstance(n, cst.Name) and n.value == var for n in walk(node.upper)
             ):
                 return True
+        if isinstance(node, cst.Call) and depth < 2:
+            param = _param_given(facts, node, var)
+            if param is not None and _slices_with(facts, param[0].body, param[1], depth + 1):
+                return True
     return False
+
+
+def _param_given(facts, call: cst.Call, var: str) -> tuple[cst.FunctionDef, str] | None:
+    """(the function of this file `call` runs, the name of its parameter that receives `var`)."""
+    callee = facts.index.callee_of(call)
+    if callee is None:
+        return None
+    params = [p.name.value for p in callee.params.params]
+    for i, arg in enumerate(call.args):
+        if dotted(arg.value) != var or arg.star:
+            continue
+        if arg.keyword is not None:
+            return (callee, arg.keyword.value) if arg.keyword.value in params else None
+        return (callee, params[i]) if i < len(params) else None
+    return None
 
 
 def _split_iter(loop: cst.For) -> cst.Call | None:
