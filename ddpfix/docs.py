@@ -38,6 +38,60 @@ def rule_page(rule: Rule) -> str:
     return f"# {rule.code} {rule.name}\n\n{rule.message}\n\nFix: {rule.fix}\n{rule.docs}{examples(rule)}"
 
 
+def section(rule: Rule, name: str) -> str:
+    """The text of one `## name` section of the rule's docs ("" when it has none)."""
+    m = re.search(rf"^## {re.escape(name)}\s*\n(.*?)(?=^## |\Z)", rule.docs, flags=re.S | re.M)
+    return m.group(1).strip() if m else ""
+
+
+def _first_example(text: str) -> str:
+    """The first code block of an Example section, with its counterpart when one short line leads to it
+    (`becomes`, `should be`)."""
+    blocks = re.findall(r"^```.*?^```[ \t]*$", text, flags=re.S | re.M)
+    if not blocks:
+        return ""
+    first = blocks[0]
+    rest = text[text.index(first) + len(first) :]
+    if len(blocks) > 1:
+        between = rest[: rest.index(blocks[1])].strip()
+        if between and "\n" not in between and len(between) <= 80:
+            return f"{first}\n{between}\n{blocks[1]}"
+    return first
+
+
+def rule_summary(rule: Rule) -> str:
+    """One rule in short, for `ddpfix rules CODE`: what it finds, how safe its fix is, one example."""
+    what = re.split(r"\n\s*\n|\n- ", section(rule, "What"))[0].strip()
+    if what.endswith(":"):  # the lead-in of a list left out: keep the sentences before it
+        ends = [m.end() for m in re.finditer(r"\.(?=\s)", what)]
+        what = what[: ends[-1]] if ends else what
+    safety = re.split(r"(?<=\.)\s", section(rule, "Fix safety"), maxsplit=1)[0].strip()
+    parts = [f"{rule.code} {rule.name}: {rule.message}", f"Fix: {FIX_TEXT.get(rule.fix, rule.fix)}. {safety}".rstrip()]
+    if what:
+        parts.append(what)
+    example = _first_example(section(rule, "Example"))
+    if example:
+        parts.append(example)
+    parts.append(f"The whole page: ddpfix rules {rule.code} --long")
+    return "\n\n".join(parts) + "\n"
+
+
+RANGE = re.compile(r"^DDP\d{0,2}$", re.IGNORECASE)
+
+
+def lookup(query: str) -> list[Rule]:
+    """The rules `query` names: a code (`DDP201`), a name (`missing-distributed-sampler`) or a prefix
+    of codes (`DDP2`, every rule in it); [] when it names none."""
+    q = query.strip()
+    rules = all_rules()
+    exact = [r for r in rules if r.code == q.upper() or r.name == q.lower()]
+    if exact:
+        return exact
+    if RANGE.match(q):
+        return [r for r in rules if r.code.startswith(q.upper())]
+    return []
+
+
 def examples(rule: Rule, level: str = "##") -> str:
     """The rule's tested examples (from its module's `EXAMPLES`) as a section at heading `level`; "" if none."""
     text = render_examples(rule)

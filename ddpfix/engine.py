@@ -21,19 +21,21 @@ from .diff import edits_between
 from .errors import DdpfixError
 
 STDIN = "-"
-SKIP_DIRS = {
-    ".git",
-    ".hg",
-    ".svn",
-    "__pycache__",
-    ".tox",
-    ".nox",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".ruff_cache",
-    "node_modules",
-    "site-packages",
+SKIP_DIRS = {  # folders never walked, with why (`-v` says it)
+    ".git": "version control",
+    ".hg": "version control",
+    ".svn": "version control",
+    "__pycache__": "cache",
+    ".tox": "tox environments",
+    ".nox": "nox environments",
+    ".mypy_cache": "cache",
+    ".pytest_cache": "cache",
+    ".ruff_cache": "cache",
+    "node_modules": "node_modules",
+    "site-packages": "installed packages (site-packages)",
 }
+VENV_NAMES = (".venv", "venv", "env")  # skipped when they hold an interpreter, even without pyvenv.cfg
+VENV_PYTHONS = ("bin/python", "bin/python3", "Scripts/python.exe")
 POOL_MIN_FILES = 8  # below this a process pool costs more than it saves
 
 
@@ -67,11 +69,12 @@ def default_jobs() -> int:
 def discover(
     paths: Iterable[str],
     excluded: Callable[[str, bool], bool] | None = None,
-    on_skip: Callable[[str], None] | None = None,
+    on_skip: Callable[[str, str], None] | None = None,
 ) -> Iterator[str]:
     """Expand the user's paths: files as given, directories walked for *.py (skipping VCS folders,
     virtualenvs and what .gitignore files ignore). `excluded(path, is_dir)` (the config's `exclude`)
-    applies to walked and to explicitly named paths alike. A missing path raises DdpfixError."""
+    applies to walked and to explicitly named paths alike; `on_skip(path, why)` hears of each path
+    left out. A missing path raises DdpfixError."""
     for raw in paths:
         if raw == STDIN:
             yield raw
@@ -82,7 +85,7 @@ def discover(
         is_dir = p.is_dir()
         if excluded is not None and excluded(raw, is_dir):
             if on_skip is not None:
-                on_skip(raw)
+                on_skip(raw, EXCLUDED)
             continue
         if is_dir:
             yield from _walk(p, excluded, on_skip)
@@ -90,12 +93,27 @@ def discover(
             yield raw
 
 
-def _is_venv(d: Path) -> bool:
-    return (d / "pyvenv.cfg").exists() or (d / "conda-meta").is_dir()
+EXCLUDED = "excluded by the config or --exclude"
+
+
+def skipped_dir(d: Path) -> str | None:
+    """Why the walk leaves the folder `d` out (a VCS folder, a cache, a virtual or conda environment,
+    installed packages), or None to walk it."""
+    if d.name in SKIP_DIRS:
+        return SKIP_DIRS[d.name]
+    if (d / "pyvenv.cfg").exists():
+        return "virtual environment (pyvenv.cfg)"
+    if (d / "conda-meta").is_dir():
+        return "conda environment (conda-meta)"
+    if d.name in VENV_NAMES:
+        python = next((p for p in VENV_PYTHONS if (d / p).exists()), None)
+        if python is not None:
+            return f"virtual environment ({python})"
+    return None
 
 
 def _walk(
-    root: Path, excluded: Callable[[str, bool], bool] | None, on_skip: Callable[[str], None] | None
+    root: Path, excluded: Callable[[str, bool], bool] | None, on_skip: Callable[[str, str], None] | None
 ) -> Iterator[str]:
     specs: list[tuple[Path, pathspec.PathSpec]] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -108,25 +126,29 @@ def _walk(
             except OSError:
                 pass
 
-        def ignored(path: Path, is_dir: bool) -> bool:
+        def why_not(path: Path, is_dir: bool) -> str | None:
+            if is_dir and (why := skipped_dir(path)) is not None:
+                return why
             for base, spec in specs:
                 try:
                     rel = path.relative_to(base).as_posix()
                 except ValueError:
                     continue
                 if spec.match_file(rel + ("/" if is_dir else "")):
-                    return True
+                    return f"ignored by {base / '.gitignore'}"
             if excluded is not None and excluded(str(path), is_dir):
-                if on_skip is not None:
-                    on_skip(str(path))
-                return True
-            return False
+                return EXCLUDED
+            return None
 
-        dirnames[:] = sorted(
-            n for n in dirnames if n not in SKIP_DIRS and not _is_venv(d / n) and not ignored(d / n, True)
-        )
+        def kept(path: Path, is_dir: bool) -> bool:
+            why = why_not(path, is_dir)
+            if why is not None and on_skip is not None:
+                on_skip(str(path), why)
+            return why is None
+
+        dirnames[:] = sorted(n for n in dirnames if kept(d / n, True))
         for name in sorted(filenames):
-            if name.endswith(".py") and not ignored(d / name, False):
+            if name.endswith(".py") and kept(d / name, False):
                 yield str(d / name)
 
 

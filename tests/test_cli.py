@@ -152,12 +152,16 @@ def test_one_bad_file_does_not_stop_the_others(work):
     assert "init_process_group" in good.read_text()
 
 
-def test_no_paths_is_fine(work):
-    for command in ("check", "diff", "apply"):
-        result = invoke(command)
-        assert result.exit_code == 0, command
-        assert "nothing to do" in result.stderr
-    assert invoke("check", "-q").stderr == ""
+def test_no_paths_checks_the_current_folder_and_apply_needs_one(work):
+    write(work / "sub" / "train.py", TRAIN)
+    checked = invoke("check")
+    assert checked.exit_code == 1 and "sub/train.py:" in checked.stdout and "DDP401" in checked.stdout
+    diffed = invoke("diff")
+    assert diffed.exit_code == 1 and "+++ b/sub/train.py" in diffed.stdout and "init_process_group" in diffed.stdout
+    applied = invoke("apply")
+    assert applied.exit_code == 2 and applied.stdout == ""
+    assert applied.stderr.count("\n") == 1 and applied.stderr.startswith("ddpfix: error: apply rewrites files in place")
+    assert (work / "sub" / "train.py").read_text() == TRAIN
 
 
 # ------------------------------------------------------------------------------------ stdin
@@ -296,7 +300,7 @@ def test_rules_lists_every_rule_and_prints_docs(work):
     from ddpfix.transforms import RULES
 
     assert set(codes) == {r.code for r in RULES} | {"DDP000"}
-    page = invoke("rules", "ddp000")
+    page = invoke("rules", "ddp000", "--long")
     assert page.exit_code == 0 and "## What" in page.stdout and "unused-suppression" in page.stdout
     assert invoke("rules", "DDP999").exit_code == 2
 

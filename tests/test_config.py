@@ -173,7 +173,7 @@ def test_exclude_applies_to_walked_and_named_files(tmp_path, monkeypatch):
     result = check("legacy/old.py", "gen_x.py", cwd=tmp_path, monkeypatch=monkeypatch)
     assert result.exit_code == 0 and result.stdout == ""
     result = check("legacy/old.py", "-v", cwd=tmp_path, monkeypatch=monkeypatch)
-    assert "excluded: legacy/old.py" in result.stderr
+    assert "skipped: legacy/old.py (excluded by the config or --exclude)" in result.stderr
     # --exclude replaces the config's patterns
     result = check(".", "--exclude", "train.py", cwd=tmp_path, monkeypatch=monkeypatch)
     paths = {Path(line.split(":")[0]).as_posix().lstrip("./") for line in result.stdout.splitlines()}

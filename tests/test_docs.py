@@ -39,5 +39,5 @@ def test_check_mode(tmp_path):
 
 def test_cli_rules_page_matches_the_docs():
     rule = all_rules()[1]
-    out = CliRunner().invoke(app, ["rules", rule.code]).stdout
+    out = CliRunner().invoke(app, ["rules", rule.code, "--long"]).stdout
     assert rule.docs.strip() in out

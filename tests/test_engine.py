@@ -69,6 +69,36 @@ def test_discover_skips_vcs_venvs_and_gitignored(tmp_path):
     assert rel(tmp_path, discover([str(tmp_path)])) == {"a.py", "pkg/b.py", "pkg/sub/k.py"}
 
 
+def test_discover_skips_virtual_environments_by_name_and_says_why(tmp_path):
+    tree(
+        tmp_path,
+        {
+            "train.py": "",
+            ".venv/bin/python": "",
+            ".venv/lib/python3.11/site-packages/torch/x.py": "",
+            "venv/Scripts/python.exe": "",
+            "venv/Lib/y.py": "",
+            "env/bin/python3": "",
+            "env/z.py": "",
+            "lib/python3.11/site-packages/pkg/w.py": "",
+            "env_data/bin/python": "",  # not a venv name: walked
+            "env_data/v.py": "",
+            "venv2/u.py": "",  # a venv name needs an interpreter; this is a plain folder
+            "tools/env/t.py": "",  # 'env' without an interpreter: a plain folder
+        },
+    )
+    skipped: dict[str, str] = {}
+    found = rel(tmp_path, discover([str(tmp_path)], on_skip=lambda p, why: skipped.setdefault(p, why)))
+    assert found == {"train.py", "env_data/v.py", "venv2/u.py", "tools/env/t.py"}
+    why = {Path(p).relative_to(tmp_path).as_posix(): w for p, w in skipped.items()}
+    assert why == {
+        ".venv": "virtual environment (bin/python)",
+        "venv": "virtual environment (Scripts/python.exe)",
+        "env": "virtual environment (bin/python3)",
+        "lib/python3.11/site-packages": "installed packages (site-packages)",
+    }
+
+
 def test_discover_named_file_is_taken_as_given_and_missing_path_raises(tmp_path):
     tree(tmp_path, {"script.txt": "x = 1\n"})
     assert list(discover([str(tmp_path / "script.txt"), "-"])) == [str(tmp_path / "script.txt"), "-"]
@@ -83,7 +113,7 @@ def test_discover_exclude_callback(tmp_path):
     def excluded(path: str, is_dir: bool) -> bool:
         return Path(path).name == "skip" or path.endswith("_gen.py")
 
-    found = discover([str(tmp_path), str(tmp_path / "c_gen.py")], excluded, on_skip=skipped.append)
+    found = discover([str(tmp_path), str(tmp_path / "c_gen.py")], excluded, on_skip=lambda p, why: skipped.append(p))
     assert rel(tmp_path, found) == {"a.py"}
     assert {Path(p).name for p in skipped} == {"skip", "c_gen.py"}
 

@@ -72,13 +72,18 @@ def test_hook_ids_and_entries():
     assert scripts["ddpfix"] == "ddpfix.cli:main"
 
 
-@pytest.mark.parametrize("hook_id", ["ddpfix-check", "ddpfix-fix"])
-def test_hook_run_with_no_files_is_fine(hook_id, tmp_path, monkeypatch):
+def test_hook_run_with_no_files(tmp_path, monkeypatch):
+    """Run without files (`always_run`), the check hook checks the folder, as `ddpfix check` does; the
+    fix hook rewrites nothing it was not given: one line, exit 2."""
     monkeypatch.chdir(tmp_path)
-    args = shlex.split(hooks()[hook_id]["entry"])[1:]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    assert "Traceback" not in result.output
+    (tmp_path / "util.py").write_text("x = 1\n")
+    check = CliRunner().invoke(app, shlex.split(hooks()["ddpfix-check"]["entry"])[1:])
+    assert check.exit_code == 0, check.output
+    (tmp_path / "train.py").write_text(TRAIN)
+    assert CliRunner().invoke(app, shlex.split(hooks()["ddpfix-check"]["entry"])[1:]).exit_code == 1
+    fix = CliRunner().invoke(app, shlex.split(hooks()["ddpfix-fix"]["entry"])[1:])
+    assert fix.exit_code == 2 and fix.stderr.count("\n") == 1 and "Traceback" not in fix.output
+    assert (tmp_path / "train.py").read_text() == TRAIN
 
 
 def test_hooks_on_files_like_pre_commit_passes_them(tmp_path, monkeypatch):

@@ -88,5 +88,5 @@ def test_docs_and_rule_page_show_the_examples(rule):
         assert ex.note in section
         shown = "\n".join(diff_lines(ex.source, ex.after)) if ex.kind == FIXES else ex.source.rstrip()
         assert shown in section
-    page = CliRunner().invoke(app, ["rules", rule.code]).stdout
+    page = CliRunner().invoke(app, ["rules", rule.code, "--long"]).stdout
     assert "\n## Examples (tested)\n" in page and render_examples(rule) in page

@@ -6,7 +6,8 @@ check.py    `check` and its report formats
 rules.py    `rules` and `explain`
 run.py      what every file command shares: settings, discovery, the worker pool, progress, errors
 options.py  the options the file commands share
-output.py   consoles, messages and the per-file summary lines
+output.py   consoles, colour (--color, NO_COLOR, FORCE_COLOR), messages and the per-file summary lines
+help.py     `--help` with metavars a person reads, within 80 columns
 """
 
 from ..engine import read

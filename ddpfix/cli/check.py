@@ -6,27 +6,44 @@ import sys
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
+from ..diagnostic import Diagnostic
 from ..formats import FORMATS, to_github, to_json, to_sarif
-from .options import ConfigOpt, Exclude, Ignore, Isolated, Jobs, Paths, Quiet, Select, StdinName, Verbose
-from .output import fail, note
+from .options import (
+    Color,
+    ConfigOpt,
+    Exclude,
+    Ignore,
+    Isolated,
+    Jobs,
+    Paths,
+    Quiet,
+    Select,
+    StdinName,
+    Verbose,
+    exit_zero,
+    output_format,
+)
+from .output import colored, console, fail, known_format, note
 from .run import discovered, start
+
+Format = output_format(FORMATS, "text, json (with each fix's edits), sarif (2.1.0) or github (workflow annotations).")
+CheckExitZero = exit_zero("there are findings")
 
 
 def check(
     paths: Paths = None,
     select: Select = None,
     ignore: Ignore = None,
-    output_format: Annotated[
-        str,
-        typer.Option(
-            "--format", help="text, json (with each fix's edits), sarif (2.1.0) or github (workflow annotations)."
-        ),
-    ] = "text",
+    output_format: Format = "text",
     output_file: Annotated[
         str | None,
-        typer.Option("--output-file", "-o", help="Write the report to this file instead of standard output."),
+        typer.Option(
+            "--output-file", "-o", metavar="FILE", help="Write the report to this file instead of standard output."
+        ),
     ] = None,
+    color: Color = None,
     config: ConfigOpt = None,
     isolated: Isolated = False,
     exclude: Exclude = None,
@@ -34,11 +51,12 @@ def check(
     quiet: Quiet = False,
     verbose: Verbose = False,
     stdin_filename: StdinName = None,
+    zero: CheckExitZero = False,
 ) -> None:
-    """Report what is wrong as `path:line:col: CODE message` (exit 1 on findings)."""
-    if output_format not in FORMATS:
-        fail(f"unknown format: {output_format} ({', '.join(FORMATS)})")
-        raise typer.Exit(2) from None
+    """Report what is wrong as `path:line:col: CODE message`; no PATH: the current folder.
+
+    Exit 1 on findings (0 with --exit-zero), 2 on errors."""
+    known_format(output_format, FORMATS)
     run = start(
         select=select,
         ignore=ignore,
@@ -50,7 +68,7 @@ def check(
         verbose=verbose,
         stdin_filename=stdin_filename,
     )
-    results = discovered(run, paths, fix=False, keep="diagnostics", fixes=output_format in ("json", "sarif"))
+    results = discovered(run, paths or ["."], fix=False, keep="diagnostics", fixes=output_format in ("json", "sarif"))
     diagnostics = [(res, d) for res in results if res.result is not None for d in res.result.diagnostics]
     if output_format == "json":
         report = to_json(results) + "\n"
@@ -69,6 +87,9 @@ def check(
         except OSError as exc:
             fail(f"{output_file}: cannot write: {exc.strerror or exc}")
             raise typer.Exit(2) from None
+    elif output_format == "text" and colored(out := console(color)):
+        for res, d in diagnostics:
+            out.print(_styled(d, res.path))
     else:
         sys.stdout.write(report)
         sys.stdout.flush()
@@ -84,7 +105,19 @@ def check(
         if notes:
             parts.append(f"{notes} note(s)")
         note("Found " + " and ".join(parts) + ".")
-    raise typer.Exit(2 if run.errors else (1 if problems else 0))
+    raise typer.Exit(2 if run.errors else (1 if problems and not zero else 0))
+
+
+def _styled(d: Diagnostic, path: str) -> Text:
+    """A finding's line with its place in bold and its code in red, as ruff colours them."""
+    line = d.format(path)
+    place = f"{path}:{d.line}:{d.col}:"
+    text = Text()
+    text.append(place, style="bold")
+    text.append(" ")
+    text.append(d.code, style="bold red")
+    text.append(line[len(place) + 1 + len(d.code) :])
+    return text
 
 
 __all__ = ["check"]

@@ -10,9 +10,27 @@ from rich.syntax import Syntax
 
 from ..engine import STDIN, FileResult, write_atomic
 from ..errors import DdpfixError
-from .options import Color, ConfigOpt, Exclude, Ignore, Isolated, Jobs, Paths, Quiet, Select, StdinName, Unsafe, Verbose
-from .output import console, fail, incomplete_lines, note, summary, withheld_summary
+from .options import (
+    ApplyPaths,
+    Color,
+    ConfigOpt,
+    Exclude,
+    Ignore,
+    Isolated,
+    Jobs,
+    Paths,
+    Quiet,
+    Select,
+    StdinName,
+    Unsafe,
+    Verbose,
+    exit_zero,
+)
+from .output import console, fail, incomplete_lines, next_step, note, summary, withheld_summary
 from .run import Run, discovered, start
+
+DiffExitZero = exit_zero("there are changes or a withheld fix")
+ApplyExitZero = exit_zero("a fix was withheld")
 
 
 def diff(
@@ -28,12 +46,11 @@ def diff(
     quiet: Quiet = False,
     verbose: Verbose = False,
     stdin_filename: StdinName = None,
-    exit_zero: Annotated[
-        bool, typer.Option("--exit-zero", help="Exit 0 even when there are changes (errors still exit 2).")
-    ] = False,
+    zero: DiffExitZero = False,
 ) -> None:
-    """Print the unified diff `apply` would make, with the same flags (exit 1 when it would change
-    something or withhold a fix)."""
+    """Print the unified diff `apply` would make, with the same flags; no PATH: the current folder.
+
+    Exit 1 when it would change something or withhold a fix (0 with --exit-zero), 2 on errors."""
     run = start(
         select=select,
         ignore=ignore,
@@ -46,7 +63,7 @@ def diff(
         verbose=verbose,
         stdin_filename=stdin_filename,
     )
-    results = discovered(run, paths, fix=True, keep="diff")
+    results = discovered(run, paths or ["."], fix=True, keep="diff")
     out, err = console(color), console(color, stderr=True)
     changed = withheld = False
     for res in results:
@@ -57,14 +74,14 @@ def diff(
         if res.result.diff:
             out.print(Syntax(res.result.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
         if not run.quiet:
-            err.print(summary(res), markup=False)
+            err.print(summary(res, unsafe_fixes=run.options(res.path).unsafe_fixes), markup=False)
             for line in incomplete_lines(res):
                 err.print(line, markup=False)
-    raise typer.Exit(2 if run.errors else (1 if (changed or withheld) and not exit_zero else 0))
+    raise typer.Exit(2 if run.errors else (1 if (changed or withheld) and not zero else 0))
 
 
 def apply(
-    paths: Paths = None,
+    paths: ApplyPaths = None,
     select: Select = None,
     ignore: Ignore = None,
     unsafe_fixes: Unsafe = None,
@@ -79,11 +96,16 @@ def apply(
     quiet: Quiet = False,
     verbose: Verbose = False,
     stdin_filename: StdinName = None,
+    zero: ApplyExitZero = False,
 ) -> None:
     """Rewrite files in place (atomically) with the safe fixes; '-' writes the fixed source to standard output.
 
     Exit 1 when the output guard withheld a fix (the summary line says which and why) or the result is
-    not yet a correct DDP script (an `incomplete:` line says what and where), 2 on errors."""
+    not yet a correct DDP script (an `incomplete:` line says what and where); 0 with --exit-zero; 2 on
+    errors. Then `ddpfix verify` runs the result under torchrun."""
+    if not paths:
+        fail("apply rewrites files in place: name them (use '.' for the current folder, '-' for standard input)")
+        raise typer.Exit(2)
     if interactive and paths and STDIN in paths:
         fail("--interactive reads answers from standard input; it cannot also read the source from '-'")
         raise typer.Exit(2) from None
@@ -100,31 +122,42 @@ def apply(
         stdin_filename=stdin_filename,
     )
     results = discovered(run, paths, fix=True, keep="all")
-    withheld = any(res.result is not None and (res.result.withheld or res.result.incomplete) for res in results)
+    withheld = (
+        any(res.result is not None and (res.result.withheld or res.result.incomplete) for res in results) and not zero
+    )
     if interactive:
-        _interactive(run, results, color)
-        raise typer.Exit(2 if run.errors else (1 if withheld else 0))
-    for res in results:
-        if res.result is None:
-            continue
-        if res.stdin:
-            _stdout(res)
-            if (res.result.withheld or res.result.incomplete) and not run.quiet:
-                note(summary(res, " applied"))
-                for line in incomplete_lines(res):
-                    note(line)
-            continue
-        if res.result.changed:
-            try:
-                write_atomic(res.path, res.result.data or res.result.code.encode(), expected=res.original)
-            except DdpfixError as exc:
-                run.error(str(exc))
-                continue
-        if not run.quiet and (res.result.changed or res.result.withheld or res.result.incomplete):
-            note(summary(res, " applied"))
+        written = _interactive(run, results, color)
+    else:
+        written = [res.path for res in results if _apply_one(run, res)]
+    if written and not run.quiet:
+        note(next_step(written))
+    raise typer.Exit(2 if run.errors else (1 if withheld else 0))
+
+
+def _apply_one(run: Run, res: FileResult) -> bool:
+    """Write one file's result (or print it, for standard input) and its summary; True when a file was
+    rewritten."""
+    if res.result is None:
+        return False
+    unsafe = run.options(res.path).unsafe_fixes
+    if res.stdin:
+        _stdout(res)
+        if (res.result.withheld or res.result.incomplete) and not run.quiet:
+            note(summary(res, " applied", unsafe_fixes=unsafe))
             for line in incomplete_lines(res):
                 note(line)
-    raise typer.Exit(2 if run.errors else (1 if withheld else 0))
+        return False
+    if res.result.changed:
+        try:
+            write_atomic(res.path, res.result.data or res.result.code.encode(), expected=res.original)
+        except DdpfixError as exc:
+            run.error(str(exc))
+            return False
+    if not run.quiet and (res.result.changed or res.result.withheld or res.result.incomplete):
+        note(summary(res, " applied", unsafe_fixes=unsafe))
+        for line in incomplete_lines(res):
+            note(line)
+    return res.result.changed
 
 
 def _stdout(res: FileResult) -> None:
@@ -133,7 +166,8 @@ def _stdout(res: FileResult) -> None:
     sys.stdout.buffer.flush()
 
 
-def _interactive(run: Run, results: list[FileResult], color: bool | None) -> None:
+def _interactive(run: Run, results: list[FileResult], color: bool | None) -> list[str]:
+    """Walk the hunks with the user and write what they chose; the paths rewritten."""
     from ..interactive import FilePlan, walk
 
     out = console(color)
@@ -165,6 +199,7 @@ def _interactive(run: Run, results: list[FileResult], color: bool | None) -> Non
 
     outcomes = walk(plans, ask, lambda text: out.print(text, markup=False, highlight=False), show)
     originals = {res.path: res.original for res in results}
+    written = []
     for o in outcomes:
         if o.data is None:
             if not run.quiet and o.text is None and o.chosen:
@@ -175,8 +210,10 @@ def _interactive(run: Run, results: list[FileResult], color: bool | None) -> Non
         except DdpfixError as exc:
             run.error(str(exc))
             continue
+        written.append(o.path)
         if not run.quiet:
             note(f"{o.path}: {len(o.chosen)} of {o.total} hunk(s) applied")
+    return written
 
 
 __all__ = ["apply", "diff"]

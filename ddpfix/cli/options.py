@@ -1,4 +1,4 @@
-"""The arguments and options the file commands (`diff`, `apply`, `check`) share."""
+"""The arguments and options the commands share, each with the metavar its help shows."""
 
 from __future__ import annotations
 
@@ -8,15 +8,31 @@ import typer
 
 Paths = Annotated[
     list[str] | None,
-    typer.Argument(help="Files or folders ('-' reads standard input). None given: nothing to do.", show_default=False),
+    typer.Argument(
+        metavar="PATH",
+        help="Files or folders ('-' reads standard input). None given: the current folder.",
+        show_default=False,
+    ),
+]
+ApplyPaths = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="PATH",
+        help="Files or folders to rewrite ('-': standard input to standard output). Required.",
+        show_default=False,
+    ),
 ]
 Select = Annotated[
     list[str] | None,
-    typer.Option("--select", help="Only these rule codes or prefixes (repeatable; overrides the config)."),
+    typer.Option(
+        "--select", metavar="CODE", help="Only these rule codes or prefixes (repeatable; overrides the config)."
+    ),
 ]
 Ignore = Annotated[
     list[str] | None,
-    typer.Option("--ignore", help="Skip these rule codes or prefixes (repeatable; overrides the config)."),
+    typer.Option(
+        "--ignore", metavar="CODE", help="Skip these rule codes or prefixes (repeatable; overrides the config)."
+    ),
 ]
 Unsafe = Annotated[
     bool | None,
@@ -28,37 +44,64 @@ Unsafe = Annotated[
 ]
 Color = Annotated[
     bool | None,
-    typer.Option("--color/--no-color", help="Colour output (default: only on a terminal).", show_default=False),
+    typer.Option(
+        "--color/--no-color",
+        help="Colour output (default: on a terminal, unless NO_COLOR is set; FORCE_COLOR turns it on).",
+        show_default=False,
+    ),
 ]
 ConfigOpt = Annotated[
     str | None,
     typer.Option(
-        "--config", help="Read settings from this pyproject.toml (or ddpfix.toml) instead of the nearest one."
+        "--config",
+        metavar="FILE",
+        help="Read settings from this pyproject.toml (or ddpfix.toml) instead of the nearest one.",
     ),
 ]
 Isolated = Annotated[bool, typer.Option("--isolated", help="Ignore every configuration file.")]
 Exclude = Annotated[
     list[str] | None,
     typer.Option(
-        "--exclude", help="Skip paths matching these gitignore-style patterns (repeatable; overrides the config)."
+        "--exclude",
+        metavar="PATTERN",
+        help="Skip paths matching these gitignore-style patterns (repeatable; overrides the config).",
     ),
 ]
 Jobs = Annotated[
     int | None,
-    typer.Option("--jobs", "-j", help="Worker processes for many files (default: the number of CPUs).", min=1),
+    typer.Option(
+        "--jobs", "-j", metavar="N", help="Worker processes for many files (default: the number of CPUs).", min=1
+    ),
 ]
 Quiet = Annotated[
     bool, typer.Option("--quiet", "-q", help="Print findings and errors only: no summaries, no progress bar.")
 ]
 Verbose = Annotated[
-    bool, typer.Option("--verbose", "-v", help="Also print the config used, skipped paths and per-file timings.")
+    bool,
+    typer.Option("--verbose", "-v", help="Also print the config used, what was skipped and why, per-file timings."),
 ]
 StdinName = Annotated[
     str | None,
-    typer.Option("--stdin-filename", help="The path to report (and to match config patterns against) for '-'."),
+    typer.Option(
+        "--stdin-filename",
+        metavar="PATH",
+        help="The path to report (and to match config patterns against) for '-'.",
+    ),
 ]
 
+
+def exit_zero(what: str):
+    """`--exit-zero`: exit 0 even when `what` (errors still exit 2)."""
+    return Annotated[bool, typer.Option("--exit-zero", help=f"Exit 0 even when {what} (errors still exit 2).")]
+
+
+def output_format(choices: tuple[str, ...], help: str):
+    """`--format`, its choices in the metavar: `--format [text|json]`."""
+    return Annotated[str, typer.Option("--format", metavar="[" + "|".join(choices) + "]", help=help)]
+
+
 __all__ = [
+    "ApplyPaths",
     "Color",
     "ConfigOpt",
     "Exclude",
@@ -71,4 +114,6 @@ __all__ = [
     "StdinName",
     "Unsafe",
     "Verbose",
+    "exit_zero",
+    "output_format",
 ]

@@ -76,7 +76,7 @@ class Run:
             if not self.quiet:
                 note("ddpfix: no files given; nothing to do")
             return []
-        return list(discover(paths, self._excluded, on_skip=lambda p: self.verbose_note(f"excluded: {p}")))
+        return list(discover(paths, self._excluded, on_skip=lambda p, why: self.verbose_note(f"skipped: {p} ({why})")))
 
     def results(
         self, paths: list[str] | None, *, fix: bool, keep: str = "all", fixes: bool = False

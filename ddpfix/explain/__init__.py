@@ -140,7 +140,8 @@ def explain(
             raise DdpfixError(f"unknown rule: {subject.strip()}")
         echo(rule_page(rule))
         return 0
-    matches = explain_text(read_subject(subject))
+    text = read_subject(subject)
+    matches = explain_text(text)
     if not matches:
         echo("No known DDP error in this text. `ddpfix rules` lists what ddpfix knows about.")
         return 1
@@ -161,6 +162,11 @@ def explain(
             echo(f"In {script}:")
             for d in found:
                 echo("  " + d.format(script))
+        elif (line := traceback_line(text, script, data)) is not None:
+            echo(f"In {script}: none of these rules finds anything, but the traceback points at line {line[0]}:")
+            echo(f"  {line[0]} | {shown(line[1].strip())}")
+            for c in codes:
+                echo(f"  {c} ({BY_CODE[c].name}) would apply there: {BY_CODE[c].message}")
         else:
             echo(
                 f"In {script}: none of these rules finds anything; the cause may be outside the script (launch, data)."
@@ -168,4 +174,38 @@ def explain(
     return 0
 
 
-__all__ = ["GATES", "PATTERNS", "Match", "explain", "explain_text", "likely_codes", "read_subject"]
+_FRAME = re.compile(r'File "([^"\n]+)", line (\d+)')
+
+
+def _same_file(frame: str, script: str) -> bool:
+    """Whether a traceback's file is `script`: the same file here, or a path ending in the script's
+    path as given (`train.py` is `/home/me/run/train.py`; an absolute script by its name)."""
+    import os
+    from pathlib import PurePath
+
+    try:
+        if os.path.samefile(frame, script):
+            return True
+    except (OSError, ValueError):
+        pass
+    theirs = PurePath(frame.replace("\\", "/")).parts
+    mine = [p for p in PurePath(script.replace("\\", "/")).parts if p != "."]
+    if PurePath(script).is_absolute():
+        mine = mine[-1:]
+    return bool(mine) and len(theirs) >= len(mine) and list(theirs[-len(mine) :]) == mine
+
+
+def traceback_line(text: str, script: str, data: bytes) -> tuple[int, str] | None:
+    """The innermost frame of a traceback in `text` that lies in `script`: its line number and that
+    line of the script (whose bytes are `data`); None when no frame points into it."""
+    from .reading import decode
+
+    lines = decode(data).splitlines()
+    for frame in reversed(_FRAME.findall(plain(text))):
+        number = int(frame[1])
+        if _same_file(frame[0], script) and 1 <= number <= len(lines):
+            return number, lines[number - 1]
+    return None
+
+
+__all__ = ["GATES", "PATTERNS", "Match", "explain", "explain_text", "likely_codes", "read_subject", "traceback_line"]

@@ -26,6 +26,18 @@ def _stat(subject: str) -> os.stat_result | None:
         return None
 
 
+PATH_SUFFIXES = (".log", ".txt", ".py")
+
+
+def looks_like_path(subject: str) -> bool:
+    """Whether an argument is meant as a file: one word (no whitespace) that ends in .log, .txt or .py,
+    or holds a '/' (or a '\\'), and is not a URL. Such an argument must name an existing file; an
+    error message has spaces."""
+    if not subject or any(c.isspace() for c in subject) or "://" in subject:
+        return False
+    return subject.lower().endswith(PATH_SUFFIXES) or "/" in subject or "\\" in subject
+
+
 def _interactive(stream) -> bool:
     """Whether `stream` is a terminal (or missing): then nothing was piped in."""
     try:
@@ -54,6 +66,8 @@ def read_subject(subject: str | None) -> str:
         text, where = _read_stdin(), "standard input"
     else:
         st = _stat(subject)
+        if st is None and looks_like_path(subject):
+            raise DdpfixError(f"{subject}: no such file (quote an error message; a log file must exist)")
         if st is None:
             text, where = subject, "the message"
         elif stat.S_ISDIR(st.st_mode):
@@ -72,4 +86,4 @@ def read_subject(subject: str | None) -> str:
     return text
 
 
-__all__ = ["decode", "read_subject"]
+__all__ = ["PATH_SUFFIXES", "decode", "looks_like_path", "read_subject"]

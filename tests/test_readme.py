@@ -1,0 +1,73 @@
+"""What README.md and docs/ide.md tell a newcomer holds: the first commands, the extras, the options."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import typer.main
+from typer.testing import CliRunner
+
+from ddpfix.cli import app
+from ddpfix.config import tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+IDE = (ROOT / "docs" / "ide.md").read_text(encoding="utf-8")
+GROUP = typer.main.get_command(app)
+
+
+def first_block() -> list[str]:
+    return README.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+
+
+def test_the_first_two_lines_stay_and_say_what_they_assume():
+    assert first_block() == [
+        "pip install . && ddpfix diff --exit-zero examples/train.py   # install, then show the DDP rewrite of the bundled example",
+        "pip install torch==2.13.0 -e '.[test]' && python -m pytest   # install the test extra and run every test",
+    ]
+    intro = " ".join(README.split("```", 4)[2].split())
+    assert "python3 -m venv .venv && . .venv/bin/activate" in intro
+    assert "pip install '.[verify]'" in intro and "--exit-zero" in intro and "exits 1" in intro
+
+
+def test_the_verify_extra_holds_torch_and_numpy():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {re.split(r"[<>=]", d)[0] for d in extras["verify"]} == {"torch", "numpy"}
+    assert extras["torch"] and extras["test"]
+
+
+def test_the_first_command_shows_the_rewrite_and_exits_0():
+    result = CliRunner().invoke(app, ["diff", "--exit-zero", str(ROOT / "examples" / "train.py")])
+    assert result.exit_code == 0 and "+++ b/" in result.stdout and "init_process_group" in result.stdout
+
+
+def test_every_option_the_readme_shows_exists():
+    lines = [line for line in README.splitlines() if line.startswith("ddpfix ")]
+    assert len(lines) > 15
+    for line in lines:
+        words = shlex.split(re.split(r"\s#\s", line)[0].split(" | ")[0])
+        command = GROUP.commands.get(words[1])
+        if command is None:
+            continue
+        words = words[: words.index("--")] if "--" in words else words
+        names = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+        for word in words[2:]:
+            if word.startswith("-") and word != "-":
+                assert word in names, (line, word)
+
+
+def test_ide_page_installs_from_what_exists_and_warns_about_fix_on_save():
+    assert "pip install ddpfix" not in IDE  # not on a public index
+    assert "pip install /path/to/ddpfix" in IDE and "pip wheel --no-deps -w dist /path/to/ddpfix" in IDE
+    assert ".venv/bin/ddpfix" in IDE
+    text = " ".join(IDE.split())
+    assert "source.fixAll.ddpfix" in text and "**every** Python file" in text
+    assert "leave it out and fix on demand" in text
+
+
+def test_ide_page_names_the_log_setting_the_server_reads():
+    server = (ROOT / "ddpfix" / "lsp" / "server.py").read_text()
+    variable = re.search(r'os\.environ\.get\("(\w+)"', server).group(1)
+    assert variable in IDE and "standard error" in IDE
