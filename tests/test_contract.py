@@ -206,13 +206,16 @@ def test_lines_of_the_output_map_to_the_input():
 
 def test_the_cli_prints_incomplete_lines_and_apply_exits_1(tmp_path):
     script = tmp_path / "train.py"
-    script.write_text(CORRECT.replace("            dist.all_reduce(correct)\n", "            pass\n"))
+    broken = CORRECT.replace("            dist.all_reduce(correct)\n", "            pass\n")
+    script.write_text(broken.replace("torch.cuda.set_device(LOCAL_RANK)", "pass"))  # and one thing to fix
     run = subprocess.run(
         [sys.executable, "-m", "ddpfix", "apply", str(script)], capture_output=True, text=True, check=False
     )
     assert run.returncode == 1, run.stderr
-    line = next(i + 1 for i, t in enumerate(script.read_text().splitlines()) if 'print(f"epoch' in t)
+    given = broken.replace("torch.cuda.set_device(LOCAL_RANK)", "pass")
+    line = next(i + 1 for i, t in enumerate(given.splitlines()) if 'print(f"epoch' in t)  # the input's line
     assert f"{script}:{line}: incomplete: metric not reduced (invariant 8): DDP409" in run.stderr
+    assert run.stderr.splitlines()[-1].startswith("next: change the lines marked incomplete, then ddpfix verify")
     run = subprocess.run(
         [sys.executable, "-m", "ddpfix", "check", "--format", "json", str(script)],
         capture_output=True,

@@ -130,7 +130,8 @@ def apply(
     else:
         written = [res.path for res in results if _apply_one(run, res)]
     if written and not run.quiet:
-        note(next_step(written))
+        incomplete = any(res.result is not None and res.result.incomplete for res in results if res.path in written)
+        note(next_step(written, incomplete))
     raise typer.Exit(2 if run.errors else (1 if withheld else 0))
 
 

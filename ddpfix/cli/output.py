@@ -105,10 +105,12 @@ def withheld_summary(withheld: dict[str, str]) -> str:
     return f"{n} fix{'es' if n > 1 else ''} withheld as unsafe for this script: {items}"
 
 
-def next_step(paths: list[str]) -> str:
-    """The line after an `apply` that rewrote `paths`: run the result under torchrun."""
+def next_step(paths: list[str], incomplete: bool = False) -> str:
+    """The line after an `apply` that rewrote `paths`: run the result under torchrun (once the lines
+    marked incomplete are changed, when there are any)."""
     script = shlex.quote(paths[0]) if len(paths) == 1 else "SCRIPT"
-    return f"next: ddpfix verify {script} -- <your script's args>"
+    first = "change the lines marked incomplete, then " if incomplete else ""
+    return f"next: {first}ddpfix verify {script} -- <your script's args>"
 
 
 __all__ = [
