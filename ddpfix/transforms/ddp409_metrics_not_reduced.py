@@ -26,6 +26,9 @@ its own modules that issues one (`utils.reduce_value(total)`). Totals over an un
 the same on every rank) and a sum of values the ranks reduced first (`dist.all_reduce(loss)`, then
 `epoch_loss += loss.item()`).
 
+On a script that is not distributed yet, the same shape over a training loader that the conversion
+shards (DDP201) is reported too, in the words of what the conversion would do.
+
 ## Why
 With a `DistributedSampler` each rank sees 1/N of the data; rank 0's running loss or accuracy is
 computed over its shard alone, so the number in the log is not the number the single-process run
@@ -50,10 +53,16 @@ None: which values are sums and which are means is the script's business.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if not (facts.launch.init_calls or facts.launch.joins_elsewhere) or not facts.data.sampler_calls:
+        distributed = facts.launch.init_calls or facts.launch.joins_elsewhere
+        if distributed and facts.data.sampler_calls:
+            loaders = [loader for loader in facts.data.loaders if _sampled(facts, loader)]
+        elif not distributed and facts.training.trains and not facts.models.dp_calls:
+            # a script ddpfix converts: DDP201 gives each training loader a DistributedSampler
+            loaders = [loader for loader, _ in facts.data.training_loaders]
+        else:
             return
         reduced = _reduced(facts)
-        sharded = _sharded_totals(facts, reduced) - reduced
+        sharded = _sharded_totals(facts, loaders, reduced) - reduced
         if not sharded:
             return
         ranks = facts.ranks
@@ -61,39 +70,49 @@ None: which values are sums and which are means is the script's business.
             name = dotted(call.func) or ""
             if name != "print" and not name.endswith((".info", ".log", ".add_scalar")):
                 continue
-            if not (ranks.rank_guarded(call) or (name == "print" and ranks.print_silenced(call))):
+            if distributed and not (ranks.rank_guarded(call) or (name == "print" and ranks.print_silenced(call))):
                 continue
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
-            if used:
+            if not used:
+                continue
+            names = ", ".join(sorted(used))
+            if distributed:
+                ctx.report(
+                    call, f"{names} summed over this rank's shard only, logged as if global: all-reduce it first"
+                )
+            else:
                 ctx.report(
                     call,
-                    f"{', '.join(sorted(used))} summed over this rank's shard only, logged as if global: all-reduce it first",
+                    f"after the conversion, {names} would sum this rank's shard only and be logged as if global: "
+                    "all-reduce it before it is shown",
                 )
 
 
 REDUCING = ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object", "reduce_scatter")
 
 
-def _sharded_totals(facts, reduced: set[str]) -> set[str]:
-    """Names accumulated (`total += ...`, `stats[0] += ...`) inside a loop over a loader whose sampler is a
-    DistributedSampler; not a count of steps (`step += 1`: the same on every rank), nor a sum of
-    values the ranks reduced already (`dist.all_reduce(loss)`, then `epoch_loss += loss.item()`)."""
-    modules = set(facts.names.aliases)
+def _sampled(facts, loader) -> bool:
+    """Does `loader` take a DistributedSampler (built in its call, or bound to the name it is given)?"""
     samplers = set(facts.data.sampler_calls)
-    bound = {
-        t
+    sampler = kwarg(loader.site.node, "sampler")
+    if sampler is None or loader.target is None:
+        return False
+    if any(c in samplers for c in calls_in(sampler.value)):
+        return True
+    return any(
+        dotted(target.target) == dotted(sampler.value) and any(c in samplers for c in calls_in(assign.value))
         for assign in facts.index.assigns
-        if any(c in samplers for c in calls_in(assign.value))
         for target in assign.targets
-        if (t := dotted(target.target))
-    }
+    )
+
+
+def _sharded_totals(facts, loaders, reduced: set[str]) -> set[str]:
+    """Names accumulated (`total += ...`, `stats[0] += ...`) inside a loop over one of `loaders` (the
+    sharded ones); not a count of steps (`step += 1`: the same on every rank), nor a sum of values the
+    ranks reduced already (`dist.all_reduce(loss)`, then `epoch_loss += loss.item()`)."""
+    modules = set(facts.names.aliases)
     out: set[str] = set()
-    for loader in facts.data.loaders:
-        sampler = kwarg(loader.site.node, "sampler")
-        if sampler is None or loader.target is None:
-            continue
-        if not (any(c in samplers for c in calls_in(sampler.value)) or dotted(sampler.value) in bound):
-            continue  # a SequentialSampler, or a sampler this script does not shard with
+    for loader in loaders:
         for loop in facts.index.loops:
             if isinstance(loop, cst.For) and facts.data.iterates(loop, loader):
                 for n in walk(loop.body):
