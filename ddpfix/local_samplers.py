@@ -84,7 +84,10 @@ def _stream_per_rank(ctx: Context, ctor: cst.Call, replacement: cst.Arg) -> None
             fix="none",
         )
         return
-    if kwarg(ctor, "generator") is not None:
+    generator = kwarg(ctor, "generator")
+    if generator is not None and ctx.facts.ranks.mentions_rank(generator.value):
+        return  # each rank draws its own stream already (`manual_seed(torch.initial_seed() + RANK)`)
+    if generator is not None:
         ctx.report(
             ctor,
             "training DataLoader draws with replacement from a generator of its own, the same draws on every "

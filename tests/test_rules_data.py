@@ -636,3 +636,38 @@ def test_ddp209_data_already_sharded_by_rank_is_left_alone():
     assert len(found(unsharded.replace("for epoch", "shard = x\nfor epoch"), "DDP209")) == 1
     src = unsharded.replace("for epoch", "RANK, WORLD_SIZE = 0, 1\nshard = x[RANK::WORLD_SIZE]\nfor epoch")
     assert found(src, "DDP209") == []
+
+
+def test_ddp201_a_stream_with_replacement_seeded_per_rank_is_left_alone():
+    """The fix DDP201 makes for a sampler drawing with replacement (each rank seeds its own generator)
+    is not reported again on its own output; a generator seeded alike on every rank still is."""
+    src = textwrap.dedent(
+        """\
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, RandomSampler, TensorDataset
+
+
+        def main():
+            torch.manual_seed(0)
+            ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+            loader = DataLoader(ds, batch_size=8, sampler=RandomSampler(ds, replacement=True, num_samples=64))
+            model = nn.Linear(4, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """
+    )
+    fixed = fix_source(src)
+    assert "manual_seed(torch.initial_seed() + RANK)" in fixed.code
+    assert [d.code for d in check_source(fixed.code) if d.code == "DDP201"] == []
+    assert fixed.incomplete == []
+    same_seed = fixed.code.replace("torch.initial_seed() + RANK", "torch.initial_seed()")
+    assert [d.code for d in check_source(same_seed)].count("DDP201") == 1
