@@ -38,6 +38,7 @@ class DevicePath:
         self.index = index
         self.names = names
         self.ranks = ranks
+        self._cuda_only: dict[cst.Call, cst.CSTNode | None] = {}
 
     # ------------------------------------------------------------------ branches
     def branches(self, node: cst.CSTNode, scope: cst.CSTNode) -> list[cst.CSTNode]:
@@ -77,12 +78,15 @@ class DevicePath:
         torch.cuda.is_available()` that runs whenever `join` does (in its function, in the functions
         that call that one, or at the top of a function of this file either calls). None when the
         path could run without a GPU."""
-        return next(self._commitments(join, 0), None)
+        if join not in self._cuda_only:
+            self._cuda_only[join] = next(self._commitments(join, 0), None)
+        return self._cuda_only[join]
 
     def _commitments(self, anchor: cst.CSTNode, depth: int) -> Iterator[cst.CSTNode]:
         scope = self.index.scope_of(anchor)
         for node in self._nodes_in(scope):
-            if self.runs_with(node, anchor) and self._commits(node, depth):
+            # the cheap test first: most calls on the way cannot commit to a GPU at all
+            if self._may_commit(node) and self.runs_with(node, anchor) and self._commits(node, depth):
                 yield node
         if isinstance(scope, cst.FunctionDef) and depth < CALL_DEPTH:
             for call in self.index.callers_of(scope):
@@ -93,6 +97,18 @@ class DevicePath:
         for node in walk(body):
             if isinstance(node, (cst.Call, cst.Assert)):
                 yield node
+
+    def _may_commit(self, node: cst.CSTNode) -> bool:
+        """Could `_commits` say yes to `node`: an assert, a set_device, `.cuda()`/`.to()`, or a call of
+        a function of this file?"""
+        if isinstance(node, cst.Assert):
+            return True
+        assert isinstance(node, cst.Call)
+        return (
+            method_name(node) in ("cuda", "to")
+            or self.names.call_qual(node) == "torch.cuda.set_device"
+            or self.index.callee_of(node) is not None
+        )
 
     def _commits(self, node: cst.CSTNode, depth: int) -> bool:
         if isinstance(node, cst.Assert):

@@ -102,10 +102,6 @@ class TreeIndex:
             stack.extend((child, node) for child in reversed(child_nodes(node)))
 
     # ----------------------------------------------------------------- positions
-    def place(self) -> None:
-        """From now on, compute real positions (an analysis made without them, whose findings are now read)."""
-        self.placed = True
-
     def position(self, node: cst.CSTNode) -> CodeRange:
         """1-based line, 0-based column range of `node` (computed once, only when asked)."""
         if not self.placed:

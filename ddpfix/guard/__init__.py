@@ -42,6 +42,7 @@ class Verdict:
     module: cst.Module | None = None  # the checked output (after the passes the fixpoint took)
     text: str = ""
     facts: ScriptFacts | None = None  # the fixpoint's analysis of `module` (None: no rule looks at it)
+    findings: list[Diagnostic] | None = None  # what `check` reports on `module`, when the fixpoint knows
 
     @property
     def ok(self) -> bool:
@@ -56,7 +57,7 @@ class Outcome:
     withheld: dict[str, str]  # rule code -> why its fix was left out
     kept_nothing: bool = False  # no set of fixes passed the checks: the output is the input
     facts: ScriptFacts | None = None  # the analysis of `module` when it is not the input
-    after: list[Diagnostic] = dataclasses.field(default_factory=list)  # `check`'s findings on `module`
+    after: list[Diagnostic] | None = None  # `check`'s findings on `module` (None: not known yet)
 
     def diagnostics(self) -> list[Diagnostic]:
         unsafe = self.ctx.unsafe_fixes
@@ -85,9 +86,11 @@ class Guard:
         fixing: set[str],
         unsafe_fixes: bool,
         suppressions=None,
+        judges: list[str] | None = None,
     ) -> None:
         self.facts, self.text, self.tree = facts, text, tree
         self.active, self.fixing, self.unsafe_fixes = active, fixing, unsafe_fixes
+        self.judges = active if judges is None else judges  # the rules `check` runs over an output
         self.suppressions = suppressions
         self._names: names.Findings | None = None
         self._counts: process_group.Counts | None = None
@@ -118,7 +121,7 @@ class Guard:
                 full.setdefault(dep, f"needs {code}'s fix, which was withheld: {reason}")
         if verdict.module is None:  # nothing left to apply
             return Outcome(ctx, self.facts.module, self.text, full, kept_nothing=not ctx.plan.is_empty())
-        return Outcome(ctx, verdict.module, verdict.text, full, facts=verdict.facts)
+        return Outcome(ctx, verdict.module, verdict.text, full, facts=verdict.facts, after=verdict.findings)
 
     def plan(self, fixing: set[str]) -> Context:
         return plan_pass(self.facts, self.active, fixing, self.unsafe_fixes, self.suppressions)
@@ -158,7 +161,7 @@ class Guard:
                 if len(after.unjoined) > len(before.unjoined):
                     wrap = after.unjoined[-1]
                     return Verdict(f"`{moves.short(wrap)}` would run before the process group is initialised")
-        return Verdict(module=out.module, text=out.text, facts=out.facts)
+        return Verdict(module=out.module, text=out.text, facts=out.facts, findings=out.findings)
 
     def _repeated_reason(self, after: process_group.Counts) -> str:
         first = process_group.first_point(self.facts)
@@ -169,21 +172,22 @@ class Guard:
         return f"the script {joins} the process group ({first.text} at line {line}); it would be initialised twice"
 
     # ------------------------------------------------------------------ the output, as `check` sees it
-    def output_findings(self, outcome: Outcome, rules: list[str]) -> list[Diagnostic]:
-        """What `ddpfix check` with `rules` selected reports on `outcome`'s output: the first pass's
-        findings when the output is the input and that pass ran the same rules, else one more pass (no
-        rule fixing) over the analysis of the output (the fixpoint's, its positions now placed)."""
+    def output_findings(self, outcome: Outcome) -> list[Diagnostic]:
+        """What `ddpfix check` with the rules `judges` reports on `outcome`'s output: what the fixpoint's
+        settling pass found (it ran those rules), the first pass's findings when the output is the input
+        and that pass ran the same rules, else one more pass (no rule fixing) over the analysis."""
+        if outcome.after is not None and outcome.module is not self.facts.module:
+            return outcome.after
         if outcome.module is self.facts.module:
-            if set(rules) == set(self.active):
+            if set(self.judges) == set(self.active):
                 return [dataclasses.replace(d, applied=False, withheld=None) for d in outcome.ctx.diagnostics]
             facts, suppressions = self.facts, self.suppressions
         else:
             facts = outcome.facts
             if facts is None:
                 return []
-            facts.index.place()
             suppressions = scan(outcome.text) if might_have(outcome.text) else None
-        return plan_pass(facts, rules, set(), self.unsafe_fixes, suppressions).diagnostics
+        return plan_pass(facts, self.judges, set(), self.unsafe_fixes, suppressions).diagnostics
 
     # ------------------------------------------------------------------ the input's side, once
     def input_parses(self) -> bool:
@@ -221,9 +225,9 @@ def guarded_fix(
     """Plan every fix, check the output, and leave out the fixes that would break the script; the
     outcome holds what `check` with the rules `judges` (default: `active`) reports on its output
     (`Outcome.after`), for the contract."""
-    guard = Guard(facts, text, tree, active, fixing, unsafe_fixes, suppressions)
+    guard = Guard(facts, text, tree, active, fixing, unsafe_fixes, suppressions, judges)
     outcome = guard.run()
-    outcome.after = guard.output_findings(outcome, active if judges is None else judges)
+    outcome.after = guard.output_findings(outcome)
     return outcome
 
 

@@ -1,21 +1,23 @@
 """The output parses, and the rules plan nothing more on it (or reach that within `MAX_PASSES`).
 
 A pass over an output runs what a second `ddpfix apply` would run, on the tree the plan built rather
-than on a new parse of its text; its findings are thrown away, so the analysis computes no position
-(unless the output has suppression comments, which are matched by line), and the rules that offer
-no fix are left out: they propose no edit (the guard checks that of the first pass's plan), and what
-they leave in the plan's shared state are caches the fixing rules compute the same way themselves.
+than on a new parse of its text, with every rule the contract judges by (`Guard.judges`; those not
+fixing only report). The pass that settles is therefore also what `ddpfix check` says of the output:
+its findings are kept for the contract (`Fixpoint.findings`), so the output is analysed once. Positions
+are computed only for what is reported.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ..analysis import ScriptFacts
+from ..diagnostic import Diagnostic
 from ..passes import MIGHT_TRAIN, plan_pass, reaches_rules
 from ..suppress import might_have, scan
 from . import plan_checks
@@ -32,6 +34,7 @@ class Fixpoint:
     text: str
     tree: ast.Module | None  # Python's parse of `text` (None when the input has none either)
     facts: ScriptFacts | None  # the analysis of `module` (None: not a script the rules look at)
+    findings: list[Diagnostic] | None = None  # what `check` reports on `module` (None: not computed)
 
 
 def fixpoint(guard: Guard, module: cst.Module, text: str, fixing: set[str]) -> Fixpoint | str:
@@ -43,7 +46,7 @@ def fixpoint(guard: Guard, module: cst.Module, text: str, fixing: set[str]) -> F
             return problem
         facts, ctx = _pass(guard, module, text, tree, fixing)
         if ctx is None or ctx.plan.is_empty():
-            return Fixpoint(module, text, tree, facts)
+            return Fixpoint(module, text, tree, facts, _as_checked(ctx))
         if n == MAX_PASSES:
             edited = ", ".join(sorted(ctx.plan.edited)) or "the shared setup"
             return f"the output is still not settled after {MAX_PASSES} passes ({edited} would change it again)"
@@ -53,7 +56,7 @@ def fixpoint(guard: Guard, module: cst.Module, text: str, fixing: set[str]) -> F
         again = ctx.plan.apply()
         new_text = again.code
         if new_text == text:  # edits that render as they were
-            return Fixpoint(module, text, tree, facts)
+            return Fixpoint(module, text, tree, facts, _as_checked(ctx))
         module, text = again, new_text
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -78,10 +81,17 @@ def _pass(guard: Guard, module: cst.Module, text: str, tree: ast.Module | None, 
     suppressions = scan(text) if might_have(text) else None
     if not MIGHT_TRAIN.search(text):
         return None, None
-    facts = ScriptFacts(module, text, tree, guard.facts.path, placed=suppressions is not None)
+    facts = ScriptFacts(module, text, tree, guard.facts.path)
     if not reaches_rules(facts):
         return facts, None
-    return facts, plan_pass(facts, guard.active, fixing, guard.unsafe_fixes, suppressions, edits_only=True)
+    return facts, plan_pass(facts, guard.judges, fixing, guard.unsafe_fixes, suppressions)
+
+
+def _as_checked(ctx) -> list[Diagnostic]:
+    """The findings of a pass that changes nothing more, as `check` reports them (no fix applied)."""
+    if ctx is None:
+        return []
+    return [dataclasses.replace(d, applied=False, withheld=None) for d in ctx.diagnostics]
 
 
 __all__ = ["MAX_PASSES", "Fixpoint", "fixpoint"]
