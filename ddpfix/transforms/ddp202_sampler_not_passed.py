@@ -8,6 +8,7 @@ from ..edits import epoch_name, set_epoch_statements, with_kwarg, without_kwarg
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import (
+    assign_targets,
     code_of,
     dotted,
     is_literal,
@@ -27,7 +28,8 @@ class SamplerNotPassed(Rule):
     docs = """
 ## What
 A `DistributedSampler` assigned to a name that no DataLoader ever receives: the loader over the same
-dataset has no `sampler=`.
+dataset has no `sampler=`. Returning it beside that loader (`return loader, sampler`, the caller then
+calling `sampler.set_epoch(epoch)`) does not pass it either.
 
 ## Why
 Building the sampler does nothing by itself. The DataLoader keeps its default sampler, so each of
@@ -204,7 +206,26 @@ def _is_used(facts, name: str, binding: cst.CSTNode) -> bool:
             and method_name(facts.index.parent.get(parent)) == "set_epoch"
         ):
             continue
+        if _returned_beside_its_loader(facts, node, root):
+            continue
         return True
+    return False
+
+
+def _returned_beside_its_loader(facts, node: cst.CSTNode, scope: cst.CSTNode) -> bool:
+    """`return loader, sampler` where `loader` is a DataLoader this scope builds without a sampler: the
+    sampler only travels beside the loader (its caller calls `set_epoch` on a sampler that never
+    reaches the loader), which is no use of it."""
+    element = facts.index.parent.get(node)
+    seq = facts.index.parent.get(element) if isinstance(element, cst.Element) else None
+    if not isinstance(seq, cst.Tuple) or not isinstance(facts.index.parent.get(seq), cst.Return):
+        return False
+    names = {dotted(e.value) for e in seq.elements if e is not element}
+    for call in facts.data.loader_calls:
+        if facts.index.scope_of(call) is not scope or kwarg(call, "sampler") is not None:
+            continue
+        if names & set(assign_targets(facts.index.site(call).stmt)):
+            return True
     return False
 
 
