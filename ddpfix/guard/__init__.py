@@ -22,11 +22,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 import libcst as cst
 
 from ..analysis import ScriptFacts
-from ..diagnostic import NONE, SAFE, Diagnostic
+from ..analysis.stamps import overlaid
+from ..diagnostic import NONE, SAFE, Diagnostic, FileChange
 from ..passes import dependents, plan_pass
 from ..rule import Context
 from ..suppress import might_have, scan
@@ -57,6 +59,8 @@ class Outcome:
     kept_nothing: bool = False  # no set of fixes passed the checks: the output is the input
     facts: ScriptFacts | None = None  # the analysis of `module` when it is not the input
     after: list[Diagnostic] = dataclasses.field(default_factory=list)  # `check`'s findings on `module`
+    others: dict[str, FileChange] = dataclasses.field(default_factory=dict)  # the script's modules it edits
+    texts: dict[Path, bytes] = dataclasses.field(default_factory=dict)  # ... their new bytes, by path
 
     def diagnostics(self) -> list[Diagnostic]:
         unsafe = self.ctx.unsafe_fixes
@@ -118,7 +122,8 @@ class Guard:
                 full.setdefault(dep, f"needs {code}'s fix, which was withheld: {reason}")
         if verdict.module is None:  # nothing left to apply
             return Outcome(ctx, self.facts.module, self.text, full, kept_nothing=not ctx.plan.is_empty())
-        return Outcome(ctx, verdict.module, verdict.text, full, facts=verdict.facts)
+        others, texts = (ctx.others.changes(), ctx.others.texts()) if ctx.others is not None else ({}, {})
+        return Outcome(ctx, verdict.module, verdict.text, full, facts=verdict.facts, others=others, texts=texts)
 
     def plan(self, fixing: set[str]) -> Context:
         return plan_pass(self.facts, self.active, fixing, self.unsafe_fixes, self.suppressions)
@@ -137,10 +142,12 @@ class Guard:
             named = {p.rule for p in problems}
             return Verdict(problems[0].reason, set() if None in named else named)  # type: ignore[arg-type]
         module = plan.apply()
-        result = fixpoint(self, module, module.code, ctx.fixing)
-        if isinstance(result, str):
-            return Verdict(result)
-        return self._after(result)
+        # the later passes and checks read the script's own modules as this plan edits them
+        with overlaid(ctx.others.texts() if ctx.others is not None else {}):
+            result = fixpoint(self, module, module.code, ctx.fixing)
+            if isinstance(result, str):
+                return Verdict(result)
+            return self._after(result)
 
     def _after(self, out: Fixpoint) -> Verdict:
         """The checks that compare the final output with the input."""
@@ -183,7 +190,8 @@ class Guard:
                 return []
             facts.index.place()
             suppressions = scan(outcome.text) if might_have(outcome.text) else None
-        return plan_pass(facts, rules, set(), self.unsafe_fixes, suppressions).diagnostics
+        with overlaid(outcome.texts):
+            return plan_pass(facts, rules, set(), self.unsafe_fixes, suppressions).diagnostics
 
     # ------------------------------------------------------------------ the input's side, once
     def input_parses(self) -> bool:
