@@ -123,7 +123,7 @@ def _shape(value: ast.expr, local: dict[str, Built], kind_of, params: list[str])
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
         items = {k.arg: _shape(k.value, local, kind_of, params) for k in value.keywords if k.arg}
         return items if any(v is not None for v in items.values()) else None
-    return _built(value, kind_of, params)
+    return _built(value, kind_of, params, local)
 
 
 def _is_none(node: ast.expr) -> bool:
