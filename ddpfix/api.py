@@ -307,6 +307,8 @@ def check_source(
     path: str = "<string>",
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
+    cross_file: bool = False,
 ) -> list[Diagnostic]:
-    """Diagnostics only; nothing is rewritten."""
-    return fix_source(source, path=path, select=select, ignore=ignore, fix=False).diagnostics
+    """Diagnostics only; nothing is rewritten. `cross_file`: the fix levels are those of a fix that may
+    edit the script's own modules (as `fix_project` and the command line make)."""
+    return fix_source(source, path=path, select=select, ignore=ignore, fix=False, cross_file=cross_file).diagnostics
