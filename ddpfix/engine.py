@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pathspec
@@ -253,15 +253,9 @@ def _trim(res: FileResult, keep: str) -> FileResult:
         if keep != "all":
             res.original = None
         return res
+    diff = keep == "diff"
     r = res.result
-    res.result = Result(
-        source="",
-        code="",
-        diagnostics=r.diagnostics,
-        diff=r.diff if keep == "diff" else "",
-        incomplete=r.incomplete,
-        others=r.others if keep == "diff" else {},
-    )
+    res.result = replace(r, source="", code="", data=None, diff=r.diff if diff else "", others=r.others if diff else {})
     res.original = None
     return res
 

@@ -183,10 +183,11 @@ def _apply_one(run: Run, res: FileResult, modules: dict[str, tuple[str, bytes]])
     except DdpfixError as exc:
         run.error(str(exc))
         return False
-    modules.update({os.path.realpath(c.path): (res.path, c.data) for c in res.result.others.values()})
+    mine = [c for c in res.result.others.values() if os.path.realpath(c.path) not in modules]
+    modules.update({os.path.realpath(c.path): (res.path, c.data) for c in mine})
     if not run.quiet and (res.result.changed_files or res.result.withheld or res.result.incomplete):
         note(summary(res, " applied", unsafe_fixes=unsafe))
-        for change in res.result.others.values():
+        for change in mine:
             note(module_summary(change, res.path, " applied"))
         for line in incomplete_lines(res):
             note(line)
