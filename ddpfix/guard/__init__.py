@@ -12,6 +12,10 @@ input before anyone sees it:
 4. no init point of the process group runs after another one, and every `DistributedDataParallel`
    is preceded by one, where the input did not already do otherwise (process_group.py).
 
+Where the fix also edits the script's own modules (module_edits.py), steps 2 to 4 and the contract
+read those modules as the fix leaves them (`stamps.overlaid`); each edited module has been checked
+on its own already (it parses, no new undefined name).
+
 When a check fails, the rules behind it are found (blame.py) and their fixes withheld, with every fix
 that needs them; the others are planned again without them, over the same analysis, and checked
 again. Each withheld fix is reported on its findings: `Diagnostic.withheld` says why.

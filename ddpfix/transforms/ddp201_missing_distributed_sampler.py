@@ -109,8 +109,15 @@ function's result or parameter: the message names it and its line), is handed to
 the loader, is used again after it (the sampler would reach that use too), or is unpacked in a loop.
 A helper that builds the training loader and also a loader nothing trains on
 (`make_loader(train_set)`, `make_loader(val_set)`) is reported at the training call: sharding inside
-it would shard both. A training loader built in another file (one of the script's own modules) is
-reported at the call, naming that file and line: the fix would edit that file. With a model still in
+it would shard both. A training loader built by a factory function in one of the script's own modules
+(`build_loaders()` in data_utils.py beside the script) is sharded there: the factory gets a parameter
+`distributed=False` that adds the sampler when true, the script's training call passes
+`distributed=DISTRIBUTED`, and its epoch loop sets the epoch through `loader.sampler`; other callers
+of the factory keep what they had. That edit of the other file is made only inside the script's folder
+and with cross-file edits on (`--no-cross-file` keeps them off), and not for a factory that builds the
+loader from a `**kwargs` dict or with a `batch_sampler`, reads an IterableDataset, already uses the
+name `distributed`, or is run by its own module as a program: then the finding names that file and
+line and why. With a model still in
 `nn.DataParallel` the sampler is as unsafe as its conversion (DDP302), and it is not added where that
 conversion is not possible: sharded data without the DDP wrap would train unsynchronised copies.
 """
