@@ -1,4 +1,4 @@
-"""The Python API every entry point shells over: `fix_source()` and `check_source()`."""
+"""The Python API every entry point shells over: `fix_source()`, `fix_project()` and `check_source()`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import libcst as cst
 
 from .analysis import ScriptFacts
 from .contract import Incomplete, breaches
-from .diagnostic import Diagnostic, Result
+from .diagnostic import Diagnostic, FileChange, Result
 from .diff import unified_diff
 from .errors import DdpfixError
 from .guard import guarded_fix
@@ -120,7 +120,7 @@ def run_rules(
     `module` was parsed from) and `tree` (Python's parse of it) are optional: they let a source without
     `# ddpfix: ignore` comments skip looking for them and make positions cheaper to find. `path`, the
     file's name, lets the analysis read the script's own modules next to it."""
-    new, _, diagnostics, _ = _run(
+    new, _, diagnostics, _, _ = _run(
         module, select=select, ignore=ignore, fix=fix, unsafe_fixes=unsafe_fixes, source=source, tree=tree, path=path
     )
     return new, diagnostics
@@ -136,22 +136,26 @@ def _run(
     source: Source | None,
     tree: ast.Module | None,
     path: str | None = None,
-) -> tuple[cst.Module, str | None, list[Diagnostic], list[Incomplete]]:
-    """`run_rules`, also returning the new text when there is one (None: unchanged), and how the output
-    breaks the DDP contract (fixing a program only: docs/contract.md)."""
+    cross_file: bool = False,
+) -> tuple[cst.Module, str | None, list[Diagnostic], list[Incomplete], dict[str, FileChange]]:
+    """`run_rules`, also returning the new text when there is one (None: unchanged), how the output
+    breaks the DDP contract (fixing a program only: docs/contract.md), and, with `cross_file`, the
+    script's own modules the fix edits too."""
     suppressions = scan(module.code) if might_have(source) else None
     text = source.decode(module.encoding) if isinstance(source, bytes) else source
     if text is not None and not _MIGHT_TRAIN.search(text):  # what the test below needs is not even in the text
-        return module, None, _unused(suppressions, [], select, ignore), []
-    facts = ScriptFacts(module, text, tree, path)
+        return module, None, _unused(suppressions, [], select, ignore), [], {}
+    facts = ScriptFacts(module, text, tree, path, cross_file=cross_file)
     if facts.names.other_launcher is not None:  # a framework distributes it: one information line, no edits
         active = [c for c in expand(select, ignore) if c == FRAMEWORK_RULE]
         ctx = plan_pass(facts, active, set(), unsafe_fixes, suppressions)
-        return module, None, sorted(ctx.diagnostics + _unused(suppressions, active, select, ignore), key=_order), []
+        diagnostics = sorted(ctx.diagnostics + _unused(suppressions, active, select, ignore), key=_order)
+        return module, None, diagnostics, [], {}
     if not reaches_rules(facts):
-        return module, None, _unused(suppressions, [], select, ignore), []  # not a training script: nothing about DDP
+        return module, None, _unused(suppressions, [], select, ignore), [], {}  # not a training script
     active = expand(select, ignore)
     incomplete: list[Incomplete] = []
+    others: dict[str, FileChange] = {}
     if not fix or not facts.launch.is_program:  # a module other files import gets findings, no fixes
         ctx = plan_pass(facts, active, set(), unsafe_fixes, suppressions)
         new, new_text, diagnostics = module, None, ctx.diagnostics
@@ -166,12 +170,12 @@ def _run(
             suppressions,
             judges=expand(None, ignore),  # the contract holds whichever fixes were selected
         )
-        new, diagnostics = outcome.module, outcome.diagnostics()
+        new, diagnostics, others = outcome.module, outcome.diagnostics(), outcome.others
         new_text = None if new is module else outcome.text
         before = module.code if text is None else text
         incomplete = breaches(outcome.after, before, before if new_text is None else new_text)
     diagnostics = diagnostics + _unused(suppressions, active, select, ignore)
-    return new, new_text, sorted(diagnostics, key=_order), incomplete
+    return new, new_text, sorted(diagnostics, key=_order), incomplete, others
 
 
 def _fixing(facts: ScriptFacts, active: list[str], unsafe_fixes: bool, suppressions) -> set[str]:
@@ -225,13 +229,43 @@ def fix_source(
     ignore: Iterable[str] | None = None,
     unsafe_fixes: bool = False,
     fix: bool = True,
+    cross_file: bool = False,
 ) -> Result:
     """Rewrite `source` into DDP form. Returns the new code, the diagnostics and a unified diff.
 
     `source` may be `str` or `bytes` (bytes keep their PEP 263 encoding; `Result.data` holds the new
-    bytes). Raises `DdpfixError` on a syntax error or undecodable input.
+    bytes). Raises `DdpfixError` on a syntax error or undecodable input. With `cross_file` (and a
+    `path` on disk), a fix may also edit the script's own modules: `Result.others` (see `fix_project`).
     """
-    return fix_parsed(parse_source(source, path), select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, fix=fix)
+    parsed = parse_source(source, path)
+    return fix_parsed(parsed, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, fix=fix, cross_file=cross_file)
+
+
+def fix_project(
+    path: str,
+    *,
+    source: Source | None = None,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    unsafe_fixes: bool = False,
+    fix: bool = True,
+    cross_file: bool = True,
+) -> Result:
+    """Rewrite the script at `path` and, where its fixes need it, the script's own modules (the files
+    beside it and its packages, read from disk; never installed packages): `Result.code` is the
+    script's new text, `Result.others` maps each edited module's path to its `FileChange`, and
+    `Result.full_diff` is one diff over all of them. `source` is the script's text when it is not
+    the file's (an editor's unsaved buffer). Nothing is written. Raises `DdpfixError` on a file that
+    cannot be read or parsed."""
+    if source is None:
+        try:
+            with open(path, "rb") as f:
+                source = f.read()
+        except OSError as exc:
+            raise DdpfixError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return fix_source(
+        source, path=path, select=select, ignore=ignore, unsafe_fixes=unsafe_fixes, fix=fix, cross_file=cross_file
+    )
 
 
 def fix_parsed(
@@ -241,12 +275,13 @@ def fix_parsed(
     ignore: Iterable[str] | None = None,
     unsafe_fixes: bool = False,
     fix: bool = True,
+    cross_file: bool = False,
 ) -> Result:
     """`fix_source` on a source already parsed by `parse_source`."""
     source, module, old_text = parsed.source, parsed.module, parsed.text
     if module is None:
         return Result(source=old_text, code=old_text, data=source if isinstance(source, bytes) else None)
-    new, new_text, diagnostics, incomplete = _run(
+    new, new_text, diagnostics, incomplete, others = _run(
         module,
         select=select,
         ignore=ignore,
@@ -255,10 +290,11 @@ def fix_parsed(
         source=old_text,
         tree=parsed.tree,
         path=None if parsed.path in ("<string>", "-") else parsed.path,
+        cross_file=cross_file,
     )
     if new_text is None:
         new, new_text = module, old_text
-    result = Result(source=old_text, code=new_text, diagnostics=diagnostics, incomplete=incomplete)
+    result = Result(source=old_text, code=new_text, diagnostics=diagnostics, incomplete=incomplete, others=others)
     if isinstance(source, bytes):
         result.data = source if new is module else new_text.encode(new.encoding)  # `new.bytes` would render again
     result.diff = unified_diff(old_text, new_text, parsed.path) if new_text != old_text else ""
@@ -271,6 +307,8 @@ def check_source(
     path: str = "<string>",
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
+    cross_file: bool = False,
 ) -> list[Diagnostic]:
-    """Diagnostics only; nothing is rewritten."""
-    return fix_source(source, path=path, select=select, ignore=ignore, fix=False).diagnostics
+    """Diagnostics only; nothing is rewritten. `cross_file`: the fix levels are those of a fix that may
+    edit the script's own modules (as `fix_project` and the command line make)."""
+    return fix_source(source, path=path, select=select, ignore=ignore, fix=False, cross_file=cross_file).diagnostics

@@ -7,6 +7,7 @@ ignore = ["DDP406"]              # codes or prefixes to skip
 unsafe-fixes = false             # also apply behaviour-changing fixes
 exclude = ["legacy/", "gen_*.py"]  # gitignore-style patterns, relative to this file's folder
 per-file-ignores = { "tests/*" = ["DDP4"] }
+cross-file = true                # a fix may edit the script's own modules too (false: the named files only)
 ```
 
 The nearest pyproject.toml is the closest one, walking up from a file's folder, that has a
@@ -36,7 +37,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-KEYS = ("select", "ignore", "unsafe-fixes", "exclude", "per-file-ignores")
+KEYS = ("select", "ignore", "unsafe-fixes", "exclude", "per-file-ignores", "cross-file")
 
 
 def known_codes() -> list[str]:
@@ -72,6 +73,7 @@ class Config:
     unsafe_fixes: bool | None = None
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    cross_file: bool | None = None
 
     @property
     def root(self) -> Path:
@@ -143,6 +145,11 @@ def from_table(table: Any, *, path: Path | None = None, where: str = "[tool.ddpf
         if not isinstance(table["unsafe-fixes"], bool):
             raise DdpfixError(f"{where} unsafe-fixes: expected true or false, got {table['unsafe-fixes']!r}")
         cfg.unsafe_fixes = table["unsafe-fixes"]
+    for key in ("unsafe-fixes", "cross-file"):
+        if key in table and not isinstance(table[key], bool):
+            raise DdpfixError(f"{where} {key}: expected true or false, got {table[key]!r}")
+    if "cross-file" in table:
+        cfg.cross_file = table["cross-file"]
     if "exclude" in table:
         cfg.exclude = _strings(table["exclude"], f"{where} exclude")
     if "per-file-ignores" in table:
@@ -230,6 +237,7 @@ class Overrides:
     ignore: list[str] | None = None
     unsafe_fixes: bool | None = None
     exclude: list[str] | None = None
+    cross_file: bool | None = None
 
 
 def effective(cfg: Config, cli: Overrides, path: str):
@@ -240,7 +248,8 @@ def effective(cfg: Config, cli: Overrides, path: str):
     ignore = list(cli.ignore if cli.ignore is not None else (cfg.ignore or []))
     ignore += cfg.ignores_for(path)
     unsafe = cli.unsafe_fixes if cli.unsafe_fixes is not None else bool(cfg.unsafe_fixes)
-    return Options(select=select, ignore=ignore or None, unsafe_fixes=unsafe)
+    cross = cli.cross_file if cli.cross_file is not None else cfg.cross_file is not False
+    return Options(select=select, ignore=ignore or None, unsafe_fixes=unsafe, cross_file=cross)
 
 
 def is_excluded(cfg: Config, cli: Overrides, path: str, is_dir: bool = False) -> bool:

@@ -52,6 +52,19 @@ class Diagnostic:
 
 
 @dataclass
+class FileChange:
+    """One of the script's own modules as a cross-file fix leaves it (`Result.others`)."""
+
+    path: str  # the module's file, found from the script's path (relative when that path is)
+    source: str  # its text as it was read
+    code: str  # its new text
+    data: bytes  # the new text in the file's own encoding
+    original: bytes  # the file's bytes as they were read (`apply` refuses a file changed since)
+    codes: list[str] = field(default_factory=list)  # the rules whose fixes edit it
+    diff: str = ""  # unified diff of `source` to `code`
+
+
+@dataclass
 class Result:
     """What `fix_source` returns: the new code, every diagnostic and the unified diff."""
 
@@ -61,10 +74,23 @@ class Result:
     diff: str = ""
     data: bytes | None = None  # the new source as bytes in the file's own encoding (bytes input only)
     incomplete: list = field(default_factory=list)  # contract.Incomplete: how `code` breaks the DDP contract
+    # the script's own modules the fix edits too, by path (cross-file fixes only: `fix_project`)
+    others: dict[str, FileChange] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
+        """Does the fix change this script (`others` may change even so: see `changed_files`)?"""
         return self.code != self.source
+
+    @property
+    def changed_files(self) -> bool:
+        """Does the fix change the script or any of its modules?"""
+        return self.changed or any(c.code != c.source for c in self.others.values())
+
+    @property
+    def full_diff(self) -> str:
+        """One unified diff over every file the fix changes: the script, then each module."""
+        return self.diff + "".join(c.diff for c in self.others.values())
 
     @property
     def applied_codes(self) -> list[str]:

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pathspec
@@ -56,6 +56,7 @@ class Options:
     select: list[str] | None = None
     ignore: list[str] | None = None
     unsafe_fixes: bool = False
+    cross_file: bool = True  # a fix may also edit the script's own modules (Result.others)
 
 
 def default_jobs() -> int:
@@ -167,8 +168,15 @@ def process(path: str, data: bytes, options: Options, *, fix: bool = True) -> Fi
     if b"\x00" in data:
         return FileResult(path, error=f"{path}: binary file, not Python source", original=data)
     try:
+        o = options
         result = fix_source(
-            data, path=path, select=options.select, ignore=options.ignore, unsafe_fixes=options.unsafe_fixes, fix=fix
+            data,
+            path=path,
+            select=o.select,
+            ignore=o.ignore,
+            unsafe_fixes=o.unsafe_fixes,
+            fix=fix,
+            cross_file=o.cross_file,
         )
     except DdpfixError as exc:
         return FileResult(path, error=str(exc), original=data)
@@ -245,10 +253,9 @@ def _trim(res: FileResult, keep: str) -> FileResult:
         if keep != "all":
             res.original = None
         return res
+    diff = keep == "diff"
     r = res.result
-    res.result = Result(
-        source="", code="", diagnostics=r.diagnostics, diff=r.diff if keep == "diff" else "", incomplete=r.incomplete
-    )
+    res.result = replace(r, source="", code="", data=None, diff=r.diff if diff else "", others=r.others if diff else {})
     res.original = None
     return res
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from .analysis import ScriptFacts
 from .diagnostic import NONE
+from .module_edits import ModuleEdits
 from .rule import Context
 from .transforms import RULES
 
@@ -71,6 +72,8 @@ def plan_pass(
     active = set(active)
     ctx = Context(facts, fixing, unsafe_fixes)
     ctx.suppressions = suppressions
+    if facts.cross_file and facts.path:
+        ctx.others = ModuleEdits(facts, unsafe_fixes)
     ran = [r for r in RULES if (r.code in active or r.code in fixing) and not (edits_only and r.fix == NONE)]
     for phase in ("run", "after_plan"):
         for rule in ran:

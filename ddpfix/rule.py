@@ -87,6 +87,7 @@ class Context:
         # (only through DDP001's unsafe fix), NONE (DDP001 cannot make it so here)
         self.distributed_fix = SAFE
         self._elsewhere: str | None = None
+        self.others = None  # module_edits.ModuleEdits: the script's own modules this pass edits (None: off)
 
     # ------------------------------------------------------------------ reporting
     def report(

@@ -8,6 +8,7 @@ import difflib
 import functools
 import io
 import json
+import shutil
 import tokenize
 from pathlib import Path
 
@@ -52,13 +53,41 @@ def case(request):
 def _fixed(name: str, src: bytes):
     """One run per case, shared by the tests that look at it (the case's folder holds any local modules
     the script imports)."""
-    return fix_source(src, path=str(GOLDEN / name / "input.py"), **_options(name))
+    return fix_source(src, path=str(GOLDEN / name / "input.py"), cross_file=True, **_options(name))
+
+
+def _modules_expected(name: str) -> dict[str, bytes]:
+    """The script's own modules as the fix must leave them: `expected/<path>` beside expected.py, by
+    their path relative to the case's folder (none: the fix edits no other file)."""
+    folder = GOLDEN / name / "expected"
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*.py"))}
+
+
+@pytest.fixture
+def output_path(case, tmp_path) -> str:
+    """Where the output is analysed as the fix leaves the project: expected.py in the case's folder,
+    or, for a case whose fix edits modules, in a copy of the folder holding the modules it expects."""
+    name = case[0]
+    if not (GOLDEN / name / "expected").is_dir():
+        return str(GOLDEN / name / "expected.py")
+    tree = tmp_path / name
+    shutil.copytree(GOLDEN / name, tree, ignore=shutil.ignore_patterns("expected", "__pycache__"))
+    for rel, data in _modules_expected(name).items():
+        (tree / rel).write_bytes(data)
+    return str(tree / "expected.py")
 
 
 def test_output_matches_expected(case):
     name, src, expected, opts = case
     result = _fixed(name, src)
     assert result.data == expected, f"{name}: output differs from expected.py\n{result.diff}"
+
+
+def test_modules_match_expected(case):
+    """The modules the fix edits are exactly those under expected/, byte for byte; the others stay."""
+    name, src, _, _ = case
+    got = {Path(p).relative_to(GOLDEN / name).as_posix(): c.data for p, c in _fixed(name, src).others.items()}
+    assert got == _modules_expected(name)
 
 
 def test_diagnostics_match(case):
@@ -77,11 +106,11 @@ def test_incomplete_matches(case):
     assert [f"{b.line} {b.code} {b.invariant.number}" for b in _fixed(name, src).incomplete] == want
 
 
-def test_contract_is_what_check_says_on_the_output(case):
+def test_contract_is_what_check_says_on_the_output(case, output_path):
     """The contract and `check` are one analysis: every finding of `check` on expected.py that breaks an
     invariant is an incomplete line of the rewrite, at the same place, and nothing else is."""
     name, src, expected, _ = case
-    left = check_source(expected, path=str(GOLDEN / name / "expected.py"))
+    left = check_source(expected, path=output_path, cross_file=True)
     judged = sorted((d.code, d.line) for d in left if judged_by_contract(d.code) is not None)
     assert sorted((b.code, b.output_line) for b in _fixed(name, src).incomplete) == judged
 
@@ -92,16 +121,17 @@ def test_output_reparses(case):
     ast.parse(expected)
 
 
-def test_idempotent(case):
+def test_idempotent(case, output_path):
     name, _, expected, opts = case
-    again = fix_source(expected, path=str(GOLDEN / name / "expected.py"), **opts)  # beside the case's modules
+    again = fix_source(expected, path=output_path, cross_file=True, **opts)  # beside the case's modules, as fixed
     assert again.data == expected, again.diff
+    assert again.others == {}, again.full_diff
 
 
-def test_output_checks_clean(case):
+def test_output_checks_clean(case, output_path):
     """Nothing fixable remains: only findings without a fix, or unsafe ones not asked for."""
     name, _, expected, opts = case
-    left = check_source(expected, path=str(GOLDEN / name / "expected.py"))
+    left = check_source(expected, path=output_path, cross_file=True)
     fixable = [d for d in left if d.fix == "safe" or (d.fix == "unsafe" and opts.get("unsafe_fixes"))]
     assert fixable == [], [d.format() for d in fixable]
 
@@ -162,7 +192,9 @@ def test_check_reports_what_fix_reports(case):
     name, src, _, opts = case
     fixed = _fixed(name, src)
     path = str(GOLDEN / name / "input.py")  # a case may bring the script's own modules beside it
-    checked = check_source(src, path=path, **{k: v for k, v in opts.items() if k in ("select", "ignore")})
+    checked = check_source(
+        src, path=path, cross_file=True, **{k: v for k, v in opts.items() if k in ("select", "ignore")}
+    )
     assert [(d.code, d.line, d.col, d.fix) for d in checked] == [
         (d.code, d.line, d.col, d.fix) for d in fixed.diagnostics
     ]

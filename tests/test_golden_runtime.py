@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,17 @@ def mismatches(report, declared: dict) -> list[str]:
     return out
 
 
+def expected_tree(case_dir: Path, tree: Path) -> Path:
+    """The folder `expected.py` runs in: the case's own folder, or, for a case whose fix also edits the
+    script's modules (`expected/<path>`), a copy of it holding those modules as the fix leaves them."""
+    if not (case_dir / "expected").is_dir():
+        return case_dir
+    shutil.copytree(case_dir, tree, ignore=shutil.ignore_patterns("expected", "__pycache__"))
+    for module in (case_dir / "expected").rglob("*.py"):
+        (tree / module.relative_to(case_dir / "expected")).write_bytes(module.read_bytes())
+    return tree
+
+
 @pytest.mark.parametrize("case", _cases())
 def test_golden_declares_every_check(case):
     """Fast: every golden that verify runs declares the status of every check (see tests/golden/README.md)."""
@@ -149,7 +161,7 @@ def test_declaration_problems_are_explained():
 @pytest.mark.parametrize("case", _cases())
 def test_golden_expected_runs(case, tmp_path):
     case_dir = GOLDEN / case
-    expected = case_dir / "expected.py"
+    expected = expected_tree(case_dir, tmp_path / "tree") / "expected.py"
     opts = _options(case_dir)
     args = _args(case_dir)
 

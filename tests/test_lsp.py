@@ -744,3 +744,42 @@ async def test_a_fix_the_guard_withholds_is_not_offered_and_the_diagnostics_say_
     assert fix.disabled.reason.startswith("not fixed: binds `stats` under `if RANK == 0:` only")
     again = find(await vscode.diagnostics(uri, since=since), "DDP405")
     assert again.message == f"{d.message} ({fix.disabled.reason})"
+
+
+@vscode_only
+async def test_convert_also_edits_the_scripts_own_module(vscode: Editor, tmp_path: Path):
+    """A conversion whose DDP201 fix also edits the loader factory in data_utils.py is one workspace edit
+    over both files (the module, not open, with version null), its title says so, and applying it gives
+    the files `ddpfix apply` writes."""
+    from typer.testing import CliRunner
+
+    from ddpfix.cli import app
+
+    case = Path(__file__).parent / "golden" / "loader_factory_module"
+    for folder in (tmp_path / "editor", tmp_path / "cli"):
+        folder.mkdir()
+        (folder / "train.py").write_bytes((case / "input.py").read_bytes())
+        (folder / "data_utils.py").write_bytes((case / "data_utils.py").read_bytes())
+    uri, module_uri = uri_for(tmp_path / "editor"), uri_for(tmp_path / "editor", "data_utils.py")
+    src = (case / "input.py").read_text()
+    vscode.open(uri, src)
+    await vscode.diagnostics(uri)
+    here = types.Range(start=types.Position(line=3, character=0), end=types.Position(line=3, character=0))
+    (convert,) = [a for a in await vscode.actions(uri, here, [], only=["source"]) if a.title.startswith("Convert")]
+    assert convert.title == "Convert to DDP (ddpfix; also edits data_utils.py)"
+    edit = convert.edit or (await asyncio.wait_for(vscode.client.code_action_resolve_async(convert), TIMEOUT)).edit
+    assert edit is not None and edit.document_changes is not None
+    by_uri = {c.text_document.uri: c for c in edit.document_changes}
+    assert list(by_uri) == [uri, module_uri]
+    assert (
+        by_uri[uri].text_document.version == vscode.versions[uri] and by_uri[module_uri].text_document.version is None
+    )
+    module = (tmp_path / "editor" / "data_utils.py").read_text()
+    got = {
+        "train.py": apply_edits(src, by_uri[uri].edits, vscode.encoding),
+        "data_utils.py": apply_edits(module, by_uri[module_uri].edits, vscode.encoding),
+    }
+    result = CliRunner().invoke(app, ["apply", str(tmp_path / "cli" / "train.py")])
+    assert result.exit_code == 0, result.output
+    assert got == {name: (tmp_path / "cli" / name).read_text() for name in got}
+    assert "distributed=False" in got["data_utils.py"]

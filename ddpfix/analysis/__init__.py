@@ -51,12 +51,15 @@ class ScriptFacts:
         path: str | None = None,
         *,
         placed: bool = True,
+        cross_file: bool = False,
     ) -> None:
         """`text` and `tree` (Python's parse) make positions cheaper; `path`, the script's file, lets
         the analysis read the script's own modules; without `placed`, findings get no real positions
-        (for a pass whose findings nobody reads)."""
+        (for a pass whose findings nobody reads); with `cross_file`, a fix may also edit the script's
+        own modules (ddpfix/module_edits.py)."""
         self.module = module
         self.path = path
+        self.cross_file = cross_file
         self.index = TreeIndex(module, text, tree, placed=placed)
 
     @cached_property

@@ -19,7 +19,7 @@ from ..syntax import dotted
 from .ast_reading import imported_names
 from .flow import binds
 from .imports import Imported, ImportTable, Origin, find_module
-from .stamps import fresh_stamps
+from .stamps import fresh_stamps, read_bytes, stamp
 from .summaries import ClassSummary, Finding, ModuleSummary, finder, summarise
 
 
@@ -236,14 +236,12 @@ def _library_import(path: Path, name: str, outer_find, hops: int = 3) -> str | N
 
 def _imports_of(path: Path) -> Imported:
     """The names a module's imports bind, read with Python's parse (cached by path and stamp)."""
-    try:
-        st = path.stat()
-    except OSError:
+    key = stamp(path)
+    if key is None:
         return {}
-    key = (str(path), st.st_size, st.st_mtime_ns)
     if key not in _IMPORTS:
         try:
-            _IMPORTS[key] = imported_names(ast.parse(path.read_bytes()))
+            _IMPORTS[key] = imported_names(ast.parse(read_bytes(path)))
         except (SyntaxError, ValueError, OSError, RecursionError):
             _IMPORTS[key] = {}
     return _IMPORTS[key]

@@ -5,6 +5,7 @@ DistributedSampler it builds: alone, in a tuple or in a dict (`return train_load
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,6 +25,9 @@ class Built:
     dataset: str | None = None  # a sampler over this parameter of the function
     dataset_pos: int | None = None  # ... which is its positional parameter number dataset_pos
     maybe_none: bool = False  # a sampler the function may return None instead of
+    # a loader that gets its sampler only when this parameter of the function is true (`sampler=
+    # DistributedSampler(ds) if distributed else None`); a sampler built so: that parameter
+    gate: str | None = None
 
 
 Shape = Built | tuple | dict  # a tuple or dict of Built | None
@@ -37,9 +41,9 @@ def returned(func: ast.FunctionDef | ast.AsyncFunctionDef, kind_of: Callable[[as
     params = [a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)]  # positional first
     local: dict[str, Built] = {}
     returns: list[ast.expr | None] = []
-    for node in _own_nodes(func):
+    for node in sorted(_own_nodes(func), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            built = _built(node.value, kind_of, params)
+            built = _built(node.value, kind_of, params, local)
             if built is not None:
                 local[node.targets[0].id] = built
         elif isinstance(node, ast.Return):
@@ -54,7 +58,7 @@ def returned(func: ast.FunctionDef | ast.AsyncFunctionDef, kind_of: Callable[[as
         if found is not None:
             shape = found
     if isinstance(shape, Built) and shape.kind == SAMPLER and nones:
-        shape = Built(shape.kind, shape.line, shape.sampled, shape.dataset, shape.dataset_pos, maybe_none=True)
+        shape = dataclasses.replace(shape, maybe_none=True)
     return shape
 
 
@@ -69,9 +73,12 @@ def _own_nodes(func: ast.AST):
         stack.extend(ast.iter_child_nodes(node))
 
 
-def _built(value: ast.expr, kind_of, params: list[str]) -> Built | None:
+def _built(value: ast.expr, kind_of, params: list[str], local: dict[str, Built] | None = None) -> Built | None:
     maybe_none = False
+    gate = None
     if isinstance(value, ast.IfExp):  # DistributedSampler(ds) if dist.is_initialized() else None
+        if isinstance(value.test, ast.Name) and value.test.id in params and _is_none(value.orelse):
+            gate = value.test.id  # ... if distributed else None: only when the caller asks
         if _is_none(value.orelse):
             value, maybe_none = value.body, True
         elif _is_none(value.body):
@@ -82,14 +89,22 @@ def _built(value: ast.expr, kind_of, params: list[str]) -> Built | None:
         return None
     kind = kind_of(value)
     if kind == LOADER:
-        sampled = any(k.arg in ("sampler", "batch_sampler") and not _is_none(k.value) for k in value.keywords)
-        return Built(LOADER, value.lineno, sampled=sampled)
+        given = [k.value for k in value.keywords if k.arg in ("sampler", "batch_sampler") and not _is_none(k.value)]
+        gates = [_gate(v, kind_of, params, local or {}) for v in given]
+        return Built(LOADER, value.lineno, sampled=bool(given), gate=gates[0] if len(gates) == 1 else None)
     if kind == SAMPLER:
         first = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "dataset"), None)
         dataset = first.id if isinstance(first, ast.Name) and first.id in params else None
         pos = params.index(dataset) if dataset is not None else None
-        return Built(SAMPLER, value.lineno, dataset=dataset, dataset_pos=pos, maybe_none=maybe_none)
+        return Built(SAMPLER, value.lineno, dataset=dataset, dataset_pos=pos, maybe_none=maybe_none, gate=gate)
     return None
+
+
+def _gate(value: ast.expr, kind_of, params: list[str], local: dict[str, Built]) -> str | None:
+    """The parameter a loader's `sampler=` argument depends on: a sampler built `... if distributed
+    else None`, inline or bound to a name before the loader."""
+    sampler = local.get(value.id) if isinstance(value, ast.Name) else _built(value, kind_of, params)
+    return sampler.gate if sampler is not None and sampler.kind == SAMPLER else None
 
 
 def _shape(value: ast.expr, local: dict[str, Built], kind_of, params: list[str]) -> Shape | None:
@@ -108,7 +123,7 @@ def _shape(value: ast.expr, local: dict[str, Built], kind_of, params: list[str])
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
         items = {k.arg: _shape(k.value, local, kind_of, params) for k in value.keywords if k.arg}
         return items if any(v is not None for v in items.values()) else None
-    return _built(value, kind_of, params)
+    return _built(value, kind_of, params, local)
 
 
 def _is_none(node: ast.expr) -> bool:

@@ -56,7 +56,7 @@ from .module_writes import PER_RANK_KINDS, every_rank_writes, rank_guarded_calls
 from .returns import LOADER as RETURNS_LOADER
 from .returns import SAMPLER as RETURNS_SAMPLER
 from .returns import returned
-from .stamps import Stamp, stamp
+from .stamps import Stamp, read_bytes, stamp
 from .torch_api import COLLECTIVES
 
 _DIRECT = {
@@ -96,7 +96,7 @@ def summarise(path: Path, find, _seen: frozenset[Path] = frozenset()) -> ModuleS
     if path in _seen or len(_seen) > DEPTH:
         return summary  # an import cycle, or too deep: read as empty, not cached
     try:
-        tree = ast.parse(path.read_bytes())
+        tree = ast.parse(read_bytes(path))
     except (SyntaxError, ValueError, OSError, RecursionError):
         _CACHE[key] = summary
         return summary

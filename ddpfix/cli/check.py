@@ -17,6 +17,7 @@ from .options import (
     Ignore,
     Isolated,
     Jobs,
+    NoCrossFile,
     Paths,
     Quiet,
     Select,
@@ -51,6 +52,7 @@ def check(
     quiet: Quiet = False,
     verbose: Verbose = False,
     stdin_filename: StdinName = None,
+    cross_file: NoCrossFile = None,
     zero: CheckExitZero = False,
 ) -> None:
     """Report what is wrong as `path:line:col: CODE message`; no PATH: the current folder.
@@ -67,6 +69,7 @@ def check(
         quiet=quiet,
         verbose=verbose,
         stdin_filename=stdin_filename,
+        cross_file=cross_file,
     )
     results = discovered(run, paths or ["."], fix=False, keep="diagnostics", fixes=output_format in ("json", "sarif"))
     diagnostics = [(res, d) for res in results if res.result is not None for d in res.result.diagnostics]

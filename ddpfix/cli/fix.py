@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -10,6 +11,7 @@ from rich.syntax import Syntax
 
 from ..engine import STDIN, FileResult, write_atomic
 from ..errors import DdpfixError
+from ..writing import Write, write_all
 from .options import (
     ApplyPaths,
     Color,
@@ -18,6 +20,7 @@ from .options import (
     Ignore,
     Isolated,
     Jobs,
+    NoCrossFile,
     Paths,
     Quiet,
     Select,
@@ -26,7 +29,7 @@ from .options import (
     Verbose,
     exit_zero,
 )
-from .output import console, fail, incomplete_lines, next_step, note, summary, withheld_summary
+from .output import console, fail, incomplete_lines, module_summary, next_step, note, summary, withheld_summary
 from .run import Run, discovered, start
 
 DiffExitZero = exit_zero("there are changes or a withheld fix")
@@ -46,12 +49,15 @@ def diff(
     quiet: Quiet = False,
     verbose: Verbose = False,
     stdin_filename: StdinName = None,
+    cross_file: NoCrossFile = None,
     zero: DiffExitZero = False,
 ) -> None:
     """Print the unified diff `apply` would make, with the same flags; no PATH: the current folder.
 
-    Exit 1 when it would change something or withhold a fix (0 with --exit-zero), 2 on errors."""
+    One diff per script, over every file its fix changes (the script, then its own modules). Exit 1
+    when it would change something or withhold a fix (0 with --exit-zero), 2 on errors."""
     run = start(
+        cross_file=cross_file,
         select=select,
         ignore=ignore,
         unsafe_fixes=unsafe_fixes,
@@ -67,14 +73,17 @@ def diff(
     out, err = console(color), console(color, stderr=True)
     changed = withheld = False
     for res in results:
-        if res.result is None or not (res.result.diff or res.result.withheld or res.result.incomplete):
+        r = res.result
+        if r is None or not (r.full_diff or r.withheld or r.incomplete):
             continue
-        changed = changed or bool(res.result.diff)
-        withheld = withheld or bool(res.result.withheld) or bool(res.result.incomplete)
-        if res.result.diff:
-            out.print(Syntax(res.result.diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
+        changed = changed or bool(r.full_diff)
+        withheld = withheld or bool(r.withheld) or bool(r.incomplete)
+        if r.full_diff:
+            out.print(Syntax(r.full_diff.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
         if not run.quiet:
             err.print(summary(res, unsafe_fixes=run.options(res.path).unsafe_fixes), markup=False)
+            for change in r.others.values():
+                err.print(module_summary(change, res.path), markup=False)
             for line in incomplete_lines(res):
                 err.print(line, markup=False)
     raise typer.Exit(2 if run.errors else (1 if (changed or withheld) and not zero else 0))
@@ -96,9 +105,13 @@ def apply(
     quiet: Quiet = False,
     verbose: Verbose = False,
     stdin_filename: StdinName = None,
+    cross_file: NoCrossFile = None,
     zero: ApplyExitZero = False,
 ) -> None:
     """Rewrite files in place (atomically) with the safe fixes; '-' writes the fixed source to standard output.
+
+    A fix that also edits the script's own modules writes all of its files or none (--no-cross-file:
+    the named files only; --interactive never edits other files).
 
     Exit 1 when the output guard withheld a fix (the summary line says which and why) or the result is
     not yet a correct DDP script (an `incomplete:` line says what and where); 0 with --exit-zero; 2 on
@@ -120,6 +133,7 @@ def apply(
         quiet=quiet,
         verbose=verbose,
         stdin_filename=stdin_filename,
+        cross_file=False if interactive else cross_file,
     )
     results = discovered(run, paths, fix=True, keep="all")
     withheld = (
@@ -128,16 +142,18 @@ def apply(
     if interactive:
         written = _interactive(run, results, color)
     else:
-        written = [res.path for res in results if _apply_one(run, res)]
+        modules: dict[str, tuple[str, bytes]] = {}
+        written = [res.path for res in results if _apply_one(run, res, modules)]
     if written and not run.quiet:
         incomplete = any(res.result is not None and res.result.incomplete for res in results if res.path in written)
         note(next_step(written, incomplete))
     raise typer.Exit(2 if run.errors else (1 if withheld else 0))
 
 
-def _apply_one(run: Run, res: FileResult) -> bool:
-    """Write one file's result (or print it, for standard input) and its summary; True when a file was
-    rewritten."""
+def _apply_one(run: Run, res: FileResult, modules: dict[str, tuple[str, bytes]]) -> bool:
+    """Write one script's result, with the modules its fix edits, all or none (or print it, for standard
+    input), and its summaries; True when files were rewritten. `modules`: the modules written so far in
+    this run (real path -> the script that edited it, the bytes written): two scripts may share one."""
     if res.result is None:
         return False
     unsafe = run.options(res.path).unsafe_fixes
@@ -148,17 +164,34 @@ def _apply_one(run: Run, res: FileResult) -> bool:
             for line in incomplete_lines(res):
                 note(line)
         return False
+    writes = []
     if res.result.changed:
-        try:
-            write_atomic(res.path, res.result.data or res.result.code.encode(), expected=res.original)
-        except DdpfixError as exc:
-            run.error(str(exc))
-            return False
-    if not run.quiet and (res.result.changed or res.result.withheld or res.result.incomplete):
+        writes.append(Write(res.path, res.result.data or res.result.code.encode(), res.original))
+    for change in res.result.others.values():
+        real = os.path.realpath(change.path)
+        if real in modules:
+            by, data = modules[real]
+            if data != change.data:
+                run.error(
+                    f"{change.path}: the fix of {res.path} edits it otherwise than that of {by}; apply them one at a time"
+                )
+                return False
+            continue
+        writes.append(Write(change.path, change.data, change.original))
+    try:
+        write_all(writes)
+    except DdpfixError as exc:
+        run.error(str(exc))
+        return False
+    mine = [c for c in res.result.others.values() if os.path.realpath(c.path) not in modules]
+    modules.update({os.path.realpath(c.path): (res.path, c.data) for c in mine})
+    if not run.quiet and (res.result.changed_files or res.result.withheld or res.result.incomplete):
         note(summary(res, " applied", unsafe_fixes=unsafe))
+        for change in mine:
+            note(module_summary(change, res.path, " applied"))
         for line in incomplete_lines(res):
             note(line)
-    return res.result.changed
+    return res.result.changed_files
 
 
 def _stdout(res: FileResult) -> None:

@@ -80,6 +80,14 @@ Verbose = Annotated[
     bool,
     typer.Option("--verbose", "-v", help="Also print the config used, what was skipped and why, per-file timings."),
 ]
+NoCrossFile = Annotated[
+    bool | None,
+    typer.Option(
+        "--cross-file/--no-cross-file",
+        help="Let a fix edit the script's own modules too (default from the config, else on); off: the named files only.",
+        show_default=False,
+    ),
+]
 StdinName = Annotated[
     str | None,
     typer.Option(

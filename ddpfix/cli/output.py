@@ -8,7 +8,7 @@ import shlex
 import typer
 from rich.console import Console
 
-from ..diagnostic import NONE, UNSAFE
+from ..diagnostic import NONE, UNSAFE, FileChange
 from ..diff import stats
 from ..engine import FileResult
 
@@ -83,6 +83,13 @@ def summary(res: FileResult, verb: str = "", *, unsafe_fixes: bool = False) -> s
     if withheld:
         text += f"; {withheld_summary(withheld)}"
     return text
+
+
+def module_summary(change: FileChange, script: str, verb: str = "") -> str:
+    """`data_utils.py: 1 hunk(s), +5 -2; edited for train.py: DDP201`: one of the script's own modules
+    that the script's fix edits."""
+    s = stats(change.diff)
+    return f"{change.path}: {s.hunks} hunk(s){verb}, +{s.added} -{s.removed}; edited for {script}: {', '.join(change.codes)}"
 
 
 def incomplete_lines(res: FileResult) -> list[str]:

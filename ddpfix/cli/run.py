@@ -40,9 +40,14 @@ class Run:
         quiet: bool = False,
         verbose: bool = False,
         stdin_filename: str | None = None,
+        cross_file: bool | None = None,
     ) -> None:
         self.overrides = Overrides(
-            select=_codes(select), ignore=_codes(ignore), unsafe_fixes=unsafe_fixes, exclude=exclude
+            select=_codes(select),
+            ignore=_codes(ignore),
+            unsafe_fixes=unsafe_fixes,
+            exclude=exclude,
+            cross_file=cross_file,
         )
         self.resolver = Resolver(config, isolated)
         self.jobs = jobs
@@ -89,7 +94,9 @@ class Run:
         for path in files:
             if path == STDIN:
                 name = self.stdin_filename or STDIN
-                task = Task(name, self.options(name), fix=fix, keep="all", fixes=fixes)
+                opts = self.options(name)
+                opts.cross_file = False  # standard input goes to standard output: one text, no other file
+                task = Task(name, opts, fix=fix, keep="all", fixes=fixes)
                 res = run_task(task, data=sys.stdin.buffer.read())
                 res.stdin = True
                 out.append(res)

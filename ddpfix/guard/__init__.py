@@ -12,6 +12,10 @@ input before anyone sees it:
 4. no init point of the process group runs after another one, and every `DistributedDataParallel`
    is preceded by one, where the input did not already do otherwise (process_group.py).
 
+Where the fix also edits the script's own modules (module_edits.py), steps 2 to 4 and the contract
+read those modules as the fix leaves them (`stamps.overlaid`); each edited module has been checked
+on its own already (it parses, no new undefined name).
+
 When a check fails, the rules behind it are found (blame.py) and their fixes withheld, with every fix
 that needs them; the others are planned again without them, over the same analysis, and checked
 again. Each withheld fix is reported on its findings: `Diagnostic.withheld` says why.
@@ -22,11 +26,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 import libcst as cst
 
 from ..analysis import ScriptFacts
-from ..diagnostic import NONE, SAFE, Diagnostic
+from ..analysis.stamps import overlaid
+from ..diagnostic import NONE, SAFE, Diagnostic, FileChange
 from ..passes import dependents, plan_pass
 from ..rule import Context
 from ..suppress import might_have, scan
@@ -58,6 +64,8 @@ class Outcome:
     kept_nothing: bool = False  # no set of fixes passed the checks: the output is the input
     facts: ScriptFacts | None = None  # the analysis of `module` when it is not the input
     after: list[Diagnostic] | None = None  # `check`'s findings on `module` (None: not known yet)
+    others: dict[str, FileChange] = dataclasses.field(default_factory=dict)  # the script's modules it edits
+    texts: dict[Path, bytes] = dataclasses.field(default_factory=dict)  # ... their new bytes, by path
 
     def diagnostics(self) -> list[Diagnostic]:
         unsafe = self.ctx.unsafe_fixes
@@ -121,7 +129,17 @@ class Guard:
                 full.setdefault(dep, f"needs {code}'s fix, which was withheld: {reason}")
         if verdict.module is None:  # nothing left to apply
             return Outcome(ctx, self.facts.module, self.text, full, kept_nothing=not ctx.plan.is_empty())
-        return Outcome(ctx, verdict.module, verdict.text, full, facts=verdict.facts, after=verdict.findings)
+        others, texts = (ctx.others.changes(), ctx.others.texts()) if ctx.others is not None else ({}, {})
+        return Outcome(
+            ctx,
+            verdict.module,
+            verdict.text,
+            full,
+            facts=verdict.facts,
+            after=verdict.findings,
+            others=others,
+            texts=texts,
+        )
 
     def plan(self, fixing: set[str]) -> Context:
         return plan_pass(self.facts, self.active, fixing, self.unsafe_fixes, self.suppressions)
@@ -140,10 +158,12 @@ class Guard:
             named = {p.rule for p in problems}
             return Verdict(problems[0].reason, set() if None in named else named)  # type: ignore[arg-type]
         module = plan.apply()
-        result = fixpoint(self, module, module.code, ctx.fixing)
-        if isinstance(result, str):
-            return Verdict(result)
-        return self._after(result)
+        # the later passes and checks read the script's own modules as this plan edits them
+        with overlaid(ctx.others.texts() if ctx.others is not None else {}):
+            result = fixpoint(self, module, module.code, ctx.fixing)
+            if isinstance(result, str):
+                return Verdict(result)
+            return self._after(result)
 
     def _after(self, out: Fixpoint) -> Verdict:
         """The checks that compare the final output with the input."""
@@ -187,7 +207,8 @@ class Guard:
             if facts is None:
                 return []
             suppressions = scan(outcome.text) if might_have(outcome.text) else None
-        return plan_pass(facts, self.judges, set(), self.unsafe_fixes, suppressions).diagnostics
+        with overlaid(outcome.texts):
+            return plan_pass(facts, self.judges, set(), self.unsafe_fixes, suppressions).diagnostics
 
     # ------------------------------------------------------------------ the input's side, once
     def input_parses(self) -> bool:

@@ -81,7 +81,7 @@ def _pass(guard: Guard, module: cst.Module, text: str, tree: ast.Module | None, 
     suppressions = scan(text) if might_have(text) else None
     if not MIGHT_TRAIN.search(text):
         return None, None
-    facts = ScriptFacts(module, text, tree, guard.facts.path)
+    facts = ScriptFacts(module, text, tree, guard.facts.path, cross_file=guard.facts.cross_file)
     if not reaches_rules(facts):
         return facts, None
     return facts, plan_pass(facts, guard.judges, fixing, guard.unsafe_fixes, suppressions)

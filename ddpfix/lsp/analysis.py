@@ -38,7 +38,9 @@ class Analysis:
         a = cls(text=text, version=version, options=options, path=path)
         try:
             a.parsed = parse_source(text, path)
-            result = fix_parsed(a.parsed, select=options.select, ignore=options.ignore, fix=False)
+            result = fix_parsed(
+                a.parsed, select=options.select, ignore=options.ignore, fix=False, cross_file=options.cross_file
+            )
         except DdpfixError as exc:
             a.error = str(exc)
         except (RecursionError, MemoryError) as exc:
@@ -63,12 +65,17 @@ class Analysis:
         if key not in self.fixes:
             try:
                 parsed = self.parsed if self.parsed is not None else parse_source(self.text, self.path)
+                cross = self.options.cross_file  # the script's own modules may be edited too (Result.others)
                 if codes is None:
                     res = fix_parsed(
-                        parsed, select=self.options.select, ignore=self.options.ignore, unsafe_fixes=unsafe
+                        parsed,
+                        select=self.options.select,
+                        ignore=self.options.ignore,
+                        unsafe_fixes=unsafe,
+                        cross_file=cross,
                     )
                 else:
-                    res = fix_parsed(parsed, select=list(codes), unsafe_fixes=unsafe)
+                    res = fix_parsed(parsed, select=list(codes), unsafe_fixes=unsafe, cross_file=cross)
             except Exception:  # DdpfixError cannot happen for a text that analysed; anything else is a bug
                 log.exception("internal error fixing %s with %s", self.path, key)
                 res = None

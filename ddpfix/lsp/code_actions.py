@@ -3,6 +3,8 @@ when the output guard withholds it), "Ignore DDPxxx on this line", fix-all and "
 
 from __future__ import annotations
 
+import os
+
 from lsprotocol import types
 
 from ..diagnostic import SAFE, UNSAFE
@@ -92,6 +94,8 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
             if d.code == "DDP204" and res is not None:  # the title names the sampler and the epoch variable
                 added = [line for e in text_edits(doc.text, res.code, "utf-32") for line in e.new_text.splitlines()]
             title = A.fix_title(d.code, d.fix, len(same), added)
+            if res is not None and res.others:  # the fix edits the script's own modules too
+                title += " (also edits " + ", ".join(sorted(os.path.basename(p) for p in res.others)) + ")"
             make(
                 title,
                 A.QUICKFIX,
@@ -116,13 +120,18 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
             )
 
     def convert_title(title: str, unsafe: bool) -> str:
-        """The title, saying what the conversion leaves incomplete when its result is known."""
+        """The title, saying which other files the conversion edits and what it leaves incomplete, when
+        its result is known."""
         # computed when the user asks for actions (not on the requests sent on every cursor move)
         res = ls.fixed(doc, a, None, unsafe) if asked else a.fixes.get((None, unsafe))
-        if res is None or not res.incomplete:
+        if res is None or not (res.incomplete or res.others):
             return title
-        labels = sorted({b.invariant.label for b in res.incomplete})
-        return f"{title[: -len(' (ddpfix)')]} (ddpfix; incomplete: {', '.join(labels)})"
+        notes = []
+        if res.others:
+            notes.append("also edits " + ", ".join(sorted(os.path.basename(p) for p in res.others)))
+        if res.incomplete:
+            notes.append("incomplete: " + ", ".join(sorted({b.invariant.label for b in res.incomplete})))
+        return f"{title[: -len(' (ddpfix)')]} (ddpfix; {'; '.join(notes)})"
 
     if any(d.fix == SAFE for d in a.diagnostics):
         if A.kind_wanted(A.FIX_ALL, only):

@@ -12,9 +12,10 @@ import os
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcParseError
 from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path
 
 from .. import __version__
-from ..diagnostic import Diagnostic
+from ..diagnostic import Diagnostic, FileChange
 from . import actions as A
 from .analysis import Analysis
 from .documents import ClientFeatures, Document
@@ -139,12 +140,31 @@ class DdpfixServer(LanguageServer):
             self.publish(doc)
 
     # ------------------------------------------------------------------ edits
-    def workspace_edit(self, doc: Document, new_text: str) -> types.WorkspaceEdit:
-        edits = text_edits(doc.text, new_text, self.client.encoding)
+    def workspace_edit(
+        self, doc: Document, new_text: str, others: dict[str, FileChange] | None = None
+    ) -> types.WorkspaceEdit | None:
+        """The edit of the document, and of the script's own modules a cross-file fix changes (each
+        against its text on disk; an open one with its version, one not open with version null). None
+        when a module is open with unsaved changes the fix did not see."""
+        files = [(doc.uri, doc.version, text_edits(doc.text, new_text, self.client.encoding))]
+        for change in (others or {}).values():
+            uri = from_fs_path(os.path.abspath(change.path)) or change.path
+            open_doc = self.docs.get(uri)
+            if open_doc is not None and open_doc.text != change.source:
+                return None
+            version = open_doc.version if open_doc is not None else None
+            files.append((uri, version, text_edits(change.source, change.code, self.client.encoding)))
         if self.client.document_changes:
-            ident = types.OptionalVersionedTextDocumentIdentifier(uri=doc.uri, version=doc.version)
-            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=ident, edits=edits)])
-        return types.WorkspaceEdit(changes={doc.uri: edits})
+            return types.WorkspaceEdit(
+                document_changes=[
+                    types.TextDocumentEdit(
+                        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                        edits=edits,
+                    )
+                    for uri, version, edits in files
+                ]
+            )
+        return types.WorkspaceEdit(changes={uri: edits for uri, _, edits in files})
 
     def action_edit(self, doc: Document, data: dict) -> types.WorkspaceEdit | None:
         """Compute the edit of an action described by `data` against the document's current text."""
@@ -168,13 +188,13 @@ class DdpfixServer(LanguageServer):
         unsafe = bool(data.get("unsafe"))
         codes = (str(data["code"]),) if kind == "fix" else None
         res = self.fixed(doc, a, codes, unsafe)
-        if res is None or not res.changed or (codes is not None and codes[0] in res.withheld):
+        if res is None or not res.changed_files or (codes is not None and codes[0] in res.withheld):
             return None  # nothing to change, or the output guard withheld the fix asked for
         if res.incomplete and codes is None:  # a whole conversion that does not yet keep the DDP contract
             self.window_show_message(
                 types.ShowMessageParams(type=types.MessageType.Warning, message=incomplete_message(res))
             )
-        return self.workspace_edit(doc, res.code)
+        return self.workspace_edit(doc, res.code, res.others)
 
     def fixed(self, doc: Document, a: Analysis, codes: tuple[str, ...] | None, unsafe: bool):
         """`a.fixed(...)`; when the output guard withholds a fix not known to be withheld before, the

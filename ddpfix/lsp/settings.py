@@ -20,6 +20,7 @@ class RuleOptions:
     ignore: tuple[str, ...] | None = None
     source: str | None = None  # the pyproject.toml they came from
     error: str | None = None  # a broken config: defaults are used and this is shown once
+    cross_file: bool = True  # a fix may edit the script's own modules (`cross-file = false`: not)
 
 
 DEFAULTS = RuleOptions()
@@ -77,6 +78,7 @@ class Settings:
             select=tuple(eff.select) if eff.select is not None else None,
             ignore=tuple(eff.ignore) if eff.ignore else None,
             source=str(cfg.path) if cfg.path is not None else None,
+            cross_file=eff.cross_file,
         )
 
 

@@ -6,12 +6,13 @@ import libcst as cst
 
 from ..analysis import Loader
 from ..analysis.dataparallel import conversion_blocked
-from ..edits import engine_set_epoch, epoch_name, set_epoch_statements, with_kwarg
 from ..examples import clean, fixes, reports
-from ..loader_kwargs import add_sampler_to_kwargs, dataset_name, kwargs_fix_blocker, prefix
-from ..local_samplers import SAMPLER, swap_local_sampler
-from ..rule import Context, Order, Rule
-from ..syntax import code_of, dotted, is_literal, kwarg, positional
+from ..loader_factory import shard_factories
+from ..loader_kwargs import add_sampler_to_kwargs, kwargs_fix_blocker
+from ..local_samplers import swap_local_sampler
+from ..rule import Context, Rule
+from ..sampler_edit import add_sampler, add_set_epoch, is_iterable_dataset
+from ..syntax import kwarg, positional
 
 
 class MissingDistributedSampler(Rule):
@@ -108,8 +109,15 @@ function's result or parameter: the message names it and its line), is handed to
 the loader, is used again after it (the sampler would reach that use too), or is unpacked in a loop.
 A helper that builds the training loader and also a loader nothing trains on
 (`make_loader(train_set)`, `make_loader(val_set)`) is reported at the training call: sharding inside
-it would shard both. A training loader built in another file (one of the script's own modules) is
-reported at the call, naming that file and line: the fix would edit that file. With a model still in
+it would shard both. A training loader built by a factory function in one of the script's own modules
+(`build_loaders()` in data_utils.py beside the script) is sharded there: the factory gets a parameter
+`distributed=False` that adds the sampler when true, the script's training call passes
+`distributed=DISTRIBUTED`, and its epoch loop sets the epoch through `loader.sampler`; other callers
+of the factory keep what they had. That edit of the other file is made only inside the script's folder
+and with cross-file edits on (`--no-cross-file` keeps them off), and not for a factory that builds the
+loader from a `**kwargs` dict or with a `batch_sampler`, reads an IterableDataset, already uses the
+name `distributed`, or is run by its own module as a program: then the finding names that file and
+line and why. With a model still in
 `nn.DataParallel` the sampler is as unsafe as its conversion (DDP302), and it is not added where that
 conversion is not possible: sharded data without the DDP wrap would train unsynchronised copies.
 """
@@ -174,7 +182,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                 continue
             ds_arg = positional(call, 0) or kwarg(call, "dataset")
             ds_key = contents is not None and ds_arg is None and contents.has("dataset")
-            if (ds_arg is None and not ds_key) or (ds_arg is not None and _is_iterable_dataset(facts, ds_arg.value)):
+            if (ds_arg is None and not ds_key) or (ds_arg is not None and is_iterable_dataset(facts, ds_arg.value)):
                 ctx.report(
                     call,
                     "training DataLoader over an IterableDataset: shard it per rank inside the dataset",
@@ -196,20 +204,8 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                 continue
             if not ctx.report(call, message, fix="unsafe" if dataparallel else None):
                 continue
-            _add_sampler(ctx, loader, batch_loop, ds_arg)
-        reported: set[int] = set()
-        for foreign, _ in facts.data.foreign_loaders():
-            if foreign.built.sampled or id(foreign.call) in reported:
-                continue
-            reported.add(id(foreign.call))
-            where = f"{_shown(facts, foreign.path)}:{foreign.built.line}"
-            ctx.report(
-                foreign.call,
-                f"training DataLoader without a DistributedSampler, built by {foreign.func}() at {where}: the fix "
-                f"would edit that file; give that DataLoader sampler=DistributedSampler(dataset) when distributed "
-                "(shuffle moved into it) and call set_epoch(epoch) at the start of each epoch",
-                fix="none",
-            )
+            add_set_epoch(ctx, loader, batch_loop, add_sampler(ctx, loader, ds_arg))
+        shard_factories(ctx, self)
 
 
 def _elsewhere(facts, loader: Loader, batch_loop: cst.CSTNode) -> str | None:
@@ -235,126 +231,8 @@ def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
     return any(b.dataset is not None and b.dataset.deep_equals(ds.value) for b in facts.data.sampler_bindings)
 
 
-def _is_iterable_dataset(facts, expr: cst.BaseExpression) -> bool:
-    name = dotted(expr.func) if isinstance(expr, cst.Call) else None
-    for cls in facts.index.classes:
-        if name == cls.name.value or (
-            isinstance(expr, cst.Name) and _bound_to_class(facts, expr.value, cls.name.value)
-        ):
-            return any("IterableDataset" in code_of(b.value) for b in cls.bases)
-    return False
-
-
-def _bound_to_class(facts, var: str, cls_name: str) -> bool:
-    for assign in facts.index.assigns:
-        if any(dotted(t.target) == var for t in assign.targets) and isinstance(assign.value, cst.Call):
-            if dotted(assign.value.func) == cls_name:
-                return True
-    return False
-
-
-def _add_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, ds_arg: cst.Arg) -> None:
-    plan = ctx.plan
-    call = loader.site.node
-    p = prefix(loader.local or loader.target or "loader")
-    head = "self." if (loader.local or "").startswith("self.") else ""  # the sampler lives where the loader is built
-    stmt = loader.site.stmt
-    sampler_cls = plan.ref(SAMPLER, "DistributedSampler")
-    dist_flag = ctx.env("DISTRIBUTED")
-
-    ds_expr, new_stmts = dataset_name(ctx, loader, ds_arg)
-    sampler_base = f"{p}_sampler" if p else "sampler"
-    sampler = f"{head}{sampler_base}" if head else plan.fresh(sampler_base)
-
-    shuffle_arg = kwarg(call, "shuffle")
-    shuffle_pos = positional(call, 2)  # DataLoader(dataset, batch_size, shuffle)
-    shuffle = shuffle_arg.value if shuffle_arg is not None else (shuffle_pos.value if shuffle_pos is not None else None)
-    if shuffle is not None and is_literal(shuffle, True):
-        sampler_args = ds_expr
-        loader_shuffle = f"({sampler} is None)"
-    elif shuffle is None or is_literal(shuffle, False):
-        sampler_args = f"{ds_expr}, shuffle=False"
-        loader_shuffle = None
-    else:
-        sampler_args = f"{ds_expr}, shuffle={code_of(shuffle)}"
-        loader_shuffle = f"({sampler} is None and {code_of(shuffle)})"
-    new_stmts += plan.statements(
-        "{s} = {cls}({args}) if {d} else None", s=sampler, cls=sampler_cls, args=sampler_args, d=dist_flag
-    )
-    plan.insert_before(stmt, new_stmts, order=Order.SAMPLER)
-
-    def rewrite(node: cst.Call) -> cst.Call:
-        if loader_shuffle is not None:
-            expr = cst.parse_expression(loader_shuffle)
-            if shuffle_arg is None and shuffle_pos is not None:
-                node = node.with_changes(
-                    args=[a.with_changes(value=expr) if a is _same(node, shuffle_pos) else a for a in node.args]
-                )
-            else:
-                node = with_kwarg(node, "shuffle", expr)
-        return with_kwarg(node, "sampler", cst.parse_expression(sampler))
-
-    plan.replace(call, rewrite)
-    _add_set_epoch(ctx, loader, batch_loop, sampler)
-
-
-def _same(node: cst.Call, original: cst.Arg) -> cst.Arg | None:
-    for a in node.args:
-        if a.deep_equals(original):
-            return a
-    return None
-
-
-def _add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, sampler: str) -> None:
-    facts = ctx.facts
-    handoff = facts.data.handoff(batch_loop)
-    if handoff is not None and handoff.engine is not None:  # an ignite trainer runs the epochs
-        if loader.binding is loader.site.stmt:  # the sampler variable is at hand
-            engine_set_epoch(ctx, handoff, sampler, test="optional")
-        else:
-            engine_set_epoch(ctx, handoff, f"{loader.target}.sampler", test="loader")
-        return
-    epoch_loop = facts.data.epoch_loop_for(batch_loop)
-    if epoch_loop is None:
-        return
-    epoch = epoch_name(ctx, epoch_loop)
-    if epoch is None:
-        return
-    same_scope = (
-        facts.index.scope_of(epoch_loop) is facts.index.scope_of(loader.site.node)
-        and loader.binding is loader.site.stmt
-    )
-    same_class = sampler.startswith("self.") and facts.index.enclosing(epoch_loop, cst.ClassDef) is loader.site.cls
-    if same_scope or same_class:
-        stmts = set_epoch_statements(ctx, sampler, epoch, optional=True)
-    else:
-        reach = facts.data.loader_reach(loader, epoch_loop)
-        if reach is None:
-            return
-        cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
-        stmts = ctx.plan.statements(
-            """
-            if isinstance({l}.sampler, {cls}):
-                {l}.sampler.set_epoch({e})
-            """,
-            l=reach,
-            cls=cls,
-            e=epoch,
-        )
-    ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
-
-
 def _line(facts, node: cst.CSTNode) -> int:
     return facts.index.position(node).start.line
-
-
-def _shown(facts, path) -> str:
-    """The module's file as the user knows it: relative to the script's folder when it is inside it."""
-    folder = facts.modules.folder
-    try:
-        return path.resolve().relative_to(folder.resolve()).as_posix() if folder is not None else str(path)
-    except ValueError:
-        return str(path)
 
 
 EXAMPLES = (

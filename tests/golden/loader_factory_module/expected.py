@@ -5,6 +5,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data.distributed import DistributedSampler
 
 from data_utils import build_loaders
 
@@ -22,13 +23,15 @@ def main():
         dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
 
     torch.manual_seed(0)
-    train_loader, val_loader = build_loaders(batch_size=9)
+    train_loader, val_loader = build_loaders(batch_size=9, distributed=DISTRIBUTED)
     model = nn.Linear(4, 1)
     raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for epoch in range(2):
+        if isinstance(train_loader.sampler, DistributedSampler):
+            train_loader.sampler.set_epoch(epoch)
         for xb, yb in train_loader:
             optimizer.zero_grad()
             nn.functional.mse_loss(model(xb), yb).backward()
