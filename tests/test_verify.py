@@ -625,6 +625,24 @@ def test_text_report(script, tmp_path):
     assert "torchrun" not in console.export_text()
 
 
+def test_text_report_is_a_check_a_line_with_evidence_below_at_80_columns(script, tmp_path):
+    """Piped or in a narrow terminal: every check starts a line of its own, its evidence is indented
+    below it, and no line is longer than the terminal (nothing squeezed into a narrow column)."""
+    report = _fail_report(script, tmp_path)
+    report.get("files").evidence.append("x" * 150)  # a long line wraps under its indent, not into a column
+    console = Console(record=True, width=80, force_terminal=False)
+    render_text(report, console=console)
+    lines = console.export_text().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    heads = [line for line in lines if line[:6] in ("PASS  ", "FAIL  ", "n/a   ")]
+    assert [h.split()[1].rstrip(":") for h in heads] == [c.name for c in report.checks]
+    files = lines.index("FAIL  files: Each file written by one rank")
+    assert lines[files + 1] == "      compared: 1 file, 2 ranks"
+    assert lines[files + 2].startswith("      ckpt.pt written by ranks [0, 1] (torch.save at train.py:11)")
+    assert lines[files + 3] == "      " + "x" * 74 and lines[files + 4] == "      " + "x" * 74
+    assert not any(ch in "".join(lines) for ch in "│┃┏")  # no table
+
+
 def test_json_report(script, tmp_path):
     data = json.loads(to_json(_fail_report(script, tmp_path)))
     assert data["ok"] is False
