@@ -1069,7 +1069,8 @@ def test_probe_errors_fail_the_probe_check_and_explain_the_gaps(script):
     ]
     assert report["shards"].status == NA
     assert report["shards"].evidence == [
-        "the probe could not observe DataLoader passes on ranks 0 and 1 (see the probe check)"
+        "the probe could not observe DataLoader passes on ranks 0 and 1 (see the probe check)",
+        "no training forward ran on two ranks (forward of a module in training mode)",
     ]
     patch = {"ev": "probe_error", "what": "patch DistributedDataParallel", "error": "AttributeError: x"}
     traces = {0: [start(0), patch, end(0)], 1: [start(1), end(1)]}

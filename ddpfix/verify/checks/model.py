@@ -28,6 +28,8 @@ _NOUNS = {
     "passes": ("pass", "passes"),
     "indices": ("index", "indices"),
     "steps": ("step", "steps"),
+    "backwards": ("backward pass", "backward passes"),
+    "inputs": ("training input", "training inputs"),
     "checksums": ("checksum", "checksums"),
     "files": ("file", "files"),
     "collectives": ("collective", "collectives"),
