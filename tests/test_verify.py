@@ -860,34 +860,51 @@ def test_reruns_stop_after_the_limit_and_the_last_report_counts(script, tmp_path
     assert not runs.last.ok and runs.last["completes"].data["ranks"][1] == "exit_crash"
 
 
-def test_a_plain_run_is_repeated_only_for_an_abort_after_the_script(tmp_path):
-    import subprocess
+def test_a_plain_run_is_repeated_once_and_only_when_its_end_record_says_the_script_ended(tmp_path):
+    from teardown import MAX_RERUNS, CrashAtExitRerun, aborted_only_at_exit, run_plain
 
-    from teardown import ABORT_AT_EXIT, CrashAtExitRerun, aborted_only_at_exit, run_plain
+    def done(rc, err="", end_status=None):
+        return PlainRun("python train.py", rc, False, 1.0, stdout="saved\n", stderr=err, end_status=end_status)
 
-    def done(rc, err):
-        return subprocess.CompletedProcess(["python"], rc, b"saved\n", err.encode())
+    abort = "terminate called without an active exception\n"
+    assert MAX_RERUNS == 1
+    assert aborted_only_at_exit(done(-6, abort, "ok"))
+    assert not aborted_only_at_exit(done(-6, abort))  # no end record: no evidence that the script ended
+    assert not aborted_only_at_exit(done(-6, abort, "error"))
+    assert not aborted_only_at_exit(done(0, "", "ok"))
+    assert not aborted_only_at_exit(PlainRun("python train.py", None, True, 9.0, end_status="ok"))
 
-    spawned = f"{ABORT_AT_EXIT}\nTraceback (most recent call last):\n  ProcessExitedException: process 1 terminated with signal SIGABRT\n"
-    assert aborted_only_at_exit(done(1, spawned))
-    torchrun = (  # torchrun's own traceback comes after the worker's abort
-        "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default\n"
-        f"{ABORT_AT_EXIT}\nW1201 api.py:1028] Sending process 3954 closing signal SIGTERM\n"
-        "Traceback (most recent call last):\n  ChildFailedError: exitcode  : -6 (pid: 3955)  (SIGABRT)\n"
-    )
-    assert aborted_only_at_exit(done(1, torchrun))
-    assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nNameError: x\n" + torchrun))
-    assert not aborted_only_at_exit(done(0, ""))
-    assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nValueError: x\n" + ABORT_AT_EXIT))
-    assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nValueError: x\n"))
-
-    results = iter([done(1, spawned), done(0, "")])
+    results = iter([done(-6, abort, "ok"), done(0, "", "ok")])
     folders = []
-    with pytest.warns(CrashAtExitRerun, match="golden z: a worker aborted while exiting"):
+    with pytest.warns(CrashAtExitRerun, match="golden z: the script reached its end, then its process crashed"):
         got = run_plain(lambda cwd: folders.append(cwd) or next(results), tmp_path / "p", "golden z")
     assert got.returncode == 0 and folders == [tmp_path / "p", tmp_path / "p-again"]
-    broken = done(1, "Traceback (most recent call last):\nValueError: x\n")
+
+    crashing = done(-6, abort, "ok")  # a crash at exit on the rerun too is a failure: no third run
+    calls = []
+    with pytest.warns(CrashAtExitRerun):
+        got = run_plain(lambda cwd: calls.append(cwd) or crashing, tmp_path / "c", "golden c")
+    assert got is crashing and len(calls) == 2
+    broken = done(1, "Traceback (most recent call last):\nValueError: x\n", "error")
     assert run_plain(lambda cwd: broken, tmp_path / "q") is broken
+
+
+def test_the_plain_run_of_verify_has_the_probes_end_record(tmp_path):
+    """`launcher.run_plain` runs the script through the probe: the end record tells a script that
+    finished from one that did not, whatever the exit code says."""
+    (tmp_path / "ok.py").write_text("import os\nprint('done')\nos._exit(3) if False else None\n")
+    (tmp_path / "abort.py").write_text("import atexit, os\natexit.register(lambda: os.abort())\nprint('end')\n")
+    (tmp_path / "raise.py").write_text("raise SystemExit('no')\n")
+    ok = launcher.run_plain("ok.py", cwd=str(tmp_path))
+    assert ok.returncode == 0 and ok.reached_end and ok.stdout == "done\n" and ok.command == "python ok.py"
+    aborted = launcher.run_plain("abort.py", cwd=str(tmp_path))
+    assert aborted.returncode != 0 and aborted.reached_end and aborted.stdout == "end\n"
+    failed = launcher.run_plain("raise.py", cwd=str(tmp_path))
+    assert failed.returncode == 1 and not failed.reached_end and failed.end_status == "exit"
+    run = run_of(tmp_path / "abort.py", single=True, plain=aborted)
+    (c,) = [checks.check_single(run)]
+    assert c.status == FAIL and "ran the script to its end, then its process exited with code" in c.evidence[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["abort.py", "ok.py", "raise.py"]  # no trace left behind
 
 
 def test_tests_rerun_only_for_a_crash_after_every_rank_finished():
