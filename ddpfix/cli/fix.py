@@ -13,6 +13,7 @@ from ..errors import DdpfixError
 from .options import Color, ConfigOpt, Exclude, Ignore, Isolated, Jobs, Paths, Quiet, Select, StdinName, Unsafe, Verbose
 from .output import console, fail, note, summary, withheld_summary
 from .run import Run, discovered, start
+from .verified import Force, Nproc, Timeout, VerifyFlag, apply_verified, diff_verified
 
 
 def diff(
@@ -31,9 +32,13 @@ def diff(
     exit_zero: Annotated[
         bool, typer.Option("--exit-zero", help="Exit 0 even when there are changes (errors still exit 2).")
     ] = False,
+    verify: VerifyFlag = False,
+    nproc: Nproc = 2,
+    timeout: Timeout = 300.0,
 ) -> None:
     """Print the unified diff `apply` would make, with the same flags (exit 1 when it would change
-    something or withhold a fix)."""
+    something or withhold a fix). With --verify, also run the rewrite and print the verdict (exit 1
+    when a check failed)."""
     run = start(
         select=select,
         ignore=ignore,
@@ -46,6 +51,8 @@ def diff(
         verbose=verbose,
         stdin_filename=stdin_filename,
     )
+    if verify:
+        raise typer.Exit(diff_verified(run, paths, color=color, exit_zero=exit_zero, nproc=nproc, timeout=timeout))
     results = discovered(run, paths, fix=True, keep="diff")
     out, err = console(color), console(color, stderr=True)
     changed = withheld = False
@@ -77,12 +84,24 @@ def apply(
     quiet: Quiet = False,
     verbose: Verbose = False,
     stdin_filename: StdinName = None,
+    verify: VerifyFlag = False,
+    force: Force = False,
+    nproc: Nproc = 2,
+    timeout: Timeout = 300.0,
 ) -> None:
     """Rewrite files in place (atomically) with the safe fixes; '-' writes the fixed source to standard output.
 
-    Exit 1 when the output guard withheld a fix (the summary line says which and why), 2 on errors."""
+    Exit 1 when the output guard withheld a fix (the summary line says which and why), 2 on errors.
+    With --verify, the rewrite is written only when it passes `ddpfix verify` (exit 1 otherwise):
+    ddpfix apply --verify train.py -- --epochs 1"""
     if interactive and paths and STDIN in paths:
         fail("--interactive reads answers from standard input; it cannot also read the source from '-'")
+        raise typer.Exit(2) from None
+    if interactive and verify:
+        fail("--interactive and --verify cannot be combined: verify the whole rewrite, or choose hunks")
+        raise typer.Exit(2) from None
+    if force and not verify:
+        fail("--force only applies with --verify")
         raise typer.Exit(2) from None
     run = start(
         select=select,
@@ -96,6 +115,8 @@ def apply(
         verbose=verbose,
         stdin_filename=stdin_filename,
     )
+    if verify:
+        raise typer.Exit(apply_verified(run, paths, force=force, nproc=nproc, timeout=timeout))
     results = discovered(run, paths, fix=True, keep="all")
     withheld = any(res.result is not None and res.result.withheld for res in results)
     if interactive:
