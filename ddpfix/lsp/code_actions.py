@@ -1,6 +1,5 @@
 """The code actions offered for a range: a quick-fix per fixable finding (disabled, with the reason,
-when the output guard withholds it), "Ignore DDPxxx on this line", fix-all, "Convert to DDP" and
-"Convert to DDP and verify" (a command: verify_command.py)."""
+when the output guard withholds it), "Ignore DDPxxx on this line", fix-all and "Convert to DDP"."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from . import actions as A
 from .documents import Document
 from .language_server import DdpfixServer
 from .text import text_edits
-from .verify_command import VERIFY_COMMAND, VERIFY_TITLE
 
 
 def _overlaps(a: types.Range, b: types.Range) -> bool:
@@ -122,13 +120,6 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
             make("Fix all safely fixable DDP problems (ddpfix)", A.FIX_ALL, {"action": "fixAll", "unsafe": False})
         if A.kind_wanted(A.CONVERT, only):
             make("Convert to DDP (ddpfix)", A.CONVERT, {"action": "convert", "unsafe": False})
-            if doc.path:  # run under torchrun only when chosen: the action carries a command, no edit
-                command = types.Command(title=VERIFY_TITLE, command=VERIFY_COMMAND, arguments=[{"uri": doc.uri}])
-                out.append(
-                    types.CodeAction(title=VERIFY_TITLE, kind=A.CONVERT, command=command)
-                    if ls.client.literals
-                    else command
-                )
     if any(d.fix == UNSAFE for d in a.diagnostics) and A.kind_wanted(A.CONVERT, only):
         make("Convert to DDP, including unsafe fixes (ddpfix)", A.CONVERT, {"action": "convert", "unsafe": True})
     return out

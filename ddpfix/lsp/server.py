@@ -3,9 +3,9 @@
 - Diagnostics on open, save and change (debounced), from the engine behind `ddpfix check`.
 - Code actions: a quick-fix per fixable finding, "Ignore DDPxxx on this line", `source.fixAll.ddpfix`
   (safe fixes) and "Convert to DDP (ddpfix)" with and without unsafe fixes.
-- "Convert to DDP and verify (ddpfix)": a command (`ddpfix.convertAndVerify`, also offered as a code
-  action) that runs the rewrite under torchrun first and applies it only when it passes
-  (`verify_command.py`); the verdict comes in a message.
+- "Convert to DDP and verify (ddpfix)": a command (workspace/executeCommand `ddpfix.convertAndVerify`)
+  that runs the rewrite under torchrun first and applies it only when it passes
+  (`verify_command.py`); the verdict comes in a message. It runs only when the user runs it.
 - Settings: the workspace's `[tool.ddpfix]` (select / ignore / per-file-ignores), like the CLI.
 
 The server keeps its own copy of each open document (see `text.py` for why) and one `Analysis` per
