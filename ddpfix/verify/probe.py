@@ -13,7 +13,9 @@ What it records, per rank: the dataset indices every DataLoader pass draws, opti
 digest of the parameters of every DDP-wrapped module, files written (``torch.save``,
 ``logging.FileHandler``, TensorBoard writers, ``wandb.init``, write-mode ``open``), collectives issued
 (including DDP's gradient all-reduce, observed through a comm hook that delegates to the default
-all-reduce hook), process-group set-up and how the script ended. The probe issues no collectives of its
+all-reduce hook), process-group set-up, training forwards (a digest of the inputs of the outermost
+forward of a module in training mode, and which modules outside a DDP wrapper trained), backward
+passes (which of those modules' parameters they reached) and how the script ended. The probe issues no collectives of its
 own. On ``SIGUSR1`` (sent by the launcher at the time limit) and on ``SIGTERM`` (sent by torchrun
 when another rank fails) it dumps every thread's Python stack with :mod:`faulthandler`.
 
