@@ -178,6 +178,7 @@ def test_apply_verify_cli_exit_codes_and_messages(project, monkeypatch):
         (["apply", "--force", "x.py"], "--force only applies with --verify"),
         (["apply", "--verify", "-i", "x.py"], "--interactive and --verify cannot be combined"),
         (["apply", "--verify", "missing.py"], "missing.py"),
+        (["diff", "--verify", "."], ".: is a directory; --verify takes one script"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path, monkeypatch):

@@ -3,6 +3,7 @@ script's folder (ddpfix.verified), then write it (apply) or show it (diff) with 
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -35,6 +36,9 @@ def script_and_args(paths: list[str] | None) -> tuple[str, list[str]]:
         raise typer.Exit(2)
     if paths[0] == STDIN:
         fail("--verify runs the script from its folder; it cannot read the source from '-'")
+        raise typer.Exit(2)
+    if os.path.isdir(paths[0]):
+        fail(f"{paths[0]}: is a directory; --verify takes one script")
         raise typer.Exit(2)
     return paths[0], list(paths[1:])
 
