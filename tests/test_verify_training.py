@@ -153,3 +153,28 @@ def test_shards_not_applicable_without_a_training_forward(script):
         "no DataLoader was iterated",
         "no training forward ran on two ranks (forward of a module in training mode)",
     ]
+
+
+def test_a_bypassed_wrapper_is_named_once(script):
+    """Forward through `.module`: the wrapper that never ran forward is the evidence; the backward that
+    reached its module says nothing more."""
+    traces = {r: manual_rank(script, r, ["a", "b"], steps=2) for r in (0, 1)}
+    for r in (0, 1):
+        traces[r].insert(1, ddp_ev(script))
+        traces[r][-1]["plain_trained"] = [dict(plain(script), ddp_inner=True)]
+        traces[r][-1]["ddp_forwards"] = {"0": 0}
+    c = checks.check_ddp(run_of(script, traces=traces))
+    assert c.status == FAIL and len(c.evidence) == 1
+    assert "never ran forward on ranks 0 and 1, which took 2 optimizer steps" in c.evidence[0]
+
+
+def test_inputs_that_differ_prove_no_pass_when_the_loader_went_unseen(script):
+    blind = {"ev": "probe_error", "what": "start pass", "error": "TypeError: unhashable type: 'Loader'"}
+    traces = {r: manual_rank(script, r, [f"r{r}b{i}" for i in range(3)]) for r in (0, 1)}
+    for r in (0, 1):
+        traces[r].insert(1, dict(blind))
+    c = checks.check_shards(run_of(script, traces=traces))
+    assert c.status == NA and "could not observe DataLoader passes" in " ".join(c.evidence)
+    for r in (0, 1):  # the same inputs everywhere fail all the same
+        traces[r] = [e for e in traces[r] if e["ev"] != "input"] + inputs(script, ["s0", "s1"])
+    assert checks.check_shards(run_of(script, traces=traces)).status == FAIL

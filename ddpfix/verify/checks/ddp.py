@@ -43,7 +43,8 @@ def gradient_allreduces(run: RunData, r: int) -> int:
 
 
 def _unsynchronised(run: RunData, backwards: dict, steps: dict) -> list:
-    """Evidence for the ranks whose backward passes reached a module outside DDP, with no all-reduce."""
+    """(the module is a DDP wrapper's own module, evidence) for the ranks whose backward passes reached a
+    module outside DDP with no gradient all-reduce."""
     by_module: dict = {}
     for r, n in backwards.items():
         if not n or gradient_allreduces(run, r):
@@ -63,12 +64,12 @@ def _unsynchronised(run: RunData, backwards: dict, steps: dict) -> list:
             if inner
             else "not inside a DistributedDataParallel wrapper"
         )
-        out.append(
+        n_back = plural(max(backwards[r] for r in rs), "backward pass", "backward passes")
+        text = (
             f"{fmt_ranks(rs)}: backward(){at} reached the parameters of {module}{where}, {what}, and no gradient "
-            f"all-reduce ran ({plural(max(backwards[r] for r in rs), 'backward pass', 'backward passes')}, {stepped}): "
-            "every rank "
-            "trains its own copy of the model"
+            f"all-reduce ran ({n_back}, {stepped}): every rank trains its own copy of the model"
         )
+        out.append((inner, text))
     return out
 
 
@@ -98,10 +99,10 @@ def check_ddp(run: RunData) -> CheckResult:
                 f"{fmt_ranks(stepping)} ran optimizer steps ({', '.join(f'{steps[r]}' for r in stepping)}) but no "
                 "DistributedDataParallel was constructed: every rank trains its own copy of the model"
             ]
-            + unsynced,
+            + [text for _, text in unsynced],
             compared,
         )
-    evidence = list(unsynced)
+    evidence = []
     if without:
         evidence.append(f"{fmt_ranks(without)} ran optimizer steps without constructing DistributedDataParallel")
     unused: dict = {}
@@ -123,6 +124,8 @@ def check_ddp(run: RunData) -> CheckResult:
             f"forward on {fmt_ranks(rs)}, which took {took}: gradients "
             "were not synchronised (forward through `.module`?)"
         )
+    # a wrapper bypassed (forward through `.module`) is said above; its module's backward adds nothing
+    evidence += [text for inner, text in unsynced if not (inner and unused)]
     if evidence:
         return result("ddp", FAIL, evidence, compared)
     wrapped = [r for r in training if ddps[r]]
