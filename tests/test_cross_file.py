@@ -217,3 +217,13 @@ def test_docs_name_the_option():
     for doc in ("README.md", "docs/output.md"):
         text = (Path(__file__).parents[1] / doc).read_text()
         assert "--no-cross-file" in text, doc
+
+
+@pytest.mark.slow
+def test_apply_verify_proves_and_writes_the_module_edit_too(project):
+    """`apply --verify` runs the rewrite with the module as the fix leaves it, and writes both files."""
+    result = invoke("apply", "--verify", "train.py")
+    assert result.exit_code == 0, result.output
+    assert (project / "train.py").read_bytes() == (MODULE_CASE / "expected.py").read_bytes()
+    assert (project / "data_utils.py").read_bytes() == (MODULE_CASE / "expected" / "data_utils.py").read_bytes()
+    assert "shards disjoint" in result.stderr

@@ -17,24 +17,21 @@ every golden to it, so that a new golden without ``"checks"`` is caught before a
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from teardown import run_plain, verify_with_reruns
 
 from ddpfix.verify import verify_script
-from ddpfix.verify.checks import NAMES, STATUSES
+from ddpfix.verify.checks import NAMES, STATUSES, PlainRun
+from ddpfix.verify.launcher import run_plain as run_plain_once
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CASES = sorted(p.parent.name for p in GOLDEN.glob("*/expected.py"))
 PLAIN_TIMEOUT = 300
 VERIFY_TIMEOUT = 300
-TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 def _cases():
@@ -98,12 +95,11 @@ def declaration_problems(case: str, opts: dict) -> list[str]:
     return problems
 
 
-def _plain(script: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _plain(script: Path, args: list[str], cwd: Path) -> PlainRun:
+    """``python script ARGS`` in ``cwd``, through verify's plain run: its probe's end record says whether
+    the script reached its end (the only ground for a rerun after a crash at exit, see teardown.py)."""
     cwd.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
-    return subprocess.run(
-        [sys.executable, str(script), *args], cwd=cwd, env=env, capture_output=True, timeout=PLAIN_TIMEOUT
-    )
+    return run_plain_once(str(script), args, timeout=PLAIN_TIMEOUT, cwd=str(cwd))
 
 
 def mismatches(report, declared: dict) -> list[str]:
@@ -167,12 +163,12 @@ def test_golden_expected_runs(case, tmp_path):
 
     if opts.get("runs", True) is not False and opts.get("single", True) is not False:
         got = run_plain(lambda cwd: _plain(expected, args, cwd), tmp_path / "expected", f"golden {case}")
-        assert got.returncode == 0, got.stderr.decode("utf-8", "replace")[-4000:]
+        assert got.returncode == 0, got.stderr[-4000:]
         source = case_dir / "input.py"
         if source.exists() and opts.get("compare_stdout", True) is not False:
             ref = run_plain(lambda cwd: _plain(source, args, cwd), tmp_path / "input", f"golden {case} input")
             if ref.returncode == 0:  # an input that cannot run on this machine has nothing to compare
-                assert got.stdout.decode("utf-8", "replace") == ref.stdout.decode("utf-8", "replace")
+                assert got.stdout == ref.stdout
 
     if not verified(case_dir, opts):
         return

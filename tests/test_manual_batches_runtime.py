@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from teardown import run_plain
@@ -43,12 +44,14 @@ atexit.register(dump)
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 runpy.run_path(script, run_name="__main__")
+open(os.path.join(os.environ["PROBE_OUT"], f"end{os.environ.get('RANK', 0)}"), "w").close()  # reached its end
 """
 
 
 def _run(tmp_path: Path, script: Path, name: str, nproc: int | None) -> dict[int, list]:
-    """Runs ``script`` under the probe (under torchrun when ``nproc`` is given), again in a fresh folder
-    while a rank only aborted in gloo's teardown (see teardown.py); the records of the run that counts."""
+    """Runs ``script`` under the probe (under torchrun when ``nproc`` is given), once more in a fresh folder
+    when every rank reached the script's end (the probe's end files say so) and a process then crashed
+    while exiting (see teardown.py); the records of the run that counts."""
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
@@ -60,13 +63,17 @@ def _run(tmp_path: Path, script: Path, name: str, nproc: int | None) -> dict[int
 
     folders: list[Path] = []
 
-    def once(out: Path) -> subprocess.CompletedProcess:
+    def once(out: Path) -> SimpleNamespace:
         out.mkdir()
         folders.append(out)
-        return subprocess.run(cmd, cwd=out, env={**env, "PROBE_OUT": str(out)}, capture_output=True, timeout=300)
+        done = subprocess.run(cmd, cwd=out, env={**env, "PROBE_OUT": str(out)}, capture_output=True, timeout=300)
+        ended = all((out / f"end{r}").exists() for r in range(nproc or 1))  # every rank reached the script's end
+        return SimpleNamespace(
+            returncode=done.returncode, stderr=done.stderr.decode("utf-8", "replace"), reached_end=ended
+        )
 
     done = run_plain(once, tmp_path / name, f"{script.parent.name} {name}")
-    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-3000:]
+    assert done.returncode == 0, done.stderr[-3000:]
     return {int(p.stem[4:]): json.loads(p.read_text()) for p in folders[-1].glob("rank*.json")}
 
 

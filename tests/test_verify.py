@@ -625,6 +625,24 @@ def test_text_report(script, tmp_path):
     assert "torchrun" not in console.export_text()
 
 
+def test_text_report_is_a_check_a_line_with_evidence_below_at_80_columns(script, tmp_path):
+    """Piped or in a narrow terminal: every check starts a line of its own, its evidence is indented
+    below it, and no line is longer than the terminal (nothing squeezed into a narrow column)."""
+    report = _fail_report(script, tmp_path)
+    report.get("files").evidence.append("x" * 150)  # a long line wraps under its indent, not into a column
+    console = Console(record=True, width=80, force_terminal=False)
+    render_text(report, console=console)
+    lines = console.export_text().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    heads = [line for line in lines if line[:6] in ("PASS  ", "FAIL  ", "n/a   ")]
+    assert [h.split()[1].rstrip(":") for h in heads] == [c.name for c in report.checks]
+    files = lines.index("FAIL  files: Each file written by one rank")
+    assert lines[files + 1] == "      compared: 1 file, 2 ranks"
+    assert lines[files + 2].startswith("      ckpt.pt written by ranks [0, 1] (torch.save at train.py:11)")
+    assert lines[files + 3] == "      " + "x" * 74 and lines[files + 4] == "      " + "x" * 74
+    assert not any(ch in "".join(lines) for ch in "│┃┏")  # no table
+
+
 def test_json_report(script, tmp_path):
     data = json.loads(to_json(_fail_report(script, tmp_path)))
     assert data["ok"] is False
@@ -842,34 +860,51 @@ def test_reruns_stop_after_the_limit_and_the_last_report_counts(script, tmp_path
     assert not runs.last.ok and runs.last["completes"].data["ranks"][1] == "exit_crash"
 
 
-def test_a_plain_run_is_repeated_only_for_an_abort_after_the_script(tmp_path):
-    import subprocess
+def test_a_plain_run_is_repeated_once_and_only_when_its_end_record_says_the_script_ended(tmp_path):
+    from teardown import MAX_RERUNS, CrashAtExitRerun, aborted_only_at_exit, run_plain
 
-    from teardown import ABORT_AT_EXIT, CrashAtExitRerun, aborted_only_at_exit, run_plain
+    def done(rc, err="", end_status=None):
+        return PlainRun("python train.py", rc, False, 1.0, stdout="saved\n", stderr=err, end_status=end_status)
 
-    def done(rc, err):
-        return subprocess.CompletedProcess(["python"], rc, b"saved\n", err.encode())
+    abort = "terminate called without an active exception\n"
+    assert MAX_RERUNS == 1
+    assert aborted_only_at_exit(done(-6, abort, "ok"))
+    assert not aborted_only_at_exit(done(-6, abort))  # no end record: no evidence that the script ended
+    assert not aborted_only_at_exit(done(-6, abort, "error"))
+    assert not aborted_only_at_exit(done(0, "", "ok"))
+    assert not aborted_only_at_exit(PlainRun("python train.py", None, True, 9.0, end_status="ok"))
 
-    spawned = f"{ABORT_AT_EXIT}\nTraceback (most recent call last):\n  ProcessExitedException: process 1 terminated with signal SIGABRT\n"
-    assert aborted_only_at_exit(done(1, spawned))
-    torchrun = (  # torchrun's own traceback comes after the worker's abort
-        "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default\n"
-        f"{ABORT_AT_EXIT}\nW1201 api.py:1028] Sending process 3954 closing signal SIGTERM\n"
-        "Traceback (most recent call last):\n  ChildFailedError: exitcode  : -6 (pid: 3955)  (SIGABRT)\n"
-    )
-    assert aborted_only_at_exit(done(1, torchrun))
-    assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nNameError: x\n" + torchrun))
-    assert not aborted_only_at_exit(done(0, ""))
-    assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nValueError: x\n" + ABORT_AT_EXIT))
-    assert not aborted_only_at_exit(done(1, "Traceback (most recent call last):\nValueError: x\n"))
-
-    results = iter([done(1, spawned), done(0, "")])
+    results = iter([done(-6, abort, "ok"), done(0, "", "ok")])
     folders = []
-    with pytest.warns(CrashAtExitRerun, match="golden z: a worker aborted while exiting"):
+    with pytest.warns(CrashAtExitRerun, match="golden z: the script reached its end, then its process crashed"):
         got = run_plain(lambda cwd: folders.append(cwd) or next(results), tmp_path / "p", "golden z")
     assert got.returncode == 0 and folders == [tmp_path / "p", tmp_path / "p-again"]
-    broken = done(1, "Traceback (most recent call last):\nValueError: x\n")
+
+    crashing = done(-6, abort, "ok")  # a crash at exit on the rerun too is a failure: no third run
+    calls = []
+    with pytest.warns(CrashAtExitRerun):
+        got = run_plain(lambda cwd: calls.append(cwd) or crashing, tmp_path / "c", "golden c")
+    assert got is crashing and len(calls) == 2
+    broken = done(1, "Traceback (most recent call last):\nValueError: x\n", "error")
     assert run_plain(lambda cwd: broken, tmp_path / "q") is broken
+
+
+def test_the_plain_run_of_verify_has_the_probes_end_record(tmp_path):
+    """`launcher.run_plain` runs the script through the probe: the end record tells a script that
+    finished from one that did not, whatever the exit code says."""
+    (tmp_path / "ok.py").write_text("import os\nprint('done')\nos._exit(3) if False else None\n")
+    (tmp_path / "abort.py").write_text("import atexit, os\natexit.register(lambda: os.abort())\nprint('end')\n")
+    (tmp_path / "raise.py").write_text("raise SystemExit('no')\n")
+    ok = launcher.run_plain("ok.py", cwd=str(tmp_path))
+    assert ok.returncode == 0 and ok.reached_end and ok.stdout == "done\n" and ok.command == "python ok.py"
+    aborted = launcher.run_plain("abort.py", cwd=str(tmp_path))
+    assert aborted.returncode != 0 and aborted.reached_end and aborted.stdout == "end\n"
+    failed = launcher.run_plain("raise.py", cwd=str(tmp_path))
+    assert failed.returncode == 1 and not failed.reached_end and failed.end_status == "exit"
+    run = run_of(tmp_path / "abort.py", single=True, plain=aborted)
+    (c,) = [checks.check_single(run)]
+    assert c.status == FAIL and "ran the script to its end, then its process exited with code" in c.evidence[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["abort.py", "ok.py", "raise.py"]  # no trace left behind
 
 
 def test_tests_rerun_only_for_a_crash_after_every_rank_finished():
@@ -1051,7 +1086,8 @@ def test_probe_errors_fail_the_probe_check_and_explain_the_gaps(script):
     ]
     assert report["shards"].status == NA
     assert report["shards"].evidence == [
-        "the probe could not observe DataLoader passes on ranks 0 and 1 (see the probe check)"
+        "the probe could not observe DataLoader passes on ranks 0 and 1 (see the probe check)",
+        "no training forward ran on two ranks (forward of a module in training mode)",
     ]
     patch = {"ev": "probe_error", "what": "patch DistributedDataParallel", "error": "AttributeError: x"}
     traces = {0: [start(0), patch, end(0)], 1: [start(1), end(1)]}

@@ -588,7 +588,7 @@ class Runner:
 
     def run_verify(self, entry, tree):
         """`ddpfix verify` on the rewrite; run again (on a fresh copy of its files, at most
-        EXIT_CRASH_RERUNS times) when a rank crashed only while exiting after finishing the script:
+        EXIT_CRASH_RERUNS (one) time) when a rank crashed only while exiting after finishing the script:
         a DDP keeps its gloo group's threads alive past destroy_process_group, and they can race
         the interpreter's teardown (docs/verify.md). The crashes rerun over are kept."""
         pristine = tree.with_name(tree.name + "-pristine")
@@ -627,7 +627,7 @@ class Runner:
         }
 
 
-EXIT_CRASH_RERUNS = 3
+EXIT_CRASH_RERUNS = 1  # at most one rerun after a crash at exit; the crash rerun over is kept and shown
 
 
 def exit_crash_only(checks: list[dict]) -> bool:

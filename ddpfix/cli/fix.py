@@ -31,6 +31,7 @@ from .options import (
 )
 from .output import console, fail, incomplete_lines, module_summary, next_step, note, summary, withheld_summary
 from .run import Run, discovered, start
+from .verified import Force, Nproc, Timeout, VerifyFlag, apply_verified, diff_verified
 
 DiffExitZero = exit_zero("there are changes or a withheld fix")
 ApplyExitZero = exit_zero("a fix was withheld")
@@ -51,11 +52,15 @@ def diff(
     stdin_filename: StdinName = None,
     cross_file: NoCrossFile = None,
     zero: DiffExitZero = False,
+    verify: VerifyFlag = False,
+    nproc: Nproc = 2,
+    timeout: Timeout = 300.0,
 ) -> None:
     """Print the unified diff `apply` would make, with the same flags; no PATH: the current folder.
 
     One diff per script, over every file its fix changes (the script, then its own modules). Exit 1
-    when it would change something or withhold a fix (0 with --exit-zero), 2 on errors."""
+    when it would change something or withhold a fix (0 with --exit-zero), 2 on errors. With --verify,
+    also run the rewrite and print the verdict (exit 1 when a check failed)."""
     run = start(
         cross_file=cross_file,
         select=select,
@@ -69,6 +74,8 @@ def diff(
         verbose=verbose,
         stdin_filename=stdin_filename,
     )
+    if verify:
+        raise typer.Exit(diff_verified(run, paths, color=color, exit_zero=zero, nproc=nproc, timeout=timeout))
     results = discovered(run, paths or ["."], fix=True, keep="diff")
     out, err = console(color), console(color, stderr=True)
     changed = withheld = False
@@ -107,20 +114,32 @@ def apply(
     stdin_filename: StdinName = None,
     cross_file: NoCrossFile = None,
     zero: ApplyExitZero = False,
+    verify: VerifyFlag = False,
+    force: Force = False,
+    nproc: Nproc = 2,
+    timeout: Timeout = 300.0,
 ) -> None:
     """Rewrite files in place (atomically) with the safe fixes; '-' writes the fixed source to standard output.
 
     A fix that also edits the script's own modules writes all of its files or none (--no-cross-file:
-    the named files only; --interactive never edits other files).
+    the named files only; --interactive never edits other files). With --verify, the rewrite is
+    written only when it passes `ddpfix verify` (exit 1 otherwise): ddpfix apply --verify train.py --
+    --epochs 1.
 
     Exit 1 when the output guard withheld a fix (the summary line says which and why) or the result is
     not yet a correct DDP script (an `incomplete:` line says what and where); 0 with --exit-zero; 2 on
     errors. Then `ddpfix verify` runs the result under torchrun."""
-    if not paths:
+    if not paths and not verify:  # (--verify says what it needs itself)
         fail("apply rewrites files in place: name them (use '.' for the current folder, '-' for standard input)")
         raise typer.Exit(2)
     if interactive and paths and STDIN in paths:
         fail("--interactive reads answers from standard input; it cannot also read the source from '-'")
+        raise typer.Exit(2) from None
+    if interactive and verify:
+        fail("--interactive and --verify cannot be combined: verify the whole rewrite, or choose hunks")
+        raise typer.Exit(2) from None
+    if force and not verify:
+        fail("--force only applies with --verify")
         raise typer.Exit(2) from None
     run = start(
         select=select,
@@ -135,6 +154,8 @@ def apply(
         stdin_filename=stdin_filename,
         cross_file=False if interactive else cross_file,
     )
+    if verify:
+        raise typer.Exit(apply_verified(run, paths, force=force, nproc=nproc, timeout=timeout))
     results = discovered(run, paths, fix=True, keep="all")
     withheld = (
         any(res.result is not None and (res.result.withheld or res.result.incomplete) for res in results) and not zero

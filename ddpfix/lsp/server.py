@@ -3,6 +3,9 @@
 - Diagnostics on open, save and change (debounced), from the engine behind `ddpfix check`.
 - Code actions: a quick-fix per fixable finding, "Ignore DDPxxx on this line", `source.fixAll.ddpfix`
   (safe fixes) and "Convert to DDP (ddpfix)" with and without unsafe fixes.
+- "Convert to DDP and verify (ddpfix)": a command (workspace/executeCommand `ddpfix.convertAndVerify`)
+  that runs the rewrite under torchrun first and applies it only when it passes
+  (`verify_command.py`); the verdict comes in a message. It runs only when the user runs it.
 - Settings: the workspace's `[tool.ddpfix]` (select / ignore / per-file-ignores), like the CLI.
 
 The server keeps its own copy of each open document (see `text.py` for why) and one `Analysis` per
@@ -24,6 +27,7 @@ from .code_actions import code_actions
 from .documents import ClientFeatures, Document, path_of
 from .language_server import DdpfixServer, log
 from .text import apply_changes
+from .verify_command import VERIFY_COMMAND, convert_and_verify
 
 
 def create_server() -> DdpfixServer:
@@ -138,6 +142,11 @@ def create_server() -> DdpfixServer:
             types.ApplyWorkspaceEditParams(edit=edit, label=str(data.get("title", "ddpfix")))
         )
         return None
+
+    @ls.command(VERIFY_COMMAND)
+    async def convert_and_verify_command(ls: DdpfixServer, data: dict) -> dict:
+        """Rewrite, run the rewrite under torchrun, apply it only when no check failed; the verdict in a message."""
+        return await convert_and_verify(ls, data)
 
     return ls
 

@@ -285,34 +285,43 @@ def run_plain(
     cwd: str | None = None,
     env: dict | None = None,
 ) -> PlainRun:
-    """``python SCRIPT ARGS`` as a plain single process (no torchrun variables, no probe)."""
+    """``python SCRIPT ARGS`` as a plain single process (no torchrun variables). The probe runs the script,
+    as under torchrun, so that its end record says whether the script reached its end: a process that
+    exits non-zero after that crashed while exiting, which only that record can tell."""
     python = python or sys.executable
     cwd = os.path.abspath(cwd or os.getcwd())
     base_env = dict(os.environ if env is None else env)
     for k in _TORCHRUN_VARS:
         base_env.pop(k, None)
-    cmd = [python, script, *args]
+    run_dir = tempfile.mkdtemp(prefix="ddpfix-plain-")
+    penv = _probe_env(base_env, run_dir, "auto", None)
+    cmd = [python, PROBE_FILE, script, *args]
     start = time.monotonic()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(
-            cmd, cwd=cwd, env=base_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
-        )
-        timed_out = False
-        try:
-            p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        except BaseException:
-            kill([p.pid, *descendants([p.pid])])
-            raise
-        if timed_out:
-            kill([p.pid, *descendants([p.pid])])
-            p.wait()
-        duration = time.monotonic() - start
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode("utf-8", "replace")
-        stderr = err.read().decode("utf-8", "replace")
+    try:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            p = subprocess.Popen(
+                cmd, cwd=cwd, env=penv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+            )
+            timed_out = False
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            except BaseException:
+                kill([p.pid, *descendants([p.pid])])
+                raise
+            if timed_out:
+                kill([p.pid, *descendants([p.pid])])
+                p.wait()
+            duration = time.monotonic() - start
+            out.seek(0)
+            err.seek(0)
+            stdout = out.read().decode("utf-8", "replace")
+            stderr = err.read().decode("utf-8", "replace")
+        traces, _ = read_trace_files(run_dir)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    end = next((e for e in traces.get(0, ()) if e.get("ev") == "end"), None)
     shown = ["python" if python == sys.executable else python, script, *args]
     return PlainRun(
         command=" ".join(_quote(c) for c in shown),
@@ -321,4 +330,5 @@ def run_plain(
         duration=duration,
         stdout=stdout[-OUTPUT_TAIL:],
         stderr=stderr[-OUTPUT_TAIL:],
+        end_status=None if end is None else str(end.get("status")),
     )

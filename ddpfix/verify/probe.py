@@ -13,7 +13,9 @@ What it records, per rank: the dataset indices every DataLoader pass draws, opti
 digest of the parameters of every DDP-wrapped module, files written (``torch.save``,
 ``logging.FileHandler``, TensorBoard writers, ``wandb.init``, write-mode ``open``), collectives issued
 (including DDP's gradient all-reduce, observed through a comm hook that delegates to the default
-all-reduce hook), process-group set-up and how the script ended. The probe issues no collectives of its
+all-reduce hook), process-group set-up, training forwards (a digest of the inputs of the outermost
+forward of a module in training mode, and which modules outside a DDP wrapper trained), backward
+passes (which of those modules' parameters they reached) and how the script ended. The probe issues no collectives of its
 own. On ``SIGUSR1`` (sent by the launcher at the time limit) and on ``SIGTERM`` (sent by torchrun
 when another rank fails) it dumps every thread's Python stack with :mod:`faulthandler`.
 
@@ -48,6 +50,9 @@ ENV = "DDPFIX_VERIFY_PROBE"
 PRIVATE_NAME = "_ddpfix_verify_probe"
 ALWAYS_DIGEST_STEPS = 20  # parameter digests after each of the first steps, then within a time budget:
 DIGEST_BUDGET = 0.1  # digests may take at most this share of the time since the first step
+INPUT_DIGESTS = 64  # training forwards whose inputs are digested, per rank (the rest are counted)
+INPUT_DIGEST_BYTES = 16 << 20  # bytes of one input digested (a larger tensor: its first bytes, shape and sum)
+GRAD_LOOKS = 20  # backward calls after which the probe looks which plain modules got gradients, then every 50th
 
 _T0 = time.time()
 _PROBE_FILE = os.path.abspath(__file__)
@@ -99,6 +104,13 @@ class _State:
         self.coll_n = 0
         self.group_names: dict = {}
         self.keep: list = []  # file objects that must stay open for faulthandler
+        self.trained: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # plain module -> info
+        self.trained_infos: list = []  # the same records, kept after their modules are collected
+        self.untrained: "weakref.WeakSet" = weakref.WeakSet()  # modules without trainable parameters
+        self.train_forwards = 0  # outermost forwards in training mode with gradients enabled
+        self.backwards = 0
+        self.grad_allreduces = 0  # all_reduce calls on a gradient of a plain module's parameter
+        self.reached_seen = False  # a backward reached a plain module's parameters (a "backward" record says so)
 
 
 S = _State()
@@ -437,7 +449,12 @@ def _wrap_collective(name: str, orig, arg_name, p2p: bool):
                     in ("all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor", "all_reduce_coalesced")
                     else None
                 )
-                _record_collective(name, group=group, p2p=p2p, desc=desc, reduce_op=rop)
+                extra = None
+                if name in ("all_reduce", "all_reduce_coalesced") and S.trained:
+                    if _is_gradient(_arg(args, kwargs, arg_name)):
+                        S.grad_allreduces += 1
+                        extra = {"grad": True}
+                _record_collective(name, group=group, p2p=p2p, desc=desc, reduce_op=rop, extra=extra)
             except Exception as exc:
                 _warn(f"record {name}", exc)
             return orig(*args, **kwargs)
@@ -648,6 +665,179 @@ def _patch_ddp() -> None:
             return orig_builtin(self, comm_hook_type)
 
         DDP._register_builtin_comm_hook = _register_builtin_comm_hook
+
+
+# --------------------------------------------------------------------------- training forwards, backward
+def _module_of_ddp(module) -> bool:
+    return any(getattr(w, "module", None) is module for w in list(S.ddp_by_obj.keys()))
+
+
+def _trainable(module) -> bool:
+    return any(p.requires_grad for p in module.parameters())
+
+
+def _plain_info(module) -> dict | None:
+    """The record of a module that is not a DDP wrapper and ran an outermost training forward (None: it
+    has no trainable parameters)."""
+    info = S.trained.get(module)
+    if info is not None or module in S.untrained:
+        return info
+    if not _trainable(module):
+        S.untrained.add(module)
+        return None
+    info = {
+        "id": len(S.trained_infos),
+        "module": type(module).__name__,
+        "site": _site(4),
+        "ddp_inner": _module_of_ddp(module),
+        "reached": 0,
+        "params": 0,
+    }
+    S.trained[module] = info
+    S.trained_infos.append(info)
+    emit("train_module", **{k: v for k, v in info.items() if k not in ("reached", "params")})
+    return info
+
+
+def _tensors(args):
+    import torch
+
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            yield from (t for t in a if isinstance(t, torch.Tensor))
+        elif isinstance(a, dict):
+            yield from (t for t in a.values() if isinstance(t, torch.Tensor))
+
+
+def _digest_inputs(args) -> str | None:
+    """SHA-1 of the tensors handed to a forward (dtype, shape and bytes; of a large one its first bytes
+    and its sum), or None when it got no tensor."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.sha1()
+    seen = False
+    with torch.no_grad():
+        for t in _tensors(args):
+            seen = True
+            t = t.detach()
+            if t.device.type != "cpu":
+                t = t.cpu()
+            t = t.contiguous().reshape(-1)
+            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            raw = t.view(torch.uint8) if t.numel() else t
+            if raw.numel() > INPUT_DIGEST_BYTES:
+                raw = raw[:INPUT_DIGEST_BYTES]
+                h.update(repr(float(t.double().sum()) if not t.is_complex() else 0.0).encode())
+            try:
+                h.update(raw.numpy())  # the buffer itself, no copy
+            except Exception:  # numpy missing: slower, same digest
+                h.update(bytes(raw.tolist()))
+    return h.hexdigest()[:16] if seen else None
+
+
+def _on_training_forward(module, args) -> None:
+    ddp = S.ddp_by_obj.get(module)
+    if ddp is None:
+        plain = _plain_info(module)
+        if plain is None:
+            return
+        name = plain["module"]
+    else:
+        name = ddp["module"]
+    S.train_forwards += 1
+    if S.train_forwards > INPUT_DIGESTS:
+        return
+    digest = _digest_inputs(args)
+    if digest is not None:
+        emit("input", n=S.train_forwards, module=name, ddp=ddp is not None, sha1=digest, site=_site(4))
+
+
+def _forward_pre(module, args):
+    depth = getattr(_tls, "fwd", 0)
+    _tls.fwd = depth + 1
+    if depth or _depth() or not module.training:
+        return None
+    try:
+        import torch
+
+        if torch.is_grad_enabled():
+            with _quiet:
+                _on_training_forward(module, args)
+    except Exception as exc:
+        _warn("record forward", exc)
+    return None
+
+
+def _forward_post(module, args, output):
+    _tls.fwd = max(0, getattr(_tls, "fwd", 1) - 1)
+    return None
+
+
+def _patch_forward() -> None:
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+    register_module_forward_pre_hook(_forward_pre)
+    register_module_forward_hook(_forward_post, always_call=True)
+
+
+def _is_gradient(tensors) -> bool:
+    """Whether ``tensors`` (a tensor or a list) is the gradient of a parameter of a plain trained module."""
+    import torch
+
+    ts = [tensors] if isinstance(tensors, torch.Tensor) else [t for t in tensors or () if isinstance(t, torch.Tensor)]
+    if not ts:
+        return False
+    ptrs = set()
+    for module in list(S.trained.keys()):
+        for p in module.parameters():
+            if p.grad is not None:
+                ptrs.add(p.grad.data_ptr())
+    return any(t.data_ptr() in ptrs for t in ts)
+
+
+def _after_backward(site) -> None:
+    S.backwards += 1
+    n = S.backwards
+    if n > GRAD_LOOKS and n % 50:
+        return
+    reached = []
+    for module, info in list(S.trained.items()):
+        k = sum(1 for p in module.parameters() if p.grad is not None)
+        if k:
+            info["reached"] += 1
+            info["params"] = max(info["params"], k)
+            reached.append(info["id"])
+    if n == 1 or (reached and not S.reached_seen):
+        S.reached_seen = S.reached_seen or bool(reached)
+        emit("backward", n=n, site=site, plain=reached)
+
+
+def _patch_backward() -> None:
+    import torch.autograd as autograd
+
+    orig = autograd.backward
+    if getattr(orig, "__ddpfix_probe__", False):
+        return
+
+    @functools.wraps(orig)
+    def backward(*args, **kwargs):
+        if _depth():
+            return orig(*args, **kwargs)
+        site = _site(2)
+        out = orig(*args, **kwargs)
+        try:
+            with _quiet:
+                _after_backward(site)
+        except Exception as exc:
+            _warn("record backward", exc)
+        return out
+
+    backward.__ddpfix_probe__ = True
+    autograd.backward = backward
 
 
 def _on_optimizer_step(optimizer, args, kwargs) -> None:
@@ -959,6 +1149,8 @@ TORCH_PATCHES = (
     ("torch.distributed", _patch_distributed),
     ("DistributedDataParallel", _patch_ddp),
     ("optimizer hook", _register_step_hook),
+    ("module forward", _patch_forward),
+    ("autograd.backward", _patch_backward),
 )
 
 
@@ -1086,6 +1278,10 @@ def _finish(status: str, **fields) -> None:
         digests=digests,
         ddp_forwards={str(i["id"]): i["forwards"] for i in S.ddps},
         ddp_hooks={str(i["id"]): i["hooked"] for i in S.ddps},
+        backwards=S.backwards,
+        train_forwards=S.train_forwards,
+        grad_allreduces=S.grad_allreduces,
+        plain_trained=[dict(i) for i in S.trained_infos],
         cuda_available=cuda,
         lost=S.lost,
         **fields,

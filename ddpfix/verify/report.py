@@ -1,4 +1,5 @@
-"""Render a :class:`~ddpfix.verify.checks.VerifyReport`: a rich table for people, JSON for machines."""
+"""Render a :class:`~ddpfix.verify.checks.VerifyReport`: lines for people (a check a line, its evidence
+below it), JSON for machines."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import shlex
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -14,6 +16,7 @@ from .checks import FAIL, NA, PASS, RunData, VerifyReport, fmt_compared, short_p
 STYLES = {PASS: "bold green", FAIL: "bold red", NA: "dim"}
 LABELS = {PASS: "PASS", FAIL: "FAIL", NA: "n/a"}
 OUTPUT_LINES = 40
+EVIDENCE_INDENT = 6
 
 
 def to_json(report: VerifyReport) -> str:
@@ -46,20 +49,23 @@ def summary(report: VerifyReport) -> str:
     return f"FAILED: {names} ({len(report.failed)} of {len(applicable)} applicable checks failed{na_txt})"
 
 
-def table(report: VerifyReport) -> Table:
-    t = Table(show_lines=True, expand=False)
-    t.add_column("Check", no_wrap=True)
-    t.add_column("Result", no_wrap=True)
-    t.add_column("Compared", overflow="fold", max_width=22)
-    t.add_column("Evidence", overflow="fold")
+def _indented(text: Text) -> Padding:
+    return Padding(text, (0, 0, 0, EVIDENCE_INDENT), expand=False)
+
+
+def check_lines(report: VerifyReport) -> list:
+    """One line a check (result, name, title, what it compared), its evidence indented below it: readable
+    at any width and when piped, nothing squeezed into a column."""
+    out = []
     for c in report.checks:
-        t.add_row(
-            Text(c.title),
-            Text(LABELS.get(c.status, c.status), style=STYLES.get(c.status, "")),
-            Text(fmt_compared(c.compared), style="" if c.status != NA else "dim"),
-            Text("\n".join(c.evidence)),
-        )
-    return t
+        head = Text()
+        head.append(f"{LABELS.get(c.status, c.status):<4}", style=STYLES.get(c.status, ""))
+        head.append(f"  {c.name}: {c.title}", style="bold" if c.status == FAIL else "")
+        out.append(head)
+        out.append(_indented(Text(f"compared: {fmt_compared(c.compared)}", style="dim")))
+        for line in c.evidence:
+            out.append(_indented(Text(line, style="" if c.status != NA else "dim")))
+    return out
 
 
 def _tail(text: str, n: int = OUTPUT_LINES) -> str:
@@ -72,7 +78,8 @@ def _tail(text: str, n: int = OUTPUT_LINES) -> str:
 def render_text(report: VerifyReport, console: Console | None = None, verbose: bool = False) -> None:
     console = console or Console(highlight=False)
     console.print(Text(headline(report), style="bold"))
-    console.print(table(report))
+    for line in check_lines(report):
+        console.print(line)
     show_output = verbose or not report.ok
     if show_output and report.output.strip():
         console.print(
@@ -106,4 +113,4 @@ def render_text(report: VerifyReport, console: Console | None = None, verbose: b
     console.print(Text(summary(report), style="bold green" if report.ok else "bold red"))
 
 
-__all__ = ["render_text", "to_json", "summary", "headline", "table"]
+__all__ = ["check_lines", "render_text", "to_json", "summary", "headline"]

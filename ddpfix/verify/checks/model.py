@@ -28,6 +28,8 @@ _NOUNS = {
     "passes": ("pass", "passes"),
     "indices": ("index", "indices"),
     "steps": ("step", "steps"),
+    "backwards": ("backward pass", "backward passes"),
+    "inputs": ("training input", "training inputs"),
     "checksums": ("checksum", "checksums"),
     "files": ("file", "files"),
     "collectives": ("collective", "collectives"),
@@ -51,6 +53,12 @@ class PlainRun:
     duration: float
     stdout: str = ""
     stderr: str = ""
+    end_status: str | None = None  # the probe's end record: "ok" once the script reached its end
+
+    @property
+    def reached_end(self) -> bool:
+        """The script ran to its end (evidence: the probe's end record), whatever the exit code."""
+        return self.end_status == "ok"
 
 
 @dataclass

@@ -1,8 +1,11 @@
-"""`shards`: in every training pass the ranks read disjoint index sets that together cover the dataset."""
+"""`shards`: in every training pass the ranks read disjoint index sets that together cover the dataset,
+and the ranks did not all feed the same training inputs to the model (:mod:`.inputs`: this also judges
+batches cut by hand, which no DataLoader draws)."""
 
 from __future__ import annotations
 
 from .evidence import finished, fmt_ranks, fmt_set, plural
+from .inputs import judge_inputs
 from .loaders import epoch_label, loader_name, loaders, passes, training_passes, unobserved
 from .model import FAIL, NA, PASS, CheckResult, RunData, result
 
@@ -115,6 +118,32 @@ def _judge(run: RunData, name: str, label: str, evs: dict, info: dict, summary: 
 def check_shards(run: RunData) -> CheckResult:
     if run.world_size < 2:
         return result("shards", NA, "one process: nothing to shard")
+    by_loader = _check_loaders(run)
+    inputs = judge_inputs(run)
+    if inputs is None:
+        if by_loader.status == NA and by_loader.evidence:
+            by_loader.evidence.append("no training forward ran on two ranks (forward of a module in training mode)")
+        return by_loader
+    compared = dict(by_loader.compared)
+    compared["inputs"] = inputs.inputs
+    if by_loader.status == FAIL or inputs.status == FAIL:
+        evidence = (by_loader.evidence if by_loader.status == FAIL else []) + (
+            inputs.evidence if inputs.status == FAIL else []
+        )
+        return result("shards", FAIL, evidence, compared)
+    if by_loader.status == NA and unobserved(run):
+        # a partial trace proves no pass: the inputs differ, but the DataLoader passes went unseen
+        return result("shards", NA, by_loader.evidence + inputs.evidence, compared)
+    if by_loader.status == PASS or inputs.status == PASS:
+        evidence = (by_loader.evidence if by_loader.status == PASS else []) + inputs.evidence
+        if by_loader.status == NA:
+            evidence += by_loader.evidence[:1]
+        return result("shards", PASS, evidence, compared)
+    return result("shards", NA, by_loader.evidence + inputs.evidence, compared)
+
+
+def _check_loaders(run: RunData) -> CheckResult:
+    """The verdict on the DataLoader passes alone."""
     blind = unobserved(run)
     every = passes(run)
     if not every:

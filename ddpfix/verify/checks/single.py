@@ -12,6 +12,14 @@ def check_single(run: RunData) -> CheckResult:
     compared = {"runs": 1}
     if p.timed_out:
         return result("single", FAIL, f"`{p.command}` did not finish within {run.timeout:g} s", compared)
+    if p.returncode != 0 and p.reached_end:
+        return result(
+            "single",
+            FAIL,
+            f"`{p.command}` ran the script to its end, then its process exited with code {p.returncode} while "
+            "exiting: a crash in shutdown code (the interpreter's or a library's), after the script's last line",
+            compared,
+        )
     if p.returncode != 0:
         lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
         last = lines[-1].strip()[:200] if lines else ""
