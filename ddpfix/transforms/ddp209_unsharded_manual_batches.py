@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..examples import clean, fixes
+from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional, single_small, walk
 
 RANDOM_INDICES = {"torch.randint", "numpy.random.randint"}
+RANDOM_STARTS = {"random.randint", "random.randrange"}  # one batch start a draw, from Python's `random`
 SPLITS = {"split", "chunk", "tensor_split", "array_split"}
 SIMPLE = (cst.Name, cst.Attribute, cst.Integer, cst.Call, cst.Subscript)
 SPAWNED = "mp.spawn starts the ranks: shard the batches with the worker's rank and world size by hand"
@@ -27,7 +28,9 @@ Training batches taken from tensors without a DataLoader, in one of these shapes
   xb = x[i:i + bs]`, `for i in range(n // bs): xb = x[i * bs:(i + 1) * bs]` (also through a
   permutation drawn each epoch: `idx = perm[i:i + bs]`);
 - random batch indices drawn each step: `ix = torch.randint(len(data) - block, (batch_size,))`,
-  `np.random.randint(0, n, batch_size)`.
+  `np.random.randint(0, n, batch_size)`;
+- batch starts drawn one at a time from Python's `random` after `random.seed(...)` (`start =
+  random.randint(0, len(text) - n)`, then `text[start:start + n]`): reported, with what to change.
 
 ## Why
 DDP does not shard input. Every process cuts the same batches (the same offsets; the same random
@@ -102,6 +105,16 @@ Loops that already depend on the rank are left alone.
                     ctx.report(call, f"{self.message}; {SPAWNED}", fix="none")
                 else:
                     self._draw(ctx, call)
+        if _seeds_random_alike(facts):
+            for call in facts.names.calls_matching(lambda q: q in RANDOM_STARTS):
+                if _draws_batch(facts, call, loops) and not facts.ranks.depends_on_rank(call):
+                    ctx.report(
+                        call,
+                        f"training batches cut at {code_of(call)}, drawn from `random` seeded alike on every rank: "
+                        "every rank trains on the same batches; draw each rank's starts from its own stream "
+                        "(random.Random(seed + RANK)) or cut the data by rank",
+                        fix="none",
+                    )
 
     # ------------------------------------------------------------------ for i in range(0, n, bs)
     def _range(self, ctx: Context, loop: cst.For, rng: cst.Call) -> None:
@@ -276,6 +289,12 @@ def _uses_target(loop: cst.For) -> bool:
     return isinstance(loop.target, (cst.Name, cst.Tuple))
 
 
+def _seeds_random_alike(facts) -> bool:
+    """Does the script seed Python's `random` with a value that is the same on every rank? (Unseeded,
+    each process draws from its own stream.)"""
+    return any(not facts.ranks.mentions_rank(c) for c in facts.names.calls_matching(lambda q: q == "random.seed"))
+
+
 def _draws_batch(facts, call: cst.Call, loops: list[cst.For]) -> bool:
     """A draw of batch indices: bound to a name the same function then indexes data with, in a
     training loop or in a function such a loop calls."""
@@ -384,5 +403,38 @@ EXAMPLES = (
             opt.step()
         """,
         note="Batches the script already shards by rank:",
+    ),
+    reports(
+        """
+        import random
+
+        import torch
+        import torch.nn as nn
+
+        random.seed(0)
+        text = [i % 7 for i in range(500)]
+
+
+        def random_chunk(n):
+            start = random.randint(0, len(text) - n - 1)
+            chunk = torch.tensor(text[start : start + n + 1])
+            return chunk[:-1].float(), chunk[1:].float()
+
+
+        def main():
+            model = nn.Linear(16, 16)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(100):
+                x, y = random_chunk(16)
+                loss = (model(x) - y).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="Chunks cut at starts drawn from `random`, seeded alike on every rank: reported, with what to change:",
     ),
 )
