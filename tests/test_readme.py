@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import typer.main
 from typer.testing import CliRunner
 
@@ -71,3 +76,40 @@ def test_ide_page_names_the_log_setting_the_server_reads():
     server = (ROOT / "ddpfix" / "lsp" / "server.py").read_text()
     variable = re.search(r'os\.environ\.get\("(\w+)"', server).group(1)
     assert variable in IDE and "standard error" in IDE
+
+
+def walkthrough() -> list[str]:
+    block = README.split("## Your first conversion, in three steps", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return [re.split(r"\s+#\s", line)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_walkthrough_is_the_three_steps():
+    steps = walkthrough()
+    assert [s.split()[0:2] for s in steps] == [
+        ["cp", "examples/train.py"],
+        ["ddpfix", "diff"],
+        ["ddpfix", "apply"],
+        ["torchrun", "--nproc-per-node"],
+    ]
+    assert "--verify" in steps[2]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_walkthrough_runs_as_written(tmp_path):
+    """The README's walk-through, command by command as written, on the bundled example."""
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("NO_COLOR", None)
+    outcomes = []
+    for line in walkthrough():
+        run = subprocess.run(line, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        outcomes.append((line, run))
+    (cp, cp_run), (diff, diff_run), (apply, apply_run), (train, train_run) = outcomes
+    assert cp_run.returncode == 0
+    assert diff_run.returncode == 1 and "+++ b/train.py" in diff_run.stdout, diff_run.stderr
+    assert apply_run.returncode == 0, apply_run.stderr[-3000:]
+    assert "verified on 2 processes" in apply_run.stderr and "shards disjoint" in apply_run.stderr
+    assert "init_process_group" in (tmp_path / "train.py").read_text()
+    assert train_run.returncode == 0, train_run.stderr[-3000:]
+    assert train_run.stdout.count("epoch 0: loss") == 1  # printed by rank 0 only
