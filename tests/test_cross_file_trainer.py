@@ -4,6 +4,7 @@ handed is saved unwrapped (DDP402), all dual-mode."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -114,3 +115,35 @@ def test_writes_the_module_guards_already_are_left_alone(project, how):
     result = ddpfix.fix_project("train.py")
     assert "DDP401" not in {d.code for d in result.diagnostics}
     assert result.others["trainer.py"].codes == ["DDP402", "DDP406"]
+
+
+def test_json_and_sarif_carry_the_module_edits_of_a_rule(project):
+    from ddpfix.diff import apply_edits
+
+    result = invoke("check", "--format", "json", "train.py")
+    records = {r["code"]: r for r in json.loads(result.stdout)}
+    save = records["DDP401"]["fix"]["edits"]
+    assert {e["path"] for e in save} == {"trainer.py"}  # the script itself needs nothing for this fix
+    fixed = apply_edits((CASE / "trainer.py").read_text(), save)
+    assert fixed.count(GUARD) == 1 and "import torch.distributed as dist" in fixed
+    assert {e["path"] for e in records["DDP201"]["fix"]["edits"]} == {"train.py"}
+    sarif = json.loads(invoke("check", "--format", "sarif", "train.py").stdout)
+    [item] = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "DDP401"]
+    [change] = item["fixes"][0]["artifactChanges"]
+    assert change["artifactLocation"] == {"uri": "trainer.py", "uriBaseId": "%SRCROOT%"}
+    assert len(change["replacements"]) == len(save)
+    off = json.loads(invoke("check", "--no-cross-file", "--format", "json", "train.py").stdout)
+    assert [r["fix"] for r in off if r["code"] == "DDP401"] == [None]
+
+
+def test_a_fix_that_edits_only_a_module_is_applied(project):
+    """The script is distributed already: only trainer.py changes, and apply writes it."""
+    result = invoke("apply", "train.py")
+    assert result.exit_code == 0, result.output
+    (project / "trainer.py").write_bytes((CASE / "trainer.py").read_bytes())  # the module as it was
+    again = invoke("apply", "train.py")
+    assert again.exit_code == 0, again.output
+    text = (project / "trainer.py").read_text()
+    assert text.count(GUARD) == 1 and UNWRAPPED in text  # DDP406 leaves a distributed script's prints alone
+    assert "trainer.py: 2 hunk(s) applied, +3 -1; edited for train.py: DDP401, DDP402" in again.stderr
+    assert (project / "train.py").read_bytes() == (CASE / "expected.py").read_bytes()
