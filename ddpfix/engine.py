@@ -17,8 +17,8 @@ import pathspec
 
 from .api import fix_source
 from .diagnostic import Result
-from .diff import edits_between
 from .errors import DdpfixError
+from .fix_edits import with_fixes
 
 STDIN = "-"
 SKIP_DIRS = {  # folders never walked, with why (`-v` says it)
@@ -197,31 +197,6 @@ def run_path(path: str, options: Options, *, fix: bool = True) -> FileResult:
     return process(path, data, options, fix=fix)
 
 
-def fix_edits(data: bytes | str, path: str, code: str) -> tuple[list[dict], str | None]:
-    """The edits that fix the findings of one rule in this source (with the fixes that fix needs),
-    as 1-based line/column ranges over the original text with their replacement text; or no edits
-    and the reason the output guard withheld that fix."""
-    try:
-        res = fix_source(data, path=path, select=[code], unsafe_fixes=True)
-    except Exception:  # the file already produced diagnostics; a failing single-rule run just has no edits
-        return [], None
-    reason = res.withheld.get(code)
-    if reason is not None:
-        return [], reason
-    return edits_between(res.source, res.code), None
-
-
-def with_fixes(res: FileResult) -> FileResult:
-    """Attach each fixable rule's edits, or why its fix was withheld (for JSON/SARIF output)."""
-    if res.result is None or res.original is None:
-        return res
-    for code in sorted({d.code for d in res.result.diagnostics if d.fixable}):
-        res.fixes[code], reason = fix_edits(res.original, res.path, code)
-        if reason is not None:
-            res.withheld[code] = reason
-    return res
-
-
 # ---------------------------------------------------------------------------------------- many files
 @dataclass
 class Task:
@@ -242,7 +217,7 @@ def run_task(task: Task, data: bytes | None = None) -> FileResult:
         else run_path(task.path, task.options, fix=task.fix)
     )
     if task.fixes:
-        with_fixes(res)
+        with_fixes(res, cross_file=task.options.cross_file)
     res.seconds = time.perf_counter() - start
     return _trim(res, task.keep)
 

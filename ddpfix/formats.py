@@ -13,6 +13,7 @@ from .contract import judged
 from .diagnostic import NONE, SAFE, Diagnostic
 from .diff import apply_edits, edits_between
 from .engine import FileResult
+from .fix_edits import by_path
 from .rule import Rule
 from .suppress import UNUSED
 from .transforms import RULES
@@ -101,6 +102,11 @@ def _uri(path: str) -> tuple[str, str | None]:
     return quote(p.as_posix()), "%SRCROOT%"
 
 
+def _artifact(path: str) -> dict:
+    uri, base = _uri(path)
+    return {"uri": uri, **({"uriBaseId": base} if base else {})}
+
+
 def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
     return {"startLine": line, "startColumn": col, "endLine": end_line, "endColumn": end_col}
 
@@ -130,8 +136,7 @@ def to_sarif(results: list[FileResult], errors: Iterable[str] = ()) -> dict:
     for res in results:
         if res.result is None:
             continue
-        uri, base = _uri(res.path)
-        artifact = {"uri": uri, **({"uriBaseId": base} if base else {})}
+        artifact = _artifact(res.path)
         for d in res.result.diagnostics:
             item: dict = {
                 "ruleId": d.code,
@@ -160,17 +165,18 @@ def to_sarif(results: list[FileResult], errors: Iterable[str] = ()) -> dict:
                 item["fixes"] = [
                     {
                         "description": {"text": f"{d.code} fix ({d.fix})"},
-                        "artifactChanges": [
+                        "artifactChanges": [  # one per file the fix edits: the script, then its modules
                             {
-                                "artifactLocation": artifact,
+                                "artifactLocation": artifact if file == res.path else _artifact(file),
                                 "replacements": [
                                     {
                                         "deletedRegion": _region(e["line"], e["col"], e["end_line"], e["end_col"]),
                                         "insertedContent": {"text": e["content"]},
                                     }
-                                    for e in edits
+                                    for e in file_edits
                                 ],
                             }
+                            for file, file_edits in by_path(edits, res.path).items()
                         ],
                     }
                 ]

@@ -54,6 +54,7 @@ class ModuleEdits:
         self._modules: dict[Path, _Module | str] = {}
         self._kept: dict[Path, list[tuple[Rule, Planner]]] = {}
         self._out: dict[Path, str] = {}  # the text of each module with its kept edits
+        self.planned: set[tuple] = set()  # what the rules kept already: (rule, path, line), not kept twice
 
     # ------------------------------------------------------------------ may it be edited
     def why_not(self, path: Path) -> str | None:

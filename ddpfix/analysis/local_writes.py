@@ -9,7 +9,7 @@ import libcst as cst
 from ..syntax import assigned_value, dotted
 from .index import TreeIndex
 from .module_summary import Finding
-from .module_writes import EVERY_RANK_LOG_FILE, EVERY_RANK_SAVE, EVERY_RANK_TRACKER
+from .module_writes import EVERY_RANK_LOG_FILE, EVERY_RANK_PRINT, EVERY_RANK_SAVE, EVERY_RANK_TRACKER
 from .modules import LocalModules
 from .names import Names
 
@@ -19,7 +19,11 @@ def writes_through(index: TreeIndex, names: Names, modules: LocalModules, call: 
     own modules: a function of theirs, a class of theirs built (`Trainer(...)`: its `__init__`), or a
     method called on an instance of one (`trainer = Trainer(...)`, then `trainer.fit(loader)`)."""
     found = modules.findings(call, kind)
-    if found or not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
+    if found or not isinstance(call.func, cst.Attribute):
+        return found
+    if isinstance(call.func.value, cst.Call):  # `Trainer(...).fit(2)`: the method of the instance just built
+        return _method_findings(modules, call.func.value, call.func.attr.value, kind)
+    if not isinstance(call.func.value, cst.Name):
         return found
     scope = index.scope_of(call)
     owner = call.func.value.value
@@ -27,14 +31,21 @@ def writes_through(index: TreeIndex, names: Names, modules: LocalModules, call: 
         names.assignments(index.module, owner) if scope is not index.module else []
     ):
         value = assigned_value(site.stmt)
-        if not isinstance(value, cst.Call) or modules.class_of(value.func) is None:
-            continue
-        target = modules.target_of(value.func)
-        if target is not None and target.summary is not None and target.member is not None:
-            found = target.summary.findings(f"{target.member}.{call.func.attr.value}", kind)
+        if isinstance(value, cst.Call):
+            found = _method_findings(modules, value, call.func.attr.value, kind)
             if found:
                 return found
     return []
+
+
+def _method_findings(modules: LocalModules, ctor: cst.Call, method: str, kind: str) -> list[Finding]:
+    """The findings of `method` of the instance `ctor` builds, when it builds one of a local class."""
+    if modules.class_of(ctor.func) is None:
+        return []
+    target = modules.target_of(ctor.func)
+    if target is None or target.summary is None or target.member is None:
+        return []
+    return target.summary.findings(f"{target.member}.{method}", kind)
 
 
 def instances(index: TreeIndex, modules: LocalModules) -> set[str]:
@@ -55,6 +66,9 @@ def module_calls(index: TreeIndex, modules: LocalModules) -> list[cst.Call]:
         head = (dotted(call.func) or "").split(".")[0]
         if head in modules.table.imported or (isinstance(call.func, cst.Attribute) and head in bound):
             out.append(call)
+        elif isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+            if modules.class_of(call.func.value.func) is not None:
+                out.append(call)  # `Trainer(...).fit(2)`
     return out
 
 
@@ -69,12 +83,16 @@ def shown(modules: LocalModules, finding: Finding) -> str:
 
 
 def called(call: cst.Call) -> str:
-    """How the script spells what it calls: `Trainer`, `trainer.fit`."""
-    return dotted(call.func) or "this call"
+    """How the script spells what it calls: `Trainer`, `trainer.fit`, `Trainer(...).fit`."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and dotted(func.value.func):
+        return f"{dotted(func.value.func)}(...).{func.attr.value}"
+    return dotted(func) or "this call"
 
 
 __all__ = [
     "EVERY_RANK_LOG_FILE",
+    "EVERY_RANK_PRINT",
     "EVERY_RANK_SAVE",
     "EVERY_RANK_TRACKER",
     "called",

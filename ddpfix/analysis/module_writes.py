@@ -17,7 +17,8 @@ from .module_summary import Finding
 EVERY_RANK_SAVE = "every_rank_save"  # torch.save with no rank test around it (detail: "torch.save")
 EVERY_RANK_TRACKER = "every_rank_tracker"  # SummaryWriter(...) / wandb.init(...) likewise (detail: its name)
 EVERY_RANK_LOG_FILE = "every_rank_log_file"  # logging.basicConfig(filename=...) / a FileHandler likewise
-PER_RANK_KINDS = {EVERY_RANK_SAVE, EVERY_RANK_TRACKER, EVERY_RANK_LOG_FILE}
+EVERY_RANK_PRINT = "every_rank_print"  # a `print(...)` statement likewise, its text not naming the rank
+PER_RANK_KINDS = {EVERY_RANK_SAVE, EVERY_RANK_TRACKER, EVERY_RANK_LOG_FILE, EVERY_RANK_PRINT}
 
 
 def rank_guarded_calls(func: ast.AST) -> set[int]:
@@ -52,7 +53,24 @@ def every_rank_writes(func: ast.AST, qual: Callable[[str], str], path: Path) -> 
             file = file if file is not None or name == "logging.basicConfig" else (call.args or [None])[0]
             if not _per_rank(file):
                 out.add(Finding(EVERY_RANK_LOG_FILE, path, call.lineno, _short(name)))
+    out.update(_prints(func, guarded, qual, path))
     return out
+
+
+def _prints(func: ast.AST, guarded: set[int], qual: Callable[[str], str], path: Path) -> set[Finding]:
+    """`print(...)` statements outside any rank test, where `print` is the builtin (not `from rich import
+    print`) and the text does not name the rank (`print(f"[rank {rank}] ...")` reports per rank on purpose)."""
+    if qual("print") != "print":
+        return set()
+    return {
+        Finding(EVERY_RANK_PRINT, path, stmt.lineno, "print")
+        for stmt in nodes(func)
+        if isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and ast_dotted(stmt.value.func) == "print"
+        and id(stmt.value) not in guarded
+        and not _per_rank(stmt.value)
+    }
 
 
 def _in_memory(save: ast.Call, func: ast.AST, qual: Callable[[str], str]) -> bool:
@@ -88,6 +106,7 @@ def _per_rank(file: ast.AST | None) -> bool:
 
 __all__ = [
     "EVERY_RANK_LOG_FILE",
+    "EVERY_RANK_PRINT",
     "EVERY_RANK_SAVE",
     "EVERY_RANK_TRACKER",
     "PER_RANK_KINDS",

@@ -107,7 +107,7 @@ class Guard:
     # ------------------------------------------------------------------ the loop
     def run(self) -> Outcome:
         ctx = self.plan(self.fixing)
-        if ctx.plan.is_empty():
+        if _nothing_to_do(ctx):
             return Outcome(ctx, self.facts.module, self.text, {})
         verdict = self.verify(ctx)
         if verdict.ok:
@@ -148,7 +148,7 @@ class Guard:
     def verify(self, ctx: Context) -> Verdict:
         """Check the output of `ctx`'s plan (cheapest checks first)."""
         plan = ctx.plan
-        if plan.is_empty():
+        if _nothing_to_do(ctx):
             return Verdict(module=None)
         silent = sorted(r for r in plan.edited if r in BY_CODE and BY_CODE[r].fix == NONE)
         if silent:
@@ -196,9 +196,10 @@ class Guard:
         """What `ddpfix check` with the rules `judges` reports on `outcome`'s output: what the fixpoint's
         settling pass found (it ran those rules), the first pass's findings when the output is the input
         and that pass ran the same rules, else one more pass (no rule fixing) over the analysis."""
-        if outcome.after is not None and outcome.module is not self.facts.module:
+        changed = outcome.module is not self.facts.module or bool(outcome.texts)  # the script or its modules
+        if outcome.after is not None and changed:
             return outcome.after
-        if outcome.module is self.facts.module:
+        if not changed:
             if set(self.judges) == set(self.active):
                 return [dataclasses.replace(d, applied=False, withheld=None) for d in outcome.ctx.diagnostics]
             facts, suppressions = self.facts, self.suppressions
@@ -250,6 +251,11 @@ def guarded_fix(
     outcome = guard.run()
     outcome.after = guard.output_findings(outcome)
     return outcome
+
+
+def _nothing_to_do(ctx: Context) -> bool:
+    """No edit of the script and none of its modules (a fix may edit only a module: `trainer.save()`)."""
+    return ctx.plan.is_empty() and (ctx.others is None or not ctx.others.changes())
 
 
 __all__ = ["guarded_fix", "Guard", "Outcome", "Verdict", "MAX_PASSES"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.effects import IN_MEMORY_FILES
-from ..analysis.local_writes import EVERY_RANK_SAVE, called, module_calls, shown, writes_through
+from ..analysis.local_writes import EVERY_RANK_SAVE
 from ..edits import guard, guard_site
 from ..examples import clean, fixes
-from ..rule import NONE, Context, Rule
+from ..module_guards import guard_module_writes, is_save
+from ..rule import Context, Rule
 from ..syntax import assigned_value, calls_in, code_of, dotted, kwarg, method_name, positional, walk
 
 
@@ -51,8 +52,17 @@ Adjacent statements that need the same guard (a print, a log line, the copy) sha
 
 A save inside one of the script's own modules with no rank test around it there (`trainer.fit()`
 of a `Trainer` class in `trainer.py` that ends in `torch.save`) is reported at the script's call,
-with the module's file and line, and without a fix: the guard belongs in the module (run ddpfix
-on that module to have it there).
+with the module's file and line, and the fix guards it in the module, with a test decided at run
+time that holds in a plain run and on rank 0 however the ranks were launched, so that every entry
+point importing the module stays correct:
+```python
+    def save(self, path):
+        if not dist.is_initialized() or dist.get_rank() == 0:
+            torch.save(self.model.state_dict(), path)
+```
+Where the module may not be edited (outside the script's folder, installed, read-only, run as a
+program of its own, `--no-cross-file`) or the save shares its line with other code, the finding
+comes without a fix and says why.
 
 A save into memory (`buf = io.BytesIO(); torch.save(state, buf)`, to copy a state) writes no file
 and is left alone, in the script and in its modules.
@@ -92,15 +102,7 @@ step; otherwise the copy gets its own guard.
                 guard_site(ctx, call, message)
             elif ctx.report(call, message):
                 guard(ctx, stmt, ctx.rank0(call))
-        for call in module_calls(facts.index, facts.modules):
-            found = writes_through(facts.index, facts.names, facts.modules, call, EVERY_RANK_SAVE)
-            if found and not ranks.rank_guarded(call):
-                where = ", ".join(shown(facts.modules, f) for f in found[:3])
-                message = (
-                    f"{called(call)}() runs torch.save on every rank ({where}): all processes write the "
-                    "same file; guard the save to rank 0 there"
-                )
-                ctx.report(call, message, fix=NONE)
+        guard_module_writes(ctx, self, EVERY_RANK_SAVE, "torch.save", "all processes write the same file", is_save)
 
 
 WRITERS = {

@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis.model_params import TRAINS
 from ..examples import clean, fixes
 from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrappers
+from ..module_unwrap import unwrap_in_classes
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, method_name, receiver
 
@@ -114,6 +115,7 @@ where no name reaches the plain module, gets the diagnostic only. A name bound a
                 f"{callee}() saves the state_dict() of {hand.handle}, the DDP wrapper ('module.' keys): pass {hand.raw}",
             ):
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
+        unwrap_in_classes(ctx, self)
 
 
 def _inside_load(facts, call: cst.CSTNode) -> bool:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.local_writes import EVERY_RANK_PRINT
 from ..analysis.summaries import TRAINS
 from ..analysis.training import HELPER_DEPTH
 from ..edits import guard_site
 from ..examples import clean, fixes
+from ..module_guards import guard_module_writes, is_print
 from ..rule import Context, Rule
 from ..syntax import calls_in, dotted
 
@@ -41,6 +43,10 @@ Left alone everywhere:
   `raise` in the same block): each failing rank says why;
 - prints in the process that starts the ranks with `mp.spawn` (its `__main__` block and the
   functions only it calls): that code runs once.
+
+In a script ddpfix converts, a print inside one of its own modules that the script's calls reach
+(`Trainer(...).fit(2)` with `Trainer.log()` printing, in trainer.py) is reported at the call and
+guarded in the module, like DDP401's saves there: `if not dist.is_initialized() or dist.get_rank() == 0:`.
 
 ## Why
 With N processes every line appears N times, interleaved, and per-rank values (a rank's own loss)
@@ -81,6 +87,9 @@ run sets to -1 (`int(os.environ.get("RANK", -1))`) is guarded with `in (-1, 0)`.
             if distributed and not _repeats_with_training(facts, call):
                 continue  # a start-up message of a script that already runs distributed
             guard_site(ctx, call)
+        if not distributed:  # what a module of the script prints for it (`trainer.log()`): guarded there
+            harm = "output is duplicated once per process"
+            guard_module_writes(ctx, self, EVERY_RANK_PRINT, "print", harm, is_print, ranks.print_silenced)
 
 
 def _gives_up(facts, call: cst.Call) -> bool:

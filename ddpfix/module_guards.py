@@ -1,0 +1,136 @@
+"""DDP401 and DDP406 across files: a checkpoint saved or a line printed on every rank inside one of the
+script's own modules (`Trainer.save()` in trainer.py ends in `torch.save`, `Trainer.log()` prints),
+reached from the script's call (`Trainer(...).fit(2)`, `trainer.save(path)`).
+
+The finding is reported at the script's call, naming the module's file and line; the fix guards the
+statement there, in the module, to rank 0 with a test decided at run time:
+
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        torch.save(self.model.state_dict(), path)
+
+(`import torch.distributed as dist` added to the module when it lacks one.) That test is true in a
+plain run and on rank 0 of any distributed one, however it was launched (torchrun, `mp.spawn`, a
+launcher of another entry point), so a module imported by several entry points stays correct for
+each of them, and the entry script need not hand the module anything. A statement the module already
+guards, or that only a rank-guarded caller reaches, is left alone.
+
+The module is edited only where `ModuleEdits` allows it (see module_edits.py) and where the statement
+can be guarded on its own (it does not share its line with other code); otherwise the finding is
+reported without a fix, saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import libcst as cst
+
+from .analysis.local_writes import called, module_calls, shown, writes_through
+from .analysis.module_summary import Finding
+from .edits import guard_site
+from .rule import NONE, Context, Rule
+
+Match = Callable[[object, cst.Call], bool]  # (the module's facts, a call) -> is it the write found there?
+
+
+def guard_module_writes(
+    ctx: Context,
+    rule: Rule,
+    kind: str,
+    what: str,
+    harm: str,
+    match: Match,
+    skip: Callable[[cst.Call], bool] | None = None,
+) -> None:
+    """Report each of the script's calls that runs `what` (found by the summaries as `kind`) on every
+    rank in one of its own modules, and guard it there to rank 0 where the fix may (`skip`: calls to
+    leave alone)."""
+    facts = ctx.facts
+    for call in module_calls(facts.index, facts.modules):
+        found = writes_through(facts.index, facts.names, facts.modules, call, kind)
+        if not found or facts.ranks.rank_guarded(call) or (skip is not None and skip(call)):
+            continue
+        where = ", ".join(shown(facts.modules, f) for f in found[:3])
+        lines = _by_path(found)
+        guarded: list[int] = []
+        why = _why_not(ctx, rule, lines, what, match, guarded)
+        if why is None and not guarded:
+            continue  # the module's own analysis sees a rank test there (`if self.rank != 0: return`)
+        head = f"{called(call)}() runs {what} on every rank ({where}): {harm}"
+        if why is not None:
+            ctx.report(
+                call, f"{head}; guard it to rank 0 there (the fix would edit that file, and does not: {why})", fix=NONE
+            )
+            continue
+        if not ctx.report(call, f"{head}; the fix guards it to rank 0 there"):
+            continue
+        assert ctx.others is not None
+        for path, path_lines in lines.items():
+            new = [n for n in path_lines if (rule.code, path, n) not in ctx.others.planned]
+            if new:
+                ctx.others.planned.update((rule.code, path, n) for n in new)
+                ctx.others.keep(path, rule, _planner(new, what, match, ctx.others.shown(path), []))
+
+
+def _by_path(found: list[Finding]) -> dict[Path, list[int]]:
+    out: dict[Path, list[int]] = {}
+    for f in found:
+        out.setdefault(f.path, []).append(f.line)
+    return {path: sorted(set(lines)) for path, lines in out.items()}
+
+
+def _why_not(
+    ctx: Context, rule: Rule, lines: dict[Path, list[int]], what: str, match: Match, guarded: list[int]
+) -> str | None:
+    """Why the modules are not edited, or None when each edit is made and checked (`guarded` gets the
+    lines it guards)."""
+    others = ctx.others
+    if others is None:
+        guarded.append(0)
+        return "cross-file edits are off"
+    for path, path_lines in lines.items():
+        planner = _planner(path_lines, what, match, others.shown(path), guarded)
+        why = others.why_not(path) or others.trial(path, rule, planner)
+        if why is not None:
+            return why
+    return None
+
+
+def _planner(lines: list[int], what: str, match: Match, where: str, guarded: list[int]):
+    """Guard the statements at `lines` of the module to rank 0, on that module's own context (`guarded`
+    gets the lines guarded: none where the module's own analysis finds each under a rank test already)."""
+
+    def plan(ctx: Context) -> str | None:
+        ctx.joins_elsewhere()  # the module does not know how its caller launched: ask the process group
+        facts = ctx.facts
+        for line in lines:
+            call = next(
+                (
+                    c
+                    for c in facts.index.statement_calls(lambda c: match(facts, c))
+                    if facts.index.position(c).start.line == line
+                ),
+                None,
+            )
+            if call is None:
+                return f"the {what} at {where}:{line} is not a statement of its own"
+            if facts.ranks.rank_guarded(call):
+                continue
+            if not guard_site(ctx, call):
+                return f"the {what} at {where}:{line} shares its line with other code"
+            guarded.append(line)
+        return None
+
+    return plan
+
+
+def is_save(facts, call: cst.Call) -> bool:
+    return facts.names.call_qual(call) == "torch.save"
+
+
+def is_print(facts, call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Name) and call.func.value == "print"
+
+
+__all__ = ["guard_module_writes", "is_print", "is_save"]

@@ -1,0 +1,143 @@
+"""DDP402 across files: the DDP wrapper handed to a class of the script's own modules that keeps it
+(`self.model = model` in `Trainer.__init__`, trainer.py) and saves its `state_dict()` in a method
+(`torch.save(self.model.state_dict(), path)`).
+
+The class needs the wrapper to train (its forward must go through DDP), so handing it the plain
+module instead is no fix. The fix edits the class: each `self.model.state_dict()` becomes
+
+    getattr(self.model, "module", self.model).state_dict()
+
+the plain module's keys under DDP (`module.` stripped, as a plain run saves them) and the same object
+in a plain run, whoever constructs the class: an entry point that wraps the model and one that does
+not both get the keys a plain run writes. (A model of the user's own with an attribute named `module`
+would be unwrapped one level too far: the spelling assumes none.)
+
+Reported at the script's argument that hands the wrapper on, naming the module's file and line. The
+module is edited where `ModuleEdits` allows it; classes that reach `self.model.module` or load a
+state into the wrapper themselves are left alone. With cross-file edits off nothing is reported
+(the module is not read as a tree then).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .handles import handoffs, wrappers
+from .rule import Context, Rule
+from .syntax import dotted, method_name, walk
+
+UNWRAP = 'getattr({attr}, "module", {attr})'
+
+
+def unwrap_in_classes(ctx: Context, rule: Rule) -> None:
+    """Report (and fix, where allowed) each wrapper the script hands to a local class that saves its
+    state_dict()."""
+    facts, others = ctx.facts, ctx.others
+    if others is None:
+        return
+    handed = {id(h.arg) for h in handoffs(ctx)}  # what DDP402 and its kin report at the call already
+    for handle, (_raw, wrap_stmt) in wrappers(ctx).items():
+        for call in facts.index.calls:
+            if facts.modules.class_of(call.func) is None:
+                continue
+            target = facts.modules.target_of(call.func)
+            if target is None or target.summary is None or target.member is None:
+                continue
+            for slot, arg in _slots(call):
+                if id(arg) in handed or dotted(arg.value) != handle:
+                    continue
+                if not facts.wraps.after_wrap(call, handle, wrap_stmt):
+                    continue
+                path, cls = target.summary.path, target.member
+                if others.why_not(path) is not None:
+                    continue
+                lines: list[int] = []
+                planner = _planner(cls, slot, lines)
+                if others.trial(path, rule, planner) is not None or not lines:
+                    continue
+                where = ", ".join(f"{others.shown(path)}:{n}" for n in lines[:3])
+                message = (
+                    f"{cls}() saves the state_dict() of {handle}, the DDP wrapper ('module.' keys), at {where}: the "
+                    f'fix saves getattr(..., "module", ...).state_dict() there, the plain module\'s keys'
+                )
+                key = (rule.code, path, cls)
+                if ctx.report(arg.value, message) and key not in others.planned:
+                    others.planned.add(key)
+                    others.keep(path, rule, _planner(cls, slot, []))
+
+
+def _slots(call: cst.Call):
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is not None:
+            yield arg.keyword.value, arg
+        else:
+            yield position, arg
+            position += 1
+
+
+def _planner(cls_name: str, slot: int | str, lines: list[int]):
+    """Unwrap `self.<attr>.state_dict()` in the methods of `cls_name`, where `__init__` keeps its
+    parameter `slot` as `self.<attr>`; `lines` gets the lines edited. None (nothing to do) is no error."""
+
+    def plan(ctx: Context) -> str | None:
+        facts = ctx.facts
+        cls = next((s for s in facts.module.body if isinstance(s, cst.ClassDef) and s.name.value == cls_name), None)
+        if cls is None:
+            return f"{cls_name} is not a class at the top level of the module"
+        attrs = _kept_as(cls, slot)
+        if not attrs or _unwraps_itself(cls, attrs):
+            return None
+        for node in walk(cls):
+            if not isinstance(node, cst.Call) or method_name(node) != "state_dict":
+                continue
+            assert isinstance(node.func, cst.Attribute)
+            attr = dotted(node.func.value)
+            if attr not in attrs or _inside_load(facts, node):
+                continue
+            lines.append(facts.index.position(node).start.line)
+            spelled = cst.parse_expression(UNWRAP.format(attr=attr))
+            ctx.plan.replace(node.func.value, lambda _n, s=spelled: s)
+        return None
+
+    return plan
+
+
+def _kept_as(cls: cst.ClassDef, slot: int | str) -> set[str]:
+    """`self.model` where `__init__(self, model, ...)` (parameter `slot`) runs `self.model = model`."""
+    init = next(
+        (s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
+        None,
+    )
+    if init is None:
+        return set()
+    params = [p.name.value for p in init.params.params][1:]  # without self
+    names = {p.name.value for p in [*init.params.params, *init.params.kwonly_params]}
+    name = slot if isinstance(slot, str) else (params[slot] if slot < len(params) else None)
+    if name is None or name not in names:
+        return set()
+    out = set()
+    for node in walk(init):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == name:
+            out.update(t for t in (dotted(a.target) for a in node.targets) if t and t.startswith("self."))
+    return out
+
+
+def _unwraps_itself(cls: cst.ClassDef, attrs: set[str]) -> bool:
+    """The class reaches the plain module itself (`self.model.module`) or loads into what it keeps."""
+    for node in walk(cls):
+        if isinstance(node, cst.Attribute) and dotted(node.value) in attrs and node.attr.value == "module":
+            return True
+        if isinstance(node, cst.Call) and method_name(node) == "load_state_dict":
+            if isinstance(node.func, cst.Attribute) and dotted(node.func.value) in attrs:
+                return True
+    return False
+
+
+def _inside_load(facts, call: cst.CSTNode) -> bool:
+    return any(isinstance(a, cst.Call) and method_name(a) == "load_state_dict" for a in facts.index.ancestors(call))
+
+
+__all__ = ["UNWRAP", "unwrap_in_classes"]
