@@ -102,3 +102,15 @@ def test_apply_names_the_next_step_once(work):
     assert invoke("apply", "-q", "third.py").stderr == ""
     piped = CliRunner().invoke(app, ["apply", "-"], input=TRAIN)
     assert "next:" not in piped.stderr
+
+
+def test_apply_lists_what_is_left_with_its_line(work):
+    """After apply, each finding the result keeps is named with its line and why (the contract's own
+    breaches come as incomplete lines instead)."""
+    (work / "train.py").write_text(TRAIN)
+    result = invoke("apply", "train.py")
+    left = [line for line in result.stderr.splitlines() if ": left: " in line]
+    assert left and all(line.startswith("train.py:") for line in left)
+    [syncbn] = [line for line in left if " DDP306 " in line]
+    line = int(syncbn.split(":")[1])
+    assert "BatchNorm" in TRAIN.splitlines()[line - 1] and syncbn.endswith("(unsafe: --unsafe-fixes)")

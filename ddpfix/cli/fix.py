@@ -29,7 +29,17 @@ from .options import (
     Verbose,
     exit_zero,
 )
-from .output import console, fail, incomplete_lines, module_summary, next_step, note, summary, withheld_summary
+from .output import (
+    console,
+    fail,
+    incomplete_lines,
+    left_lines,
+    module_summary,
+    next_step,
+    note,
+    summary,
+    withheld_summary,
+)
 from .run import Run, discovered, start
 from .verified import Force, Nproc, Timeout, VerifyFlag, apply_verified, diff_verified
 
@@ -210,7 +220,7 @@ def _apply_one(run: Run, res: FileResult, modules: dict[str, tuple[str, bytes]])
         note(summary(res, " applied", unsafe_fixes=unsafe))
         for change in mine:
             note(module_summary(change, res.path, " applied"))
-        for line in incomplete_lines(res):
+        for line in incomplete_lines(res) + left_lines(res, unsafe):
             note(line)
     return res.result.changed_files
 

@@ -98,6 +98,20 @@ def incomplete_lines(res: FileResult) -> list[str]:
     return [f"{res.path}:{b.line}: {b.format()}" for b in res.result.incomplete]
 
 
+def left_lines(res: FileResult, unsafe_fixes: bool = False) -> list[str]:
+    """After `apply`: each finding the result still has that breaks no invariant of the contract (those
+    have their incomplete line), with its line and why it was not fixed."""
+    assert res.result is not None
+    incomplete = {(b.code, b.line) for b in res.result.incomplete}
+    out = []
+    for d in res.result.diagnostics:
+        if d.applied or d.info or (d.code, d.line) in incomplete:
+            continue
+        why = f"withheld: {d.withheld}" if d.withheld is not None else _why_not(d.fix, unsafe_fixes)
+        out.append(f"{res.path}:{d.line}: left: {d.code} {d.message} ({why})")
+    return out
+
+
 def _why_not(fix: str, unsafe_fixes: bool) -> str:
     if fix == NONE:
         return "no automatic fix"
@@ -125,6 +139,7 @@ __all__ = [
     "console",
     "fail",
     "incomplete_lines",
+    "left_lines",
     "known_format",
     "next_step",
     "note",
