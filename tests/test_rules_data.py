@@ -111,14 +111,22 @@ def test_ddp420_pathlib_mkdir():
     assert "    ckpt.mkdir(parents=True, exist_ok=True)\n" in fixed(src, "DDP420")
 
 
-def test_ddp420_os_mkdir_becomes_makedirs_only_as_an_unsafe_fix():
+def test_ddp420_os_mkdir_on_its_own_line_is_kept_and_its_race_suppressed():
     src = race("""
         if not os.path.exists(out):
             os.mkdir(out)
     """)
+    assert [d.fix for d in found(src, "DDP420")] == ["safe"]
+    out = fixed(src, "DDP420")
+    assert "        with contextlib.suppress(FileExistsError):\n            os.mkdir(out)\n" in out
+    assert "import contextlib\n" in out and found(out, "DDP420") == []
+
+
+def test_ddp420_os_mkdir_on_the_line_of_its_if_becomes_makedirs_only_as_an_unsafe_fix():
+    src = race("if not os.path.exists(out): os.mkdir(out)\n")
     assert [d.fix for d in found(src, "DDP420")] == ["unsafe"]
     assert "os.mkdir(out)" in fixed(src, "DDP420")
-    assert "    os.makedirs(out, exist_ok=True)\n" in fixed(src, "DDP420", unsafe_fixes=True)
+    assert "os.makedirs(out, exist_ok=True)" in fixed(src, "DDP420", unsafe_fixes=True)
 
 
 def test_ddp420_bare_makedirs_is_reported_without_a_fix():
@@ -133,6 +141,7 @@ def test_ddp420_leaves_safe_creations_alone():
         "os.makedirs(out, exist_ok=True)\n",
         "if RANK == 0:\n    os.makedirs(out)\n",
         "try:\n    os.mkdir(out)\nexcept FileExistsError:\n    pass\n",
+        "with contextlib.suppress(FileExistsError):\n    os.mkdir(out)\n",
         "if not fs.exists(out):\n    fs.mkdir(out)\n",  # another API's mkdir
         "if not os.path.exists(other):\n    os.makedirs(out)\n",  # checks something else
     ):

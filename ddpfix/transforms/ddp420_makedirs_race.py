@@ -49,8 +49,11 @@ pathlib's `p.mkdir()` gets `exist_ok=True` the same way.
 ## Fix safety
 Safe for `os.makedirs` and `Path.mkdir` behind the check: a plain run creates the same folder; the
 only difference is a *file* at that path, which the check skipped and `exist_ok=True` reports
-(`FileExistsError`). `os.mkdir` becomes `os.makedirs(d, exist_ok=True)`, which also creates missing
-parent folders where `mkdir` raised: an unsafe fix. A creation with no check and no `exist_ok`
+(`FileExistsError`). `os.mkdir(d)` on a line of its own stays as it is, inside
+`with contextlib.suppress(FileExistsError):` (safe: a plain run does exactly what it did, and a rank
+that loses the race goes on); written on the line of its `if` (`if not os.path.exists(d): os.mkdir(d)`),
+it becomes `os.makedirs(d, exist_ok=True)`, which also creates missing parent folders where `mkdir`
+raised: an unsafe fix. A creation with no check and no `exist_ok`
 (`os.makedirs(d)`) is reported only: it fails on a second plain run too, which may be on purpose
 (refusing to reuse a folder); pass `exist_ok=True`, or create it on rank 0 before the other ranks
 use it. Creations under a rank-0 guard or inside `try: ... except FileExistsError:` are not reported,
@@ -90,6 +93,12 @@ per machine runs them.
                 )
                 continue
             mkdir = qual == "os.mkdir"
+            line = _own_line(facts, call) if mkdir else None
+            if mkdir and line is not None:  # the call keeps its exact behaviour; a rank that loses the race goes on
+                if ctx.report(call):
+                    suppress = f"{ctx.plan.ref('contextlib', 'contextlib', style='import')}.suppress(FileExistsError)"
+                    ctx.plan.replace(line, lambda n, w=suppress: _within(n, w))
+                continue
             if not ctx.report(call, fix="unsafe" if mkdir else None):
                 continue
             self._fix(ctx, call, check, mkdir)
@@ -111,6 +120,24 @@ per machine runs them.
         ctx.plan.replace(call, rewrite)
         if _collapsible(ctx.facts, check):
             ctx.plan.replace(check, _collapse)
+
+
+def _own_line(facts, call: cst.Call) -> cst.SimpleStatementLine | None:
+    """The statement line that is the call and nothing else (not `if c: os.mkdir(d)` on one line)."""
+    expr = facts.index.parent.get(call)
+    line = facts.index.parent.get(expr)
+    if isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+        return line
+    return None
+
+
+def _within(line: cst.SimpleStatementLine, manager: str) -> cst.With:
+    """`line` inside `with <manager>:`, in its place."""
+    return cst.With(
+        items=[cst.WithItem(item=cst.parse_expression(manager))],
+        body=cst.IndentedBlock(body=[line.with_changes(leading_lines=())]),
+        leading_lines=line.leading_lines,
+    )
 
 
 def _existence_check(facts, call: cst.Call, path_code: str) -> cst.If | None:
@@ -188,10 +215,17 @@ def _collapse(node: cst.If) -> cst.BaseStatement:
 
 
 def _caught(facts, call: cst.Call) -> bool:
-    """Inside `try:` with an `except` that catches FileExistsError (or a base of it)."""
+    """Inside `try:` with an `except` that catches FileExistsError (or a base of it), or inside
+    `with contextlib.suppress(FileExistsError):`."""
     for anc in facts.index.ancestors(call):
         if isinstance(anc, cst.FunctionDef):
             return False
+        if isinstance(anc, cst.With) and facts.index.contains(anc.body, call):
+            for item in anc.items:
+                manager = item.item
+                if isinstance(manager, cst.Call) and facts.names.call_qual(manager) == "contextlib.suppress":
+                    if {code_of(a.value).split(".")[-1] for a in manager.args} & CAUGHT:
+                        return True
         if isinstance(anc, cst.Try) and facts.index.contains(anc.body, call):
             for handler in anc.handlers:
                 if handler.type is None:
