@@ -91,32 +91,40 @@ process group first; which one fits is the author's choice.
             for n in walk(call)
             if isinstance(n, cst.Name)
         }
-        origin: dict[str, set[cst.Call]] = {}  # a name -> the draws its value comes from
+        index, module = facts.index, facts.module
+        # (the scope that binds a name, the name) -> the draws its value comes from: a name of a function
+        # is that function's own, and reads of it look there first, then at module level
+        origin: dict[tuple[cst.CSTNode, str], set[cst.Call]] = {}
         drawn: dict[cst.Call, str] = {}  # a draw -> the name it is assigned to
-        for assign in facts.index.assigns:
-            if any(isinstance(a, LOOPS) for a in facts.index.ancestors(assign)):
+
+        def sources_of(scope: cst.CSTNode, name: str) -> set[cst.Call]:
+            return origin.get((scope, name)) or origin.get((module, name)) or set()
+
+        for assign in index.assigns:
+            if any(isinstance(a, LOOPS) for a in index.ancestors(assign)):
                 continue
+            scope = index.scope_of(assign)
             draw = next((c for c in calls_in(assign.value) if _random(facts, c)), None)
             sources = {draw} if draw is not None else set()
-            for r in reads(assign.value) & origin.keys():
-                sources |= origin[r]
+            for r in reads(assign.value):
+                sources |= sources_of(scope, r)
             if not sources:
                 continue
-            targets = assign_targets(facts.index.site(assign).stmt)
+            targets = assign_targets(index.site(assign).stmt)
             if draw is not None and targets:
                 drawn.setdefault(draw, targets[0])
             for target in targets:
                 if target not in shared:
-                    origin.setdefault(target, set()).update(sources)
+                    origin.setdefault((scope, target), set()).update(sources)
         if not origin:
             return
-        used = {
-            draw
-            for loop in facts.index.loops
-            if facts.training.trains_in(loop)
-            for name in reads(loop) & origin.keys()
-            for draw in origin[name]
-        }
+        used: set[cst.Call] = set()
+        for loop in index.loops:
+            if not facts.training.trains_in(loop):
+                continue
+            own = {t for n in walk(loop) if isinstance(n, cst.Assign) for t in assign_targets(index.site(n).stmt)}
+            for name in reads(loop) - own:  # a name the loop binds itself reads the loop's value
+                used |= sources_of(index.scope_of(loop), name)
         for draw in sorted(used, key=facts.index.order.__getitem__):
             ctx.report(
                 draw,
@@ -181,5 +189,34 @@ EXAMPLES = (
             main()
         """,
         note="Seeded: every rank draws the same target (the batches drawn in the loop may differ):",
+    ),
+    clean(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        def sample(model):
+            noise = torch.randn(16, 2)
+            return model(noise)
+
+
+        def main():
+            model = nn.Linear(2, 2)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(100):
+                x = torch.ones(16, 2)
+                noise = torch.randn(16, 2)
+                loss = (model(x + noise) - x).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            print(sample(model).shape)
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="Noise drawn in the loop itself, and a `noise` of another function: no task drawn before training:",
     ),
 )
