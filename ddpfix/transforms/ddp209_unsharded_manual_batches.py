@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
-from ..syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional, single_small, walk
+from ..syntax import assign_targets, assigned_value, code_of, dotted, is_literal, kwarg, positional, single_small, walk
 
 RANDOM_INDICES = {"torch.randint", "numpy.random.randint"}
 RANDOM_STARTS = {"random.randint", "random.randrange"}  # one batch start a draw, from Python's `random`
@@ -29,6 +29,9 @@ Training batches taken from tensors without a DataLoader, in one of these shapes
   permutation drawn each epoch: `idx = perm[i:i + bs]`);
 - random batch indices drawn each step: `ix = torch.randint(len(data) - block, (batch_size,))`,
   `np.random.randint(0, n, batch_size)`;
+- samples taken one by one from a list the script builds (`trigrams = [...]`, then `for context,
+  target in trigrams:`): each rank takes every WORLD_SIZE-th sample from its own, as many on every
+  rank (`trigrams[RANK::WORLD_SIZE][: len(trigrams) // WORLD_SIZE]`);
 - batch starts drawn one at a time from Python's `random` after `random.seed(...)` (`start =
   random.randint(0, len(text) - n)`, then `text[start:start + n]`): reported, with what to change.
 
@@ -90,6 +93,19 @@ Loops that already depend on the rank are left alone.
                     ctx.report(rng, f"{self.message}; {SPAWNED}", fix="none")
                 else:
                     self._range(ctx, loop, rng)
+                continue
+            samples = _sample_list(facts, loop)
+            if samples is not None:
+                if spawned:
+                    ctx.report(loop.iter, f"{self.message}; {SPAWNED}", fix="none")
+                elif ctx.report(
+                    loop.iter,
+                    f"training samples taken one by one from the list {samples}: every rank trains on all of them",
+                ):
+                    rank, world = ctx.env("RANK"), ctx.env("WORLD_SIZE")
+                    # every WORLD_SIZE-th sample from this rank's own, the same count on every rank
+                    new = f"{samples}[{rank}::{world}][: len({samples}) // {world}]"
+                    ctx.plan.replace(loop.iter, lambda _n, t=new: cst.parse_expression(t))
                 continue
             split = _split_iter(loop)
             if split is not None and _uses_target(loop):
@@ -274,6 +290,23 @@ def _param_given(facts, call: cst.Call, var: str) -> tuple[cst.FunctionDef, str]
             return (callee, arg.keyword.value) if arg.keyword.value in params else None
         return (callee, params[i]) if i < len(params) else None
     return None
+
+
+def _sample_list(facts, loop: cst.For) -> str | None:
+    """The name of a list of training samples the loop walks (`for context, target in trigrams:`, the
+    list built by a comprehension or a literal in the loop's scope or at module level), not a loader."""
+    if not isinstance(loop.iter, cst.Name) or facts.ranks.depends_on_rank(loop.iter):
+        return None
+    name = loop.iter.value
+    scopes = {facts.index.scope_of(loop), facts.module}
+    bound = [
+        a
+        for a in facts.index.assigns
+        if facts.index.scope_of(a) in scopes and name in assign_targets(facts.index.site(a).stmt)
+    ]
+    if len(bound) != 1 or not isinstance(bound[0].value, (cst.ListComp, cst.List)):
+        return None
+    return name
 
 
 def _split_iter(loop: cst.For) -> cst.Call | None:
