@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -224,3 +225,18 @@ def test_the_cli_prints_incomplete_lines_and_apply_exits_1(tmp_path):
     )
     records = json.loads(run.stdout)
     assert [(r["code"], r["contract"]["invariant"]) for r in records] == [("DDP409", 8)]
+
+
+def test_a_total_over_samples_cut_by_rank_is_a_metric_to_reduce():
+    """An epoch total summed over hand-cut samples (DDP209 shards them) is rank 0's shard alone once
+    converted: the rewrite is incomplete (invariant 8), where it was silently halved."""
+    golden = Path(__file__).parent / "golden" / "sample_list" / "input.py"
+    src = golden.read_text()
+    src = src.replace("    for epoch in range(3):\n", "    for epoch in range(3):\n        total = 0.0\n")
+    src = src.replace(
+        "            optimizer.step()\n", "            optimizer.step()\n            total += loss.item()\n"
+    )
+    src = src.replace("last loss {loss.item():.3f}", "loss {total:.3f}")
+    result = fix_source(src, path=str(golden))
+    assert "trigrams[RANK::WORLD_SIZE]" in result.code
+    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP409", 8)]

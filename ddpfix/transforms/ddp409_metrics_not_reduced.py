@@ -54,7 +54,8 @@ None: which values are sums and which are means is the script's business.
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         distributed = facts.launch.init_calls or facts.launch.joins_elsewhere
-        if distributed and facts.data.sampler_calls:
+        cut = _cut_by_rank(facts) if distributed else []  # hand-cut batches each rank takes its own of
+        if distributed and (facts.data.sampler_calls or cut):
             loaders = [loader for loader in facts.data.loaders if _sampled(facts, loader)]
         elif not distributed and facts.training.trains and not facts.models.dp_calls:
             # a script ddpfix converts: DDP201 gives each training loader a DistributedSampler
@@ -62,7 +63,7 @@ None: which values are sums and which are means is the script's business.
         else:
             return
         reduced = _reduced(facts)
-        sharded = _sharded_totals(facts, loaders, reduced) - reduced
+        sharded = _sharded_totals(facts, loaders, reduced, cut) - reduced
         if not sharded:
             return
         ranks = facts.ranks
@@ -106,23 +107,38 @@ def _sampled(facts, loader) -> bool:
     )
 
 
-def _sharded_totals(facts, loaders, reduced: set[str]) -> set[str]:
+def _cut_by_rank(facts) -> list[cst.For]:
+    """Training loops over batches or samples cut by rank (`for i in range(RANK * bs, n, WORLD_SIZE * bs)`,
+    `for x, y in samples[RANK::WORLD_SIZE]`)."""
+    return [
+        loop
+        for loop in facts.index.loops
+        if isinstance(loop, cst.For) and facts.ranks.depends_on_rank(loop.iter) and facts.training.trains_in(loop.body)
+    ]
+
+
+def _sharded_totals(facts, loaders, reduced: set[str], cut: list[cst.For]) -> set[str]:
     """Names accumulated (`total += ...`, `stats[0] += ...`) inside a loop over one of `loaders` (the
-    sharded ones); not a count of steps (`step += 1`: the same on every rank), nor a sum of values the
-    ranks reduced already (`dist.all_reduce(loss)`, then `epoch_loss += loss.item()`)."""
+    sharded ones) or one of the loops `cut` by rank; not a count of steps (`step += 1`: the same on
+    every rank), nor a sum of values the ranks reduced already (`dist.all_reduce(loss)`, then
+    `epoch_loss += loss.item()`)."""
     modules = set(facts.names.aliases)
+    loops = list(cut) + [
+        loop
+        for loader in loaders
+        for loop in facts.index.loops
+        if isinstance(loop, cst.For) and facts.data.iterates(loop, loader)
+    ]
     out: set[str] = set()
-    for loader in loaders:
-        for loop in facts.index.loops:
-            if isinstance(loop, cst.For) and facts.data.iterates(loop, loader):
-                for n in walk(loop.body):
-                    if not isinstance(n, cst.AugAssign):
-                        continue
-                    target = n.target.value if isinstance(n.target, cst.Subscript) else n.target
-                    if isinstance(target, cst.Name):  # `total += ...`, `stats[0] += ...`
-                        read = {r for r in reads(n.value) if "." not in r} - modules
-                        if read and not read <= reduced:
-                            out.add(target.value)
+    for loop in loops:
+        for n in walk(loop.body):
+            if not isinstance(n, cst.AugAssign):
+                continue
+            target = n.target.value if isinstance(n.target, cst.Subscript) else n.target
+            if isinstance(target, cst.Name):  # `total += ...`, `stats[0] += ...`
+                read = {r for r in reads(n.value) if "." not in r} - modules
+                if read and not read <= reduced:
+                    out.add(target.value)
     return out
 
 
