@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# One OpenMP thread per process, in the test processes and in every script they start. The suite
+# runs on as many workers as there are cores (pyproject.toml: -n auto), and each worker starts
+# scripts that import torch; with torch's default of one thread per core, the threads of the
+# concurrent processes spin against each other. torchrun sets the same for its ranks.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow tests first (in their order), then the rest: the workers finish on short tests
+    instead of one worker running a long one while the other waits."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
