@@ -860,14 +860,14 @@ def test_reruns_stop_after_the_limit_and_the_last_report_counts(script, tmp_path
     assert not runs.last.ok and runs.last["completes"].data["ranks"][1] == "exit_crash"
 
 
-def test_a_plain_run_is_repeated_once_and_only_when_its_end_record_says_the_script_ended(tmp_path):
+def test_a_plain_run_is_repeated_only_when_its_end_record_says_the_script_ended(tmp_path):
     from teardown import MAX_RERUNS, CrashAtExitRerun, aborted_only_at_exit, run_plain
 
     def done(rc, err="", end_status=None):
         return PlainRun("python train.py", rc, False, 1.0, stdout="saved\n", stderr=err, end_status=end_status)
 
     abort = "terminate called without an active exception\n"
-    assert MAX_RERUNS == 1
+    assert MAX_RERUNS == 2
     assert aborted_only_at_exit(done(-6, abort, "ok"))
     assert not aborted_only_at_exit(done(-6, abort))  # no end record: no evidence that the script ended
     assert not aborted_only_at_exit(done(-6, abort, "error"))
@@ -880,11 +880,11 @@ def test_a_plain_run_is_repeated_once_and_only_when_its_end_record_says_the_scri
         got = run_plain(lambda cwd: folders.append(cwd) or next(results), tmp_path / "p", "golden z")
     assert got.returncode == 0 and folders == [tmp_path / "p", tmp_path / "p-again"]
 
-    crashing = done(-6, abort, "ok")  # a crash at exit on the rerun too is a failure: no third run
+    crashing = done(-6, abort, "ok")  # a crash at exit on the last rerun too is a failure: no more runs
     calls = []
     with pytest.warns(CrashAtExitRerun):
         got = run_plain(lambda cwd: calls.append(cwd) or crashing, tmp_path / "c", "golden c")
-    assert got is crashing and len(calls) == 2
+    assert got is crashing and len(calls) == MAX_RERUNS + 1
     broken = done(1, "Traceback (most recent call last):\nValueError: x\n", "error")
     assert run_plain(lambda cwd: broken, tmp_path / "q") is broken
 
