@@ -18,7 +18,7 @@ from ddpfix.contract import INVARIANTS, JUDGES, breaches
 from ddpfix.contract.lines import to_input
 from ddpfix.diagnostic import SAFE, Diagnostic
 from ddpfix.rule import Context, Order, Rule
-from ddpfix.syntax import code_of
+from ddpfix.syntax import code_of, walk
 from ddpfix.transforms import BY_CODE
 
 CORRECT = textwrap.dedent(
@@ -101,7 +101,7 @@ class _Breaker(Rule):
     before = ""
 
     def run(self, ctx: Context) -> None:
-        stmts = [n for n in ctx.facts.index._nodes if isinstance(n, cst.SimpleStatementLine)]
+        stmts = [n for n in walk(ctx.facts.module) if isinstance(n, cst.SimpleStatementLine)]
         hit = next((s for s in stmts if self.old in code_of(s)), None)
         if hit is None:
             return

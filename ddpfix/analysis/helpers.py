@@ -47,7 +47,7 @@ class Helpers:
         if func is None and inspects(self.names.call_qual(call), dotted(call.func), _slot(call, arg)):
             return {INSPECTS}  # writer.add_graph(model, x), torch.jit.trace(model, x)
         if func is not None:
-            param = _param_for(func, call, arg)
+            param = param_for(func, call, arg)
             if param is None:
                 return None
             out = self._func_uses(func, param, 0)
@@ -98,7 +98,7 @@ class Helpers:
                         continue
                     callee = index.callee_of(node)
                     if callee is not None and callee is not func and depth < DEPTH:
-                        inner = _param_for(callee, node, a)
+                        inner = param_for(callee, node, a)
                         if inner is not None:
                             out |= self._func_uses(callee, inner, depth + 1)
                     elif callee is None:
@@ -217,7 +217,7 @@ def _slot(call: cst.Call, arg: cst.Arg) -> Slot | None:
     return next((i for i, a in enumerate(positional) if a is arg), None)
 
 
-def _param_for(func: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
+def param_for(func: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
     """The parameter of `func` that `call` binds `arg` to."""
     params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
     if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
@@ -229,4 +229,4 @@ def _param_for(func: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | Non
     return params[slot] if slot is not None and slot < len(params) else None
 
 
-__all__ = ["DEPTH", "Helpers"]
+__all__ = ["DEPTH", "Helpers", "param_for"]

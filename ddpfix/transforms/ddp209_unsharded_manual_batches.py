@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.helpers import param_for
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, assigned_value, code_of, dotted, is_literal, kwarg, positional, single_small, walk
@@ -280,16 +281,9 @@ def _slices_with(facts, body: cst.CSTNode, var: str, depth: int = 0) -> bool:
 def _param_given(facts, call: cst.Call, var: str) -> tuple[cst.FunctionDef, str] | None:
     """(the function of this file `call` runs, the name of its parameter that receives `var`)."""
     callee = facts.index.callee_of(call)
-    if callee is None:
-        return None
-    params = [p.name.value for p in callee.params.params]
-    for i, arg in enumerate(call.args):
-        if dotted(arg.value) != var or arg.star:
-            continue
-        if arg.keyword is not None:
-            return (callee, arg.keyword.value) if arg.keyword.value in params else None
-        return (callee, params[i]) if i < len(params) else None
-    return None
+    arg = next((a for a in call.args if not a.star and dotted(a.value) == var), None)
+    param = param_for(callee, call, arg) if callee is not None and arg is not None else None
+    return None if param is None else (callee, param)
 
 
 def _sample_list(facts, loop: cst.For) -> str | None:
