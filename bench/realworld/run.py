@@ -73,7 +73,14 @@ ENTRY_KEYS = {
     "review": str,
     "notes": str,
     "expect": str,  # "unconverted": the script has nothing to distribute; leaving it alone is right
+    # the status a correct conversion gets from each verify check, judged from the code: {check = status}
+    "checks": dict,
+    # the date on which the entry's verdicts (checks, true_findings) were committed, before ddpfix ever
+    # ran on the script: the entry belongs to the blind subset, reported separately
+    "blind": str,
 }
+VERIFY_CHECKS = ("completes", "ddp", "shards", "epoch_order", "params", "files", "collectives", "probe")
+CHECK_STATUSES = ("pass", "fail", "n/a")
 REQUIRED = ("id", "repo", "commit", "path", "kind", "shape")
 DEFAULT_TIMEOUT = 300
 
@@ -141,6 +148,13 @@ def validate_entry(entry: dict) -> list[str]:
     for f in entry.get("true_findings", []):
         if not isinstance(f, dict) or set(f) != {"code", "line", "reason"}:
             errors.append(f"{eid}: a true finding is a table with code, line, reason")
+    for name, status in entry.get("checks", {}).items():
+        if name not in VERIFY_CHECKS:
+            errors.append(f"{eid}: checks: unknown check {name!r} (one of {', '.join(VERIFY_CHECKS)})")
+        elif status not in CHECK_STATUSES:
+            errors.append(f"{eid}: checks: {name} must be one of {CHECK_STATUSES}")
+    if "blind" in entry and not re.fullmatch(r"\d{4}-\d\d-\d\d", entry["blind"]):
+        errors.append(f"{eid}: blind must be a date (YYYY-MM-DD)")
     if entry.get("true_findings") and entry.get("kind") != "ddp":
         errors.append(f"{eid}: true_findings only for kind = 'ddp'")
     return errors
