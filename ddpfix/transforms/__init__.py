@@ -29,6 +29,7 @@ from .ddp207_batch_size_semantics import BatchSizeSemantics
 from .ddp208_download_on_every_rank import DownloadOnEveryRank
 from .ddp209_unsharded_manual_batches import UnshardedManualBatches
 from .ddp210_task_drawn_per_rank import TaskDrawnPerRank
+from .ddp211_same_data_every_rank import SameDataEveryRank
 from .ddp301_missing_ddp_wrap import MissingDdpWrap
 from .ddp302_dataparallel import DataParallelToDdp
 from .ddp303_device_ids_mismatch import DeviceIdsMismatch
@@ -79,6 +80,7 @@ RULES: list[Rule] = [
     DownloadOnEveryRank(),
     UnshardedManualBatches(),
     TaskDrawnPerRank(),
+    SameDataEveryRank(),
     MissingSyncBatchNorm(),
     DataParallelToDdp(),
     MissingDdpWrap(),

@@ -1,0 +1,275 @@
+"""DDP211: the model trains on the whole of the same tensors on every rank: nothing to shard by rank."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.flow import binds, reads
+from ..diagnostic import NONE
+from ..examples import clean, reports
+from ..rule import Context, Rule
+from ..syntax import assign_targets, calls_in, dotted, walk
+from .ddp210_task_drawn_per_rank import RANDOM
+
+LOOPS = (cst.For, cst.While)
+ITERATORS = {"zip", "enumerate", "reversed"}  # `for x, y in zip(inputs, labels)` walks inputs and labels
+
+
+class SameDataEveryRank(Rule):
+    code = "DDP211"
+    name = "same-data-every-rank"
+    message = "the model trains on the whole of the same tensors on every rank: nothing cuts them by rank"
+    fix = NONE
+    distributed_only = True
+    requires = ("DDP001",)
+    docs = """
+## What
+A training step fed from tensors the script builds once, before training, and hands whole to the
+model at every step: full-batch training (`for t in range(200): prediction = net(x)`) or a walk over
+one fixed sequence (`for input, label in zip(inputs, labels): hidden, out = model(hidden, input)`),
+with no DataLoader, no batches cut by hand (DDP209) and nothing that depends on the rank.
+
+## Why
+Under `torchrun` every process holds the same tensors and takes the same steps on them: the gradient
+average is the gradient of one process, so N processes do the work of one, with nothing gained.
+Where the samples are independent, each rank can take its own part (a DataLoader with a
+DistributedSampler, or `x[RANK::WORLD_SIZE]`, cut to the same length on every rank); where they are
+one sequence whose order matters (a hidden state carried from one element to the next), there is
+nothing to split by rank, and the script gains nothing from more processes.
+
+## Example
+```python
+x = torch.unsqueeze(torch.linspace(-1, 1, 100), dim=1)
+y = x.pow(2)
+for t in range(200):
+    loss = loss_func(net(x), y)
+```
+is reported: every rank fits the same 100 points.
+
+## Fix safety
+None: whether the samples are independent, and how the loss should be scaled when each rank sees
+a part, is the author's call. Tensors drawn at random with no seed differ between ranks (DDP210
+reports those).
+"""
+
+    def run(self, ctx: Context) -> None:
+        facts = ctx.facts
+        if not facts.training.trains or facts.data.training_loaders or facts.data.foreign_loaders():
+            return  # a loader feeds the training: DDP201/202 judge its sharding
+        handles = {m.handle for m in facts.models.trained} | {m.each for m in facts.models.trained if m.each}
+        if not handles:
+            return
+        seeded = any("seed" in (dotted(c.func) or "").split(".")[-1].lower() for c in facts.index.calls)
+        reported: set[str] = set()
+        for backward in facts.training.backward_calls:
+            epoch = _outermost_loop(facts.index, backward)
+            if epoch is None or facts.ranks.depends_on_rank(epoch):
+                continue
+            for forward in _training_forwards(epoch, backward, handles):
+                for arg in forward.args:
+                    found = _whole_source(facts, epoch, arg.value, seeded)
+                    if found is None or found[0] in reported:
+                        continue
+                    name, node = found
+                    reported.add(name)
+                    ctx.report(
+                        node,
+                        f"the model trains on all of `{name}` at every step, on every rank: nothing cuts it by rank, "
+                        "so each process repeats the same steps; give each rank its own part (a DataLoader with a "
+                        "DistributedSampler, or rank-strided slices) where the samples are independent",
+                    )
+
+
+def _outermost_loop(index, node: cst.CSTNode) -> cst.For | cst.While | None:
+    """The outermost loop around `node` in its own function (or at module level)."""
+    out = None
+    for anc in index.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        if isinstance(anc, LOOPS):
+            out = anc
+    return out
+
+
+def _assignments(loop: cst.CSTNode):
+    """(targets, value) of every assignment in `loop`, nested functions and classes left out."""
+    for node in walk(loop):
+        if isinstance(node, cst.Assign):
+            yield {t for target in node.targets for t in _names(target.target)}, node.value
+        elif isinstance(node, cst.AugAssign):
+            yield set(_names(node.target)), node.value
+
+
+def _names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _names(el.value)]
+    d = dotted(target)
+    return [d] if d else []
+
+
+def _training_forwards(loop: cst.CSTNode, backward: cst.Call, handles: set[str]) -> list[cst.Call]:
+    """The calls of a trained model in `loop` whose output reaches the loss that `backward` runs on."""
+    sources: list[cst.CSTNode] = [backward.func.value] if isinstance(backward.func, cst.Attribute) else []
+    assigned = list(_assignments(loop))
+    seen: set[str] = set()
+    out: list[cst.Call] = []
+    while sources:
+        expr = sources.pop()
+        out.extend(c for c in calls_in(expr) if dotted(c.func) in handles and c not in out)
+        for name in reads(expr) - seen:
+            seen.add(name)
+            sources.extend(value for targets, value in assigned if name in targets)
+    return out
+
+
+def _whole_source(facts, loop: cst.CSTNode, arg: cst.BaseExpression, seeded: bool) -> tuple[str, cst.CSTNode] | None:
+    """(name, node to report) when `arg` is a tensor built before `loop`, or an element of one walked
+    by a loop inside it; None when it is cut, drawn or loaded per step."""
+    arg = _root(arg)
+    if arg is None:
+        return None
+    for node in walk(loop):
+        if isinstance(node, cst.For) and arg.value in _names(node.target):
+            walked = _walked(node.iter)
+            if not walked:
+                return None
+            for name in walked:
+                if _built_before(facts, loop, name, seeded):
+                    return name, node.iter
+            return None
+    if arg.value in _bound_in(loop):
+        return None  # cut, drawn or loaded per step
+    return (arg.value, arg) if _built_before(facts, loop, arg.value, seeded) else None
+
+
+def _root(expr: cst.BaseExpression) -> cst.Name | None:
+    """The name a value is read from through method calls and attributes (`x.unsqueeze(0).to(device)`
+    reads `x`); None for anything else (a slice `x[idx]` is a cut)."""
+    while isinstance(expr, (cst.Call, cst.Attribute)):
+        if isinstance(expr, cst.Call):
+            if not isinstance(expr.func, cst.Attribute):
+                return None
+            expr = expr.func
+        expr = expr.value
+    return expr if isinstance(expr, cst.Name) else None
+
+
+def _walked(it: cst.BaseExpression) -> list[str]:
+    """The names a `for` walks: `inputs` in `for x in inputs` and `for x, y in zip(inputs, labels)`."""
+    if isinstance(it, cst.Name):
+        return [it.value]
+    if isinstance(it, cst.Call) and dotted(it.func) in ITERATORS:
+        return [a.value.value for a in it.args if isinstance(a.value, cst.Name) and a.keyword is None]
+    return []
+
+
+def _bound_in(loop: cst.CSTNode) -> set[str]:
+    return binds(loop.body) | (binds(loop) if isinstance(loop, cst.For) else set())
+
+
+def _built_before(facts, loop: cst.CSTNode, name: str, seeded: bool, depth: int = 0) -> bool:
+    """Is `name` a tensor (or a list of tensors) that the script builds outside every loop, the same
+    on every rank, and never rebinds inside `loop`?"""
+    if depth > 3 or name in _bound_in(loop):
+        return False
+    index = facts.index
+    scope = index.scope_of(loop)
+    values = _bindings(index, scope, name) or (
+        _bindings(index, facts.module, name) if scope is not facts.module else []
+    )
+    if not values:
+        return False
+    for value in values:
+        if facts.ranks.depends_on_rank(value):
+            return False
+        calls = [facts.names.call_qual(c) or dotted(c.func) or "" for c in calls_in(value)]
+        if not seeded and any(q in RANDOM for q in calls):
+            return False  # a different draw on every rank: DDP210
+        if any(q.startswith(("torch.utils.data", "torch.nn.", "torch.optim")) for q in calls):
+            return False
+        made = any(q.startswith(("torch.", "numpy.")) or q.split(".")[-1] == "Variable" for q in calls)
+        if not made and not any(_built_before(facts, loop, r, seeded, depth + 1) for r in reads(value) if r != name):
+            return False
+    return True
+
+
+def _bindings(index, scope: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
+    """The values `name` is assigned in `scope` (its own statements), None where one is in a loop."""
+    out = []
+    for assign in index.assigns:
+        if index.scope_of(assign) is not scope or name not in assign_targets(index.site(assign).stmt):
+            continue
+        if any(isinstance(a, LOOPS) for a in index.ancestors(assign)):
+            return []
+        out.append(assign.value)
+    return out
+
+
+EXAMPLES = (
+    reports(
+        """
+        import torch
+        import torch.nn as nn
+
+        x = torch.unsqueeze(torch.linspace(-1, 1, 100), dim=1)
+        y = x.pow(2)
+
+        net = nn.Sequential(nn.Linear(1, 10), nn.ReLU(), nn.Linear(10, 1))
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.2)
+        loss_func = nn.MSELoss()
+
+        for t in range(200):
+            prediction = net(x)
+            loss = loss_func(prediction, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        """,
+        note="Full-batch training on fixed points: every rank fits the same 100 points:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(777)
+        inputs = torch.eye(5)[[0, 1, 0, 2, 3, 3]]
+        labels = torch.tensor([1, 0, 2, 3, 3, 4])
+        rnn = nn.RNNCell(5, 5)
+        optimizer = torch.optim.Adam(rnn.parameters(), lr=0.1)
+        criterion = nn.CrossEntropyLoss()
+
+        for epoch in range(100):
+            optimizer.zero_grad()
+            loss = 0
+            hidden = torch.zeros(1, 5)
+            for x, label in zip(inputs, labels):
+                hidden = rnn(x.unsqueeze(0), hidden)
+                loss += criterion(hidden, label.unsqueeze(0))
+            loss.backward()
+            optimizer.step()
+        """,
+        note="One sequence walked in order, a hidden state carried along it: nothing to split by rank:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.nn as nn
+
+        x = torch.unsqueeze(torch.linspace(-1, 1, 100), dim=1)
+        y = x.pow(2)
+
+        net = nn.Sequential(nn.Linear(1, 10), nn.ReLU(), nn.Linear(10, 1))
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.2)
+        loss_func = nn.MSELoss()
+
+        for t in range(200):
+            idx = torch.randint(0, 100, (16,))
+            loss = loss_func(net(x[idx]), y[idx])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        """,
+        note="Batches drawn each step (DDP209 judges how they are cut by rank):",
+    ),
+)
