@@ -205,6 +205,17 @@ def test_lines_of_the_output_map_to_the_input():
     assert [where(n) for n in range(1, 7)] == [1, 2, 2, 2, 3, 4]
 
 
+def test_a_line_moved_under_a_rank_guard_maps_to_its_own_input_line():
+    before = "for i in x:\n    if i % 3 == 0:\n        print(i)\n    print(total)\ndone()\n"
+    after = (
+        "for i in x:\n    if i % 3 == 0:\n        if RANK == 0:\n            print(i)\n"
+        "    if RANK == 0:\n        print(total)\ndone()\n"
+    )
+    where = to_input(before, after)
+    # each print keeps its own line; each guard maps to the line it was put before
+    assert [where(n) for n in range(1, 8)] == [1, 2, 3, 3, 4, 4, 5]
+
+
 def test_the_cli_prints_incomplete_lines_and_apply_exits_1(tmp_path):
     script = tmp_path / "train.py"
     broken = CORRECT.replace("            dist.all_reduce(correct)\n", "            pass\n")
