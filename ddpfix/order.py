@@ -22,6 +22,7 @@ class Order(IntEnum):
     HOISTED_COLLECTIVE = 60  # a collective moved out of a rank guard, right after it
     BARRIER = 61  # between a rank-0 save and the load of every rank
     AGREEMENT = 62  # the ranks' shared decision, before the exit it decides
+    REDUCED_METRIC = 63  # a total reduced over the ranks, before the statement that shows it
     TEARDOWN = 90  # destroy_process_group at the end of the entry point
 
 

@@ -25,7 +25,7 @@ DATA = Path(__file__).parent / "lsp_data"
 BEFORE = (DATA / "train_before.py").read_text(encoding="utf-8")
 UNICODE = (DATA / "train_unicode.py").read_text(encoding="utf-8")
 SMALL = (DATA / "train_small.py").read_text(encoding="utf-8")
-INCOMPLETE = (DATA / "train_epoch_loss.py").read_text(encoding="utf-8")
+INCOMPLETE = (DATA / "train_random_target.py").read_text(encoding="utf-8")
 DOCS = "https://docs.test/ddpfix/rules.md"
 CLIENTS = ["visual-studio-code", "neovim@v0.11.0", "emacs"]
 TIMEOUT = 30
@@ -483,8 +483,8 @@ async def test_convert_whole_file(vscode: Editor, tmp_path: Path):
 
 @vscode_only
 async def test_an_incomplete_conversion_says_so(vscode: Editor, tmp_path: Path):
-    """Converting a script whose result still breaks the DDP contract (an epoch total printed from rank
-    0's shard) applies the edit, and the editor shows what is incomplete, with the line to change; once
+    """Converting a script whose result still breaks the DDP contract (a target drawn at random with no
+    seed: a different task on every rank) applies the edit, and the editor shows what is incomplete, with the line to change; once
     the result is known, the action's title says it too."""
     uri = uri_for(tmp_path)
     src = INCOMPLETE
@@ -495,13 +495,13 @@ async def test_an_incomplete_conversion_says_so(vscode: Editor, tmp_path: Path):
     text = await vscode.apply(uri, convert)
     assert text == fix_source(src).code
     expected = ddpfix.fix_source(src).incomplete
-    assert [b.code for b in expected] == ["DDP409"]
+    assert [b.code for b in expected] == ["DDP210"]
     warning = f"line {expected[0].line}: {expected[0].format()}"
     assert any(warning in m.message for m in vscode.client.messages)
     vscode.replace_all(uri, src)
     await vscode.diagnostics(uri)
     titles = [a.title for a in await vscode.actions(uri, here, [], only=["source"])]
-    assert "Convert to DDP (ddpfix; incomplete: metric not reduced)" in titles
+    assert "Convert to DDP (ddpfix; incomplete: task differs by rank)" in titles
 
 
 @vscode_only

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.flow import reads
-from ..examples import clean, reports
+from ..examples import clean, fixes, reports
+from ..metric_reduce import MetricReducer
 from ..rule import NONE, Context, Rule
 from ..syntax import calls_in, dotted, kwarg, walk
 
@@ -14,7 +15,6 @@ class MetricsNotReduced(Rule):
     code = "DDP409"
     name = "metrics-not-reduced"
     message = "metric printed on rank 0 covers rank 0's shard only: all-reduce it first"
-    fix = NONE
     docs = """
 ## What
 In a DDP script that shards its data with a `DistributedSampler`, a total accumulated over a sharded
@@ -27,7 +27,8 @@ the same on every rank) and a sum of values the ranks reduced first (`dist.all_r
 `epoch_loss += loss.item()`).
 
 On a script that is not distributed yet, the same shape over a training loader that the conversion
-shards (DDP201) is reported too, in the words of what the conversion would do.
+shards (DDP201) is reported too, in the words of what the conversion would do, and fixed: the total
+is reduced over the ranks right before the statement that shows it.
 
 ## Why
 With a `DistributedSampler` each rank sees 1/N of the data; rank 0's running loss or accuracy is
@@ -47,8 +48,31 @@ if rank == 0:
     print(f"val acc {stats[0] / stats[1]:.3f}")
 ```
 
+On a script ddpfix converts, the fix reduces each shown total just before the statement that shows
+it, with one helper that is the identity in a single process:
+```python
+for i, (x, y) in enumerate(loader, 1):
+    ...
+    running_loss += loss.item()
+print(f"loss {running_loss / i:.4f}")
+```
+becomes
+```python
+avg_running_loss = reduce_over_ranks(running_loss, average=True)
+if RANK == 0:
+    print(f"loss {avg_running_loss / i:.4f}")
+```
+A total divided by a count that is per rank (the step index, `len(loader)`, another total, a fixed
+number of steps) is averaged over the ranks; one shown as it is, or divided by the size of a dataset
+(the same on every rank), is summed.
+
 ## Fix safety
-None: which values are sums and which are means is the script's business.
+Safe on a script ddpfix converts: `python train.py` prints what it printed (the helper returns the
+value itself when not distributed), and under torchrun the number covers every rank's shard. No fix
+where the statement is not reached alike by every rank (inside a `while`, or under a condition that
+reads what the loop changes, such as `if loss < best:`): a reduction there would wait for ranks that
+never come. None on a script that is distributed already: which values are sums and which are means,
+and on which device its backend reduces them, is the script's business.
 """
 
     def run(self, ctx: Context) -> None:
@@ -67,6 +91,8 @@ None: which values are sums and which are means is the script's business.
         if not sharded:
             return
         ranks = facts.ranks
+        reducer = MetricReducer(ctx)
+        loader_names = {loader.target for loader in facts.data.loaders if loader.target}
         for call in facts.index.calls:
             name = dotted(call.func) or ""
             if name != "print" and not name.endswith((".info", ".log", ".add_scalar")):
@@ -79,14 +105,19 @@ None: which values are sums and which are means is the script's business.
             names = ", ".join(sorted(used))
             if distributed:
                 ctx.report(
-                    call, f"{names} summed over this rank's shard only, logged as if global: all-reduce it first"
-                )
-            else:
-                ctx.report(
                     call,
-                    f"after the conversion, {names} would sum this rank's shard only and be logged as if global: "
-                    "all-reduce it before it is shown",
+                    f"{names} summed over this rank's shard only, logged as if global: all-reduce it first",
+                    fix=NONE,
                 )
+                continue
+            ops = reducer.reductions(call, used, loader_names)
+            if ctx.report(
+                call,
+                f"after the conversion, {names} would sum this rank's shard only and be logged as if global: "
+                "all-reduce it before it is shown",
+                fix=None if ops else NONE,
+            ):
+                reducer.plan(call, ops)
 
 
 REDUCING = ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object", "reduce_scatter")
@@ -166,6 +197,64 @@ def _reduced(facts) -> set[str]:
 
 
 EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(ds, batch_size=8, shuffle=True)
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(2):
+            total = 0.0
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += loss.item() * len(x)
+            print(f"epoch {epoch} loss {total / len(ds):.4f}")
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(ds, batch_size=8, shuffle=True)
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+        def reduce_over_ranks(value, average=False):
+            \"\"\"`value` summed over every rank (averaged with `average=True`); `value` itself in a single process.\"\"\"
+            if not DISTRIBUTED:
+                return value
+            total = torch.tensor(float(value), dtype=torch.float64)
+            dist.all_reduce(total)
+            return total.item() / WORLD_SIZE if average else total.item()
+
+        for epoch in range(2):
+            total = 0.0
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += loss.item() * len(x)
+            global_total = reduce_over_ranks(total)
+            print(f"epoch {epoch} loss {global_total / len(ds):.4f}")
+        """,
+        note="A per-sample sum divided by the dataset's size, summed over the ranks before it is printed:",
+    ),
     reports(
         """
         import torch

@@ -33,6 +33,15 @@ class Regressor(nn.Module):
             return self.forward(x)
 
 
+def reduce_over_ranks(value, average=False):
+    """`value` summed over every rank (averaged with `average=True`); `value` itself in a single process."""
+    if not DISTRIBUTED:
+        return value
+    total = torch.tensor(float(value), dtype=torch.float64)
+    dist.all_reduce(total)
+    return total.item() / WORLD_SIZE if average else total.item()
+
+
 def main():
     if DISTRIBUTED:
         if torch.cuda.is_available():
@@ -68,8 +77,9 @@ def main():
             if (step + 1) % ACCUM_STEPS == 0:
                 optimizer.step()
                 optimizer.zero_grad()
+        global_total = reduce_over_ranks(total)
         if RANK == 0:
-            print(f"epoch {epoch} loss {total:.4f} scale {raw_model.scale}")
+            print(f"epoch {epoch} loss {global_total:.4f} scale {raw_model.scale}")
         if epoch == 0:
             snapshot = copy.deepcopy(raw_model.state_dict())
 

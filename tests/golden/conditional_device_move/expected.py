@@ -52,6 +52,15 @@ if DISTRIBUTED:
 criterion = nn.CrossEntropyLoss()
 optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
 
+
+def reduce_over_ranks(value, average=False):
+    """`value` summed over every rank (averaged with `average=True`); `value` itself in a single process."""
+    if not DISTRIBUTED:
+        return value
+    total = torch.tensor(float(value), dtype=torch.float64)
+    dist.all_reduce(total)
+    return total.item() / WORLD_SIZE if average else total.item()
+
 for epoch in range(num_epochs):
     if train_sampler is not None:
         train_sampler.set_epoch(epoch)
@@ -73,8 +82,9 @@ for epoch in range(num_epochs):
             features, label = features.cuda(), label.cuda()
         with torch.no_grad():
             correct += (model(features).argmax(1) == label).sum().item()
+    avg_running_loss = reduce_over_ranks(running_loss, average=True)
     if RANK == 0:
-        print(f"epoch {epoch + 1} loss {running_loss / i:.4f} acc {correct / len(test_x):.3f}")
+        print(f"epoch {epoch + 1} loss {avg_running_loss / i:.4f} acc {correct / len(test_x):.3f}")
 
 if RANK == 0:
     torch.save(raw_model.state_dict(), "./classifier.pth")

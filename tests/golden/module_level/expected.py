@@ -35,6 +35,15 @@ if DISTRIBUTED:
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
 loss_fn = nn.BCEWithLogitsLoss()
 
+
+def reduce_over_ranks(value, average=False):
+    """`value` summed over every rank (averaged with `average=True`); `value` itself in a single process."""
+    if not DISTRIBUTED:
+        return value
+    total = torch.tensor(float(value), dtype=torch.float64)
+    dist.all_reduce(total)
+    return total.item() / WORLD_SIZE if average else total.item()
+
 for epoch in range(EPOCHS):
     if sampler is not None:
         sampler.set_epoch(epoch)
@@ -45,8 +54,9 @@ for epoch in range(EPOCHS):
         loss.backward()
         optimizer.step()
         total += loss.item()
+    avg_total = reduce_over_ranks(total, average=True)
     if RANK == 0:
-        print(f"epoch {epoch} loss {total / len(loader):.4f}")
+        print(f"epoch {epoch} loss {avg_total / len(loader):.4f}")
 
 if RANK == 0:
     torch.save(raw_model.state_dict(), "model.pt")

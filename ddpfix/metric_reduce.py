@@ -1,0 +1,174 @@
+"""DDP409's fix on a script ddpfix converts: a shown total reduced over the ranks just before it is shown.
+
+`print(f"loss {running_loss / i:.4f}")` over a sharded loader becomes
+
+    avg_running_loss = reduce_over_ranks(running_loss, average=True)
+    if RANK == 0:
+        print(f"loss {avg_running_loss / i:.4f}")
+
+with one module-level helper that is the identity in a single process, so `python train.py` prints
+what it printed. Which reduction a total needs follows from how it is shown: divided by a count that
+is itself per rank (the batch index, `len(loader)`, another total, a constant number of steps) it is
+averaged over the ranks (a ratio of two averages is the ratio of the two sums); shown as it is, or
+divided by the size of a dataset (the same on every rank), it is summed. A total used both ways, or a
+statement that not every rank reaches alike (inside a `while`, or under a condition that reads
+anything the loops change other than their step counters), is left as a report.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .analysis.flow import binds, reads
+from .order import Order
+from .syntax import dotted, walk
+
+SUM, AVG = "sum", "avg"
+HELPER = '''
+def {fn}(value, average=False):
+    """`value` summed over every rank (averaged with `average=True`); `value` itself in a single process."""
+    if not {distributed}:
+        return value
+    total = {torch}.tensor(float(value), dtype={torch}.float64)
+    {dist}.all_reduce(total)
+    return total.item() / {world} if average else total.item()
+'''
+
+
+class MetricReducer:
+    """Plans the reductions of one script; the helper function is added once, before the first use."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.helper: str | None = None
+        self.names: dict[tuple[str, str], str] = {}  # (total, reduction) -> the name it is shown by
+
+    def reductions(self, call: cst.Call, sharded: set[str], loaders: set[str]) -> dict[str, str] | None:
+        """The reduction each total shown by `call` needs; None when reducing them here is not safe."""
+        index = self.ctx.facts.index
+        stmt = index.site(call).stmt
+        if index.in_one_line_suite(stmt) or not _reached_alike(self.ctx.facts, stmt):
+            return None
+        ops: dict[str, str] = {}  # in the order they are shown
+        for name in _shown(call, sharded):
+            op = _reduction(index, call, name, loaders)
+            if ops.setdefault(name.value, op) != op:
+                return None  # summed in one place, averaged in another
+        return ops or None
+
+    def plan(self, call: cst.Call, ops: dict[str, str]) -> None:
+        """Reduce the totals just before the statement that shows them, and show the reduced values."""
+        plan = self.ctx.plan
+        stmt = self.ctx.facts.index.site(call).stmt
+        fn = self._helper(stmt)
+        reduced = {}
+        for v, op in ops.items():
+            if (v, op) not in self.names:  # one name for one reduction, assigned before each statement that shows it
+                self.names[v, op] = plan.fresh(f"{'avg' if op == AVG else 'global'}_{v}")
+            reduced[v] = self.names[v, op]
+        lines = [
+            f"{reduced[v]} = {fn}({v}, average=True)" if op == AVG else f"{reduced[v]} = {fn}({v})"
+            for v, op in ops.items()
+        ]
+        plan.insert_before(stmt, plan.statements("\n".join(lines)), Order.REDUCED_METRIC)
+        for name in _shown(call, set(ops)):
+            plan.replace(name, lambda n, new=reduced[name.value]: n.with_changes(value=new))
+
+    def _helper(self, stmt: cst.CSTNode) -> str:
+        if self.helper is None:
+            ctx = self.ctx
+            plan = ctx.plan
+            self.helper = plan.fresh("reduce_over_ranks")
+            code = HELPER.format(
+                fn=self.helper,
+                distributed=ctx.env("DISTRIBUTED"),
+                world=ctx.env("WORLD_SIZE"),
+                torch=plan.ref("torch", "torch", style="import"),
+                dist=plan.ref("torch.distributed", "dist", style="import"),
+            )
+            stmts = plan.statements(code.strip("\n"))
+            stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
+            body = list(ctx.facts.module.body)
+            top = body.index(_top_level(ctx.facts.index, stmt))
+            if top > 0 and body[top].leading_lines:  # the blank lines and comments above it stay with it
+                plan.insert_after(body[top - 1], stmts, Order.REDUCED_METRIC)
+            else:
+                plan.insert_before(body[top], stmts, Order.REDUCED_METRIC, blank_after=True)
+        return self.helper
+
+
+def _shown(call: cst.Call, totals: set[str]) -> list[cst.Name]:
+    return [n for n in walk(call) if isinstance(n, cst.Name) and n.value in totals]
+
+
+def _top_level(index, node: cst.CSTNode) -> cst.CSTNode:
+    top = node
+    for anc in index.ancestors(node):
+        if isinstance(anc, cst.Module):
+            break
+        top = anc
+    return top
+
+
+def _reached_alike(facts, stmt: cst.CSTNode) -> bool:
+    """Does every rank reach `stmt` as often as every other: no `while` around it, no loop over something
+    that depends on the rank, and no condition that reads what the loops change, other than their
+    step counters (`if i % 100 == 0:`)?"""
+    index = facts.index
+    scope = index.scope_of(stmt)
+    changed: set[str] = set()
+    counters: set[str] = set()
+    for loop in index.loops:
+        if index.scope_of(loop) is scope:
+            changed |= binds(loop)
+    for anc in index.ancestors(stmt):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            break
+        if isinstance(anc, cst.While):
+            return False
+        if isinstance(anc, cst.For):
+            if facts.ranks.depends_on_rank(anc.iter):
+                return False
+            counters |= _counters(anc)
+    for anc in index.ancestors(stmt):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            break
+        if isinstance(anc, cst.If) and {r.split(".")[0] for r in reads(anc.test)} & (changed - counters):
+            return False
+    return True
+
+
+def _counters(loop: cst.For) -> set[str]:
+    """The step counter a loop binds: `i` of `for i in range(n)` and of `for i, batch in enumerate(...)`."""
+    it = loop.iter
+    if isinstance(it, cst.Call) and dotted(it.func) == "range" and isinstance(loop.target, cst.Name):
+        return {loop.target.value}
+    if isinstance(it, cst.Call) and dotted(it.func) == "enumerate" and isinstance(loop.target, cst.Tuple):
+        first = loop.target.elements[0].value
+        return {first.value} if isinstance(first, cst.Name) else set()
+    return set()
+
+
+def _reduction(index, call: cst.Call, name: cst.Name, loaders: set[str]) -> str:
+    """SUM or AVG for one shown occurrence of a total (see the module's docstring)."""
+    child: cst.CSTNode = name
+    for anc in index.ancestors(name):
+        if anc is call:
+            return SUM
+        if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, (cst.Divide, cst.FloorDivide)):
+            if child is anc.left and _dataset_size(anc.right, loaders):
+                return SUM
+            return AVG
+        child = anc
+    return SUM
+
+
+def _dataset_size(expr: cst.BaseExpression, loaders: set[str]) -> bool:
+    """`len(train_set)`, `len(loader.dataset)`: a size that is the same on every rank (not `len(loader)`)."""
+    if not (isinstance(expr, cst.Call) and dotted(expr.func) == "len" and len(expr.args) == 1):
+        return False
+    arg = dotted(expr.args[0].value) or ""
+    return bool(arg) and arg not in loaders
+
+
+__all__ = ["MetricReducer"]
