@@ -198,6 +198,16 @@ class Encoding:
 def get_encoding(name):
     return Encoding()
 ''',
+    "tensorboard_logger": '''"""Stand-in for tensorboard_logger written by the corpus runner (not in the corpus environment; logs nothing)."""
+
+
+def configure(logdir, flush_secs=2):
+    pass
+
+
+def log_value(name, value, step=None):
+    pass
+''',
 }
 
 
