@@ -23,7 +23,7 @@ TRAIN = textwrap.dedent(
 
     def main():
         dist.init_process_group("gloo")
-        model = torch.nn.Linear(2, 2)
+        model = torch.nn.Linear(2, 2).to("cuda" if torch.cuda.is_available() else "cpu")
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         for step in range(2):
             model(torch.randn(4, 2)).sum().backward()

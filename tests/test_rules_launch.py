@@ -110,7 +110,7 @@ def test_inserted_set_device_never_reads_a_name_bound_after_init():
         import torch.distributed as dist
         import torch.nn as nn
 
-        dist.init_process_group("gloo")
+        dist.init_process_group("nccl")
         LOCAL_RANK = int(os.environ["LOCAL_RANK"])
         model = nn.parallel.DistributedDataParallel(nn.Linear(2, 1))
         opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -75,6 +75,8 @@ reported without a fix.
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         reported: set[int] = set()  # a set_device late for two init calls (if/else backends) is one finding
+        if _never_on_cuda(facts):
+            return  # a CPU script (gloo, no CUDA anywhere): there is no device to set
         for init, helper in _joins(facts):
             if helper is not None and facts.modules.call_does(init, SET_DEVICE):
                 continue  # the helper sets the device itself
@@ -304,6 +306,31 @@ def _local_rank_in_scope(ctx: Context, node: cst.CSTNode, *, module_level: bool 
     return None
 
 
+CUDA_WORDS = re.compile(r"cuda|nccl", re.IGNORECASE)
+DEVICE_INDEX = re.compile(r"rank|gpu|local|device", re.IGNORECASE)
+
+
+def _never_on_cuda(facts) -> bool:
+    """Does nothing in the script touch a GPU: no `cuda` name or attribute, no "cuda"/"nccl" string, no
+    `.to(rank)`-style move to a device index, no `device_ids`, and no module of its own that could?"""
+    from ..analysis.imports import Origin
+
+    table = facts.modules.table
+    if any(table.resolve(name)[0] is not Origin.LIBRARY for name in table.imported):
+        return False
+    index = facts.index
+    if "cuda" in index.identifiers or any(CUDA_WORDS.search(s.value) for s in index.strings):
+        return False
+    for call in index.calls:
+        if any(a.keyword is not None and a.keyword.value in ("device_ids", "output_device") for a in call.args):
+            return False
+        if method_name(call) == "to" and call.args:
+            first = call.args[0].value
+            if isinstance(first, cst.Integer) or (isinstance(first, cst.Name) and DEVICE_INDEX.search(first.value)):
+                return False
+    return True
+
+
 EXAMPLES = (
     fixes(
         """
@@ -475,5 +502,30 @@ EXAMPLES = (
             opt.step()
         """,
         note="`set_device` right after the join, before any GPU work or collective: the order is harmless:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def main():
+            dist.init_process_group("gloo")
+            model = DDP(nn.Linear(4, 1))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="A CPU script (gloo, nothing on a GPU): there is no device to set:",
     ),
 )

@@ -11,7 +11,6 @@ from torch.utils.data.distributed import DistributedSampler
 
 RANK = int(os.environ.get("RANK", 0))
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
-LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
 DISTRIBUTED = WORLD_SIZE > 1
 
 
@@ -27,8 +26,6 @@ def evaluate(model, data):
 
 
 def main():
-    if torch.cuda.is_available():
-        torch.cuda.set_device(LOCAL_RANK)
     dist.init_process_group("gloo")
     # main process first: rank 0 prepares, the others wait (every rank calls barrier once)
     if RANK != 0:

@@ -9,14 +9,11 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
-LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
 DISTRIBUTED = WORLD_SIZE > 1
 
 
 def main():
     if WORLD_SIZE > 1:
-        if torch.cuda.is_available():
-            torch.cuda.set_device(LOCAL_RANK)
         dist.init_process_group("gloo")
     torch.manual_seed(0)
     dataset = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))

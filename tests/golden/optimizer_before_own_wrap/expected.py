@@ -26,8 +26,6 @@ class Net(nn.Module):
 
 def main():
     if DISTRIBUTED:
-        if torch.cuda.is_available():
-            torch.cuda.set_device(LOCAL_RANK)
         dist.init_process_group("gloo")
     torch.manual_seed(0)
     data = TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))

@@ -12,7 +12,6 @@ from torch.utils.data.distributed import DistributedSampler
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
 RANK = int(os.environ.get("RANK", 0))
 DISTRIBUTED = WORLD_SIZE > 1
-LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
 
 
 def main():
@@ -20,8 +19,6 @@ def main():
     parser.add_argument("--shuffle", action="store_true")
     args = parser.parse_args()
     if DISTRIBUTED:
-        if torch.cuda.is_available():
-            torch.cuda.set_device(LOCAL_RANK)
         dist.init_process_group("gloo")
     torch.manual_seed(0)
 

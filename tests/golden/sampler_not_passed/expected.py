@@ -10,14 +10,11 @@ from torch.utils.data.distributed import DistributedSampler
 
 RANK = int(os.environ.get("RANK", 0))
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
-LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
 SEED = 1234
 
 
 def main():
     if WORLD_SIZE > 1:
-        if torch.cuda.is_available():
-            torch.cuda.set_device(LOCAL_RANK)
         dist.init_process_group("gloo")
     torch.manual_seed(SEED + RANK)  # per-rank augmentation noise is fine
     train_ds = TensorDataset(torch.randn(64, 3), torch.randn(64, 1))

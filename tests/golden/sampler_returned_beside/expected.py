@@ -9,9 +9,6 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 
-LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
-
-
 def build_data(distributed):
     ds = TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))
     sampler = DistributedSampler(ds) if distributed else None
@@ -22,8 +19,6 @@ def build_data(distributed):
 def main():
     distributed = int(os.environ.get("WORLD_SIZE", 1)) > 1
     if distributed:
-        if torch.cuda.is_available():
-            torch.cuda.set_device(LOCAL_RANK)
         dist.init_process_group("gloo")
     torch.manual_seed(0)
     loader, sampler = build_data(distributed)

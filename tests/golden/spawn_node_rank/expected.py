@@ -16,8 +16,6 @@ def train(gpu, args):
     rank = args.nr * args.gpus + gpu
     address = os.environ.get("MASTER_ADDR", "127.0.0.1")
     port = os.environ.get("MASTER_PORT", args.port)
-    if torch.cuda.is_available():
-        torch.cuda.set_device(gpu)
     dist.init_process_group(
         "gloo", init_method=f"tcp://{address}:{port}", world_size=args.world_size, rank=rank
     )

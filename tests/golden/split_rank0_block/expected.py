@@ -12,13 +12,10 @@ from torch.utils.data.distributed import DistributedSampler
 RANK = int(os.environ.get("RANK", 0))
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
 DISTRIBUTED = WORLD_SIZE > 1
-LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
 
 
 def main():
     if DISTRIBUTED:
-        if torch.cuda.is_available():
-            torch.cuda.set_device(LOCAL_RANK)
         dist.init_process_group("gloo")
     torch.manual_seed(0)
     x = torch.randn(64, 4)
