@@ -386,8 +386,19 @@ def test_shards_other_than_pass_only_for_a_script_without_a_data_stream():
         text=_entry('checks = { shards = "n/a" }\ncheck_reasons = { shards = "one inline batch: no data stream" }')
     )
     assert e["checks"]["shards"] == "n/a"
+    # a single-GPU entry that is run and verified must say what each check should give
+    with pytest.raises(run.ManifestError, match="declares its checks"):
+        run.load_manifest(text=_entry(""))
+    for exempt in ("verify = false", "runs_on_cpu = false", 'expect = "unconverted"'):
+        assert run.load_manifest(text=_entry(exempt))
     with pytest.raises(run.ManifestError, match="only for kind = 'single'"):
         run.load_manifest(text=_entry('checks = { shards = "pass" }').replace('kind = "single"', 'kind = "ddp"'))
+
+
+def test_every_single_entry_of_the_manifest_declares_its_checks():
+    entries = [e for e in run.load_manifest() if run.needs_checks(e)]
+    assert len(entries) >= 30
+    assert all("checks" in e for e in entries)
 
 
 # ---------------------------------------------------------------- already-distributed: recall and changes

@@ -162,6 +162,8 @@ def validate_checks(entry: dict) -> list[str]:
     data) and "n/a" only with a reason (the script trains on no data stream)."""
     eid, errors = entry.get("id", "?"), []
     checks, reasons = entry.get("checks", {}), entry.get("check_reasons", {})
+    if "checks" not in entry and needs_checks(entry):
+        errors.append(f"{eid}: a runnable, verified single-GPU entry declares its checks (checks = {{...}})")
     if (checks or reasons) and entry.get("kind") != "single":
         errors.append(f"{eid}: checks and check_reasons only for kind = 'single'")
     for name, status in checks.items():
