@@ -548,3 +548,50 @@ def test_an_inserted_block_may_slide_over_equal_lines():
     assert run.changes_beyond({"t.py": before}, {"t.py": after}, "t.py", fix, []) == []
     far = [{"code": "DDP005", "line": 9, "edits": [_edit(1)]}]  # before line 1 is not a place it slides to
     assert run.changes_beyond({"t.py": before}, {"t.py": after}, "t.py", far, []) == [4]
+
+
+# ---------------------------------------------------------------- verdicts change in commits of their own
+
+history = _load("history")
+
+
+def _commit(repo, files: dict, message: str):
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        _git(repo, "add", name)
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
+
+
+def test_a_verdict_changed_with_the_rule_code_is_named(tmp_path):
+    _git(tmp_path, "init", "-q")
+    m = "bench/realworld/manifest.toml"
+    _commit(tmp_path, {m: ENTRY, "ddpfix/rule.py": "A = 1\n"}, "first")  # new entries with their first code
+    _commit(tmp_path, {"ddpfix/rule.py": "A = 2\n", m: ENTRY + "notes = 'n'\n"}, "rule, and a note")
+    assert [v["ids"] for v in history.violations(tmp_path)] == [["x"]]  # the first commit added verdicts
+    first = _git_out(tmp_path, "rev-list", "--max-parents=0", "HEAD")
+    assert history.violations(tmp_path, first) == []  # a note is not a verdict
+    judged = ENTRY.replace('shards = "pass" }', 'shards = "n/a" }\ncheck_reasons = { shards = "one batch" }')
+    _commit(tmp_path, {m: judged}, "verdict alone")
+    assert history.violations(tmp_path, first) == []
+    _commit(tmp_path, {m: judged.replace('"one batch"', '"one fixed batch"'), "ddpfix/rule.py": "A = 3\n"}, "both")
+    (v,) = history.violations(tmp_path, first)
+    assert v["ids"] == ["x"] and v["files"] == ["ddpfix/rule.py"]
+
+
+def _git_out(cwd, *args):
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_no_verdict_of_the_repository_changed_with_the_rule_code_since_the_rule():
+    # 8a674a7 judged skj092's device line a true DDP005 in the commit that changed DDP003: the last such
+    # commit, before verdicts had to change alone
+    base = "8a674a77a166589ada15c787a6152b60ea86d1ca"
+    try:
+        _git(HERE.parent, "cat-file", "-e", base + "^{commit}")
+    except Exception:  # noqa: BLE001 - a copy without this history (an archive, a shallow clone)
+        pytest.skip("the repository's history is not here")
+    assert history.violations(HERE.parent, base) == []
