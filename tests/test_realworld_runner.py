@@ -496,7 +496,7 @@ def test_the_report_lists_incomplete_rewrites_and_uncounted_entries_with_their_r
     text = report.render_results(_blind_doc(), [])
     incomplete = text.split("### Incomplete rewrites")[1].split("###")[0]
     assert "| seen-incomplete | DDP409 sums |" in incomplete and "seen-pass" not in incomplete
-    uncounted = text.split("### Entries not counted")[1].split("###")[0]
+    uncounted = text.split("### Entries not counted as runnable")[1].split("###")[0]
     assert "| broken | single | the original fails with its recipe: exit 1 |" in uncounted
     assert "new-fail" not in uncounted
 

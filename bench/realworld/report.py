@@ -139,7 +139,7 @@ def _incomplete(doc: dict) -> list[str]:
         if "incomplete" in r["classes"]:
             why = [line.split(": incomplete: ", 1)[-1] for line in (r.get("apply") or {}).get("incomplete", [])]
             out.append(f"| {r['id']} | {_cell('; '.join(dict.fromkeys(why)), 600)} |")
-    out += ["", "### Entries not counted", "", "| id | kind | why |", "|---|---|---|"]
+    out += ["", "### Entries not counted as runnable", "", "| id | kind | why |", "|---|---|---|"]
     for r in doc["results"]:
         why = not_counted(r)
         if why:
@@ -173,7 +173,8 @@ def render_results(doc: dict, manifest: list[dict]) -> str:
     out.append("| | all | in-sample | blind |")
     out.append("|---|---|---|---|")
     for label, fmt in FIGURES:
-        out.append(f"| {label} | {fmt(s)} | {fmt(ins) if ins else '-'} | {fmt(blind) if blind else '-'} |")
+        sub = [fmt(f) if f.get("entries") else "-" for f in (ins, blind)]
+        out.append(f"| {label} | {fmt(s)} | {sub[0]} | {sub[1]} |")
     out.append("")
     out.append("Failure classes (an entry can have several; first-named class in brackets):")
     out.append("")

@@ -267,7 +267,10 @@ def figures(results: list[dict]) -> dict:
 def not_counted(r: dict) -> str | None:
     """Why an entry is left out of the figures (None: it is counted)."""
     if not r.get("runs_on_cpu", True):
-        return "judged statically only: the original cannot run on a CPU-only machine"
+        return (
+            "judged statically only: the original cannot run on a CPU-only machine "
+            "(its findings and changes count in the already-distributed figures)"
+        )
     if "original-fails" in r["classes"]:
         orig = r.get("original") or {}
         tail = (orig.get("stderr_tail") or "").strip().splitlines()
