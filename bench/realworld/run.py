@@ -12,9 +12,11 @@ patches, and builds its data with the offline recipes of ``recipes.py``.
 For a single-GPU script (``kind = "single"``): run the original as a plain process; ``ddpfix apply``
 (safe fixes); the rewrite must parse, a second apply must change nothing; run the rewrite as a plain
 process (same output modulo numbers, same files); ``ddpfix verify --nproc 2`` (gloo, CPU) on the
-rewrite. For an already-distributed script (``kind = "ddp"``): ``ddpfix check`` (every finding not in
-the entry's ``true_findings`` is false) and ``ddpfix diff`` (a safe apply may change only the lines of
-true findings); the original's plain run is recorded too.
+rewrite, each check's status compared with the one the entry declares (``checks``). For an
+already-distributed script (``kind = "ddp"``): ``ddpfix check`` (every finding not in the entry's
+``true_findings`` is false, every true one it does not report is missed) and ``ddpfix apply`` (every
+line it changes, in any file, must be one that the fixes of true findings edit); the original's plain
+run is recorded too. The verdicts are bench/realworld/verdicts.py's.
 
 Each entry gets a verdict (``pass`` or its failure classes). Results go to ``results/results.json``
 beside this file (and the run folders to ``results/runs/``); ``--markdown`` renders the report.
@@ -86,7 +88,9 @@ ENTRY_KEYS = {
     "true_findings": list,
     "review": str,
     "notes": str,
-    "expect": str,  # "unconverted": the script has nothing to distribute; leaving it alone is right
+    # "unconverted": the script has nothing to distribute; it stays unconverted (never a pass) and is
+    # left out of the figures, which say how many such scripts apply left alone
+    "expect": str,
     # the status a correct conversion gets from each verify check, judged from the code: {check = status}
     "checks": dict,
     # why a check is declared other than "pass" ({check = reason}): every such check needs one
