@@ -358,6 +358,7 @@ def test_a_status_other_than_the_declared_one_fails_the_entry():
     ]
     # a verify that could not run has no statuses to compare: its own class says so
     assert run.classify(_single(verify={"error": "no json"}, expected_checks=declared)) == ["verify-error"]
+    assert run.classify(_single(verify={"checks": {"single": "n/a"}}, expected_checks=declared)) == ["verify-error"]
 
 
 def _entry(extra: str) -> str:

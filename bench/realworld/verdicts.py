@@ -106,8 +106,8 @@ def classify(result: dict) -> list[str]:
             cls.append("rewrite-differs-single")
     ver = result.get("verify")
     if ver is not None:
-        if ver.get("error"):
-            cls.append("verify-error")
+        if ver.get("error") or not set(ver.get("checks") or {}) & set(VERIFY_CHECKS):
+            cls.append("verify-error")  # no statuses to compare: nothing was proved
         cls.extend(mismatch_class(m) for m in check_mismatches(result))
     return sorted(set(cls), key=CLASSES.index)
 
