@@ -12,9 +12,11 @@ patches, and builds its data with the offline recipes of ``recipes.py``.
 For a single-GPU script (``kind = "single"``): run the original as a plain process; ``ddpfix apply``
 (safe fixes); the rewrite must parse, a second apply must change nothing; run the rewrite as a plain
 process (same output modulo numbers, same files); ``ddpfix verify --nproc 2`` (gloo, CPU) on the
-rewrite. For an already-distributed script (``kind = "ddp"``): ``ddpfix check`` (every finding not in
-the entry's ``true_findings`` is false) and ``ddpfix diff`` (a safe apply may change only the lines of
-true findings); the original's plain run is recorded too.
+rewrite, each check's status compared with the one the entry declares (``checks``). For an
+already-distributed script (``kind = "ddp"``): ``ddpfix check`` (every finding not in the entry's
+``true_findings`` is false, every true one it does not report is missed) and ``ddpfix apply`` (every
+line it changes, in any file, must be one that the fixes of true findings edit); the original's plain
+run is recorded too. The verdicts are bench/realworld/verdicts.py's.
 
 Each entry gets a verdict (``pass`` or its failure classes). Results go to ``results/results.json``
 beside this file (and the run folders to ``results/runs/``); ``--markdown`` renders the report.
@@ -47,6 +49,20 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT))
 import recipes  # noqa: E402
+from verdicts import (  # noqa: E402,F401 - the runner's verdicts, also for its callers
+    CHECK_STATUSES,
+    CLASSES,
+    VERIFY_CHECKS,
+    changed_lines,
+    changes_beyond,
+    check_mismatches,
+    classify,
+    finding_key,
+    fix_lines,
+    judge_findings,
+    missed_findings,
+    summarise,
+)
 
 from ddpfix.verify.checks.completes import crashed_only_at_exit  # noqa: E402
 
@@ -72,41 +88,19 @@ ENTRY_KEYS = {
     "true_findings": list,
     "review": str,
     "notes": str,
-    "expect": str,  # "unconverted": the script has nothing to distribute; leaving it alone is right
+    # "unconverted": the script has nothing to distribute; it stays unconverted (never a pass) and is
+    # left out of the figures, which say how many such scripts apply left alone
+    "expect": str,
     # the status a correct conversion gets from each verify check, judged from the code: {check = status}
     "checks": dict,
+    # why a check is declared other than "pass" ({check = reason}): every such check needs one
+    "check_reasons": dict,
     # the date on which the entry's verdicts (checks, true_findings) were committed, before ddpfix ever
     # ran on the script: the entry belongs to the blind subset, reported separately
     "blind": str,
 }
-VERIFY_CHECKS = ("completes", "ddp", "shards", "epoch_order", "params", "files", "collectives", "probe")
-CHECK_STATUSES = ("pass", "fail", "n/a")
 REQUIRED = ("id", "repo", "commit", "path", "kind", "shape")
 DEFAULT_TIMEOUT = 300
-
-# Failure classes, in the order a verdict names them first.
-CLASSES = (
-    "setup-error",
-    "original-fails",
-    "apply-error",
-    "unconverted",
-    "incomplete",
-    "rewrite-syntax",
-    "not-idempotent",
-    "rewrite-breaks-single",
-    "rewrite-differs-single",
-    "verify-completes-fail",
-    "verify-ddp-fail",
-    "verify-shards-fail",
-    "verify-epoch_order-fail",
-    "verify-params-fail",
-    "verify-files-fail",
-    "verify-collectives-fail",
-    "verify-error",
-    "false-finding",
-    "ddp-script-changed",
-)
-
 
 # ---------------------------------------------------------------- manifest
 
@@ -148,15 +142,46 @@ def validate_entry(entry: dict) -> list[str]:
     for f in entry.get("true_findings", []):
         if not isinstance(f, dict) or set(f) != {"code", "line", "reason"}:
             errors.append(f"{eid}: a true finding is a table with code, line, reason")
-    for name, status in entry.get("checks", {}).items():
-        if name not in VERIFY_CHECKS:
-            errors.append(f"{eid}: checks: unknown check {name!r} (one of {', '.join(VERIFY_CHECKS)})")
-        elif status not in CHECK_STATUSES:
-            errors.append(f"{eid}: checks: {name} must be one of {CHECK_STATUSES}")
+    errors.extend(validate_checks(entry))
     if "blind" in entry and not re.fullmatch(r"\d{4}-\d\d-\d\d", entry["blind"]):
         errors.append(f"{eid}: blind must be a date (YYYY-MM-DD)")
     if entry.get("true_findings") and entry.get("kind") != "ddp":
         errors.append(f"{eid}: true_findings only for kind = 'ddp'")
+    return errors
+
+
+def needs_checks(entry: dict) -> bool:
+    """A single-GPU entry that runs on CPU, is verified and should be converted declares its checks."""
+    return (
+        entry.get("kind") == "single"
+        and entry.get("runs_on_cpu", True)
+        and entry.get("verify", True)
+        and entry.get("expect") != "unconverted"
+    )
+
+
+def validate_checks(entry: dict) -> list[str]:
+    """The entry's declared verify statuses: known checks and statuses, a reason for each status other
+    than "pass", and `shards` never "fail" (a correct conversion never trains every rank on the same
+    data) and "n/a" only with a reason (the script trains on no data stream)."""
+    eid, errors = entry.get("id", "?"), []
+    checks, reasons = entry.get("checks", {}), entry.get("check_reasons", {})
+    if "checks" not in entry and needs_checks(entry):
+        errors.append(f"{eid}: a runnable, verified single-GPU entry declares its checks (checks = {{...}})")
+    if (checks or reasons) and entry.get("kind") != "single":
+        errors.append(f"{eid}: checks and check_reasons only for kind = 'single'")
+    for name, status in checks.items():
+        if name not in VERIFY_CHECKS:
+            errors.append(f"{eid}: checks: unknown check {name!r} (one of {', '.join(VERIFY_CHECKS)})")
+        elif status not in CHECK_STATUSES:
+            errors.append(f"{eid}: checks: {name} must be one of {CHECK_STATUSES}")
+        elif status != "pass" and not str(reasons.get(name, "")).strip():
+            errors.append(f"{eid}: checks: {name} = {status!r} needs its reason (check_reasons = {{ {name} = ... }})")
+    if checks.get("shards") == "fail":
+        errors.append(f"{eid}: checks: shards cannot be expected to fail (n/a, with a reason, where no data stream)")
+    for name in reasons:
+        if checks.get(name, "pass") == "pass":
+            errors.append(f"{eid}: check_reasons: {name!r} is not declared other than 'pass'")
     return errors
 
 
@@ -229,95 +254,6 @@ def compare_runs(orig: dict, new: dict) -> list[str]:
         only_b = sorted(set(fb) - set(fa))
         reasons.append(f"files differ: only original {only_a[:5]}, only rewrite {only_b[:5]}")
     return reasons
-
-
-# ---------------------------------------------------------------- verdicts
-
-
-def classify(result: dict) -> list[str]:
-    """The failure classes of one entry's result (empty list: pass)."""
-    cls = []
-    if result.get("setup_error"):
-        return ["setup-error"]
-    orig = result.get("original")
-    if result["kind"] == "ddp":
-        if orig is not None and orig["rc"] != 0:
-            cls.append("original-fails")
-        if result.get("check_error") or result.get("diff_error"):
-            cls.append("apply-error")
-        if result.get("false_findings"):
-            cls.append("false-finding")
-        if result.get("unexpected_changes"):
-            cls.append("ddp-script-changed")
-        return cls
-    if orig is None or orig["rc"] != 0:
-        return ["original-fails"]
-    apply_ = result.get("apply") or {}
-    if apply_.get("error"):
-        return ["apply-error"]
-    if not apply_.get("changed"):
-        # a script with nothing to distribute (no model, no training step) is right to stay as it is
-        return [] if result.get("expect") == "unconverted" else ["unconverted"]
-    if not apply_.get("parses"):
-        return ["rewrite-syntax"]
-    if apply_.get("incomplete"):
-        cls.append("incomplete")  # the rewrite breaks the DDP contract, and says so: not a pass
-    if not apply_.get("idempotent"):
-        cls.append("not-idempotent")
-    single = result.get("rewrite_single")
-    if single is not None:
-        if single["rc"] != 0:
-            cls.append("rewrite-breaks-single")
-        elif result.get("single_differences"):
-            cls.append("rewrite-differs-single")
-    ver = result.get("verify")
-    if ver is not None:
-        if ver.get("error"):
-            cls.append("verify-error")
-        for name, status in ver.get("checks", {}).items():
-            if status == "fail" and name != "single":
-                c = "verify-ddp-fail" if name == "ddp" else f"verify-{name}-fail"
-                cls.append(c if c in CLASSES else "verify-error")
-    return sorted(set(cls), key=CLASSES.index)
-
-
-def finding_key(f: dict) -> tuple[str, int]:
-    return (f["code"], int(f["line"]))
-
-
-def judge_findings(findings: list[dict], true_findings: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Split reported findings into (true, false) by the entry's list of (code, line) judged true. A
-    second report of the same (code, line) is false: it is a duplicate."""
-    truth = {finding_key(t) for t in true_findings}
-    true, false, seen = [], [], set()
-    for f in findings:
-        k = finding_key(f)
-        (true if k in truth and k not in seen else false).append(f)
-        seen.add(k)
-    return true, false
-
-
-def fix_lines(finding: dict) -> list[int]:
-    """The lines of the original that a finding's safe fix edits (its fix's edit ranges)."""
-    lines = set()
-    for e in finding.get("edits", []):
-        lines.update(
-            range(
-                e["line"], max(e["end_line"], e["line"]) + (0 if e["end_col"] == 1 and e["end_line"] > e["line"] else 1)
-            )
-        )
-    return sorted(lines)
-
-
-def changed_lines(before: str, after: str) -> list[int]:
-    """Line numbers (1-based, of BEFORE) that an edit replaced or next to which it inserted."""
-    sm = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
-    lines = []
-    for tag, i1, i2, _j1, _j2 in sm.get_opcodes():
-        if tag == "equal":
-            continue
-        lines.extend(range(i1 + 1, i2 + 1) if i2 > i1 else [i1 + 1])
-    return sorted(set(lines))
 
 
 # ---------------------------------------------------------------- running
@@ -400,6 +336,15 @@ def snapshot(base: Path) -> dict[str, tuple[int, int]]:
     return files
 
 
+def texts(base: Path) -> dict[str, str]:
+    """The Python sources under BASE by their path relative to it (what an apply may edit)."""
+    out = {}
+    for p in base.rglob("*.py"):
+        if p.is_file() and "__pycache__" not in p.parts and "_shim" not in p.relative_to(base).parts:
+            out[p.relative_to(base).as_posix()] = p.read_text(encoding="utf-8", errors="replace")
+    return out
+
+
 def written(before: dict, after: dict) -> list[str]:
     return sorted(k for k, v in after.items() if before.get(k) != v)
 
@@ -474,8 +419,11 @@ class Runner:
             "shape": entry["shape"],
         }
         res["runs_on_cpu"] = entry.get("runs_on_cpu", True)
-        if entry.get("expect"):
-            res["expect"] = entry["expect"]
+        for key, to in (("expect", "expect"), ("blind", "blind"), ("checks", "expected_checks")):
+            if key in entry:
+                res[to] = entry[key]
+        if entry["kind"] == "ddp":
+            res["declared_true"] = len(entry.get("true_findings", []))
         base = self.out / entry["id"]
         shutil.rmtree(base, ignore_errors=True)
         try:
@@ -508,6 +456,17 @@ class Runner:
         return res
 
     def run_ddp(self, entry, res, source, cwd, script, env):
+        tree = script.parents[len(Path(entry["path"]).parts) - 1]
+        rel = entry["path"]
+
+        def in_tree(path: str | None) -> str:
+            p = Path(path or script)
+            p = p if p.is_absolute() else cwd / p
+            try:
+                return p.resolve().relative_to(tree.resolve()).as_posix()
+            except ValueError:
+                return str(p)
+
         p = self.ddpfix(["check", "--format", "json", str(script)], cwd, env)
         if p.rc not in (0, 1):
             res["check_error"] = (p.stderr or p.stdout)[-2000:]
@@ -519,7 +478,7 @@ class Runner:
                 "message": f["message"],
                 "fix": (f.get("fix") or {}).get("applicability"),
                 "edits": [
-                    {k: e[k] for k in ("line", "col", "end_line", "end_col")}
+                    {"path": in_tree(e.get("path")), **{k: e[k] for k in ("line", "col", "end_line", "end_col")}}
                     for e in (f.get("fix") or {}).get("edits", [])
                 ],
             }
@@ -529,22 +488,22 @@ class Runner:
         res["notes"] = [f["code"] for f in json.loads(p.stdout or "[]") if f.get("severity") == "info"]
         true, false = judge_findings(findings, entry.get("true_findings", []))
         res["findings"], res["true_findings"], res["false_findings"] = findings, true, false
-        res["missed_true"] = [
-            t
-            for t in entry.get("true_findings", [])
-            if (t["code"], t["line"]) not in {finding_key(f) for f in findings}
-        ]
+        res["missed_true"] = missed_findings(findings, entry.get("true_findings", []))
+        before = texts(tree)
         p = self.ddpfix(["apply", str(script)], cwd, env)
         if p.rc not in (0, 1):  # 1: a fix the output guard withheld (the rest is applied)
             res["diff_error"] = (p.stderr or p.stdout)[-2000:]
             return
-        after = script.read_text(encoding="utf-8")
-        lines = changed_lines(source, after)
-        res["changed_lines"] = lines
-        # a safe apply may change what the fixes of true findings edit; the edits of false ones are unexpected
-        res["unexpected_changes"] = sorted({n for f in false if f["fix"] == "safe" for n in fix_lines(f)})
+        after = texts(tree)
+        res["changed_lines"] = changed_lines(source, after.get(rel, source))
+        res["changed_files"] = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        # every line a safe apply changed, in every file, is compared with what the true findings' fixes edit
+        res["unexpected_changes"] = changes_beyond(before, after, rel, true, false)
         res["apply_diff"] = "".join(
-            difflib.unified_diff(source.splitlines(True), after.splitlines(True), "a", "b", n=1)
+            "".join(
+                difflib.unified_diff(before.get(k, "").splitlines(True), after.get(k, "").splitlines(True), k, k, n=1)
+            )
+            for k in res["changed_files"]
         )[:6000]
 
     def run_single(self, entry, res, source, new_tree, ver_tree, cwd, script, env, rerun_original):
@@ -656,36 +615,6 @@ def exit_crash_only(checks: list[dict]) -> bool:
 # ---------------------------------------------------------------- report
 
 
-def summarise(results: list[dict]) -> dict:
-    counted = [r for r in results if r.get("runs_on_cpu", True) and "original-fails" not in r["classes"]]
-    single = [r for r in counted if r["kind"] == "single"]
-    ddp = [r for r in results if r["kind"] == "ddp"]
-    per_class: dict[str, int] = {}
-    first: dict[str, int] = {}
-    for r in results:
-        for c in r["classes"]:
-            per_class[c] = per_class.get(c, 0) + 1
-        if r["classes"]:
-            first[r["classes"][0]] = first.get(r["classes"][0], 0) + 1
-    return {
-        "entries": len(results),
-        "repos": len({r["repo"] for r in results}),
-        "counted": len(counted),
-        "counted_repos": len({r["repo"] for r in counted}),
-        "single": len(single),
-        "single_pass": sum(1 for r in single if not r["classes"]),
-        "ddp": len(ddp),
-        "ddp_repos": len({r["repo"] for r in ddp}),
-        "ddp_pass": sum(1 for r in ddp if not r["classes"]),
-        "ddp_findings": sum(len(r.get("findings", [])) for r in ddp),
-        "ddp_false": sum(len(r.get("false_findings", [])) for r in ddp),
-        "ddp_changed": sum(1 for r in ddp if r.get("unexpected_changes")),
-        "pass": sum(1 for r in counted if not r["classes"]),
-        "per_class": dict(sorted(per_class.items(), key=lambda kv: CLASSES.index(kv[0]))),
-        "first_class": dict(sorted(first.items(), key=lambda kv: CLASSES.index(kv[0]))),
-    }
-
-
 def table(results: list[dict]) -> str:
     rows = [f"{'id':34} {'kind':6} {'orig':5} {'verdict':40} {'s':>6}"]
     for r in results:
@@ -695,17 +624,29 @@ def table(results: list[dict]) -> str:
     return "\n".join(rows)
 
 
-def git_commit() -> str:
+def tree_state(root: Path = ROOT) -> dict:
+    """The checkout that runs: its commit and `git status --porcelain` (empty when clean)."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(ROOT), "status", "--porcelain", "--", "ddpfix"], capture_output=True, text=True
-        )
-        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return {"ddpfix_commit": "unknown", "tree_clean": False, "dirty": ["not a git checkout"]}
+    return {"ddpfix_commit": head + ("+dirty" if status else ""), "tree_clean": not status, "dirty": status[:20]}
+
+
+def publish_refusal(doc: dict, allow_dirty: bool) -> str | None:
+    """Why DOC may not be published (None: it may): a run from a tree with uncommitted changes names a
+    commit that is not the code that ran, unless the publisher says so (--allow-dirty)."""
+    if doc.get("tree_clean") is True or allow_dirty:
+        return None
+    if "tree_clean" not in doc:
+        return "the results do not record whether the tree was clean; run again, or pass --allow-dirty"
+    shown = "; ".join(doc.get("dirty", [])[:5])
+    return f"the run was made from a tree with uncommitted changes ({shown}); commit first, or pass --allow-dirty"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -725,6 +666,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS, help="results folder (results.json, runs/)")
     ap.add_argument("--verify-timeout", type=int, default=None)
     ap.add_argument("--markdown", type=Path, help="also render the report to this Markdown file")
+    ap.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="publish (--markdown) a run made from a tree with uncommitted changes; the report says so",
+    )
     ap.add_argument(
         "--json",
         type=Path,
@@ -756,10 +702,21 @@ def main(argv: list[str] | None = None) -> int:
         doc = dict(docs[-1])
         doc["results"] = sorted(by_id.values(), key=lambda r: order.index(r["id"]) if r["id"] in order else len(order))
         doc["seconds"] = round(sum(d.get("seconds", 0) for d in docs), 1)
+        # results merged from several runs are clean only when every run was, and name every commit
+        doc["ddpfix_commit"] = " + ".join(dict.fromkeys(d.get("ddpfix_commit", "unknown") for d in docs))
+        if all("tree_clean" in d for d in docs):
+            doc["tree_clean"] = all(d["tree_clean"] is True for d in docs)
+            doc["dirty"] = [line for d in docs for line in d.get("dirty", [])][:20]
+        else:
+            doc.pop("tree_clean", None)
         doc["summary"] = summarise(doc["results"])
     else:
         if a.mirrors is None:
             ap.error("--mirrors is required to run")
+        state = tree_state()
+        if a.markdown and (why := publish_refusal(state, a.allow_dirty)):
+            print(f"refusing to publish: {why}", file=sys.stderr)
+            return 2
         sel = [e for e in entries if (a.only is None or e["id"] in a.only) and (a.kind is None or e["kind"] == a.kind)]
         a.out.mkdir(parents=True, exist_ok=True)
         runner = Runner(a.mirrors.resolve(), a.python, a.out / "runs", a.verify_timeout, original_only=a.original_only)
@@ -776,7 +733,7 @@ def main(argv: list[str] | None = None) -> int:
             results = list(ex.map(one, sel))
         doc = {
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "ddpfix_commit": git_commit(),
+            **state,
             "python": a.python,
             "torch": subprocess.run(
                 [a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True
@@ -795,11 +752,21 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{s['entries']} scripts from {s['repos']} repositories; {s['counted']} counted (original runs on CPU); "
         f"pass {s['pass']}/{s['counted']}; single-GPU {s['single_pass']}/{s['single']}; "
         f"ddp {s['ddp_pass']}/{s['ddp']} ({s['ddp_false']} false of {s['ddp_findings']} findings, "
-        f"{s['ddp_changed']} changed by a safe apply)"
+        f"{s['ddp_missed']} true missed, {s['ddp_changed']} changed beyond true findings)"
+    )
+    b = s["blind"]
+    print(
+        f"blind subset: {b['entries']} scripts; pass {b['pass']}/{b['counted']}; single-GPU "
+        f"{b['single_pass']}/{b['single']}; ddp {b['ddp_pass']}/{b['ddp']}"
     )
     print("failure classes:", ", ".join(f"{k} {v}" for k, v in s["per_class"].items()) or "none")
     if a.markdown:
         import report
+
+        if why := publish_refusal(doc, a.allow_dirty):
+            print(f"refusing to publish: {why}", file=sys.stderr)
+            return 2
+        doc["published_dirty"] = not doc.get("tree_clean", False)
 
         a.markdown.write_text(report.render(doc, load_manifest(a.manifest), path=a.markdown), encoding="utf-8")
         print(f"wrote {a.markdown}")
