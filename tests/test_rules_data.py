@@ -572,6 +572,15 @@ def test_ddp209_enumerated_offsets_and_batch_numbers():
     assert "    for b in range(RANK, len(x) // 10, WORLD_SIZE)[: (len(x) // 10) // WORLD_SIZE]:\n" in out
 
 
+def test_ddp209_bounds_computed_from_the_batch_number_first():
+    src = manual("for k in range(len(x) // 10):\n    start, end = k * 10, (k + 1) * 10\n    xb = x[start:end]")
+    out = fixed(src, "DDP209")
+    assert "    for k in range(RANK, len(x) // 10, WORLD_SIZE)[: (len(x) // 10) // WORLD_SIZE]:\n" in out
+    assert found(out, "DDP209") == []
+    # bounds that do not come from the loop's number are not batches of it
+    assert found(manual("for k in range(len(x) // 10):\n    start, end = 0, 10\n    xb = x[start:end]"), "DDP209") == []
+
+
 def test_ddp209_plain_run_takes_the_same_batches():
     for n, bs, world in ((50, 10, 1), (53, 10, 1), (7, 3, 1)):
         rank = 0

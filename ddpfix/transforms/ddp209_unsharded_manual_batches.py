@@ -265,10 +265,11 @@ def _batch_range(loop: cst.For) -> tuple[str | None, cst.Call | None]:
 def _slices_with(facts, body: cst.CSTNode, var: str, depth: int = 0) -> bool:
     """Does `body` cut a slice whose bounds use `var` (`x[i:i + bs]`, `x[i * bs:(i + 1) * bs]`), itself
     or in a function of this file it hands `var` to (`data, target = get_batch(source, i)`)?"""
+    names = _derived(body, var)
     for node in walk(body):
         if isinstance(node, cst.Slice) and node.lower is not None and node.upper is not None:
-            if any(isinstance(n, cst.Name) and n.value == var for n in walk(node.lower)) and any(
-                isinstance(n, cst.Name) and n.value == var for n in walk(node.upper)
+            if any(isinstance(n, cst.Name) and n.value in names for n in walk(node.lower)) and any(
+                isinstance(n, cst.Name) and n.value in names for n in walk(node.upper)
             ):
                 return True
         if isinstance(node, cst.Call) and depth < 2:
@@ -276,6 +277,27 @@ def _slices_with(facts, body: cst.CSTNode, var: str, depth: int = 0) -> bool:
             if param is not None and _slices_with(facts, param[0].body, param[1], depth + 1):
                 return True
     return False
+
+
+def _derived(body: cst.CSTNode, var: str) -> set[str]:
+    """`var` and the names `body` computes from it (`start, end = i * bs, (i + 1) * bs`)."""
+    names = {var}
+    for node in walk(body):
+        if not isinstance(node, cst.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0].target, node.value
+        if (
+            isinstance(target, cst.Tuple)
+            and isinstance(value, cst.Tuple)
+            and len(target.elements) == len(value.elements)
+        ):
+            pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+        else:
+            pairs = [(target, value)]
+        for t, v in pairs:
+            if isinstance(t, cst.Name) and any(isinstance(n, cst.Name) and n.value in names for n in walk(v)):
+                names.add(t.value)
+    return names
 
 
 def _param_given(facts, call: cst.Call, var: str) -> tuple[cst.FunctionDef, str] | None:
