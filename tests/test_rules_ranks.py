@@ -898,3 +898,13 @@ def test_guards_are_idempotent(code):
     everything = fixed(src)
     assert fixed(everything) == everything
     assert _nested_guards(everything) == []
+
+
+def test_image_and_audio_writers_are_saves_too():
+    for call in ('imageio.mimsave("train.gif", frames)', 'cv2.imwrite("sample.png", frame)'):
+        module = call.split(".")[0]
+        src = f"import {module}\n" + train("frames = []\nframe = None", tail=call + "\n")
+        [d] = found(src, "DDP401")
+        assert d.message.startswith(call.split("(")[0]), d.message
+        out = fixed(src, "DDP401")
+        assert f"if RANK == 0:\n    {call}\n" in out

@@ -21,11 +21,12 @@ class UnguardedSave(Rule):
     requires = ()
     docs = """
 ## What
-`torch.save(...)` (and `np.save`, `save_image`, `savefig`, `save_pretrained`) on every rank, and a
-`shutil.copyfile` / `shutil.copy` / `shutil.move` / `os.replace` / `os.rename` of a file such a save
-writes. Code only rank 0 runs is left alone: inside `if rank == 0:` (or any rank-0 test the rank
-detector knows), after `if rank != 0: return`, in `save_on_master`-style helpers, or in a function
-only called from such places. A file named per rank (`f"ckpt_rank{rank}.pt"`) is not shared.
+`torch.save(...)` (and `np.save`, `save_image`, `savefig`, `imageio.mimsave`/`imwrite`,
+`cv2.imwrite`, `torchaudio.save`, `save_pretrained`) on every rank, and a `shutil.copyfile` /
+`shutil.copy` / `shutil.move` / `os.replace` / `os.rename` of a file such a save writes. Code only
+rank 0 runs is left alone: inside `if rank == 0:` (or any rank-0 test the rank detector knows),
+after `if rank != 0: return`, in `save_on_master`-style helpers, or in a function only called from
+such places. A file named per rank (`f"ckpt_rank{rank}.pt"`) is not shared.
 
 ## Why
 Every process writes the same path at the same time: the checkpoint is clobbered or torn, and N
@@ -113,6 +114,19 @@ WRITERS = {
     "numpy.savez_compressed": (0, "file"),
     "numpy.savetxt": (0, "fname"),
     "matplotlib.pyplot.savefig": (0, "fname"),
+    "matplotlib.pyplot.imsave": (0, "fname"),
+    "imageio.imwrite": (0, "uri"),
+    "imageio.mimsave": (0, "uri"),
+    "imageio.imsave": (0, "uri"),
+    "imageio.mimwrite": (0, "uri"),
+    "imageio.v2.imwrite": (0, "uri"),
+    "imageio.v2.mimsave": (0, "uri"),
+    "imageio.v3.imwrite": (0, "uri"),
+    "cv2.imwrite": (0, "filename"),
+    "torchvision.io.write_png": (1, "filename"),
+    "torchvision.io.write_jpeg": (1, "filename"),
+    "torchaudio.save": (0, "uri"),
+    "soundfile.write": (0, "file"),
 }
 FILE_MOVES = {"shutil.copyfile", "shutil.copy", "shutil.copy2", "shutil.move", "os.replace", "os.rename"}
 
