@@ -804,3 +804,38 @@ def test_when_a_method_runs_is_found_quickly_through_many_mutual_calls():
     start = time.perf_counter()
     assert flow.runs_at(target) == len(index.module.body) - 2  # where the classes are named, through any chain
     assert time.perf_counter() - start < 5
+
+
+DP_AROUND_CONSTRUCTOR = """
+    import torch
+    import torch.nn as nn
+
+
+    def main():
+        model = nn.DataParallel(nn.Linear(4, 1))
+        model.cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_dataparallel_around_the_constructor_is_never_half_converted():
+    text = src(DP_AROUND_CONSTRUCTOR)
+    safe = fix_source(text)
+    assert "DDP(" not in safe.code and "init_process_group" not in safe.code  # withheld as a whole
+    assert "DDP302" in {b.code for b in safe.incomplete}
+    unsafe = fixed(text, unsafe_fixes=True)
+    # the model is built plain, moved, then wrapped: DDP sees parameters already on their device
+    assert (
+        "    model = nn.Linear(4, 1)\n    model.cuda()\n    raw_model = model\n    if DISTRIBUTED:\n"
+        "        model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)\n"
+    ) in unsafe
+    assert "nn.DataParallel" not in unsafe

@@ -70,7 +70,7 @@ def dataparallel_conversions(index: TreeIndex, names: Names, models: Models) -> 
             conv.blocker = "the model is wrapped in DataParallel in several places: convert it by hand"
         if conv.blocker is None:
             last = conv.lines[-1]
-            if last.unwrapped == conv.handle:
+            if last.unwrapped == conv.handle or last.top is last.stmt:  # `model = DataParallel(Net())` too
                 conv.later = later_device_move(index, models, last.top, conv.handle)  # type: ignore[arg-type]
     return out
 

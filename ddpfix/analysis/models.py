@@ -258,7 +258,11 @@ class Models:
         return self._wrapper_call(model, self.ddp_calls)
 
     def dataparallel(self, model: Model) -> cst.Call | None:
-        """An `nn.DataParallel(<model>)` call for this model, if the script has one."""
+        """An `nn.DataParallel(<model>)` call for this model, if the script has one (also one the model is
+        built inside: `model = nn.DataParallel(Net())`)."""
+        found = self._wrap_in(assigned_value(model.definition.stmt), DP_NAMES)
+        if found is not None:
+            return found
         return self._wrapper_call(model, self.dp_calls)
 
     def _wrapper_call(self, model: Model, calls: list[cst.Call]) -> cst.Call | None:

@@ -130,8 +130,8 @@ BATCH = "DataParallel's batch is global, DDP's is per process"
 
 def _drop(ctx: Context, line, handle: str) -> None:
     """A DataParallel line that the one wrap replaces: it goes (with the `if` it alone filled), or
-    keeps its device move (`model = model.to(device)`)."""
-    if line.whole:
+    keeps what it builds or moves (`model = Net()`, `model = model.to(device)`)."""
+    if line.whole and line.unwrapped == handle:
         ctx.plan.moved.add(line.top)
     elif line.delete is not None:
         outer = ctx.facts.index.parent.get(line.delete)
