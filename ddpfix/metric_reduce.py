@@ -29,9 +29,11 @@ def {fn}(value, average=False):
     """`value` summed over every rank (averaged with `average=True`); `value` itself in a single process."""
     if not {distributed}:
         return value
-    total = {torch}.tensor(float(value), dtype={torch}.float64)
+    total = {torch}.as_tensor(value, dtype={torch}.float64).detach().cpu().clone()
     {dist}.all_reduce(total)
-    return total.item() / {world} if average else total.item()
+    if average:
+        total /= {world}
+    return total.item() if total.dim() == 0 else total.tolist()
 '''
 
 

@@ -238,9 +238,11 @@ EXAMPLES = (
             \"\"\"`value` summed over every rank (averaged with `average=True`); `value` itself in a single process.\"\"\"
             if not DISTRIBUTED:
                 return value
-            total = torch.tensor(float(value), dtype=torch.float64)
+            total = torch.as_tensor(value, dtype=torch.float64).detach().cpu().clone()
             dist.all_reduce(total)
-            return total.item() / WORLD_SIZE if average else total.item()
+            if average:
+                total /= WORLD_SIZE
+            return total.item() if total.dim() == 0 else total.tolist()
 
         for epoch in range(2):
             total = 0.0

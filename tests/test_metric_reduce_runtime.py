@@ -1,0 +1,82 @@
+"""DDP409's fix, run for real: the epoch metrics a converted script prints under torchrun are the
+numbers `python train.py` prints. The model does not learn (lr=0), so every sample's loss is the same
+whichever rank computes it, and the reduced totals must match the plain run's to the printed digit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+from teardown import run_plain
+
+from ddpfix import fix_source
+
+TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+SCRIPT = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    ds = TensorDataset(torch.randn(64, 4), torch.randint(0, 3, (64,)))
+    loader = DataLoader(ds, batch_size=8, shuffle=True)
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    for epoch in range(2):
+        total, correct, running = 0.0, 0, 0.0
+        for i, (x, y) in enumerate(loader, 1):
+            out = model(x)
+            loss = nn.functional.cross_entropy(out, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(x)
+            correct += (out.argmax(1) == y).sum().item()
+            running += loss.item()
+        print(f"epoch {epoch} loss {total / len(ds):.5f} acc {correct / len(ds):.4f} mean {running / i:.5f}")
+    """
+).lstrip()
+
+
+def _run(tmp_path, script, name: str, nproc: int | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
+    cmd = [sys.executable, str(script)]
+    if nproc is not None:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", str(script)]
+
+    def once(out):
+        out.mkdir()
+        done = subprocess.run(cmd, cwd=out, env=env, capture_output=True, text=True, timeout=300)
+        lines = done.stdout.splitlines()
+        return SimpleNamespace(
+            returncode=done.returncode,
+            stdout=done.stdout,
+            stderr=done.stderr,
+            reached_end=sum(line.startswith("epoch 1 ") for line in lines) == 1,
+        )
+
+    done = run_plain(once, tmp_path / name, name)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path):
+    result = fix_source(SCRIPT)
+    assert result.incomplete == [], [b.format() for b in result.incomplete]
+    assert "reduce_over_ranks(total)" in result.code and "reduce_over_ranks(running, average=True)" in result.code
+    before, after = tmp_path / "train.py", tmp_path / "train_ddp.py"
+    before.write_text(SCRIPT)
+    after.write_text(result.code)
+    plain = _run(tmp_path, before, "plain", None)
+    assert _run(tmp_path, after, "plain_out", None) == plain  # a plain run of the output prints the same
+    assert [line for line in _run(tmp_path, after, "ddp", 2).splitlines() if line.startswith("epoch")] == [
+        line for line in plain.splitlines() if line.startswith("epoch")
+    ]
