@@ -215,7 +215,8 @@ class _Summariser:
         self.guarded[name] = rank_guarded_calls(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # what it does with a model it receives
             params = self.summary.params[name] = ast_params(node, method="." in name)
-            self.summary.param_uses[name], self.passes[name] = ast_uses(node, params)
+            owner = name.rsplit(".", 1)[0] if "." in name else None
+            self.summary.param_uses[name], self.passes[name] = ast_uses(node, params, owner)
             for param, uses in ast_loader_uses(node, params).items():  # what it does with a DataLoader
                 self.summary.param_uses[name][param] |= uses
             if ast_trains(node):
