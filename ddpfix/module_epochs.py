@@ -62,21 +62,30 @@ def _planner(member: str, param: str, lines: list[int]):
         func = _function(ctx.facts.module, member)
         if func is None:
             return f"{member} is not a function at the top level of the module or of one of its classes"
-        loop = _epoch_loop(ctx, func, param)
-        if loop is None:
-            return f"{member}() has no loop around its pass over {param}"
+        cls = ctx.facts.index.enclosing(func, cst.ClassDef)
+        methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)] if isinstance(cls, cst.ClassDef) else []
+        searched = [(func, param)]
+        if func.name.value == "__init__":  # the class keeps the loader: its methods iterate the attribute
+            attr = _kept_as(func, param)
+            if attr is None:
+                return f"{member}() does not keep {param} as an attribute of its own"
+            searched = [(m, attr) for m in methods]
+        found = [(loop, name) for f, name in searched for loop in [_epoch_loop(ctx, f, name, methods)] if loop]
+        if not found:
+            return f"{member}() has no loop around its pass over {searched[0][1]}"
+        loop, param_ = found[0]
         line = ctx.facts.index.position(loop).start.line
         if epoch_name(ctx, loop, plan=False) is None:
             return f"the epoch loop of {member}() (line {line}) has no epoch variable to pass"
         epoch = epoch_name(ctx, loop)
-        cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
+        sampler_cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
         stmts = ctx.plan.statements(
             """
             if isinstance(getattr({l}, "sampler", None), {cls}):
                 {l}.sampler.set_epoch({e})
             """,
-            l=param,
-            cls=cls,
+            l=param_,
+            cls=sampler_cls,
             e=epoch,
         )
         ctx.plan.prepend(loop.body, stmts, order=Order.SET_EPOCH)
@@ -98,9 +107,11 @@ def _function(module: cst.Module, member: str) -> cst.FunctionDef | None:
     return next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
 
 
-def _epoch_loop(ctx: Context, func: cst.FunctionDef, param: str) -> cst.For | cst.While | None:
-    """The innermost loop of `func` around its pass over `param`: a loop iterating it (also through
-    `enumerate(tqdm(...))`), or a call handing it on (`self.train_epoch(loader)`)."""
+def _epoch_loop(ctx: Context, func: cst.FunctionDef, param: str, methods: list) -> cst.For | cst.While | None:
+    """The innermost loop of `func` around its pass over `param` (a parameter, or an attribute
+    `self.train_loader`): a loop iterating it (also through `enumerate(tqdm(...))`), or a call handing
+    it on (`self.train_epoch(loader)`); for a method with no loop around it, the loop of another of
+    `methods` that calls it (`for epoch in ...: self.train_epoch()`)."""
     index = ctx.facts.index
     for node in walk(func.body):
         if isinstance(node, cst.For) and _iterates(node.iter, param):
@@ -111,11 +122,36 @@ def _epoch_loop(ctx: Context, func: cst.FunctionDef, param: str) -> cst.For | cs
             start = node
         else:
             continue
-        for anc in index.ancestors(start):
-            if anc is func:
-                break
-            if isinstance(anc, (cst.For, cst.While)) and not (isinstance(anc, cst.For) and _inside(anc.iter, start)):
-                return anc
+        loop = _loop_around(index, func, start)
+        if loop is not None:
+            return loop
+        for other in methods:
+            for call in walk(other.body):
+                if isinstance(call, cst.Call) and dotted(call.func) == f"self.{func.name.value}":
+                    loop = _loop_around(index, other, call)
+                    if loop is not None:
+                        return loop
+    return None
+
+
+def _loop_around(index, func: cst.FunctionDef, start: cst.CSTNode) -> cst.For | cst.While | None:
+    """The innermost loop of `func` around `start` (not one whose header holds it)."""
+    for anc in index.ancestors(start):
+        if anc is func:
+            return None
+        if isinstance(anc, (cst.For, cst.While)) and not (isinstance(anc, cst.For) and _inside(anc.iter, start)):
+            return anc
+    return None
+
+
+def _kept_as(init: cst.FunctionDef, param: str) -> str | None:
+    """`self.train_loader` where `__init__` runs `self.train_loader = train_loader`."""
+    for node in walk(init.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == param:
+            for target in node.targets:
+                name = dotted(target.target)
+                if name is not None and name.startswith("self.") and name.count(".") == 1:
+                    return name
     return None
 
 
@@ -123,7 +159,7 @@ def _iterates(expr: cst.BaseExpression, param: str) -> bool:
     """Does a loop over `expr` iterate `param` (itself, or the first argument of the calls around it)?"""
     while isinstance(expr, cst.Call) and expr.args and (dotted(expr.func) or "") not in COUNTING:
         expr = expr.args[0].value
-    return isinstance(expr, cst.Name) and expr.value == param
+    return dotted(expr) == param
 
 
 def _inside(tree: cst.CSTNode, node: cst.CSTNode) -> bool:

@@ -165,3 +165,79 @@ def test_a_second_fix_changes_nothing(project):
     again = ddpfix.fix_project("train.py")
     assert again.others == {} and again.code == result.code
     assert [d.code for d in again.diagnostics] == []
+
+
+@pytest.mark.parametrize("kept", ["kwargs['model'].to('cpu')", "kwargs['model']", "kwargs.get('model')"])
+def test_a_model_kept_from_kwargs_is_saved_unwrapped(project, kept):
+    """`def __init__(self, *args, **kwargs): self.model = kwargs['model'].to(device)`, as keyword calls
+    hand it (`Learner(model=model, ...)`): the wrapper's state_dict is saved with the plain keys."""
+    text = (project / "learner.py").read_text()
+    text = text.replace(
+        'def __init__(self, model, optimizer, scheduler, epochs, out="runs/learner"):',
+        "def __init__(self, *args, **kwargs):",
+    )
+    text = text.replace("        self.model = model\n", f"        self.model = {kept}\n")
+    for attr in ("optimizer", "scheduler", "epochs"):
+        text = text.replace(f"self.{attr} = {attr}\n", f"self.{attr} = kwargs['{attr}']\n")
+    (project / "learner.py").write_text(text.replace("SummaryWriter(out)", 'SummaryWriter("runs/learner")'))
+    result = ddpfix.fix_project("train.py")
+    unwrapped = 'getattr(self.model, "module", self.model).state_dict()' in result.others["learner.py"].code
+    assert unwrapped == (kept != "kwargs.get('model')")  # `.get()` may hand back a default: not followed
+    assert ("DDP402" in _messages(result)) == unwrapped
+
+
+STORED = """
+import torch.nn as nn
+
+
+class Learner:
+    def __init__(self, model, optimizer, train_loader, epochs):
+        self.model = model
+        self.optimizer = optimizer
+        self.train_loader = train_loader
+        self.epochs = epochs
+
+    def fit(self):
+        for epoch in range(self.epochs):
+            self.train_epoch()
+
+    def train_epoch(self):
+        for x, y in self.train_loader:
+            loss = nn.functional.mse_loss(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("shape", ["in fit", "in a helper fit calls"])
+def test_a_loader_the_class_keeps_gets_set_epoch_through_its_attribute(project, shape):
+    """`Learner(model, optimizer, train_loader, epochs=3).fit()`: the class stores the loader and
+    iterates `self.train_loader` per epoch."""
+    module = STORED
+    if shape == "in fit":
+        start = module.index("            self.train_epoch()\n")
+        body = module[module.index("        for x, y in self.train_loader:") :]
+        module = module[:start] + "\n".join("    " + line if line else line for line in body.split("\n"))
+    (project / "learner.py").write_text(module)
+    script = (project / "train.py").read_text()
+    script = script.replace(
+        "    learner = Learner(model=model, optimizer=optimizer, scheduler=scheduler, epochs=3)\n"
+        "    learner.train(train_loader)\n",
+        "    Learner(model, optimizer, train_loader, epochs=3).fit()\n",
+    )
+    (project / "train.py").write_text(script)
+    result = ddpfix.fix_project("train.py")
+    messages = _messages(result)
+    assert "the Learner class of learner.py runs the epochs over it: the fix also sets" in messages["DDP201"]
+    edited = result.others["learner.py"].code
+    call = (
+        '            if isinstance(getattr(self.train_loader, "sampler", None), DistributedSampler):\n'
+        "                self.train_loader.sampler.set_epoch(epoch)\n"
+    )
+    after = "            for x, y in self.train_loader:\n" if shape == "in fit" else "            self.train_epoch()\n"
+    assert call + after in edited and edited.count("set_epoch") == 1
+    assert result.incomplete == []
+    (project / "learner.py").write_text(edited)  # a second fix finds the call there
+    (project / "train.py").write_text(result.code)
+    assert ddpfix.fix_project("train.py").others == {}

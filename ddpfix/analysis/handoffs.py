@@ -93,6 +93,8 @@ class Handoffs:
         summary, member = self._callee(call, scope)
         if summary is None or member is None:
             return None
+        built = member in summary.classes  # `Learner(model, opt, train_loader)`: a class that keeps it
+        member = f"{member}.__init__" if built else member
         params = summary.params.get(member)
         if params is None:
             return None
@@ -100,7 +102,11 @@ class Handoffs:
         uses = summary.param_uses.get(member, {}).get(name or "", set())
         if TRAINS_ON not in uses:
             return None
-        where = f"{member}() in {summary.path.name}"
+        where = (
+            f"the {member.split('.')[0]} class of {summary.path.name}"
+            if built
+            else f"{member}() in {summary.path.name}"
+        )
         return Handoff(call, where, EPOCHS in uses, SETS_EPOCH in uses, path=summary.path, member=member, param=name)
 
     def _callee(self, call: cst.Call, scope):

@@ -93,8 +93,10 @@ def set_sampler_epoch(engine):
 When a function or method of the script's own modules runs the epochs and calls no `set_epoch`
 (`simclr.train(train_loader)`, with `SimCLR.train` in `simclr.py` looping over epochs), the sampler
 goes in here and the fix also edits that module: `set_epoch` becomes the first statement of its epoch
-loop, through the parameter the loader arrives as, tested at run time so that a plain run and any
-other caller's loader skip it:
+loop, through the parameter the loader arrives as (or the attribute a class keeps it in:
+`Learner(model, optimizer, train_loader).fit()` with `self.train_loader` iterated per epoch, also in a
+method the epoch loop calls), tested at run time so that a plain run and any other caller's loader
+skip it:
 ```python
         for epoch_counter in range(self.args.epochs):
             if isinstance(getattr(train_loader, "sampler", None), DistributedSampler):
