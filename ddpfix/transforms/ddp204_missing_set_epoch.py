@@ -49,7 +49,8 @@ handler before `trainer.run(...)` that calls `set_epoch(engine.state.epoch - 1)`
 Safe: `set_epoch` becomes the first statement of the epoch loop (guarded by `is not None` when the
 sampler is built conditionally). A loader whose epochs run in a function or method of the script's
 own modules (`simclr.train(train_loader)`) gets the call at the start of that module's epoch loop,
-through the parameter it arrives as and only when its sampler is a `DistributedSampler`
+through the parameter it arrives as (or the attribute a class keeps it in, `self.train_loader`) and
+only when its sampler is a `DistributedSampler`
 (`if isinstance(getattr(train_loader, "sampler", None), DistributedSampler):`), so the module keeps
 working for a plain run and for any other caller; the message names the file and line. Reported
 without a fix: an epoch loop with no epoch number to pass (`while not done:`, a `for _` loop that
