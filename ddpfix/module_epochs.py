@@ -10,6 +10,10 @@ the start of the module's epoch loop, so the fix puts it there:
             train_loader.sampler.set_epoch(epoch_counter)
         for images, _ in tqdm(train_loader):
 
+A loader a class keeps (`Learner(model, optimizer, train_loader).fit()`, with `self.train_loader =
+train_loader` in `__init__`) gets the call through that attribute, in the loop of the method that
+iterates it per epoch (or of the method whose loop calls the one that does).
+
 The test is decided at run time by the loader itself: a plain run's loader (no sampler, or a
 RandomSampler) and any other caller's iterable skip it, so the module keeps working for every entry
 point that imports it. The module is edited only where `ModuleEdits` allows it (module_edits.py) and
@@ -55,8 +59,9 @@ def keep_set_epoch(ctx: Context, rule: Rule, handoff: Handoff) -> None:
 
 
 def _planner(member: str, param: str, lines: list[int]):
-    """Prepend the loader's set_epoch to the epoch loop of `member` over its parameter `param`
-    (`lines` gets that loop's line)."""
+    """Prepend the loader's set_epoch to the epoch loop of `member` over its parameter `param`, or, for
+    a class's `__init__` that keeps it (`self.train_loader = train_loader`), to the epoch loop of the
+    method that iterates that attribute (`lines` gets that loop's line)."""
 
     def plan(ctx: Context) -> str | None:
         func = _function(ctx.facts.module, member)
@@ -73,10 +78,13 @@ def _planner(member: str, param: str, lines: list[int]):
         found = [(loop, name) for f, name in searched for loop in [_epoch_loop(ctx, f, name, methods)] if loop]
         if not found:
             return f"{member}() has no loop around its pass over {searched[0][1]}"
-        loop, param_ = found[0]
+        loop, reach = found[0]  # the loader as the epoch loop names it: `train_loader`, `self.train_loader`
         line = ctx.facts.index.position(loop).start.line
         if epoch_name(ctx, loop, plan=False) is None:
-            return f"the epoch loop of {member}() (line {line}) has no epoch variable to pass"
+            where = ctx.facts.index.enclosing(loop, cst.FunctionDef)
+            owner = f"{cls.name.value}." if isinstance(cls, cst.ClassDef) else ""
+            name = f"{owner}{where.name.value}" if isinstance(where, cst.FunctionDef) else member
+            return f"the epoch loop of {name}() (line {line}) has no epoch variable to pass"
         epoch = epoch_name(ctx, loop)
         sampler_cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
         stmts = ctx.plan.statements(
@@ -84,7 +92,7 @@ def _planner(member: str, param: str, lines: list[int]):
             if isinstance(getattr({l}, "sampler", None), {cls}):
                 {l}.sampler.set_epoch({e})
             """,
-            l=param_,
+            l=reach,
             cls=sampler_cls,
             e=epoch,
         )
