@@ -54,7 +54,7 @@ def guard_module_writes(
     rank in one of its own modules, and guard it there to rank 0 where the fix may (`skip`: calls to
     leave alone; `make_planner`: how the module's edit is planned, by default a guard of each statement
     found)."""
-    make = make_planner or _planner
+    make = make_planner or guard_statements
     facts = ctx.facts
     for call in module_calls(facts.index, facts.modules):
         found = writes_through(facts.index, facts.names, facts.modules, call, kind)
@@ -112,7 +112,7 @@ def _why_not(
     return None
 
 
-def _planner(lines: list[int], what: str, match: Match, where: str, guarded: list[int]):
+def guard_statements(lines: list[int], what: str, match: Match, where: str, guarded: list[int]):
     """Guard the statements at `lines` of the module to rank 0, on that module's own context (`guarded`
     gets the lines guarded: none where the module's own analysis finds each under a rank test already)."""
 
@@ -148,4 +148,4 @@ def is_print(facts, call: cst.Call) -> bool:
     return isinstance(call.func, cst.Name) and call.func.value == "print"
 
 
-__all__ = ["guard_module_writes", "is_print", "is_save"]
+__all__ = ["guard_module_writes", "guard_statements", "is_print", "is_save"]

@@ -241,3 +241,21 @@ def test_a_loader_the_class_keeps_gets_set_epoch_through_its_attribute(project, 
     (project / "learner.py").write_text(edited)  # a second fix finds the call there
     (project / "train.py").write_text(result.code)
     assert ddpfix.fix_project("train.py").others == {}
+
+
+def test_a_copy_of_the_saved_checkpoint_is_guarded_with_the_save(project):
+    """`save_checkpoint(state, filename, is_best)` ending in `if is_best: shutil.copyfile(filename, ...)`:
+    every rank would copy a file rank 0 may still be writing; the copy joins the save's guard."""
+    text = (project / "helpers.py").read_text().replace("import json\n", "import json\nimport shutil\n")
+    text = text.replace(
+        "def save_checkpoint(state, filename):\n    torch.save(state, filename)\n",
+        "def save_checkpoint(state, filename, is_best=True):\n    torch.save(state, filename)\n"
+        "    if is_best:\n        shutil.copyfile(filename, filename + '.best')\n",
+    )
+    (project / "helpers.py").write_text(text)
+    result = ddpfix.fix_project("train.py")
+    edited = result.others["helpers.py"].code
+    assert (
+        f"    {GUARD}\n        torch.save(state, filename)\n"
+        "        if is_best:\n            shutil.copyfile(filename, filename + '.best')\n"
+    ) in edited
