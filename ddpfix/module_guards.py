@@ -1,6 +1,9 @@
-"""DDP401 and DDP406 across files: a checkpoint saved or a line printed on every rank inside one of the
-script's own modules (`Trainer.save()` in trainer.py ends in `torch.save`, `Trainer.log()` prints),
-reached from the script's call (`Trainer(...).fit(2)`, `trainer.save(path)`).
+"""DDP401, DDP405, DDP406 and DDP407 across files: a checkpoint saved, a log file opened, a line printed
+or an experiment tracker created on every rank inside one of the script's own modules
+(`Trainer.save()` in trainer.py ends in `torch.save`, `Trainer.log()` prints, `Trainer.__init__` runs
+`self.writer = SummaryWriter()`), reached from the script's call (`Trainer(...).fit(2)`,
+`trainer.save(path)`). A tracker's rule plans its own edit of the module (`make_planner`): the
+tracker and every use of it there become rank-0 only together.
 
 The finding is reported at the script's call, naming the module's file and line; the fix guards the
 statement there, in the module, to rank 0 with a test decided at run time:
@@ -32,6 +35,8 @@ from .edits import guard_site
 from .rule import NONE, Context, Rule
 
 Match = Callable[[object, cst.Call], bool]  # (the module's facts, a call) -> is it the write found there?
+# (the module's lines, what, match, the module's file, lines guarded) -> the planner that guards them
+MakePlanner = Callable[[list[int], str, Match, str, list[int]], Callable[[Context], "str | None"]]
 
 
 def guard_module_writes(
@@ -42,10 +47,14 @@ def guard_module_writes(
     harm: str,
     match: Match,
     skip: Callable[[cst.Call], bool] | None = None,
+    make_planner: MakePlanner | None = None,
+    verb: str = "runs",
 ) -> None:
     """Report each of the script's calls that runs `what` (found by the summaries as `kind`) on every
     rank in one of its own modules, and guard it there to rank 0 where the fix may (`skip`: calls to
-    leave alone)."""
+    leave alone; `make_planner`: how the module's edit is planned, by default a guard of each statement
+    found)."""
+    make = make_planner or guard_statements
     facts = ctx.facts
     for call in module_calls(facts.index, facts.modules):
         found = writes_through(facts.index, facts.names, facts.modules, call, kind)
@@ -54,10 +63,10 @@ def guard_module_writes(
         where = ", ".join(shown(facts.modules, f) for f in found[:3])
         lines = _by_path(found)
         guarded: list[int] = []
-        why = _why_not(ctx, rule, lines, what, match, guarded)
+        why = _why_not(ctx, rule, lines, what, match, guarded, make)
         if why is None and not guarded:
             continue  # the module's own analysis sees a rank test there (`if self.rank != 0: return`)
-        head = f"{called(call)}() runs {what} on every rank ({where}): {harm}"
+        head = f"{called(call)}() {verb} {what} on every rank ({where}): {harm}"
         if why is not None:
             ctx.report(
                 call, f"{head}; guard it to rank 0 there (the fix would edit that file, and does not: {why})", fix=NONE
@@ -70,7 +79,7 @@ def guard_module_writes(
             new = [n for n in path_lines if (rule.code, path, n) not in ctx.others.planned]
             if new:
                 ctx.others.planned.update((rule.code, path, n) for n in new)
-                ctx.others.keep(path, rule, _planner(new, what, match, ctx.others.shown(path), []))
+                ctx.others.keep(path, rule, make(new, what, match, ctx.others.shown(path), []))
 
 
 def _by_path(found: list[Finding]) -> dict[Path, list[int]]:
@@ -81,7 +90,13 @@ def _by_path(found: list[Finding]) -> dict[Path, list[int]]:
 
 
 def _why_not(
-    ctx: Context, rule: Rule, lines: dict[Path, list[int]], what: str, match: Match, guarded: list[int]
+    ctx: Context,
+    rule: Rule,
+    lines: dict[Path, list[int]],
+    what: str,
+    match: Match,
+    guarded: list[int],
+    make: MakePlanner,
 ) -> str | None:
     """Why the modules are not edited, or None when each edit is made and checked (`guarded` gets the
     lines it guards)."""
@@ -90,14 +105,14 @@ def _why_not(
         guarded.append(0)
         return "cross-file edits are off"
     for path, path_lines in lines.items():
-        planner = _planner(path_lines, what, match, others.shown(path), guarded)
+        planner = make(path_lines, what, match, others.shown(path), guarded)
         why = others.why_not(path) or others.trial(path, rule, planner)
         if why is not None:
             return why
     return None
 
 
-def _planner(lines: list[int], what: str, match: Match, where: str, guarded: list[int]):
+def guard_statements(lines: list[int], what: str, match: Match, where: str, guarded: list[int]):
     """Guard the statements at `lines` of the module to rank 0, on that module's own context (`guarded`
     gets the lines guarded: none where the module's own analysis finds each under a rank test already)."""
 
@@ -133,4 +148,4 @@ def is_print(facts, call: cst.Call) -> bool:
     return isinstance(call.func, cst.Name) and call.func.value == "print"
 
 
-__all__ = ["guard_module_writes", "is_print", "is_save"]
+__all__ = ["guard_module_writes", "guard_statements", "is_print", "is_save"]

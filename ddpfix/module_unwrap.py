@@ -27,6 +27,7 @@ from .rule import Context, Rule
 from .syntax import dotted, method_name, walk
 
 UNWRAP = 'getattr({attr}, "module", {attr})'
+MOVES = ("to", "cuda", "cpu")  # a module moved to a device is the same module
 
 
 def unwrap_in_classes(ctx: Context, rule: Rule) -> None:
@@ -116,13 +117,31 @@ def _kept_as(cls: cst.ClassDef, slot: int | str) -> set[str]:
     params = [p.name.value for p in init.params.params][1:]  # without self
     names = {p.name.value for p in [*init.params.params, *init.params.kwonly_params]}
     name = slot if isinstance(slot, str) else (params[slot] if slot < len(params) else None)
-    if name is None or name not in names:
+    star = init.params.star_kwarg
+    kwargs = star.name.value if isinstance(star, cst.Param) else None
+    if name is None or (name not in names and (kwargs is None or not isinstance(slot, str))):
         return set()
     out = set()
     for node in walk(init):
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == name:
+        if isinstance(node, cst.Assign) and _the_argument(node.value, name if name in names else None, kwargs, slot):
             out.update(t for t in (dotted(a.target) for a in node.targets) if t and t.startswith("self."))
     return out
+
+
+def _the_argument(value: cst.BaseExpression, name: str | None, kwargs: str | None, slot: int | str) -> bool:
+    """Is `value` the argument itself: its parameter (`model`), its entry of `**kwargs`
+    (`kwargs['model']`), either moved to a device (`.to(device)`, `.cuda()`: the same module back)?"""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in MOVES:
+        value = value.func.value
+    if isinstance(value, cst.Name):
+        return name is not None and value.value == name
+    if kwargs is None or not isinstance(slot, str) or not isinstance(value, cst.Subscript):
+        return False
+    if dotted(value.value) != kwargs or len(value.slice) != 1:
+        return False
+    index = value.slice[0].slice
+    key = index.value if isinstance(index, cst.Index) else None
+    return isinstance(key, cst.SimpleString) and key.evaluated_value == slot
 
 
 def _unwraps_itself(cls: cst.ClassDef, attrs: set[str]) -> bool:

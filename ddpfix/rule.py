@@ -140,9 +140,10 @@ class Context:
             self._env[key] = existing
             return existing
         if self._runtime(key):
-            dist = self.plan.ref("torch.distributed", "dist", style="import")
-            torch = self.plan.ref("torch", "torch", style="import")
-            self._env[key] = RUNTIME[key].format(dist=dist, torch=torch)
+            template = RUNTIME[key]  # only what the spelling names is imported
+            dist = self.plan.ref("torch.distributed", "dist", style="import") if "{dist}" in template else ""
+            torch = self.plan.ref("torch", "torch", style="import") if "{torch}" in template else ""
+            self._env[key] = template.format(dist=dist, torch=torch)
             return self._env[key]
         if not self._env_missing:
             for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "DISTRIBUTED"):

@@ -13,6 +13,7 @@ from .analysis import Loader
 from .edits import engine_set_epoch, epoch_name, set_epoch_statements, with_kwarg
 from .loader_kwargs import dataset_name, prefix
 from .local_samplers import SAMPLER
+from .module_epochs import keep_set_epoch, set_epoch_blocker
 from .rule import Context, Order
 from .syntax import code_of, dotted, is_literal, kwarg, positional
 
@@ -87,6 +88,9 @@ def add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, sampler
         return
     epoch_loop = facts.data.epoch_loop_for(batch_loop)
     if epoch_loop is None:
+        if handoff is not None and handoff.epochs_there and not handoff.sets_epoch and ctx.rule is not None:
+            if set_epoch_blocker(ctx, ctx.rule, handoff)[0] is None:  # a function of the script's own modules
+                keep_set_epoch(ctx, ctx.rule, handoff)
         return
     epoch = epoch_name(ctx, epoch_loop)
     if epoch is None:

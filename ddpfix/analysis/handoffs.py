@@ -5,6 +5,7 @@ script's own modules that trains over its loader argument (`simclr.train(train_l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import libcst as cst
 
@@ -31,6 +32,9 @@ class Handoff:
     sets_epoch: bool  # that code calls the loader's sampler.set_epoch itself
     engine: str | None = None  # an ignite engine's name: set_epoch goes into its EPOCH_STARTED handler
     engine_stmt: cst.BaseStatement | None = None  # the statement that binds the engine
+    path: Path | None = None  # the module whose function runs the epochs (None: an ignite trainer)
+    member: str | None = None  # that function: "train", or "SimCLR.train" for a method
+    param: str | None = None  # its parameter that receives the loader
 
 
 class Handoffs:
@@ -89,6 +93,8 @@ class Handoffs:
         summary, member = self._callee(call, scope)
         if summary is None or member is None:
             return None
+        built = member in summary.classes  # `Learner(model, opt, train_loader)`: a class that keeps it
+        member = f"{member}.__init__" if built else member
         params = summary.params.get(member)
         if params is None:
             return None
@@ -96,8 +102,12 @@ class Handoffs:
         uses = summary.param_uses.get(member, {}).get(name or "", set())
         if TRAINS_ON not in uses:
             return None
-        where = f"{member}() in {summary.path.name}"
-        return Handoff(call, where, EPOCHS in uses, SETS_EPOCH in uses)
+        where = (
+            f"the {member.split('.')[0]} class of {summary.path.name}"
+            if built
+            else f"{member}() in {summary.path.name}"
+        )
+        return Handoff(call, where, EPOCHS in uses, SETS_EPOCH in uses, path=summary.path, member=member, param=name)
 
     def _callee(self, call: cst.Call, scope):
         """(module summary, member) of a local module's function (`train(...)`, `engine.train(...)`) or

@@ -42,12 +42,12 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
         elif isinstance(node, ast.Call) and id(node) not in loop_heads:
             name = ast_dotted(node.func) or ""
             head = name.split(".")[0]
-            if name.endswith(".sampler.set_epoch") and head in out:
-                out[head].add(SETS_EPOCH)
+            if name.endswith(".sampler.set_epoch") and (head in out or name[: -len(".sampler.set_epoch")] in out):
+                out[head if head in out else name[: -len(".sampler.set_epoch")]].add(SETS_EPOCH)
                 continue
             if name in BUILTINS or name.split(".")[-1] in WRAPPERS:
                 continue  # `len(loader)`, `print(...)`: not handing the loader on to a training helper
-            handed = [a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name)]
+            handed = [ast_dotted(a) for a in [*node.args, *(k.value for k in node.keywords)]]
             for p in handed:
                 if p in out and _in_loop(node, parents, func):
                     out[p].add(EPOCHS)
@@ -55,12 +55,54 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
 
 
 def _iterated(expr: ast.AST, params: dict) -> str | None:
-    """The parameter a `for` loop iterates: itself, or through calls that hand its items on
+    """The parameter (or attribute: `self.train_loader`) a `for` loop iterates: itself, or through calls that hand its items on
     (`enumerate(tqdm(loader))`, a logger's `metric_logger.log_every(loader, 10, header)`): the first
     argument of any call but those that only count (`range(len(loader))`)."""
     while isinstance(expr, ast.Call) and expr.args and (ast_dotted(expr.func) or "") not in COUNTING:
         expr = expr.args[0]
-    return expr.id if isinstance(expr, ast.Name) and expr.id in params else None
+    name = ast_dotted(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None
+    return name if name in params else None
+
+
+def stored_loader_uses(uses: dict[str, dict[str, set[str]]], cls: ast.ClassDef) -> None:
+    """Add to the uses of `Cls.__init__`'s parameters what the class does with a loader it keeps
+    (see `ast_stored_loader_uses`)."""
+    for param, found in ast_stored_loader_uses(cls).items():
+        uses.setdefault(f"{cls.name}.__init__", {}).setdefault(param, set()).update(found)
+
+
+def ast_stored_loader_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
+    """`__init__` parameter -> TRAINS_ON / EPOCHS / SETS_EPOCH for a loader the class keeps
+    (`self.train_loader = train_loader`) and iterates in its methods: in an epoch loop of `fit`, or in
+    a method that a loop of another one calls (`for epoch in ...: self.train_epoch()`)."""
+    methods = [f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    init = next((f for f in methods if f.name == "__init__"), None)
+    if init is None:
+        return {}
+    params = {a.arg for a in [*init.args.args[1:], *init.args.kwonlyargs]}
+    kept: dict[str, str] = {}  # `self.train_loader` -> `train_loader`
+    for n in nodes(init):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
+            for t in n.targets:
+                if isinstance(t, ast.Attribute) and ast_dotted(t.value) == "self":
+                    kept[f"self.{t.attr}"] = n.value.id
+    out: dict[str, set[str]] = {}
+    for method in methods if kept else []:
+        for attr, uses in ast_loader_uses(method, list(kept)).items():
+            if TRAINS_ON in uses and _called_in_loop(methods, method.name):
+                uses = uses | {EPOCHS}
+            out.setdefault(kept[attr], set()).update(uses)
+    return out
+
+
+def _called_in_loop(methods: list, name: str) -> bool:
+    """Does a method of the class call `self.<name>(...)` inside a loop?"""
+    for method in methods:
+        parents = parents_of(method)
+        for n in nodes(method):
+            if isinstance(n, ast.Call) and ast_dotted(n.func) == f"self.{name}" and _in_loop(n, parents, method):
+                return True
+    return False
 
 
 def _in_loop(node: ast.AST, parents: dict, func: ast.AST) -> bool:
@@ -74,4 +116,4 @@ def _in_loop(node: ast.AST, parents: dict, func: ast.AST) -> bool:
     return False
 
 
-__all__ = ["EPOCHS", "SETS_EPOCH", "TRAINS_ON", "ast_loader_uses"]
+__all__ = ["EPOCHS", "SETS_EPOCH", "TRAINS_ON", "ast_loader_uses", "ast_stored_loader_uses", "stored_loader_uses"]

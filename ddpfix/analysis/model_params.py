@@ -80,9 +80,11 @@ def ast_params(func: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> li
 
 
 def ast_uses(
-    func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]
+    func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str], owner: str | None = None
 ) -> tuple[dict[str, set[str]], dict[str, list[tuple[str, Slot]]]]:
-    """(parameter -> uses, parameter -> the calls it is handed to: (callee, slot)) for `params`."""
+    """(parameter -> uses, parameter -> the calls it is handed to: (callee, slot)) for `params`. In a
+    method of class `owner`, a call to another method of it (`self.train_epoch(loader)`) names that
+    method as the summaries know it (`Learner.train_epoch`)."""
     uses: dict[str, set[str]] = {p: set() for p in params}
     passes: dict[str, list[tuple[str, Slot]]] = {p: [] for p in params}
     parents = parents_of(func)
@@ -102,6 +104,8 @@ def ast_uses(
                 uses[p].add(CUSTOM)
         elif isinstance(node, ast.Call):
             callee = ast_dotted(node.func)
+            if owner is not None and callee is not None and callee.count(".") == 1 and callee.startswith("self."):
+                callee = f"{owner}.{callee[5:]}"
             if callee in uses:
                 uses[callee].add(FORWARD)
                 continue

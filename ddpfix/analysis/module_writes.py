@@ -23,12 +23,15 @@ PER_RANK_KINDS = {EVERY_RANK_SAVE, EVERY_RANK_TRACKER, EVERY_RANK_LOG_FILE, EVER
 
 def rank_guarded_calls(func: ast.AST) -> set[int]:
     """The calls (by id) in `func` under a branch on a rank test (`if is_main_process():`, `if
-    self.args.rank == 0:`, its `else` too)."""
+    self.args.rank == 0:`, its `else` too, and either side of `... if rank == 0 else ...`)."""
     out: set[int] = set()
     for node in nodes(func):
         if isinstance(node, ast.If) and is_rank_test(node.test):
             for stmt in [*node.body, *node.orelse]:
                 out.update(id(n) for n in ast.walk(stmt) if isinstance(n, ast.Call))
+        elif isinstance(node, ast.IfExp) and is_rank_test(node.test):  # `SummaryWriter() if rank == 0 else None`
+            for part in (node.body, node.orelse):
+                out.update(id(n) for n in ast.walk(part) if isinstance(n, ast.Call))
     return out
 
 

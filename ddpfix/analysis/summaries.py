@@ -22,7 +22,7 @@ from .ast_reading import (
     string_constant,
 )
 from .imports import ImportTable, Origin, find_module
-from .loader_params import ast_loader_uses
+from .loader_params import ast_loader_uses, stored_loader_uses
 from .model_params import (
     TRAINS,
     Slot,
@@ -215,7 +215,7 @@ class _Summariser:
         self.guarded[name] = rank_guarded_calls(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # what it does with a model it receives
             params = self.summary.params[name] = ast_params(node, method="." in name)
-            self.summary.param_uses[name], self.passes[name] = ast_uses(node, params)
+            self.summary.param_uses[name], self.passes[name] = ast_uses(node, params, name.rpartition(".")[0] or None)
             for param, uses in ast_loader_uses(node, params).items():  # what it does with a DataLoader
                 self.summary.param_uses[name][param] |= uses
             if ast_trains(node):
@@ -324,6 +324,7 @@ class _Summariser:
                 targets = item.targets if isinstance(item, ast.Assign) else [item.target]
                 cls.attributes.update(t.id for t in targets if isinstance(t, ast.Name))
         cls.forward_like = ast_forward_methods(node)
+        stored_loader_uses(self.summary.param_uses, node)  # a loader it keeps and trains on
         self.summary.classes[node.name] = cls
 
     def _propagate(self) -> None:

@@ -10,6 +10,7 @@ from ..examples import clean, fixes, reports
 from ..loader_factory import shard_factories
 from ..loader_kwargs import add_sampler_to_kwargs, kwargs_fix_blocker
 from ..local_samplers import swap_local_sampler
+from ..module_epochs import set_epoch_blocker
 from ..rule import Context, Rule
 from ..sampler_edit import add_sampler, add_set_epoch, is_iterable_dataset
 from ..syntax import kwarg, positional
@@ -89,9 +90,23 @@ def set_sampler_epoch(engine):
     if isinstance(train_loader.sampler, DistributedSampler):
         train_loader.sampler.set_epoch(engine.state.epoch - 1)
 ```
-When a function of the script's own modules runs the epochs and calls no `set_epoch`, the sampler
-still goes in here (sharding is right), and the message says where `set_epoch(epoch)` must be added
-by hand: the fix does not edit that file (DDP204 keeps reporting it until it is there).
+When a function or method of the script's own modules runs the epochs and calls no `set_epoch`
+(`simclr.train(train_loader)`, with `SimCLR.train` in `simclr.py` looping over epochs), the sampler
+goes in here and the fix also edits that module: `set_epoch` becomes the first statement of its epoch
+loop, through the parameter the loader arrives as (or the attribute a class keeps it in:
+`Learner(model, optimizer, train_loader).fit()` with `self.train_loader` iterated per epoch, also in a
+method the epoch loop calls), tested at run time so that a plain run and any other caller's loader
+skip it:
+```python
+        for epoch_counter in range(self.args.epochs):
+            if isinstance(getattr(train_loader, "sampler", None), DistributedSampler):
+                train_loader.sampler.set_epoch(epoch_counter)
+            for images, _ in tqdm(train_loader):
+```
+Where that module may not be edited (outside the script's folder, an installed package, read-only,
+cross-file edits off, an epoch loop with no epoch variable), the sampler still goes in here and the
+message says where `set_epoch(epoch)` must be added by hand, and why the fix does not (DDP204 keeps
+reporting it until it is there).
 
 A `RandomSampler(ds, replacement=True, num_samples=n)` draws every sample independently, an endless
 stream in which samples repeat. A `DistributedSampler` cannot draw with replacement, and the same
@@ -189,7 +204,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                     fix="none",
                 )
                 continue
-            message = _elsewhere(facts, loader, batch_loop)
+            message = _elsewhere(ctx, self, loader, batch_loop)
             if contents is not None and (contents.has("shuffle") or ds_key):
                 why = kwargs_fix_blocker(facts, call)
                 if why is not None:
@@ -208,17 +223,23 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
         shard_factories(ctx, self)
 
 
-def _elsewhere(facts, loader: Loader, batch_loop: cst.CSTNode) -> str | None:
+def _elsewhere(ctx: Context, rule: Rule, loader: Loader, batch_loop: cst.CSTNode) -> str | None:
     """The finding's message when the loader's epochs run in one of the script's own modules, which
-    has no set_epoch for it: the sampler goes in here, the set_epoch call must go in there by hand."""
+    has no set_epoch for it: the sampler goes in here, the set_epoch call in there (module_epochs.py),
+    or by hand where that module cannot be edited."""
+    facts = ctx.facts
     handoff = facts.data.handoff(batch_loop)
     if handoff is None or handoff.engine is not None or not handoff.epochs_there or handoff.sets_epoch:
         return None
     if facts.data.epoch_loop_for(batch_loop) is not None:
         return None
+    head = f"training DataLoader without a DistributedSampler; {handoff.where} runs the epochs over it"
+    why, where = set_epoch_blocker(ctx, rule, handoff)
+    if why is None:
+        return f"{head}: the fix also sets its sampler's epoch at the start of each epoch there ({where})"
     return (
-        f"training DataLoader without a DistributedSampler; {handoff.where} runs the epochs over it: call "
-        f"{loader.target}.sampler.set_epoch(epoch) at the start of each epoch there (the fix cannot edit that file)"
+        f"{head}: call {loader.target}.sampler.set_epoch(epoch) at the start of each epoch there "
+        f"(the fix cannot edit that file: {why})"
     )
 
 

@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis.values import handle_of
 from ..edits import engine_set_epoch, epoch_name, set_epoch_statements
 from ..examples import clean, fixes, reports
+from ..module_epochs import keep_set_epoch, set_epoch_blocker
 from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, assigned_value, dotted, kwarg, receiver
 
@@ -46,10 +47,15 @@ handler before `trainer.run(...)` that calls `set_epoch(engine.state.epoch - 1)`
 
 ## Fix safety
 Safe: `set_epoch` becomes the first statement of the epoch loop (guarded by `is not None` when the
-sampler is built conditionally). Reported without a fix: an epoch loop with no epoch number to pass
-(`while not done:`, a `for _` loop that reads `_`), a sampler the epoch loop cannot name, and a
-loader whose epochs run in a function of the script's own modules (the message names it: the fix
-does not edit that file).
+sampler is built conditionally). A loader whose epochs run in a function or method of the script's
+own modules (`simclr.train(train_loader)`) gets the call at the start of that module's epoch loop,
+through the parameter it arrives as (or the attribute a class keeps it in, `self.train_loader`) and
+only when its sampler is a `DistributedSampler`
+(`if isinstance(getattr(train_loader, "sampler", None), DistributedSampler):`), so the module keeps
+working for a plain run and for any other caller; the message names the file and line. Reported
+without a fix: an epoch loop with no epoch number to pass (`while not done:`, a `for _` loop that
+reads `_`), a sampler the epoch loop cannot name, and a module the fix may not edit (the message says
+why).
 """
 
     def run(self, ctx: Context) -> None:
@@ -129,12 +135,14 @@ def _handed(ctx: Context, loader, handoff, site, called: set, sampler: str | Non
                 engine_set_epoch(ctx, handoff, via_loader, test="loader")
         return
     if handoff.epochs_there and not handoff.sets_epoch:
-        ctx.report(
-            site,
-            f"DistributedSampler never gets set_epoch(epoch): {handoff.where} runs the epochs over "
-            f"{loader.target}: call {via_loader}.set_epoch(epoch) at the start of each epoch there",
-            fix="none",
-        )
+        head = f"DistributedSampler never gets set_epoch(epoch): {handoff.where} runs the epochs over {loader.target}"
+        assert ctx.rule is not None
+        why, where = set_epoch_blocker(ctx, ctx.rule, handoff)
+        if why is not None:
+            message = f"{head}: call {via_loader}.set_epoch(epoch) at the start of each epoch there ({why})"
+            ctx.report(site, message, fix="none")
+        elif ctx.report(site, f"{head}: the fix sets its sampler's epoch at the start of each epoch there ({where})"):
+            keep_set_epoch(ctx, ctx.rule, handoff)
 
 
 def _sampler_site(facts, name: str, at: cst.CSTNode) -> cst.Call | None:

@@ -8,7 +8,7 @@ from ..analysis.effects import IN_MEMORY_FILES
 from ..analysis.local_writes import EVERY_RANK_SAVE
 from ..edits import guard, guard_site
 from ..examples import clean, fixes
-from ..module_guards import guard_module_writes, is_save
+from ..module_guards import guard_module_writes, guard_statements, is_save
 from ..rule import Context, Rule
 from ..syntax import assigned_value, calls_in, code_of, dotted, kwarg, method_name, positional, walk
 
@@ -61,6 +61,8 @@ point importing the module stays correct:
         if not dist.is_initialized() or dist.get_rank() == 0:
             torch.save(self.model.state_dict(), path)
 ```
+A copy of the saved file there (`if is_best: shutil.copyfile(filename, "model_best.pth.tar")` after
+the save in a `save_checkpoint` helper) is guarded with it, as in the script.
 Where the module may not be edited (outside the script's folder, installed, read-only, run as a
 program of its own, `--no-cross-file`) or the save shares its line with other code, the finding
 comes without a fix and says why.
@@ -90,20 +92,48 @@ step; otherwise the copy gets its own guard.
                 call,
                 None if name == "torch.save" else f"{name} runs on every rank: all processes write the same file",
             )
-        for call in facts.index.statement_calls(lambda c: facts.names.call_qual(c) in FILE_MOVES):
-            paths = saved.get(facts.index.scope_of(call), set())
-            if not any(code_of(a.value) in paths for a in call.args[:2]) or ranks.rank_guarded(call):
-                continue
-            name = dotted(call.func) or "this call"
-            message = (
-                f"{name} of a file rank 0 saves runs on every rank: every process copies a file still being written"
-            )
-            stmt = _together_with(facts, call, ctx.plan.guards)
-            if stmt is None:
-                guard_site(ctx, call, message)
-            elif ctx.report(call, message):
-                guard(ctx, stmt, ctx.rank0(call))
-        guard_module_writes(ctx, self, EVERY_RANK_SAVE, "torch.save", "all processes write the same file", is_save)
+        _guard_copies(ctx, saved)
+        harm = "all processes write the same file"
+        guard_module_writes(ctx, self, EVERY_RANK_SAVE, "torch.save", harm, is_save, None, _module_planner)
+
+
+def _guard_copies(ctx: Context, saved: dict[cst.CSTNode, set[str]]) -> None:
+    """Guard the copies and moves of a file a save of the same scope writes (`saved`: scope -> paths):
+    with the save when they share its block (`if is_best: shutil.copyfile(filename, ...)`)."""
+    facts = ctx.facts
+    for call in facts.index.statement_calls(lambda c: facts.names.call_qual(c) in FILE_MOVES):
+        paths = saved.get(facts.index.scope_of(call), set())
+        if not any(code_of(a.value) in paths for a in call.args[:2]) or facts.ranks.rank_guarded(call):
+            continue
+        name = dotted(call.func) or "this call"
+        message = f"{name} of a file rank 0 saves runs on every rank: every process copies a file still being written"
+        stmt = _together_with(facts, call, ctx.plan.guards)
+        if stmt is None:
+            guard_site(ctx, call, message)
+        elif ctx.report(call, message):
+            guard(ctx, stmt, ctx.rank0(call))
+
+
+def _module_planner(lines: list[int], what: str, match, where: str, guarded: list[int]):
+    """In one of the script's own modules: the saves at `lines` guarded to rank 0 (module_guards.py),
+    and the copies of the files they write with them (`save_checkpoint(state, is_best, filename)`
+    ending in `if is_best: shutil.copyfile(filename, "model_best.pth.tar")`)."""
+    saves = guard_statements(lines, what, match, where, guarded)
+
+    def plan(ctx: Context) -> str | None:
+        why = saves(ctx)
+        if why is not None:
+            return why
+        facts = ctx.facts
+        saved: dict[cst.CSTNode, set[str]] = {}
+        for call in facts.index.statement_calls(lambda c: is_save(facts, c)):
+            path = _path_of(facts, call)
+            if path is not None and facts.index.position(call).start.line in lines:
+                saved.setdefault(facts.index.scope_of(call), set()).add(code_of(path.value))
+        _guard_copies(ctx, saved)
+        return None
+
+    return plan
 
 
 WRITERS = {

@@ -5,10 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.effects import FILE_HANDLERS, LOGGER_METHODS
-from ..analysis.local_writes import EVERY_RANK_LOG_FILE, called, module_calls, shown, writes_through
+from ..analysis.local_writes import EVERY_RANK_LOG_FILE
 from ..edits import guard, guard_site, opens_for_writing
 from ..examples import clean, fixes, reports
-from ..rule import NONE, Context, Rule
+from ..module_guards import guard_module_writes
+from ..rule import Context, Rule
 from ..syntax import assign_targets, dotted, kwarg, mentions, method_name, positional, receiver, walk
 
 
@@ -29,8 +30,16 @@ rank 0 runs).
 
 A log file opened inside one of the script's own modules with no rank test around it there
 (`logging.basicConfig(filename=...)` in the `__init__` of a `Trainer` class of `trainer.py`) is
-reported at the script's call (`Trainer(...)`), with the module's file and line, and without a fix:
-the guard belongs in the module.
+reported at the script's call (`Trainer(...)`), with the module's file and line, and the fix guards
+it in the module with a test decided at run time (true in a plain run and on rank 0 however the
+ranks were launched):
+```python
+        if not dist.is_initialized() or dist.get_rank() == 0:
+            logging.basicConfig(filename=os.path.join(self.writer.log_dir, "training.log"))
+```
+The other ranks' log records then reach no file (logging's last-resort handler shows warnings and
+errors only). A handler bound to a name there (`handler = logging.FileHandler(...)`) is used beyond
+its own statement and is reported without a fix.
 
 ## Why
 All processes append to the same file: interleaved, duplicated or clobbered lines.
@@ -83,15 +92,8 @@ Safe. A file handler used anywhere but in plain statements of the same block get
                 guard_site(ctx, call, "log record emitted on every rank: the log file gets one copy per process")
         for stmt in _write_opens(facts):
             guard_site(ctx, stmt, "file opened for writing on every rank: all processes write the same file")
-        for call in module_calls(facts.index, facts.modules):
-            found = writes_through(facts.index, facts.names, facts.modules, call, EVERY_RANK_LOG_FILE)
-            if found and not ranks.rank_guarded(call):
-                where = ", ".join(f"{f.detail} at {shown(facts.modules, f)}" for f in found[:3])
-                message = (
-                    f"{called(call)}() opens a log file on every rank ({where}): all processes write the "
-                    "same file; open it on rank 0 only there"
-                )
-                ctx.report(call, message, fix=NONE)
+        harm = "all processes write the same file"
+        guard_module_writes(ctx, self, EVERY_RANK_LOG_FILE, "log file", harm, _opens_log_file, verb="opens a")
 
     def _guard_handler(self, ctx: Context, call: cst.Call) -> bool:
         """Report a file handler every rank creates and uses; True when it is one."""
@@ -123,6 +125,17 @@ Safe. A file handler used anywhere but in plain statements of the same block get
             for s in users:
                 guard(ctx, s, ctx.rank0(call))
         return True
+
+
+def _opens_log_file(facts, call: cst.Call) -> bool:
+    """`logging.basicConfig(filename=...)` or `logger.addHandler(logging.FileHandler(...))` as a statement of
+    its own: what a guard can hold (a handler bound to a name is used beyond it, so is not)."""
+    q = facts.names.call_qual(call) or ""
+    if q == "logging.basicConfig":
+        return True
+    return method_name(call) == "addHandler" and any(
+        isinstance(a.value, cst.Call) and facts.names.call_qual(a.value) in FILE_HANDLERS for a in call.args
+    )
 
 
 def _binds(facts, node: cst.CSTNode) -> bool:

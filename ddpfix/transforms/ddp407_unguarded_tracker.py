@@ -5,10 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.effects import TRACKER_CTORS, TRACKER_MODULES
-from ..analysis.local_writes import EVERY_RANK_TRACKER, called, module_calls, shown, writes_through
+from ..analysis.local_writes import EVERY_RANK_TRACKER
 from ..edits import guard_site, guardable
 from ..examples import clean, fixes
-from ..rule import NONE, Context, Rule
+from ..module_guards import guard_module_writes
+from ..rule import Context, Rule
 from ..syntax import assign_targets, assigned_value, dotted, receiver, walk
 
 
@@ -28,8 +29,18 @@ is left alone.
 
 A tracker created inside one of the script's own modules with no rank test around it there
 (`self.writer = SummaryWriter()` in the `__init__` of a `Trainer` class of `trainer.py`) is reported
-at the script's call (`Trainer(...)`), with the module's file and line, and without a fix: the guard
-belongs in the module.
+at the script's call (`Trainer(...)`), with the module's file and line, and the fix makes the same
+edits in the module, with a rank test decided at run time (true in a plain run and on rank 0 however
+the ranks were launched), so every entry point importing the module stays correct:
+```python
+        self.writer = SummaryWriter() if not dist.is_initialized() or dist.get_rank() == 0 else None
+        ...
+        if not dist.is_initialized() or dist.get_rank() == 0:
+            save_config_file(self.writer.log_dir, self.args)
+```
+Every use of `self.writer` in that module is guarded (its `log_dir` handed to a log file, a config
+or a checkpoint path too), or, when one cannot be (`path = self.writer.log_dir`), none is and the
+finding says which line.
 
 ## Why
 Every process creates its own event file / run and logs its own (partial) numbers: N runs in the
@@ -65,56 +76,12 @@ only, since guarding some of them would leave the others failing on the other ra
 """
 
     def run(self, ctx: Context) -> None:
-        facts = ctx.facts
-        ranks = facts.ranks
-        inits = {f"{m}.init" for m in TRACKER_MODULES}
-        chains: dict[str, _Chain] = {}  # tracker (a handle, or a tracker module) -> what uses it
-        for call in facts.names.calls_matching(lambda q: q in TRACKER_CTORS or q in inits):
-            site = facts.index.site(call)
-            targets = assign_targets(site.stmt)
-            module = (facts.names.call_qual(call) or "").split(".")[0]
-            keys = [module] if module in TRACKER_MODULES else []
-            value = assigned_value(site.stmt)
-            if targets and (value is call or (isinstance(value, cst.IfExp) and call in (value.body, value.orelse))):
-                keys += targets  # writer = SummaryWriter(...), or `... if is_master else None`
-            elif targets:
-                continue  # `x = f(SummaryWriter(...))`: not a handle this rule can follow
-            if not keys:
-                continue
-            chain = next((chains[k] for k in keys if k in chains), None) or _Chain(keys[-1])
-            for key in keys:  # `experiment = wandb.init(...)`: the handle and the module are one tracker
-                other = chains.get(key)
-                if other is not None and other is not chain:
-                    chain.merge(other)
-                    for k, c in list(chains.items()):
-                        if c is other:
-                            chains[k] = chain
-                chains[key] = chain
-            chain.rank0 |= ranks.rank_guarded(call)
-            if not ranks.rank_guarded(call):
-                chain.creations.append((call, bool(targets)))
-        for call in module_calls(facts.index, facts.modules):
-            found = writes_through(facts.index, facts.names, facts.modules, call, EVERY_RANK_TRACKER)
-            if found and not ranks.rank_guarded(call):
-                where = ", ".join(f"{f.detail} at {shown(facts.modules, f)}" for f in found[:3])
-                message = (
-                    f"{called(call)}() creates an experiment tracker on every rank ({where}): one event "
-                    "file or run per process; create it on rank 0 only there"
-                )
-                ctx.report(call, message, fix=NONE)
-        for module in TRACKER_MODULES:  # a run started elsewhere (a module of the script)
-            if module in facts.names.aliases.values():
-                chains.setdefault(module, _Chain(module))
-        if not chains:
-            return
-        params = {k.split(".")[-1]: k for k in chains if k not in TRACKER_MODULES}
-        for node, stmt in _uses(facts, chains, params, inits):
-            key = _tracker_of(facts, node, chains, params)
-            if key is None or ranks.rank_guarded(node) or _checked(facts, node, key):
-                continue
-            chains[key].uses.append((node, stmt))
-        for chain in {id(c): c for c in chains.values()}.values():
+        for chain in _chains(ctx):
             self._fix(ctx, chain)
+        harm = "one event file or run per process"
+        guard_module_writes(
+            ctx, self, EVERY_RANK_TRACKER, "experiment tracker", harm, _is_tracker, None, _planner, "creates an"
+        )
 
     def _fix(self, ctx: Context, chain: "_Chain") -> None:
         """Guard the tracker and everything that needs it, or, when one use cannot be guarded, none of them."""
@@ -122,7 +89,7 @@ only, since guarding some of them would leave the others failing on the other ra
         key = chain.name
         if not chain.creations and not chain.rank0 and key not in TRACKER_MODULES:
             return
-        blocked = [node for node, stmt in chain.uses if not _guardable_use(facts, stmt, key)]
+        blocked = _blocked(facts, chain)
         if blocked:
             where = ", ".join(f"line {facts.index.position(n).start.line}" for n in blocked[:3])
             why = f"; a use of {key} cannot be guarded on its own ({where}): guard the tracker and its uses by hand"
@@ -150,6 +117,85 @@ only, since guarding some of them would leave the others failing on the other ra
                 )
         for node, _ in chain.uses:
             guard_site(ctx, node, "tracker used on every rank: log from rank 0 only")
+
+
+def _chains(ctx: Context) -> list["_Chain"]:
+    """Every tracker of this source: where every rank creates it, and its uses on every rank."""
+    facts = ctx.facts
+    ranks = facts.ranks
+    inits = {f"{m}.init" for m in TRACKER_MODULES}
+    chains: dict[str, _Chain] = {}  # tracker (a handle, or a tracker module) -> what uses it
+    for call in facts.names.calls_matching(lambda q: q in TRACKER_CTORS or q in inits):
+        site = facts.index.site(call)
+        targets = assign_targets(site.stmt)
+        module = (facts.names.call_qual(call) or "").split(".")[0]
+        keys = [module] if module in TRACKER_MODULES else []
+        value = assigned_value(site.stmt)
+        if targets and (value is call or (isinstance(value, cst.IfExp) and call in (value.body, value.orelse))):
+            keys += targets  # writer = SummaryWriter(...), or `... if is_master else None`
+        elif targets:
+            continue  # `x = f(SummaryWriter(...))`: not a handle this rule can follow
+        if not keys:
+            continue
+        chain = next((chains[k] for k in keys if k in chains), None) or _Chain(keys[-1])
+        for key in keys:  # `experiment = wandb.init(...)`: the handle and the module are one tracker
+            other = chains.get(key)
+            if other is not None and other is not chain:
+                chain.merge(other)
+                for k, c in list(chains.items()):
+                    if c is other:
+                        chains[k] = chain
+            chains[key] = chain
+        chain.rank0 |= ranks.rank_guarded(call)
+        if not ranks.rank_guarded(call):
+            chain.creations.append((call, bool(targets)))
+    for module in TRACKER_MODULES:  # a run started elsewhere (a module of the script)
+        if module in facts.names.aliases.values():
+            chains.setdefault(module, _Chain(module))
+    if not chains:
+        return []
+    params = {k.split(".")[-1]: k for k in chains if k not in TRACKER_MODULES}
+    for node, stmt in _uses(facts, chains, params, inits):
+        key = _tracker_of(facts, node, chains, params)
+        if key is None or ranks.rank_guarded(node) or _checked(facts, node, key):
+            continue
+        chains[key].uses.append((node, stmt))
+    return list({id(c): c for c in chains.values()}.values())
+
+
+def _blocked(facts, chain: "_Chain") -> list[cst.CSTNode]:
+    """The uses of the tracker that cannot take a guard of their own."""
+    return [node for node, stmt in chain.uses if not _guardable_use(facts, stmt, chain.name)]
+
+
+def _is_tracker(facts, call: cst.Call) -> bool:
+    q = facts.names.call_qual(call) or ""
+    return q in TRACKER_CTORS or q in {f"{m}.init" for m in TRACKER_MODULES}
+
+
+def _planner(lines: list[int], what: str, match, where: str, guarded: list[int]):
+    """In one of the script's own modules: the tracker created at `lines` becomes rank-0 only there, with
+    every use of it (`self.writer = SummaryWriter() if not dist.is_initialized() or dist.get_rank() == 0
+    else None`; `self.writer.add_scalar(...)` guarded alike), all of it or none."""
+
+    def plan(ctx: Context) -> str | None:
+        ctx.joins_elsewhere()  # the module does not know how its caller launched: ask the process group
+        facts = ctx.facts
+        line_of = lambda n: facts.index.position(n).start.line  # noqa: E731
+        chains = [c for c in _chains(ctx) if any(line_of(call) in lines for call, _ in c.creations)]
+        if not chains:
+            return f"the {what} at {where}:{lines[0]} is not bound to a name the fix can follow"
+        for chain in chains:
+            blocked = _blocked(facts, chain)
+            if blocked:
+                shown = ", ".join(f"{where}:{line_of(n)}" for n in blocked[:3])
+                return f"a use of {chain.name} cannot be guarded on its own ({shown})"
+            assert ctx.rule is not None
+            ctx.rule._fix(ctx, chain)  # type: ignore[attr-defined]
+            guarded.extend(line_of(call) for call, _ in chain.creations)
+        return None
+
+    return plan
 
 
 class _Chain:

@@ -1,0 +1,177 @@
+"""DDP201 and DDP204 across files: a training loader handed to a function or method of the script's
+own modules that runs the epochs over it (`simclr.train(train_loader)`, with `SimCLR.train` of
+simclr.py looping `for epoch in range(...): for images, _ in tqdm(train_loader): ...`).
+
+The sampler is the script's (DDP201 adds it where the loader is built); its `set_epoch` belongs at
+the start of the module's epoch loop, so the fix puts it there:
+
+    for epoch_counter in range(self.args.epochs):
+        if isinstance(getattr(train_loader, "sampler", None), DistributedSampler):
+            train_loader.sampler.set_epoch(epoch_counter)
+        for images, _ in tqdm(train_loader):
+
+A loader a class keeps (`Learner(model, optimizer, train_loader).fit()`, with `self.train_loader =
+train_loader` in `__init__`) gets the call through that attribute, in the loop of the method that
+iterates it per epoch (or of the method whose loop calls the one that does).
+
+The test is decided at run time by the loader itself: a plain run's loader (no sampler, or a
+RandomSampler) and any other caller's iterable skip it, so the module keeps working for every entry
+point that imports it. The module is edited only where `ModuleEdits` allows it (module_edits.py) and
+where its epoch loop names an epoch; otherwise the finding comes without a fix, saying why.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .analysis.handoffs import Handoff
+from .analysis.loader_params import COUNTING
+from .edits import epoch_name
+from .rule import Context, Order, Rule
+from .syntax import dotted, walk
+
+SAMPLER = "torch.utils.data.distributed.DistributedSampler"
+
+
+def set_epoch_blocker(ctx: Context, rule: Rule, handoff: Handoff) -> tuple[str | None, str]:
+    """Why the module `handoff` names cannot get the set_epoch call (None: it can, checked on a trial),
+    and where it goes (`simclr.py:68`, the epoch loop)."""
+    others = ctx.others
+    if others is None:
+        return "cross-file edits are off", ""
+    if handoff.path is None or handoff.member is None or handoff.param is None:
+        return "the function that runs the epochs is not known", ""
+    lines: list[int] = []
+    why = others.why_not(handoff.path) or others.trial(
+        handoff.path, rule, _planner(handoff.member, handoff.param, lines)
+    )
+    return why, f"{others.shown(handoff.path)}:{lines[0]}" if lines else others.shown(handoff.path)
+
+
+def keep_set_epoch(ctx: Context, rule: Rule, handoff: Handoff) -> None:
+    """Make the edit `set_epoch_blocker` allowed part of this pass's fix (once, whichever rule asks)."""
+    others = ctx.others
+    assert others is not None and handoff.path is not None and handoff.member and handoff.param
+    key = ("set_epoch", handoff.path, handoff.member, handoff.param)
+    if key not in others.planned:
+        others.planned.add(key)
+        others.keep(handoff.path, rule, _planner(handoff.member, handoff.param, []))
+
+
+def _planner(member: str, param: str, lines: list[int]):
+    """Prepend the loader's set_epoch to the epoch loop of `member` over its parameter `param`, or, for
+    a class's `__init__` that keeps it (`self.train_loader = train_loader`), to the epoch loop of the
+    method that iterates that attribute (`lines` gets that loop's line)."""
+
+    def plan(ctx: Context) -> str | None:
+        func = _function(ctx.facts.module, member)
+        if func is None:
+            return f"{member} is not a function at the top level of the module or of one of its classes"
+        cls = ctx.facts.index.enclosing(func, cst.ClassDef)
+        methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)] if isinstance(cls, cst.ClassDef) else []
+        searched = [(func, param)]
+        if func.name.value == "__init__":  # the class keeps the loader: its methods iterate the attribute
+            attr = _kept_as(func, param)
+            if attr is None:
+                return f"{member}() does not keep {param} as an attribute of its own"
+            searched = [(m, attr) for m in methods]
+        found = [(loop, name) for f, name in searched for loop in [_epoch_loop(ctx, f, name, methods)] if loop]
+        if not found:
+            return f"{member}() has no loop around its pass over {searched[0][1]}"
+        loop, reach = found[0]  # the loader as the epoch loop names it: `train_loader`, `self.train_loader`
+        line = ctx.facts.index.position(loop).start.line
+        if epoch_name(ctx, loop, plan=False) is None:
+            where = ctx.facts.index.enclosing(loop, cst.FunctionDef)
+            owner = f"{cls.name.value}." if isinstance(cls, cst.ClassDef) else ""
+            name = f"{owner}{where.name.value}" if isinstance(where, cst.FunctionDef) else member
+            return f"the epoch loop of {name}() (line {line}) has no epoch variable to pass"
+        epoch = epoch_name(ctx, loop)
+        sampler_cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
+        stmts = ctx.plan.statements(
+            """
+            if isinstance(getattr({l}, "sampler", None), {cls}):
+                {l}.sampler.set_epoch({e})
+            """,
+            l=reach,
+            cls=sampler_cls,
+            e=epoch,
+        )
+        ctx.plan.prepend(loop.body, stmts, order=Order.SET_EPOCH)
+        lines.append(line)
+        return None
+
+    return plan
+
+
+def _function(module: cst.Module, member: str) -> cst.FunctionDef | None:
+    """`train` or `SimCLR.train`: a function at the top level of `module`, or a method of a class there."""
+    *owner, name = member.split(".")
+    body: list = list(module.body)
+    if owner:
+        cls = next((s for s in body if isinstance(s, cst.ClassDef) and s.name.value == owner[0]), None)
+        if cls is None or len(owner) > 1:
+            return None
+        body = list(cls.body.body)
+    return next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+
+
+def _epoch_loop(ctx: Context, func: cst.FunctionDef, param: str, methods: list) -> cst.For | cst.While | None:
+    """The innermost loop of `func` around its pass over `param` (a parameter, or an attribute
+    `self.train_loader`): a loop iterating it (also through `enumerate(tqdm(...))`), or a call handing
+    it on (`self.train_epoch(loader)`); for a method with no loop around it, the loop of another of
+    `methods` that calls it (`for epoch in ...: self.train_epoch()`)."""
+    index = ctx.facts.index
+    for node in walk(func.body):
+        if isinstance(node, cst.For) and _iterates(node.iter, param):
+            start: cst.CSTNode = node
+        elif isinstance(node, cst.Call) and any(dotted(a.value) == param for a in node.args):
+            if (dotted(node.func) or "").split(".")[-1] in COUNTING:
+                continue
+            start = node
+        else:
+            continue
+        loop = _loop_around(index, func, start)
+        if loop is not None:
+            return loop
+        for other in methods:
+            for call in walk(other.body):
+                if isinstance(call, cst.Call) and dotted(call.func) == f"self.{func.name.value}":
+                    loop = _loop_around(index, other, call)
+                    if loop is not None:
+                        return loop
+    return None
+
+
+def _loop_around(index, func: cst.FunctionDef, start: cst.CSTNode) -> cst.For | cst.While | None:
+    """The innermost loop of `func` around `start` (not one whose header holds it)."""
+    for anc in index.ancestors(start):
+        if anc is func:
+            return None
+        if isinstance(anc, (cst.For, cst.While)) and not (isinstance(anc, cst.For) and _inside(anc.iter, start)):
+            return anc
+    return None
+
+
+def _kept_as(init: cst.FunctionDef, param: str) -> str | None:
+    """`self.train_loader` where `__init__` runs `self.train_loader = train_loader`."""
+    for node in walk(init.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == param:
+            for target in node.targets:
+                name = dotted(target.target)
+                if name is not None and name.startswith("self.") and name.count(".") == 1:
+                    return name
+    return None
+
+
+def _iterates(expr: cst.BaseExpression, param: str) -> bool:
+    """Does a loop over `expr` iterate `param` (itself, or the first argument of the calls around it)?"""
+    while isinstance(expr, cst.Call) and expr.args and (dotted(expr.func) or "") not in COUNTING:
+        expr = expr.args[0].value
+    return dotted(expr) == param
+
+
+def _inside(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return any(n is node for n in walk(tree))
+
+
+__all__ = ["keep_set_epoch", "set_epoch_blocker"]

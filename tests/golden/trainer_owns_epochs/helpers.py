@@ -1,0 +1,15 @@
+"""Saving helpers of the script beside it: a checkpoint and a config file."""
+import json
+import os
+
+import torch
+
+
+def save_checkpoint(state, filename):
+    torch.save(state, filename)
+
+
+def save_config(folder, config):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
