@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.model_params import TRAINS
 from ..examples import clean, fixes
 from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrappers
 from ..module_unwrap import unwrap_in_classes
@@ -47,8 +46,9 @@ Safe: the unwrapped model's keys are what a plain run saves. Helpers already han
 module (`save(model.module)`, `save(model_without_ddp)`, `save(unwrap_model(model))`) and helpers that
 unwrap it themselves are not reported. Neither is a script that keeps the prefix on purpose: it wraps
 the model itself and loads the file it saves (the same path) back into the wrapper (a resume: both
-sides have `module.` keys), or strips the prefix itself (`k.replace("module.", "")`). A helper that trains through the handed-in model, or a use
-where no name reaches the plain module, gets the diagnostic only. A name bound again after the wrap
+sides have `module.` keys), or strips the prefix itself (`k.replace("module.", "")`). A helper that trains through the handed-in model, one that
+hands it back where the script keeps what it returns (`model = save_checkpoint(model, path)`), or a
+use where no name reaches the plain module, gets the diagnostic only. A name bound again after the wrap
 (`model = Net()`) is no longer the wrapper.
 """
 
@@ -102,7 +102,7 @@ where no name reaches the plain module, gets the diagnostic only. A name bound a
                 continue
             callee = code_of(hand.call.func)
             if not hand.fixable:
-                why = "it trains through it" if TRAINS in hand.uses else "no name reaches the plain module here"
+                why = hand.why
                 ctx.report(
                     hand.arg.value,
                     f"{callee}() saves the state_dict() of {hand.handle}, the DDP wrapper ('module.' keys); pass the "
