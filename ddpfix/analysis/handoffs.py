@@ -96,7 +96,7 @@ class Handoffs:
         uses = summary.param_uses.get(member, {}).get(name or "", set())
         if TRAINS_ON not in uses:
             return None
-        where = f"{member}() in {summary.path.name}"
+        where = f"{member.removesuffix('.__init__')}() in {summary.path.name}"
         return Handoff(call, where, EPOCHS in uses, SETS_EPOCH in uses)
 
     def _callee(self, call: cst.Call, scope):
@@ -105,6 +105,8 @@ class Handoffs:
         `simclr.train(...)`)."""
         target = self.modules.target_of(call.func)
         if target is not None and target.summary is not None and target.member is not None:
+            if target.member in target.summary.classes:  # `Solver(loader, config)`: what its methods do with it
+                return target.summary, f"{target.member}.__init__"
             return target.summary, target.member
         func = call.func
         if not isinstance(func, cst.Attribute):

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 
 from .ast_reading import ast_dotted, nodes
 from .ast_reading import parents as parents_of
-from .model_params import ast_trains
+from .model_params import ast_params, ast_trains
 
 TRAINS_ON = "trains_on"  # `for batch in loader:` (or `tqdm(loader)`, `enumerate(loader)`) with a training step in it
 EPOCHS = "epochs"  # iterated (or handed on) inside an outer loop: one pass per epoch
@@ -41,9 +42,16 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
                 out[param].add(EPOCHS)
         elif isinstance(node, ast.Call) and id(node) not in loop_heads:
             name = ast_dotted(node.func) or ""
-            head = name.split(".")[0]
+            head = name.removesuffix(".sampler.set_epoch")
             if name.endswith(".sampler.set_epoch") and head in out:
                 out[head].add(SETS_EPOCH)
+                continue
+            first = node.args[0] if node.args else None
+            if name == "iter" and isinstance(first, ast.Name) and first.id in out:  # `it = iter(loader)`, then next(it)
+                if ast_trains(func):
+                    out[first.id].add(TRAINS_ON)
+                if _in_loop(node, parents, func):  # made again inside the loop: one pass per epoch
+                    out[first.id].add(EPOCHS)
                 continue
             if name in BUILTINS or name.split(".")[-1] in WRAPPERS:
                 continue  # `len(loader)`, `print(...)`: not handing the loader on to a training helper
@@ -52,6 +60,41 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
                 if p in out and _in_loop(node, parents, func):
                     out[p].add(EPOCHS)
     return {p: uses for p, uses in out.items() if uses}
+
+
+def ast_kept_loader_uses(cls: ast.ClassDef, param_uses: dict[str, dict[str, set[str]]]) -> None:
+    """A loader the constructor keeps (`self.data_loader = data_loader`) and a method trains over
+    (`for batch in self.data_loader:`, or `next(it)` of `it = iter(self.data_loader)`): its uses there
+    are recorded as the constructor parameter's, in `param_uses["Class.__init__"]`."""
+    methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    init = next((m for m in methods if m.name == "__init__"), None)
+    if init is None:
+        return
+    params = set(ast_params(init, method=True))
+    kept: dict[str, str] = {}  # "self.data_loader" -> "data_loader"
+    for node in nodes(init):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params:
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    kept[f"self.{t.attr}"] = node.value.id
+    for method in methods:
+        if method is init or not kept:
+            continue
+        named = _AttributesAsNames(set(kept)).visit(copy.deepcopy(method))
+        for attr, uses in ast_loader_uses(named, list(kept)).items():
+            param_uses.setdefault(f"{cls.name}.__init__", {}).setdefault(kept[attr], set()).update(uses)
+
+
+class _AttributesAsNames(ast.NodeTransformer):
+    """`self.data_loader` read as one name, "self.data_loader", for `ast_loader_uses`."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and f"self.{node.attr}" in self.names:
+            return ast.copy_location(ast.Name(id=f"self.{node.attr}", ctx=node.ctx), node)
+        return self.generic_visit(node)
 
 
 def _iterated(expr: ast.AST, params: dict) -> str | None:
@@ -74,4 +117,4 @@ def _in_loop(node: ast.AST, parents: dict, func: ast.AST) -> bool:
     return False
 
 
-__all__ = ["EPOCHS", "SETS_EPOCH", "TRAINS_ON", "ast_loader_uses"]
+__all__ = ["EPOCHS", "SETS_EPOCH", "TRAINS_ON", "ast_kept_loader_uses", "ast_loader_uses"]

@@ -28,9 +28,10 @@ other ranks (`logger.setLevel(logging.INFO if is_master else logging.WARN)`, or 
 rank 0 runs).
 
 A log file opened inside one of the script's own modules with no rank test around it there
-(`logging.basicConfig(filename=...)` in the `__init__` of a `Trainer` class of `trainer.py`) is
-reported at the script's call (`Trainer(...)`), with the module's file and line, and without a fix:
-the guard belongs in the module.
+(`logging.basicConfig(filename=...)` in the `__init__` of a `Trainer` class of `trainer.py`), or a
+file opened there for writing (`open(path, "wb")` in a helper that writes sample images), is reported
+at the script's call (`Trainer(...)`, `solver.train()`), with the module's file and line, and without
+a fix: the guard belongs in the module.
 
 ## Why
 All processes append to the same file: interleaved, duplicated or clobbered lines.
@@ -87,8 +88,9 @@ Safe. A file handler used anywhere but in plain statements of the same block get
             found = writes_through(facts.index, facts.names, facts.modules, call, EVERY_RANK_LOG_FILE)
             if found and not ranks.rank_guarded(call):
                 where = ", ".join(f"{f.detail} at {shown(facts.modules, f)}" for f in found[:3])
+                what = "a file for writing" if all(f.detail == "open" for f in found) else "a log file"
                 message = (
-                    f"{called(call)}() opens a log file on every rank ({where}): all processes write the "
+                    f"{called(call)}() opens {what} on every rank ({where}): all processes write the "
                     "same file; open it on rank 0 only there"
                 )
                 ctx.report(call, message, fix=NONE)
