@@ -117,3 +117,19 @@ def test_a_loader_the_constructor_keeps_and_a_method_iterates(project):
     result = ddpfix.fix_project("main.py")
     [sampler] = _found(result)["DDP201"]
     assert sampler.applied and "Solver() in solver.py runs the epochs over it" in sampler.message
+
+
+def test_a_class_handed_the_model_it_trains_is_left_to_the_script(project):
+    """`Solver(data_loader, config, G)` with `self.G = G`: the script built G, so it is the script's to wrap."""
+    _edit(
+        project / "solver.py", "def __init__(self, data_loader, config):", "def __init__(self, data_loader, config, G):"
+    )
+    _edit(project / "solver.py", "        self.G = Generator(self.z_dim, image_size)\n", "")
+    _edit(
+        project / "solver.py",
+        "        self.data_loader = data_loader\n",
+        "        self.data_loader = data_loader\n        self.G = G\n",
+    )
+    found = _found(ddpfix.fix_project("main.py"))
+    [wrap] = found["DDP301"]
+    assert "self.D at solver.py:57" in wrap.message and "self.G" not in wrap.message

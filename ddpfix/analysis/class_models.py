@@ -14,8 +14,9 @@ OPTIMIZER_WORDS = ("optim", "Adam", "SGD", "RMSprop", "Adagrad", "LBFGS", "Lion"
 
 
 def ast_trained_attributes(cls: ast.ClassDef) -> list[tuple[str, int]]:
-    """(attribute, line where the class first assigns it) for each model attribute an optimizer of
-    the class is built over, in that order; [] when the class wraps a model in DDP itself."""
+    """(attribute, line where the class builds it) for each model attribute an optimizer of the class
+    is built over, in that order: not one it is handed (`self.model = model`), and [] when the class
+    wraps a model in DDP itself."""
     trained: list[str] = []
     for node in nodes(cls):
         name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
@@ -34,13 +35,17 @@ def ast_trained_attributes(cls: ast.ClassDef) -> list[tuple[str, int]]:
                 owner = ast_dotted(inner.func.value) or ""
                 if owner.startswith("self.") and owner.count(".") == 1 and owner[5:] not in trained:
                     trained.append(owner[5:])
-    lines = {}
+    lines: dict[str, int] = {}
+    handed: set[str] = set()  # `self.model = model`: a model the caller built (and wraps)
     for node in nodes(cls):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Attribute) and ast_dotted(t.value) == "self" and t.attr in trained:
-                    lines.setdefault(t.attr, node.lineno)
-    return [(attr, lines[attr]) for attr in trained if attr in lines]
+                    if isinstance(node.value, ast.Call):
+                        lines.setdefault(t.attr, node.lineno)
+                    else:
+                        handed.add(t.attr)
+    return [(attr, lines[attr]) for attr in trained if attr in lines and attr not in handed]
 
 
 __all__ = ["ast_trained_attributes"]

@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..syntax import assigned_value, dotted
 from .index import TreeIndex
-from .module_summary import Finding
+from .module_summary import Finding, ModuleSummary
 from .module_writes import EVERY_RANK_LOG_FILE, EVERY_RANK_PRINT, EVERY_RANK_SAVE, EVERY_RANK_TRACKER
 from .modules import LocalModules
 from .names import Names
@@ -38,7 +38,9 @@ def writes_through(index: TreeIndex, names: Names, modules: LocalModules, call: 
     return []
 
 
-def method_of_instance(index: TreeIndex, names: Names, modules: LocalModules, call: cst.Call):
+def method_of_instance(
+    index: TreeIndex, names: Names, modules: LocalModules, call: cst.Call
+) -> tuple[ModuleSummary, str] | None:
     """`(summary, "Class.method")` for a method called on an instance of a class of the script's own
     modules (`solver = Solver(...)`, then `solver.train()`; or `Solver(...).train()`); None otherwise."""
     if not isinstance(call.func, cst.Attribute):

@@ -11,10 +11,12 @@ import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, calls_in, dotted, kwarg, method_name, positional, receiver
 from .index import Site, TreeIndex
+from .local_writes import method_of_instance
 from .model_params import TRAINS
 from .names import Names
 
 if TYPE_CHECKING:
+    from .module_summary import ModuleSummary
     from .modules import LocalModules
 
 OPTIMIZER_NAMES = re.compile(r"opt", re.IGNORECASE)
@@ -112,13 +114,11 @@ class Training:
         return [c for c in self.index.calls if id(c) in methods or self.modules.call_does(c, TRAINS) is True]
 
     @cached_property
-    def trained_in_modules(self) -> list[tuple[cst.Call, object, str]]:
+    def trained_in_modules(self) -> list[tuple[cst.Call, ModuleSummary, str]]:
         """The script's calls of a method that trains, on an instance of a class of its own modules
         (`solver = Solver(loader, config)`, then `solver.train()`): (call, the module's summary,
         "Class.method")."""
-        from .local_writes import method_of_instance
-
-        out = []
+        out: list[tuple[cst.Call, ModuleSummary, str]] = []
         if self.modules is None:
             return out
         for call in self.index.calls:
