@@ -133,3 +133,19 @@ def test_a_class_handed_the_model_it_trains_is_left_to_the_script(project):
     found = _found(ddpfix.fix_project("main.py"))
     [wrap] = found["DDP301"]
     assert "self.D at solver.py:57" in wrap.message and "self.G" not in wrap.message
+
+
+def test_a_file_the_call_names_per_rank_is_not_reported(project):
+    """The module opens the path it is handed; the script's call names it per rank."""
+    solver = project / "solver.py"
+    _edit(
+        solver,
+        "    def train(self):",
+        "    def write_samples(self, path):\n        save_pgm(self.G(self.fixed_z), path)\n\n    def train(self):",
+    )
+    script = project / "main.py"
+    _edit(script, "    solver.train()\n", '    solver.train()\n    solver.write_samples(f"samples_rank{rank}.pgm")\n')
+    _edit(script, "    torch.manual_seed(0)\n", '    rank = int(os.environ.get("RANK", 0))\n    torch.manual_seed(0)\n')
+    _edit(script, "import argparse\n", "import argparse\nimport os\n")
+    reported = [d.line for d in ddpfix.fix_project("main.py").diagnostics if d.code == "DDP405"]
+    assert reported == [37]  # solver.train()'s sample images only, not the per-rank file of line 38

@@ -86,14 +86,17 @@ Safe. A file handler used anywhere but in plain statements of the same block get
             guard_site(ctx, stmt, "file opened for writing on every rank: all processes write the same file")
         for call in module_calls(facts.index, facts.modules):
             found = writes_through(facts.index, facts.names, facts.modules, call, EVERY_RANK_LOG_FILE)
-            if found and not ranks.rank_guarded(call):
-                where = ", ".join(f"{f.detail} at {shown(facts.modules, f)}" for f in found[:3])
-                what = "a file for writing" if all(f.detail == "open" for f in found) else "a log file"
-                message = (
-                    f"{called(call)}() opens {what} on every rank ({where}): all processes write the "
-                    "same file; open it on rank 0 only there"
-                )
-                ctx.report(call, message, fix=NONE)
+            if not found or ranks.rank_guarded(call):
+                continue
+            if any(ranks.depends_on_rank(a.value) for a in call.args):
+                continue  # `write_samples(images, f"samples_rank{rank}.pgm")`: a file of its own per rank
+            where = ", ".join(f"{f.detail} at {shown(facts.modules, f)}" for f in found[:3])
+            what = "a file for writing" if all(f.detail == "open" for f in found) else "a log file"
+            message = (
+                f"{called(call)}() opens {what} on every rank ({where}): all processes write the "
+                "same file; open it on rank 0 only there"
+            )
+            ctx.report(call, message, fix=NONE)
 
     def _guard_handler(self, ctx: Context, call: cst.Call) -> bool:
         """Report a file handler every rank creates and uses; True when it is one."""
