@@ -45,6 +45,7 @@ def test_the_solver_is_reported_where_the_script_calls_it(project):
     assert "self.G at solver.py:56, self.D at solver.py:57" in wrap.message
     [sampler] = found["DDP201"]
     assert sampler.applied and "Solver() in solver.py runs the epochs over it" in sampler.message
+    assert "call self.data_loader.sampler.set_epoch(epoch)" in sampler.message  # as solver.py names it
     assert "sampler=sampler" in result.code
     [files] = found["DDP405"]
     assert files.fix == "none" and "opens a file for writing on every rank (open at solver.py:38)" in files.message

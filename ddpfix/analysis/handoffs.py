@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..syntax import assigned_value, dotted, kwarg, positional
 from .index import TreeIndex
-from .loader_params import EPOCHS, SETS_EPOCH, TRAINS_ON
+from .loader_params import EPOCHS, KEPT_AS, SETS_EPOCH, TRAINS_ON
 from .modules import LocalModules
 from .names import Names
 from .training import Training
@@ -31,6 +31,7 @@ class Handoff:
     sets_epoch: bool  # that code calls the loader's sampler.set_epoch itself
     engine: str | None = None  # an ignite engine's name: set_epoch goes into its EPOCH_STARTED handler
     engine_stmt: cst.BaseStatement | None = None  # the statement that binds the engine
+    there: str | None = None  # how that code names the loader, when not as the script does (`self.data_loader`)
 
 
 class Handoffs:
@@ -97,7 +98,8 @@ class Handoffs:
         if TRAINS_ON not in uses:
             return None
         where = f"{member.removesuffix('.__init__')}() in {summary.path.name}"
-        return Handoff(call, where, EPOCHS in uses, SETS_EPOCH in uses)
+        there = next((u.removeprefix(KEPT_AS) for u in sorted(uses) if u.startswith(KEPT_AS)), None)
+        return Handoff(call, where, EPOCHS in uses, SETS_EPOCH in uses, there=there)
 
     def _callee(self, call: cst.Call, scope):
         """(module summary, member) of a local module's function (`train(...)`, `engine.train(...)`) or

@@ -16,6 +16,7 @@ from .model_params import ast_params, ast_trains
 TRAINS_ON = "trains_on"  # `for batch in loader:` (or `tqdm(loader)`, `enumerate(loader)`) with a training step in it
 EPOCHS = "epochs"  # iterated (or handed on) inside an outer loop: one pass per epoch
 SETS_EPOCH = "sets_epoch"  # `loader.sampler.set_epoch(...)`
+KEPT_AS = "kept_as:"  # + how a class that keeps the loader names it (`kept_as:self.data_loader`)
 
 # Calls that wrap an iterable and hand its items on (`for i, b in enumerate(tqdm(loader))`).
 WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "track", "islice", "progress_bar"}
@@ -82,7 +83,8 @@ def ast_kept_loader_uses(cls: ast.ClassDef, param_uses: dict[str, dict[str, set[
             continue
         named = _AttributesAsNames(set(kept)).visit(copy.deepcopy(method))
         for attr, uses in ast_loader_uses(named, list(kept)).items():
-            param_uses.setdefault(f"{cls.name}.__init__", {}).setdefault(kept[attr], set()).update(uses)
+            kept_as = {KEPT_AS + attr} if TRAINS_ON in uses else set()  # how the class names it: "self.data_loader"
+            param_uses.setdefault(f"{cls.name}.__init__", {}).setdefault(kept[attr], set()).update(uses | kept_as)
 
 
 class _AttributesAsNames(ast.NodeTransformer):
@@ -117,4 +119,4 @@ def _in_loop(node: ast.AST, parents: dict, func: ast.AST) -> bool:
     return False
 
 
-__all__ = ["EPOCHS", "SETS_EPOCH", "TRAINS_ON", "ast_kept_loader_uses", "ast_loader_uses"]
+__all__ = ["EPOCHS", "KEPT_AS", "SETS_EPOCH", "TRAINS_ON", "ast_kept_loader_uses", "ast_loader_uses"]

@@ -226,7 +226,8 @@ def _elsewhere(facts, loader: Loader, batch_loop: cst.CSTNode) -> str | None:
         return None
     return (
         f"training DataLoader without a DistributedSampler; {handoff.where} runs the epochs over it: call "
-        f"{loader.target}.sampler.set_epoch(epoch) at the start of each epoch there (the fix cannot edit that file)"
+        f"{handoff.there or loader.target}.sampler.set_epoch(epoch) at the start of each epoch there (the fix cannot "
+        "edit that file)"
     )
 
 

@@ -132,7 +132,8 @@ def _handed(ctx: Context, loader, handoff, site, called: set, sampler: str | Non
         ctx.report(
             site,
             f"DistributedSampler never gets set_epoch(epoch): {handoff.where} runs the epochs over "
-            f"{loader.target}: call {via_loader}.set_epoch(epoch) at the start of each epoch there",
+            f"{loader.target}: call {handoff.there + '.sampler' if handoff.there else via_loader}.set_epoch(epoch) "
+            "at the start of each epoch there",
             fix="none",
         )
 
