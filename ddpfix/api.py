@@ -8,6 +8,7 @@ import re
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import libcst as cst
 
@@ -36,6 +37,7 @@ _BOOL_WORDS = (re.compile(r"\b(?:and|or)\b"), re.compile(rb"\b(?:and|or)\b"))
 # be written without one of these words; a script a framework distributes names the framework.
 _MIGHT_TRAIN = re.compile(r"parameters|backward|init_process_group|DistributedDataParallel|" + FRAMEWORK_WORDS)
 _MIGHT_TRAIN_BYTES = re.compile(FRAMEWORK_WORDS.encode())
+_IMPORTED = re.compile(r"^[ \t]*(?:from[ \t]+\.*([\w.]+)[ \t]+import|import[ \t]+([\w.]+))", re.M)
 MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
 
 
@@ -84,6 +86,24 @@ def _might_need_ddp(source: Source) -> bool:
     if isinstance(source, bytes):
         return b"torch" in source or _MIGHT_TRAIN_BYTES.search(source) is not None
     return "torch" in source or _FRAMEWORK.search(source) is not None
+
+
+def _imports_training(text: str, path: str | None) -> bool:
+    """Does the script import a module of its own folder that names one of `_MIGHT_TRAIN`'s words? A
+    script that trains only through its modules (`Solver(loader, config).train()`, the networks and
+    optimizers built in solver.py) need not name any of them itself."""
+    if "torch" not in text or path is None or path.startswith("<"):
+        return False
+    folder = Path(path).parent
+    for match in _IMPORTED.finditer(text):
+        base = folder.joinpath(*(match.group(1) or match.group(2)).split("."))
+        for candidate in (base.with_name(base.name + ".py"), base / "__init__.py"):
+            try:
+                if candidate.is_file() and _MIGHT_TRAIN.search(candidate.read_text(errors="replace")):
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def _check_syntax_only(source: Source, path: str) -> str:
@@ -143,7 +163,8 @@ def _run(
     script's own modules the fix edits too."""
     suppressions = scan(module.code) if might_have(source) else None
     text = source.decode(module.encoding) if isinstance(source, bytes) else source
-    if text is not None and not _MIGHT_TRAIN.search(text):  # what the test below needs is not even in the text
+    if text is not None and not _MIGHT_TRAIN.search(text) and not _imports_training(text, path):
+        # what the test below needs is not even in the text, nor in a module of its folder it imports
         return module, None, _unused(suppressions, [], select, ignore), [], {}
     facts = ScriptFacts(module, text, tree, path, cross_file=cross_file)
     if facts.names.other_launcher is not None:  # a framework distributes it: one information line, no edits

@@ -191,6 +191,18 @@ class Handoff:
     code: str
     rank0: bool
     fixable: bool
+    kept: bool = False  # the helper hands the model back and the script keeps what it returns
+
+    @property
+    def why(self) -> str:
+        """Why passing the plain module is not the fix (for a handoff that is not `fixable`)."""
+        if self.rank0 and self.code == "DDP403":
+            return "on rank 0 only the other ranks keep the old weights"
+        if TRAINS in self.uses:
+            return "it trains through it"
+        if self.kept:
+            return f"it hands {self.handle} back, and what it returns is kept here"
+        return "no name reaches the plain module here"
 
 
 def handoffs(ctx: Context) -> list[Handoff]:
@@ -208,8 +220,12 @@ def handoffs(ctx: Context) -> list[Handoff]:
                 if arg.star or dotted(arg.value) != handle or not facts.wraps.after_wrap(call, handle, wrap_stmt):
                     continue
                 uses = facts.helpers.uses(call, arg)
-                if not uses or uses & {UNWRAPS, RETURNS}:
+                if not uses or UNWRAPS in uses:
                     continue
+                # a helper that hands the model back (`return model`): passing the plain module is the
+                # fix only where the script drops what it returns (`load_weights(model, path)`); kept
+                # (`model = load_weights(model, path)`), it would replace the wrapper
+                kept = RETURNS in uses and not isinstance(facts.index.parent.get(call), cst.Expr)
                 rank0 = rank0_only(ctx, call)
                 if rank0 and FORWARD in uses:
                     code = "DDP103"
@@ -222,8 +238,8 @@ def handoffs(ctx: Context) -> list[Handoff]:
                 else:
                     continue
                 spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
-                fixable = spelled is not None and TRAINS not in uses and not (code == "DDP403" and rank0)
-                out.append(Handoff(call, arg, handle, spelled, uses, code, rank0, fixable))
+                fixable = spelled is not None and TRAINS not in uses and not (code == "DDP403" and rank0) and not kept
+                out.append(Handoff(call, arg, handle, spelled, uses, code, rank0, fixable, kept))
     return out
 
 

@@ -77,6 +77,11 @@ def _planner(member: str, param: str, lines: list[int]):
             searched = [(m, attr) for m in methods]
         found = [(loop, name) for f, name in searched for loop in [_epoch_loop(ctx, f, name, methods)] if loop]
         if not found:
+            if any(_draws_with_next(f, name) for f, name in searched):
+                return (
+                    f"{member}() draws its batches with next() from iter({searched[0][1]}), made again when it runs "
+                    "out: set the epoch where it makes the iterator, with a count of the passes"
+                )
             return f"{member}() has no loop around its pass over {searched[0][1]}"
         loop, reach = found[0]  # the loader as the epoch loop names it: `train_loader`, `self.train_loader`
         line = ctx.facts.index.position(loop).start.line
@@ -125,8 +130,8 @@ def _epoch_loop(ctx: Context, func: cst.FunctionDef, param: str, methods: list) 
         if isinstance(node, cst.For) and _iterates(node.iter, param):
             start: cst.CSTNode = node
         elif isinstance(node, cst.Call) and any(dotted(a.value) == param for a in node.args):
-            if (dotted(node.func) or "").split(".")[-1] in COUNTING:
-                continue
+            if (dotted(node.func) or "").split(".")[-1] in COUNTING or dotted(node.func) == "iter":
+                continue  # `iter(loader)`, drawn with next(): the loop around it counts steps, not epochs
             start = node
         else:
             continue
@@ -168,6 +173,13 @@ def _iterates(expr: cst.BaseExpression, param: str) -> bool:
     while isinstance(expr, cst.Call) and expr.args and (dotted(expr.func) or "") not in COUNTING:
         expr = expr.args[0].value
     return dotted(expr) == param
+
+
+def _draws_with_next(func: cst.FunctionDef, param: str) -> bool:
+    return any(
+        isinstance(n, cst.Call) and dotted(n.func) == "iter" and any(dotted(a.value) == param for a in n.args)
+        for n in walk(func.body)
+    )
 
 
 def _inside(tree: cst.CSTNode, node: cst.CSTNode) -> bool:

@@ -783,3 +783,53 @@ async def test_convert_also_edits_the_scripts_own_module(vscode: Editor, tmp_pat
     assert result.exit_code == 0, result.output
     assert got == {name: (tmp_path / "cli" / name).read_text() for name in got}
     assert "distributed=False" in got["data_utils.py"]
+
+
+@vscode_only
+async def test_a_quick_fix_that_edits_only_the_module(vscode: Editor, tmp_path: Path):
+    """The script is distributed already (trainer_module's expected.py); only the Trainer of trainer.py
+    saves on every rank. DDP401's quick-fix on the entry is a workspace edit whose text edits all lie in
+    trainer.py (the entry's own entry carries its version and no edit), and applying it gives the files
+    `ddpfix apply --select DDP401` writes (which reports the DDP402 it leaves as incomplete); fix-all
+    gives those of `ddpfix apply`."""
+    from typer.testing import CliRunner
+
+    from ddpfix.cli import app
+
+    case = Path(__file__).parent / "golden" / "trainer_module"
+    src = (case / "expected.py").read_text()
+    module = (case / "trainer.py").read_text()
+    for folder in ("editor", "cli_one", "cli_all"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "train.py").write_text(src)
+        (tmp_path / folder / "trainer.py").write_text(module)
+    uri, module_uri = uri_for(tmp_path / "editor"), uri_for(tmp_path / "editor", "trainer.py")
+    vscode.open(uri, src)
+    diags = await vscode.diagnostics(uri)
+    assert sorted(d.code for d in diags) == ["DDP401", "DDP402"]
+
+    async def edited(action: types.CodeAction) -> dict[str, str]:
+        edit = action.edit or (await asyncio.wait_for(vscode.client.code_action_resolve_async(action), TIMEOUT)).edit
+        assert edit is not None and edit.document_changes is not None
+        by_uri = {c.text_document.uri: c for c in edit.document_changes}
+        assert list(by_uri) == [uri, module_uri]
+        assert not by_uri[uri].edits and by_uri[uri].text_document.version == vscode.versions[uri]
+        assert by_uri[module_uri].edits and by_uri[module_uri].text_document.version is None
+        return {"train.py": src, "trainer.py": apply_edits(module, by_uri[module_uri].edits, vscode.encoding)}
+
+    def cli(folder: str, *args: str, exit_code: int = 0) -> dict[str, str]:
+        result = CliRunner().invoke(app, ["apply", *args, str(tmp_path / folder / "train.py")])
+        assert result.exit_code == exit_code, result.output
+        return {name: (tmp_path / folder / name).read_text() for name in ("train.py", "trainer.py")}
+
+    d401 = find(diags, "DDP401")
+    (fix,) = [a for a in await vscode.actions(uri, d401.range, [d401]) if a.title.startswith("DDP401")]
+    assert fix.title == "DDP401: save on rank 0 only (also edits trainer.py)"
+    one = await edited(fix)
+    assert one == cli("cli_one", "--select", "DDP401", exit_code=1)  # DDP402 is left: incomplete
+    assert "dist.get_rank() == 0" in one["trainer.py"] and "self.model.state_dict()" in one["trainer.py"]
+
+    (fix_all,) = await vscode.actions(uri, d401.range, [], only=["source.fixAll.ddpfix"])
+    every = await edited(fix_all)
+    assert every == cli("cli_all")
+    assert 'getattr(self.model, "module", self.model).state_dict()' in every["trainer.py"]

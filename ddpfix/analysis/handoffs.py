@@ -11,7 +11,7 @@ import libcst as cst
 
 from ..syntax import assigned_value, dotted, kwarg, positional
 from .index import TreeIndex
-from .loader_params import EPOCHS, SETS_EPOCH, TRAINS_ON
+from .loader_params import EPOCHS, KEPT_AS, SETS_EPOCH, TRAINS_ON
 from .modules import LocalModules
 from .names import Names
 from .training import Training
@@ -35,6 +35,7 @@ class Handoff:
     path: Path | None = None  # the module whose function runs the epochs (None: an ignite trainer)
     member: str | None = None  # that function: "train", or "SimCLR.train" for a method
     param: str | None = None  # its parameter that receives the loader
+    there: str | None = None  # how that code names the loader, when not as the script does (`self.data_loader`)
 
 
 class Handoffs:
@@ -93,8 +94,8 @@ class Handoffs:
         summary, member = self._callee(call, scope)
         if summary is None or member is None:
             return None
-        built = member in summary.classes  # `Learner(model, opt, train_loader)`: a class that keeps it
-        member = f"{member}.__init__" if built else member
+        # `Learner(model, opt, train_loader)`: a class that keeps it (`_callee` names its `__init__`)
+        built = member.endswith(".__init__") and member.removesuffix(".__init__") in summary.classes
         params = summary.params.get(member)
         if params is None:
             return None
@@ -107,7 +108,10 @@ class Handoffs:
             if built
             else f"{member}() in {summary.path.name}"
         )
-        return Handoff(call, where, EPOCHS in uses, SETS_EPOCH in uses, path=summary.path, member=member, param=name)
+        there = next((u.removeprefix(KEPT_AS) for u in sorted(uses) if u.startswith(KEPT_AS)), None)
+        return Handoff(
+            call, where, EPOCHS in uses, SETS_EPOCH in uses, path=summary.path, member=member, param=name, there=there
+        )
 
     def _callee(self, call: cst.Call, scope):
         """(module summary, member) of a local module's function (`train(...)`, `engine.train(...)`) or
@@ -115,6 +119,8 @@ class Handoffs:
         `simclr.train(...)`)."""
         target = self.modules.target_of(call.func)
         if target is not None and target.summary is not None and target.member is not None:
+            if target.member in target.summary.classes:  # `Solver(loader, config)`: what its methods do with it
+                return target.summary, f"{target.member}.__init__"
             return target.summary, target.member
         func = call.func
         if not isinstance(func, cst.Attribute):

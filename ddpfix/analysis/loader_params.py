@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 
 from .ast_reading import ast_dotted, nodes
 from .ast_reading import parents as parents_of
@@ -15,6 +16,7 @@ from .model_params import ast_trains
 TRAINS_ON = "trains_on"  # `for batch in loader:` (or `tqdm(loader)`, `enumerate(loader)`) with a training step in it
 EPOCHS = "epochs"  # iterated (or handed on) inside an outer loop: one pass per epoch
 SETS_EPOCH = "sets_epoch"  # `loader.sampler.set_epoch(...)`
+KEPT_AS = "kept_as:"  # + how a class that keeps the loader names it (`kept_as:self.data_loader`)
 
 # Calls that wrap an iterable and hand its items on (`for i, b in enumerate(tqdm(loader))`).
 WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "track", "islice", "progress_bar"}
@@ -45,6 +47,13 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
             if name.endswith(".sampler.set_epoch") and (head in out or name[: -len(".sampler.set_epoch")] in out):
                 out[head if head in out else name[: -len(".sampler.set_epoch")]].add(SETS_EPOCH)
                 continue
+            first = node.args[0] if node.args else None
+            if name == "iter" and isinstance(first, ast.Name) and first.id in out:  # `it = iter(loader)`, then next(it)
+                if ast_trains(func):
+                    out[first.id].add(TRAINS_ON)
+                if _in_loop(node, parents, func):  # made again inside the loop: one pass per epoch
+                    out[first.id].add(EPOCHS)
+                continue
             if name in BUILTINS or name.split(".")[-1] in WRAPPERS:
                 continue  # `len(loader)`, `print(...)`: not handing the loader on to a training helper
             handed = [ast_dotted(a) for a in [*node.args, *(k.value for k in node.keywords)]]
@@ -52,6 +61,18 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
                 if p in out and _in_loop(node, parents, func):
                     out[p].add(EPOCHS)
     return {p: uses for p, uses in out.items() if uses}
+
+
+class _AttributesAsNames(ast.NodeTransformer):
+    """`self.data_loader` read as one name, "self.data_loader", for `ast_loader_uses`."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and f"self.{node.attr}" in self.names:
+            return ast.copy_location(ast.Name(id=f"self.{node.attr}", ctx=node.ctx), node)
+        return self.generic_visit(node)
 
 
 def _iterated(expr: ast.AST, params: dict) -> str | None:
@@ -88,9 +109,12 @@ def ast_stored_loader_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
                     kept[f"self.{t.attr}"] = n.value.id
     out: dict[str, set[str]] = {}
     for method in methods if kept else []:
-        for attr, uses in ast_loader_uses(method, list(kept)).items():
+        named = _AttributesAsNames(set(kept)).visit(copy.deepcopy(method))  # `iter(self.data_loader)` too
+        for attr, uses in ast_loader_uses(named, list(kept)).items():
             if TRAINS_ON in uses and _called_in_loop(methods, method.name):
                 uses = uses | {EPOCHS}
+            if TRAINS_ON in uses:
+                uses = uses | {KEPT_AS + attr}  # how the class names it: "self.data_loader"
             out.setdefault(kept[attr], set()).update(uses)
     return out
 
@@ -116,4 +140,12 @@ def _in_loop(node: ast.AST, parents: dict, func: ast.AST) -> bool:
     return False
 
 
-__all__ = ["EPOCHS", "SETS_EPOCH", "TRAINS_ON", "ast_loader_uses", "ast_stored_loader_uses", "stored_loader_uses"]
+__all__ = [
+    "EPOCHS",
+    "KEPT_AS",
+    "SETS_EPOCH",
+    "TRAINS_ON",
+    "ast_loader_uses",
+    "ast_stored_loader_uses",
+    "stored_loader_uses",
+]

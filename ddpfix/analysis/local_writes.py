@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..syntax import assigned_value, dotted
 from .index import TreeIndex
-from .module_summary import Finding
+from .module_summary import Finding, ModuleSummary
 from .module_writes import EVERY_RANK_LOG_FILE, EVERY_RANK_PRINT, EVERY_RANK_SAVE, EVERY_RANK_TRACKER
 from .modules import LocalModules
 from .names import Names
@@ -36,6 +36,35 @@ def writes_through(index: TreeIndex, names: Names, modules: LocalModules, call: 
             if found:
                 return found
     return []
+
+
+def method_of_instance(
+    index: TreeIndex, names: Names, modules: LocalModules, call: cst.Call
+) -> tuple[ModuleSummary, str] | None:
+    """`(summary, "Class.method")` for a method called on an instance of a class of the script's own
+    modules (`solver = Solver(...)`, then `solver.train()`; or `Solver(...).train()`); None otherwise."""
+    if not isinstance(call.func, cst.Attribute):
+        return None
+    method = call.func.attr.value
+    ctors: list[cst.Call] = []
+    if isinstance(call.func.value, cst.Call):
+        ctors.append(call.func.value)
+    elif isinstance(call.func.value, cst.Name):
+        scope = index.scope_of(call)
+        owner = call.func.value.value
+        for site in names.assignments(scope, owner) + (
+            names.assignments(index.module, owner) if scope is not index.module else []
+        ):
+            value = assigned_value(site.stmt)
+            if isinstance(value, cst.Call):
+                ctors.append(value)
+    for ctor in ctors:
+        if modules.class_of(ctor.func) is None:
+            continue
+        target = modules.target_of(ctor.func)
+        if target is not None and target.summary is not None and target.member is not None:
+            return target.summary, f"{target.member}.{method}"
+    return None
 
 
 def _method_findings(modules: LocalModules, ctor: cst.Call, method: str, kind: str) -> list[Finding]:

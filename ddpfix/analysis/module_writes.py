@@ -36,8 +36,8 @@ def rank_guarded_calls(func: ast.AST) -> set[int]:
 
 
 def every_rank_writes(func: ast.AST, qual: Callable[[str], str], path: Path) -> set[Finding]:
-    """The checkpoints and trackers `func` writes on every rank: `torch.save(...)`, `SummaryWriter(...)`,
-    `wandb.init(...)` outside any rank test of its own (`qual` spells a dotted name through the
+    """The checkpoints, files and trackers `func` writes on every rank: `torch.save(...)`, `open(path,
+    "w")`, `SummaryWriter(...)`, `wandb.init(...)` outside any rank test of its own (`qual` spells a dotted name through the
     module's imports)."""
     guarded = rank_guarded_calls(func)
     out: set[Finding] = set()
@@ -56,6 +56,8 @@ def every_rank_writes(func: ast.AST, qual: Callable[[str], str], path: Path) -> 
             file = file if file is not None or name == "logging.basicConfig" else (call.args or [None])[0]
             if not _per_rank(file):
                 out.add(Finding(EVERY_RANK_LOG_FILE, path, call.lineno, _short(name)))
+        elif name == "open" and _writes(call) and not _per_rank(call.args[0] if call.args else None):
+            out.add(Finding(EVERY_RANK_LOG_FILE, path, call.lineno, "open"))
     out.update(_prints(func, guarded, qual, path))
     return out
 
@@ -96,6 +98,12 @@ def _short(name: str) -> str:
     `logging.basicConfig` keep their module."""
     parts = name.split(".")
     return name if len(parts) == 2 and parts[0] in ("wandb", "mlflow", "logging") else parts[-1]
+
+
+def _writes(call: ast.Call) -> bool:
+    """`open(path, "w")`, `"wb"`, `"a"`, `"x"`: a file opened for writing (the builtin's mode)."""
+    mode = next((k.value for k in call.keywords if k.arg == "mode"), call.args[1] if len(call.args) > 1 else None)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(c in mode.value for c in "wax")
 
 
 def _per_rank(file: ast.AST | None) -> bool:

@@ -58,6 +58,10 @@ class LocalModules:
             base = base.parent
         return find_module(base, module)
 
+    def finder_for(self, path: Path):
+        """How the module at `path` finds the modules it imports (a relative import: beside it)."""
+        return finder(path, self._find)
+
     def target_of(self, func: cst.BaseExpression) -> Target | None:
         """What a called name refers to (`init_distributed_mode`, `utils.init_distributed_mode`);
         None for names no import of the script binds."""

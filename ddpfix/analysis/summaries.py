@@ -1,9 +1,8 @@
 """Summaries of the script's local modules, read with Python's `ast` and cached by path, size and
 modification time: which of a module's functions join or leave a process group, return a rank test,
-silence `print` on other ranks, build samplers, loaders or DDP wrappers, save or load checkpoints or
-issue collectives or train (following the calls its functions make to each other and to other local
-modules), what each function does with a model it receives and which model it returns (model_params.py),
-and which classes it defines, with their members. What a summary records: module_summary.py."""
+silence `print` on other ranks, build samplers, loaders or DDP wrappers, save or load checkpoints, issue
+collectives or train (following the calls between functions and local modules), what each does with a
+model it receives and which model it returns (model_params.py), and its classes. See module_summary.py."""
 
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ from .ast_reading import (
     nodes,
     string_constant,
 )
+from .class_models import ast_trained_attributes
 from .imports import ImportTable, Origin, find_module
 from .loader_params import ast_loader_uses, stored_loader_uses
 from .model_params import (
@@ -312,7 +312,7 @@ class _Summariser:
         return False
 
     def _class(self, node: ast.ClassDef) -> None:
-        cls = ClassSummary(node.name, [ast_dotted(b) or "" for b in node.bases])
+        cls = ClassSummary(node.name, [ast_dotted(b) or "" for b in node.bases], trained=ast_trained_attributes(node))
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 cls.methods.add(item.name)

@@ -11,10 +11,12 @@ import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, calls_in, dotted, kwarg, method_name, positional, receiver
 from .index import Site, TreeIndex
+from .local_writes import method_of_instance
 from .model_params import TRAINS
 from .names import Names
 
 if TYPE_CHECKING:
+    from .module_summary import ModuleSummary
     from .modules import LocalModules
 
 OPTIMIZER_NAMES = re.compile(r"opt", re.IGNORECASE)
@@ -100,8 +102,30 @@ class Training:
         its own modules that trains (`fit(model, loader)` from a local package)?"""
         if self.optimizer_sites or self.backward_calls:
             return True
-        modules = self.modules
-        return modules is not None and any(modules.call_does(c, TRAINS) is True for c in self.index.calls)
+        return bool(self.module_training_calls)
+
+    @cached_property
+    def module_training_calls(self) -> list[cst.Call]:
+        """The script's calls that train through its own modules: a function of theirs that trains
+        (`fit(model, loader)`), or a method that trains on an instance of one of their classes."""
+        if self.modules is None:
+            return []
+        methods = {id(c) for c, _, _ in self.trained_in_modules}
+        return [c for c in self.index.calls if id(c) in methods or self.modules.call_does(c, TRAINS) is True]
+
+    @cached_property
+    def trained_in_modules(self) -> list[tuple[cst.Call, ModuleSummary, str]]:
+        """The script's calls of a method that trains, on an instance of a class of its own modules
+        (`solver = Solver(loader, config)`, then `solver.train()`): (call, the module's summary,
+        "Class.method")."""
+        out: list[tuple[cst.Call, ModuleSummary, str]] = []
+        if self.modules is None:
+            return out
+        for call in self.index.calls:
+            found = method_of_instance(self.index, self.names, self.modules, call)
+            if found is not None and found[0].does(found[1], TRAINS):
+                out.append((call, *found))
+        return out
 
     def trains_in(self, node: cst.CSTNode, depth: int = 0) -> bool:
         """Does `node` run a training step, itself or through functions of this file it calls?"""

@@ -93,8 +93,10 @@ safe `apply` leaves such a script as it was.
             where = facts.models.trained[0].definition.stmt
         elif facts.training.optimizer_sites:
             where = facts.training.optimizer_sites[0].stmt
-        else:
+        elif facts.training.backward_calls:
             where = facts.index.site(facts.training.backward_calls[0]).stmt
+        else:  # trained only through the script's own modules: the first call that trains there
+            where = facts.index.site(facts.training.module_training_calls[0]).stmt
         entry = launch.entry
         needs = process_group_needs(facts)
         module_level = isinstance(entry, cst.Module) or any(_runs_before(facts, n, entry) for n in needs)

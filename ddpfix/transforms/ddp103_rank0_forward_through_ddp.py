@@ -106,7 +106,7 @@ through the model, or a call where no name reaches the plain module, gets the di
     def _handoff(self, ctx: Context, hand: Handoff) -> None:
         callee = code_of(hand.call.func)
         if not hand.fixable:
-            why = "it trains through it" if TRAINS in hand.uses else "no name reaches the plain module here"
+            why = hand.why
             ctx.report(
                 hand.arg.value,
                 f"{callee}() runs the forward of `{hand.handle}`, the DDP wrapper, on rank 0 alone; pass the plain "

@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis import Loader
 from ..analysis.dataparallel import conversion_blocked
 from ..examples import clean, fixes, reports
+from ..factory_reports import report_factory_loaders
 from ..loader_factory import shard_factories
 from ..loader_kwargs import add_sampler_to_kwargs, kwargs_fix_blocker
 from ..local_samplers import swap_local_sampler
@@ -117,6 +118,12 @@ if DISTRIBUTED else None`); a plain run keeps drawing from the global generator 
 still draws `num_samples` per pass. A sampler with a generator of its own, or a `replacement` that is
 not a literal, is reported only.
 
+Objects a config names by class (`init_obj(module_trainer, config["trainer"], model, ...)`, a factory
+of the script's own modules that returns `getattr(module, cfg["type"])(...)`) are built from a class
+chosen at run time: a training loader built that way from a module that offers a `DataLoader` subclass,
+and handed to a trainer built the same way, is reported at the factory call with that class's file
+and line, without a fix (the sampler goes in that class).
+
 ## Fix safety
 Safe for map-style datasets. Loaders with `batch_sampler=` or over an `IterableDataset` get the
 diagnostic only, and so do loaders whose dict of arguments cannot be read (`**vars(args)`, a
@@ -221,6 +228,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                 continue
             add_set_epoch(ctx, loader, batch_loop, add_sampler(ctx, loader, ds_arg))
         shard_factories(ctx, self)
+        report_factory_loaders(ctx, "training DataLoader without a DistributedSampler")
 
 
 def _elsewhere(ctx: Context, rule: Rule, loader: Loader, batch_loop: cst.CSTNode) -> str | None:
@@ -238,7 +246,7 @@ def _elsewhere(ctx: Context, rule: Rule, loader: Loader, batch_loop: cst.CSTNode
     if why is None:
         return f"{head}: the fix also sets its sampler's epoch at the start of each epoch there ({where})"
     return (
-        f"{head}: call {loader.target}.sampler.set_epoch(epoch) at the start of each epoch there "
+        f"{head}: call {handoff.there or loader.target}.sampler.set_epoch(epoch) at the start of each epoch there "
         f"(the fix cannot edit that file: {why})"
     )
 

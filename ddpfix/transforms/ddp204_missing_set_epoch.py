@@ -139,7 +139,8 @@ def _handed(ctx: Context, loader, handoff, site, called: set, sampler: str | Non
         assert ctx.rule is not None
         why, where = set_epoch_blocker(ctx, ctx.rule, handoff)
         if why is not None:
-            message = f"{head}: call {via_loader}.set_epoch(epoch) at the start of each epoch there ({why})"
+            there = f"{handoff.there}.sampler" if handoff.there else via_loader
+            message = f"{head}: call {there}.set_epoch(epoch) at the start of each epoch there ({why})"
             ctx.report(site, message, fix="none")
         elif ctx.report(site, f"{head}: the fix sets its sampler's epoch at the start of each epoch there ({where})"):
             keep_set_epoch(ctx, ctx.rule, handoff)

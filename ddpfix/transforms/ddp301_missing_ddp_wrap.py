@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..analysis.local_writes import called, shown
+from ..analysis.module_summary import Finding
 from ..analysis.unused import sitting_out
 from ..edits import cuda_test
 from ..examples import clean, fixes
@@ -67,8 +69,15 @@ which parameters get gradients is known only at run time: the wrap passes
 `find_unused_parameters=True` (DDP310 names the submodule). A hand-written update keeps running after the wrap and sees the
 averaged gradients.
 
+A class of the script's own modules that builds its models and their optimizers itself, and that
+the script only hands its data and calls (`Solver(loader, config).train()`, with `self.G`, `self.D`
+and their optimizers built in solver.py), is reported at that call with the file and line of each
+model there, without a fix: the wrap belongs in that class, after the models are built and before
+their optimizers (`self.G = DDP(self.G, ...)` when `dist.is_initialized()`).
+
 ## Fix safety
-Safe: a plain run skips the wrap.
+Safe: a plain run skips the wrap. Diagnostic only for models a class of the script's modules builds
+and trains itself.
 """
 
     def run(self, ctx: Context) -> None:
@@ -105,6 +114,26 @@ Safe: a plain run skips the wrap.
                 unused=", find_unused_parameters=True" if _sits_out(facts, model) else "",
             )
             ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)
+        _trained_in_modules(ctx)
+
+
+def _trained_in_modules(ctx: Context) -> None:
+    """`solver.train()` where `solver = Solver(loader, config)` and the Solver of solver.py builds the
+    models it trains: reported at the call, naming each model's line there (no fix: the wrap goes there)."""
+    facts = ctx.facts
+    for call, summary, method in facts.training.trained_in_modules:
+        cls = summary.classes.get(method.split(".")[0])
+        if cls is None or not cls.trained:
+            continue
+        places = ", ".join(
+            f"self.{attr} at {shown(facts.modules, Finding('', summary.path, line, ''))}" for attr, line in cls.trained
+        )
+        ctx.report(
+            call,
+            f"{called(call)}() trains models {cls.name} builds itself and never wraps in DistributedDataParallel "
+            f"({places}): wrap each there, after it is built and before its optimizer (the fix cannot make that edit)",
+            fix="none",
+        )
 
 
 def _sits_out(facts, model) -> bool:

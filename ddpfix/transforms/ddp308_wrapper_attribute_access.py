@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.model_params import CUSTOM, TRAINS, reaches_model
+from ..analysis.model_params import CUSTOM, reaches_model
 from ..examples import clean, fixes
 from ..handles import handoffs, in_training_step, once_wrapped, raw_at, wrappers
 from ..rule import Context, Rule
@@ -119,7 +119,7 @@ longer the wrapper.
                 else f"traces {hand.handle}, the DDP wrapper, whose forward calls into the process group"
             )
             if not hand.fixable:
-                why = "it trains through it" if TRAINS in hand.uses else "no name reaches the plain module here"
+                why = hand.why
                 ctx.report(
                     hand.arg.value,
                     f"{callee}() {what}; pass the plain module ({why}: by hand)",

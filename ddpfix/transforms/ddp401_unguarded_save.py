@@ -8,6 +8,7 @@ from ..analysis.effects import IN_MEMORY_FILES
 from ..analysis.local_writes import EVERY_RANK_SAVE
 from ..edits import guard, guard_site
 from ..examples import clean, fixes
+from ..factory_reports import report_factory_writes
 from ..module_guards import guard_module_writes, guard_statements, is_save
 from ..rule import Context, Rule
 from ..syntax import assigned_value, calls_in, code_of, dotted, kwarg, method_name, positional, walk
@@ -70,6 +71,13 @@ comes without a fix and says why.
 A save into memory (`buf = io.BytesIO(); torch.save(state, buf)`, to copy a state) writes no file
 and is left alone, in the script and in its modules.
 
+Objects a config names by class (`init_obj(module_trainer, config["trainer"], model, ...)`, a factory
+of the script's own modules that returns `getattr(module, cfg["type"])(...)`) are built from a class
+chosen at run time: a trainer built that way and handed the trained model, whose
+methods (or its base classes') save on every rank, is reported at the factory call with the save's
+file and line, without a fix (DDP402 and DDP406 report its `state_dict()` of the wrapper and its
+prints the same way).
+
 ## Fix safety
 Safe. Uses the global `RANK` (one writer per job, not per node). A statement around the copy
 (`if is_best:`) joins the save's guard only when it binds no name and runs no collective or training
@@ -95,6 +103,7 @@ step; otherwise the copy gets its own guard.
         _guard_copies(ctx, saved)
         harm = "all processes write the same file"
         guard_module_writes(ctx, self, EVERY_RANK_SAVE, "torch.save", harm, is_save, None, _module_planner)
+        report_factory_writes(ctx, EVERY_RANK_SAVE, "torch.save", harm)
 
 
 def _guard_copies(ctx: Context, saved: dict[cst.CSTNode, set[str]]) -> None:

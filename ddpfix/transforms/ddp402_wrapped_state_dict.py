@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.model_params import TRAINS
 from ..examples import clean, fixes
+from ..factory_reports import report_factory_state_dicts
 from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrappers
 from ..module_unwrap import unwrap_in_classes
 from ..rule import Context, Rule
@@ -47,8 +47,11 @@ Safe: the unwrapped model's keys are what a plain run saves. Helpers already han
 module (`save(model.module)`, `save(model_without_ddp)`, `save(unwrap_model(model))`) and helpers that
 unwrap it themselves are not reported. Neither is a script that keeps the prefix on purpose: it wraps
 the model itself and loads the file it saves (the same path) back into the wrapper (a resume: both
-sides have `module.` keys), or strips the prefix itself (`k.replace("module.", "")`). A helper that trains through the handed-in model, or a use
-where no name reaches the plain module, gets the diagnostic only. A name bound again after the wrap
+sides have `module.` keys), or strips the prefix itself (`k.replace("module.", "")`). A helper that trains through the handed-in model, one that
+hands it back where the script keeps what it returns (`model = save_checkpoint(model, path)`), or a
+use where no name reaches the plain module, gets the diagnostic only. So does the wrapper handed to a trainer a config names by
+class (`init_obj(module_trainer, config["trainer"], model)`, see DDP401) whose methods save
+`self.model.state_dict()`: the message names that file and line. A name bound again after the wrap
 (`model = Net()`) is no longer the wrapper.
 """
 
@@ -102,7 +105,7 @@ where no name reaches the plain module, gets the diagnostic only. A name bound a
                 continue
             callee = code_of(hand.call.func)
             if not hand.fixable:
-                why = "it trains through it" if TRAINS in hand.uses else "no name reaches the plain module here"
+                why = hand.why
                 ctx.report(
                     hand.arg.value,
                     f"{callee}() saves the state_dict() of {hand.handle}, the DDP wrapper ('module.' keys); pass the "
@@ -116,6 +119,7 @@ where no name reaches the plain module, gets the diagnostic only. A name bound a
             ):
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
         unwrap_in_classes(ctx, self)
+        report_factory_state_dicts(ctx)
 
 
 def _inside_load(facts, call: cst.CSTNode) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.model_params import TRAINS
 from ..examples import clean, fixes, reports
 from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrappers
 from ..rule import Context, Rule
@@ -56,7 +55,9 @@ the wrapper (the same path: a resume), or adds the prefix itself (`loaded["modul
 ## Fix safety
 Safe: the unwrapped model takes exactly the keys a plain run saves, in both launch modes, and DDP
 shares its parameters, so the wrapper sees the loaded weights. Diagnostic only: a rank-0-only load
-after the wrap (load on every rank, before wrapping), a helper that trains through the model, and a
+after the wrap (load on every rank, before wrapping), a helper that trains through the model, a
+helper that hands the model back where the script keeps what it returns (`model =
+load_checkpoint(model, path)`: passing the plain module would put it in the wrapper's place), and a
 use where no name reaches the plain module. A name bound again after the wrap (`model = Net()`,
 `model = load_model(path)`) is no longer the wrapper and is left alone.
 """
@@ -105,13 +106,7 @@ use where no name reaches the plain module. A name bound again after the wrap (`
                 continue
             callee = code_of(hand.call.func)
             if not hand.fixable:
-                why = (
-                    "on rank 0 only the other ranks keep the old weights"
-                    if hand.rank0
-                    else "it trains through it"
-                    if TRAINS in hand.uses
-                    else "no name reaches the plain module here"
-                )
+                why = hand.why
                 ctx.report(
                     hand.arg.value,
                     f"{callee}() loads a state_dict into {hand.handle}, the DDP wrapper ('module.' keys expected); pass "

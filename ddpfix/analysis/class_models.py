@@ -1,0 +1,51 @@
+"""The models a class of the script's own modules builds and trains itself, read with Python's `ast`:
+attributes set on `self` whose `parameters()` an optimizer of the class is built over
+(`self.g_optimizer = torch.optim.Adam(self.G.parameters(), ...)`), with the line that builds each.
+The script hands such a class its data and calls a method that trains (`Solver(loader, config).train()`):
+the models, and so their DDP wrap, live in that module."""
+
+from __future__ import annotations
+
+import ast
+
+from .ast_reading import ast_dotted, nodes
+
+OPTIMIZER_WORDS = ("optim", "Adam", "SGD", "RMSprop", "Adagrad", "LBFGS", "Lion")
+
+
+def ast_trained_attributes(cls: ast.ClassDef) -> list[tuple[str, int]]:
+    """(attribute, line where the class builds it) for each model attribute an optimizer of the class
+    is built over, in that order: not one it is handed (`self.model = model`), and [] when the class
+    wraps a model in DDP itself."""
+    trained: list[str] = []
+    for node in nodes(cls):
+        name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
+        if name is None:
+            continue
+        if name.split(".")[-1] in ("DistributedDataParallel", "DDP"):
+            return []
+        if not any(word in name for word in OPTIMIZER_WORDS) or not node.args:
+            continue
+        for inner in ast.walk(node.args[0]):
+            if (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr in ("parameters", "named_parameters")
+            ):
+                owner = ast_dotted(inner.func.value) or ""
+                if owner.startswith("self.") and owner.count(".") == 1 and owner[5:] not in trained:
+                    trained.append(owner[5:])
+    lines: dict[str, int] = {}
+    handed: set[str] = set()  # `self.model = model`: a model the caller built (and wraps)
+    for node in nodes(cls):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and ast_dotted(t.value) == "self" and t.attr in trained:
+                    if isinstance(node.value, ast.Call):
+                        lines.setdefault(t.attr, node.lineno)
+                    else:
+                        handed.add(t.attr)
+    return [(attr, lines[attr]) for attr in trained if attr in lines and attr not in handed]
+
+
+__all__ = ["ast_trained_attributes"]

@@ -1,0 +1,152 @@
+"""A class of the script's own modules that builds its models and optimizers itself (golden
+gan_solver_module: `Solver(data_loader, config).train()` with G, D and their optimizers in solver.py).
+The script names no training word itself, yet is analysed; the loader it hands the constructor is
+sharded where it is built; the wrap, the per-epoch set_epoch and the sample images the module writes
+are reported at the call, with the module's file and line, and the rewrite is incomplete there."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import ddpfix
+
+CASE = Path(__file__).parent / "golden" / "gan_solver_module"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    shutil.copy(CASE / "input.py", tmp_path / "main.py")
+    shutil.copy(CASE / "solver.py", tmp_path / "solver.py")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def _found(result) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for d in result.diagnostics:
+        out.setdefault(d.code, []).append(d)
+    return out
+
+
+def test_the_solver_is_reported_where_the_script_calls_it(project):
+    result = ddpfix.fix_project("main.py")
+    found = _found(result)
+    [wrap] = found["DDP301"]
+    assert wrap.fix == "none" and wrap.line == 35
+    assert "self.G at solver.py:56, self.D at solver.py:57" in wrap.message
+    [sampler] = found["DDP201"]
+    assert sampler.applied and "the Solver class of solver.py runs the epochs over it" in sampler.message
+    assert "call self.data_loader.sampler.set_epoch(epoch)" in sampler.message  # as solver.py names it
+    assert "sampler=sampler" in result.code
+    [files] = found["DDP405"]
+    assert files.fix == "none" and "opens a log file on every rank (solver.py:38)" in files.message
+    assert sorted((b.code, b.line) for b in result.incomplete) == [("DDP204", 33), ("DDP301", 35), ("DDP405", 35)]
+
+
+def test_a_script_that_names_no_training_word_is_still_read_through_its_modules(project):
+    text = (project / "main.py").read_text()
+    assert not any(word in text for word in ("parameters", "backward", "init_process_group"))
+    assert [d.code for d in ddpfix.check_source(text, path="main.py", cross_file=True)] == [
+        "DDP201",
+        "DDP001",
+        "DDP301",
+        "DDP401",
+        "DDP405",
+        "DDP406",
+    ]
+    assert ddpfix.check_source(text) == []  # no file to read the modules from: nothing to say
+    (project / "solver.py").write_text("import torch\n\n\nclass Solver:\n    pass\n")
+    assert ddpfix.check_source(text, path="main.py", cross_file=True) == []  # the module trains nothing
+
+
+def test_a_class_that_wraps_its_models_itself_is_not_reported(project):
+    solver = project / "solver.py"
+    _edit(
+        solver,
+        "import torch.nn.functional as F\n",
+        "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n",
+    )
+    _edit(
+        solver,
+        "        self.D = Discriminator(image_size)\n",
+        "        self.D = Discriminator(image_size)\n        if torch.distributed.is_initialized():\n"
+        "            self.G, self.D = DDP(self.G), DDP(self.D)\n",
+    )
+    assert "DDP301" not in _found(ddpfix.fix_project("main.py"))
+
+
+def test_models_handed_to_the_class_are_wrapped_by_the_script(project):
+    """The trainer_module shape: the class gets the model and optimizer, so the script wraps them."""
+    result = ddpfix.fix_project(str(Path(__file__).parent / "golden" / "trainer_module" / "input.py"))
+    [wrap] = _found(result)["DDP301"]
+    assert wrap.applied and wrap.line == 14
+
+
+@pytest.mark.parametrize(
+    ("call", "reported"),
+    [
+        ('open(path, "wb")', True),
+        ('open(path, mode="a")', True),
+        ("open(path)", False),
+        ('open(f"{path}.rank{rank}", "wb")', False),
+    ],
+)
+def test_files_the_module_opens(project, call, reported):
+    _edit(project / "solver.py", 'open(path, "wb")', call)
+    _edit(project / "solver.py", "def save_pgm(images, path):", "def save_pgm(images, path, rank=0):")
+    assert ("DDP405" in _found(ddpfix.fix_project("main.py"))) is reported
+
+
+def test_a_loader_the_constructor_keeps_and_a_method_iterates(project):
+    """`for (real,) in self.data_loader:` inside an epoch loop is the same hand-off as next() on it."""
+    solver = project / "solver.py"
+    text = solver.read_text()
+    start = text.index("        data_iter = iter(self.data_loader)\n")
+    end = text.index("            # train the discriminator")
+    loop = "        for i in range(self.num_iters):\n            for (real,) in self.data_loader:\n"
+    body = text[end:].replace("\n            ", "\n                ")
+    solver.write_text(text[:start] + loop + "    " + body)
+    result = ddpfix.fix_project("main.py")
+    [sampler] = _found(result)["DDP201"]
+    assert sampler.applied and "the Solver class of solver.py runs the epochs over it" in sampler.message
+
+
+def test_a_class_handed_the_model_it_trains_is_left_to_the_script(project):
+    """`Solver(data_loader, config, G)` with `self.G = G`: the script built G, so it is the script's to wrap."""
+    _edit(
+        project / "solver.py", "def __init__(self, data_loader, config):", "def __init__(self, data_loader, config, G):"
+    )
+    _edit(project / "solver.py", "        self.G = Generator(self.z_dim, image_size)\n", "")
+    _edit(
+        project / "solver.py",
+        "        self.data_loader = data_loader\n",
+        "        self.data_loader = data_loader\n        self.G = G\n",
+    )
+    found = _found(ddpfix.fix_project("main.py"))
+    [wrap] = found["DDP301"]
+    assert "self.D at solver.py:57" in wrap.message and "self.G" not in wrap.message
+
+
+def test_a_file_the_call_names_per_rank_is_not_reported(project):
+    """The module opens the path it is handed; the script's call names it per rank."""
+    solver = project / "solver.py"
+    _edit(
+        solver,
+        "    def train(self):",
+        "    def write_samples(self, path):\n        save_pgm(self.G(self.fixed_z), path)\n\n    def train(self):",
+    )
+    script = project / "main.py"
+    _edit(script, "    solver.train()\n", '    solver.train()\n    solver.write_samples(f"samples_rank{rank}.pgm")\n')
+    _edit(script, "    torch.manual_seed(0)\n", '    rank = int(os.environ.get("RANK", 0))\n    torch.manual_seed(0)\n')
+    _edit(script, "import argparse\n", "import argparse\nimport os\n")
+    reported = [d.line for d in ddpfix.fix_project("main.py").diagnostics if d.code == "DDP405"]
+    assert reported == [37]  # solver.train()'s sample images only, not the per-rank file of line 38
