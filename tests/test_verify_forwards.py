@@ -82,3 +82,19 @@ def test_direct_forward_of_a_ddp_wrapper_runs_it_and_its_all_reduce_is_seen(tmp_
     assert end["ddp_forwards"] == {"0": 4}
     assert [e["ddp"] for e in trace if e["ev"] == "coll" and e["op"] == "ddp.allreduce"] == [0] * 4
     assert trained == [] and end["plain_trained"] == []  # the wrapped Net ran inside the wrapper's forward
+
+
+def test_a_script_module_class_still_compiles_with_torch_jit_script(tmp_path):
+    """torch.jit.script compiles the class's forward from its source, resolving the names in it (`F`)
+    through the function it finds on the class: the probe's wrapper must not hide them."""
+    source = PRELUDE + (
+        "class Act(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return F.relu(x)\n"
+        "scripted = torch.jit.script(Act())\n"
+        "print(scripted(torch.tensor([-1.0, 2.0])).tolist())\n"
+    )
+    p, trace, _ = run_probe(tmp_path, source)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[0.0, 2.0]"
+    assert trace[-1]["status"] == "ok"

@@ -783,25 +783,34 @@ def _forward_post(module, args, output):
 def _observed_forward(orig, before=None):
     """``orig`` (a forward function) that, called directly (``model.forward(x)``, which runs no module
     hook), does what the global forward hooks do for ``model(x)``; called through ``model(x)``, where
-    those hooks ran already, it only runs ``orig``. ``before(module)`` runs ahead of every forward."""
+    those hooks ran already, it only runs ``orig``. ``before(module)`` runs ahead of every forward.
 
-    @functools.wraps(orig)
+    The wrapper reads nothing from the probe's globals (what it uses it closes over) and takes
+    ``orig``'s globals and metadata: ``torch.jit.script`` compiles ``orig``'s source and resolves the
+    names in it through the globals and closure of the function it finds on the class."""
+    import types
+
+    tls, pre, post = _tls, _forward_pre, _forward_post
+
     def forward(self, *args, **kwargs):
-        direct = getattr(_tls, "called", None) is not self
-        _tls.called = None
+        direct = getattr(tls, "called", None) is not self
+        tls.called = None
         if direct:
-            _forward_pre(self, args)
-            _tls.called = None
+            pre(self, args)
+            tls.called = None
         try:
             if before is not None:
                 before(self)
             return orig(self, *args, **kwargs)
         finally:
             if direct:
-                _forward_post(self, args, None)
+                post(self, args, None)
 
-    forward.__ddpfix_probe__ = True
-    return forward
+    owner_globals = getattr(orig, "__globals__", forward.__globals__)
+    out = types.FunctionType(forward.__code__, owner_globals, orig.__name__, None, forward.__closure__)
+    functools.update_wrapper(out, orig)
+    out.__ddpfix_probe__ = True
+    return out
 
 
 def _observe_direct_forwards(cls) -> None:
