@@ -98,3 +98,18 @@ def test_a_script_module_class_still_compiles_with_torch_jit_script(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[0.0, 2.0]"
     assert trace[-1]["status"] == "ok"
+
+
+def test_a_symbolic_trace_of_a_module_class_is_no_training_forward(tmp_path):
+    """torch.fx calls the class's forward with proxies, outside any module call: not a forward the
+    script trained through. The traced module's own training forward is."""
+    source = PRELUDE + (
+        "traced = torch.fx.symbolic_trace(Net())\n"
+        "print(traced.code.strip().splitlines()[0])\n"
+        "step(traced, True, xs[0])\n"
+    )
+    p, trace, _ = run_probe(tmp_path, source)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "def forward(self, x):"
+    end, inputs, trained = forwards(trace)
+    assert len(trained) == 1 and len(inputs) == 1 and end["train_forwards"] == 1, trace

@@ -790,10 +790,10 @@ def _observed_forward(orig, before=None):
     names in it through the globals and closure of the function it finds on the class."""
     import types
 
-    tls, pre, post = _tls, _forward_pre, _forward_post
+    tls, pre, post, tracing = _tls, _forward_pre, _forward_post, _fx_tracing()
 
     def forward(self, *args, **kwargs):
-        direct = getattr(tls, "called", None) is not self
+        direct = getattr(tls, "called", None) is not self and not tracing()  # torch.fx traces, runs nothing
         tls.called = None
         if direct:
             pre(self, args)
@@ -811,6 +811,15 @@ def _observed_forward(orig, before=None):
     functools.update_wrapper(out, orig)
     out.__ddpfix_probe__ = True
     return out
+
+
+def _fx_tracing():
+    """torch.fx's "a symbolic trace is running" test (a function; one that says no when torch lacks it)."""
+    try:
+        from torch.fx import _symbolic_trace as fx
+    except Exception:
+        return lambda: False
+    return getattr(fx, "is_fx_symbolic_tracing", None) or (lambda: bool(getattr(fx, "_is_fx_tracing_flag", False)))
 
 
 def _observe_direct_forwards(cls) -> None:
