@@ -168,6 +168,25 @@ def test_forward_through_module_diverges(tmp_path):
     assert report["collectives"].evidence[0] == "2 ranks issued the same 1 collective: 1 barrier"
 
 
+def test_forward_called_as_a_method_of_the_wrapper_is_synchronised(tmp_path):
+    """`model.forward(x)` on the DDP wrapper: DDP's forward prepares the all-reduce, no hook runs."""
+    report = run_case("direct_forward.py", tmp_path)
+    assert report.ok, describe(report)
+    assert {c.name: c.status for c in report.checks if c.name in ("ddp", "shards", "collectives")} == {
+        "ddp": "pass",
+        "shards": "pass",
+        "collectives": "pass",
+    }, describe(report)
+    assert "8 ddp.allreduce" in report["collectives"].evidence[0], describe(report)
+    assert "Net's forward" in report["shards"].evidence[0] and "8/8 digested" in report["shards"].evidence[0]
+
+
+def test_forward_called_as_a_method_without_the_wrapper_fails_ddp(tmp_path):
+    report = run_case("direct_forward.py", tmp_path, args=["--no-ddp"])
+    assert failing(report) == {"ddp"}, describe(report)
+    assert "reached the parameters of Net (forward at direct_forward.py:" in report["ddp"].evidence[1]
+
+
 def test_crash_at_exit_is_named_as_one(tmp_path):
     """Rank 1 aborts in exit(), after Python's shutdown: no Python frame and no faulthandler dump to go by,
     only torchrun's failure summary. The report must say the script finished and the crash came after."""

@@ -1,15 +1,23 @@
-"""Where a model's DDP wrap goes: after the last statement that prepares the model (moves, loads or
-converts it) and before the first that runs it or hands it on; the optimizers in between move after
-the wrap."""
+"""Where a model's DDP wrap goes: after the last statement that prepares the model (moves, loads,
+converts or re-initialises it) and before the first that runs it or hands it on; the optimizers in
+between move after the wrap.
+
+A statement that changes the parameters in place (`model.weight_init(0.0, 0.02)`, a method of the
+model's class that writes them; `nn.init.normal_(model.fc.weight)`; `for m in model.modules(): ...`
+re-initialising layers) must come before the wrap: DDP copies rank 0's parameters to every rank once,
+when it is built, and an unseeded initialisation after that leaves each rank its own weights."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..syntax import assign_targets, calls_in, dotted, is_main_guard, mentions, method_name, receiver
+from ..syntax import assign_targets, calls_in, code_of, dotted, is_main_guard, mentions, method_name, receiver, walk
+from .classes import Classes
 from .effects import LOGGER_METHODS
 from .index import Block
 from .model_params import FORWARD, LOAD_STATE, TRAINS
@@ -41,6 +49,11 @@ PREP_METHODS = {
 # The statements whose blocks run at most once where they stand: a definition inside one is lifted
 # out to the level the model is trained at.
 BRANCHES = (cst.If, cst.Else, cst.Try, cst.TryStar, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.With)
+# A method of a class the analysis cannot read, named as one that (re-)initialises the parameters.
+INIT_NAME = re.compile(r"(^|_)(init|initiali[sz]e|reset)(_|$)")
+# Calls that change the parameters they reach in place: any `x.foo_(...)` tensor method, and these.
+WRITING_METHODS = {"apply", "load_state_dict", "reset_parameters", "copy_"}
+MODULE_ITERATORS = {"modules", "children", "parameters", "named_modules", "named_children", "named_parameters"}
 BENIGN_CALLS = {"print", "len", "sum", "str", "repr", "format", "type", "isinstance", "hasattr", "getattr", "id"}
 
 
@@ -105,6 +118,9 @@ class WrapPoints:
                     moved_names.update(assign_targets(stmt))
                     continue
             if isinstance(stmt, (cst.For, cst.While)):
+                if self.init_loop(stmt, handle):
+                    anchor = stmt  # `for m in model.modules(): nn.init...(m.weight)`
+                    continue
                 break
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not mentions(stmt, handle):
                 continue  # a definition runs nothing: `def evaluate(): model.eval()` prepares no model
@@ -158,6 +174,9 @@ class WrapPoints:
             if recv is not None and (dotted(recv) or "").startswith(handle) and method_name(call) in PREP_METHODS:
                 prep = True
                 continue
+            if self.changes_params(call, handle):
+                prep = True
+                continue
             if recv is not None and dotted(recv) == handle and method_name(call) in ("parameters", "named_parameters"):
                 continue
             if any(dotted(a.value) == handle for a in call.args):
@@ -176,6 +195,90 @@ class WrapPoints:
             return "use"
         return "prep" if prep else "benign"
 
+    # ----------------------------------------------------------------- in-place (re-)initialisation
+    @cached_property
+    def classes(self) -> Classes:
+        return Classes(self.names.index, self.names)
+
+    def changes_params(self, call: cst.Call, handle: str) -> bool:
+        """Does `call` change the parameters of the model `handle` in place: `model.weight_init(...)`
+        (a method of its class that writes parameters, or, for a class not in this file, one named as
+        an initialiser), `model.fc.weight.data.normal_(...)`, `nn.init.zeros_(model.fc.bias)`?"""
+        q = self.names.call_qual(call) or ""
+        if q.startswith("torch.nn.init.") and any(_reaches(a.value, handle) for a in call.args):
+            return True
+        recv, name = receiver(call), method_name(call)
+        if recv is None or not name:
+            return False
+        spelled = dotted(recv) or ""
+        if spelled == handle and isinstance(call.func, cst.Attribute):
+            cls = self.classes.model_class(handle, call)
+            method = self._method(cls, name) if cls is not None else None
+            if method is not None:
+                return self.writes_params(method)
+            return bool(INIT_NAME.search(name)) and name != "__init__"
+        if _reaches(recv, handle):
+            return _in_place(name) or bool(INIT_NAME.search(name))
+        return False
+
+    def _method(self, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+        """The method `name` of `cls` or of one of its bases in this file."""
+        by_name = {c.name.value: c for c in self.names.index.classes}
+        todo, seen = [cls], set()
+        while todo:
+            c = todo.pop(0)
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            if name in (methods := self.names.index.methods_of(c)):
+                return methods[name]
+            todo += [by_name[b] for b in (dotted(a.value) for a in c.bases) if b in by_name]
+        return None
+
+    def writes_params(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """Does `node` (a function, a loop) write parameters in place: an in-place tensor method
+        (`m.weight.data.normal_(0, 0.02)`), `nn.init.*`, `.apply(fn)`, `.load_state_dict(...)`, an
+        assignment to `.weight`, `.bias` or `.data`, or a call of a function or method of this file that
+        does (a few calls deep)?"""
+        for n in walk(node):
+            if isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Attribute):
+                if n.target.attr.value in ("weight", "bias", "data"):
+                    return True
+        for call in calls_in(node):
+            name = method_name(call) or ""
+            if _in_place(name) or name in WRITING_METHODS:
+                return True
+            if (self.names.call_qual(call) or "").startswith("torch.nn.init."):
+                return True
+            callee = self.names.index.callee_of(call)
+            if callee is not None and callee is not node and depth < 3 and self.writes_params(callee, depth + 1):
+                return True
+        return False
+
+    def init_loop(self, loop: cst.For | cst.While, handle: str) -> bool:
+        """`for m in model.modules(): ...` that re-initialises what it walks, and runs nothing else of
+        the model's (no forward, no backward, no optimizer)."""
+        if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+            return False
+        it = loop.iter
+        recv = receiver(it)
+        if recv is None or dotted(recv) != handle or method_name(it) not in MODULE_ITERATORS:
+            return False
+        if any(method_name(c) in ("backward", "step") or dotted(c.func) == handle for c in calls_in(loop.body)):
+            return False
+        return self.writes_params(loop.body)
+
+
+def _in_place(name: str) -> bool:
+    """`normal_`, `zero_`, `fill_`: an in-place tensor method (not a dunder, not `requires_grad_`)."""
+    return name.endswith("_") and not name.startswith("_") and name != "requires_grad_"
+
+
+def _reaches(node: cst.BaseExpression, handle: str) -> bool:
+    """`model.fc.weight`, `model[0].bias`: a tensor (or a submodule) of the model `handle`."""
+    text = code_of(node)
+    return text.startswith((handle + ".", handle + "["))
+
 
 def moves_device(stmt: cst.BaseStatement, handle: str) -> bool:
     """Does `stmt` move `handle` to a device (`handle.to(...)`, `handle.cuda()`)?"""
@@ -185,4 +288,4 @@ def moves_device(stmt: cst.BaseStatement, handle: str) -> bool:
     )
 
 
-__all__ = ["BENIGN_CALLS", "PREP_METHODS", "WrapPoint", "WrapPoints", "moves_device"]
+__all__ = ["BENIGN_CALLS", "INIT_NAME", "PREP_METHODS", "WrapPoint", "WrapPoints", "moves_device"]

@@ -51,9 +51,14 @@ if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 ```
-The wrap goes after the model is built, moved to its device, initialised (`model.apply(init)`) and
-any checkpoint is loaded (also by a helper that only loads into it), and before the optimizer and
-the first statement that runs the model or hands it on. A model defined or moved under an `if`
+The wrap goes after the model is built, moved to its device, initialised and any checkpoint is
+loaded (also by a helper that only loads into it), and before the optimizer and the first statement
+that runs the model or hands it on. Initialised means any statement that changes the parameters in
+place: `model.apply(init)`, a method of the model's class that writes them (`G.weight_init(0.0,
+0.02)`; for a class from elsewhere, a method named as an initialiser), `nn.init.normal_(model.fc.weight)`,
+`model.fc.bias.data.zero_()`, a `for m in model.modules():` loop re-initialising the layers. DDP
+copies rank 0's parameters to every rank once, when it is built: an unseeded re-initialisation after
+the wrap would leave each rank its own weights for the whole run. A model defined or moved under an `if`
 (`if use_gpu: model = model.cuda()`, a model picked in an `if/elif/else` chain) is wrapped after that
 whole `if`, at the level where it is trained, so that the wrap runs whichever branch ran. A model a
 helper builds is wrapped in the caller, after the call (`model, optimizer = build(cfg)` then the

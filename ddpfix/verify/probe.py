@@ -585,7 +585,7 @@ def _patch_ddp() -> None:
     orig_register = DDP.register_comm_hook
     orig_builtin = getattr(DDP, "_register_builtin_comm_hook", None)
 
-    def first_forward(module, inputs):
+    def first_forward(module):
         info = S.ddp_by_obj.get(module)
         if info is None:
             return None
@@ -620,7 +620,6 @@ def _patch_ddp() -> None:
             }
             S.ddps.append(info)
             S.ddp_by_obj[self] = info
-            self.register_forward_pre_hook(first_forward)
             emit(
                 "ddp",
                 id=info["id"],
@@ -653,6 +652,8 @@ def _patch_ddp() -> None:
 
     DDP.__init__ = __init__
     DDP.register_comm_hook = register_comm_hook
+    # forward itself, not a forward pre-hook: `ddp.forward(x)` syncs gradients as `ddp(x)` does
+    DDP.forward = _observed_forward(DDP.forward, first_forward)
 
     if orig_builtin is not None:
 
@@ -757,6 +758,7 @@ def _on_training_forward(module, args) -> None:
 
 
 def _forward_pre(module, args):
+    _tls.called = module  # the forward that runs next came through `module(...)`
     depth = getattr(_tls, "fwd", 0)
     _tls.fwd = depth + 1
     if depth or _depth() or not module.training:
@@ -773,15 +775,89 @@ def _forward_pre(module, args):
 
 
 def _forward_post(module, args, output):
+    _tls.called = None
     _tls.fwd = max(0, getattr(_tls, "fwd", 1) - 1)
     return None
 
 
+def _observed_forward(orig, before=None):
+    """``orig`` (a forward function) that, called directly (``model.forward(x)``, which runs no module
+    hook), does what the global forward hooks do for ``model(x)``; called through ``model(x)``, where
+    those hooks ran already, it only runs ``orig``. ``before(module)`` runs ahead of every forward.
+
+    The wrapper reads nothing from the probe's globals (what it uses it closes over) and takes
+    ``orig``'s globals and metadata: ``torch.jit.script`` compiles ``orig``'s source and resolves the
+    names in it through the globals and closure of the function it finds on the class."""
+    import types
+
+    tls, pre, post, tracing = _tls, _forward_pre, _forward_post, _fx_tracing()
+
+    def forward(self, *args, **kwargs):
+        direct = getattr(tls, "called", None) is not self and not tracing()  # torch.fx traces, runs nothing
+        tls.called = None
+        if direct:
+            pre(self, args)
+            tls.called = None
+        try:
+            if before is not None:
+                before(self)
+            return orig(self, *args, **kwargs)
+        finally:
+            if direct:
+                post(self, args, None)
+
+    owner_globals = getattr(orig, "__globals__", forward.__globals__)
+    out = types.FunctionType(forward.__code__, owner_globals, orig.__name__, None, forward.__closure__)
+    functools.update_wrapper(out, orig)
+    out.__ddpfix_probe__ = True
+    return out
+
+
+def _fx_tracing():
+    """torch.fx's "a symbolic trace is running" test (a function; one that says no when torch lacks it)."""
+    try:
+        from torch.fx import _symbolic_trace as fx
+    except Exception:
+        return lambda: False
+    return getattr(fx, "is_fx_symbolic_tracing", None) or (lambda: bool(getattr(fx, "_is_fx_tracing_flag", False)))
+
+
+def _observe_direct_forwards(cls) -> None:
+    """Wrap the forward that ``cls`` (a module class) defines in the script's own code."""
+    import types
+
+    fn = cls.__dict__.get("forward")
+    if isinstance(fn, types.FunctionType) and not getattr(fn, "__ddpfix_probe__", False):
+        if _is_user_file(fn.__code__.co_filename):
+            cls.forward = _observed_forward(fn)
+
+
 def _patch_forward() -> None:
+    import torch.nn as nn
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
     register_module_forward_pre_hook(_forward_pre)
     register_module_forward_hook(_forward_post, always_call=True)
+    # `model.forward(x)` runs no hook: the forwards of the script's module classes (seen as they are
+    # defined) and of nn.Sequential observe such calls themselves
+    if not getattr(nn.Sequential.forward, "__ddpfix_probe__", False):
+        nn.Sequential.forward = _observed_forward(nn.Sequential.forward)
+    orig_subclass = nn.Module.__dict__.get("__init_subclass__")
+    if getattr(orig_subclass, "__ddpfix_probe__", False):
+        return
+
+    def __init_subclass__(cls, **kwargs):
+        if orig_subclass is not None:
+            orig_subclass.__get__(None, cls)(**kwargs)
+        else:
+            super(nn.Module, cls).__init_subclass__(**kwargs)
+        try:
+            _observe_direct_forwards(cls)
+        except Exception as exc:
+            _warn("observe forward", exc)
+
+    __init_subclass__.__ddpfix_probe__ = True
+    nn.Module.__init_subclass__ = classmethod(__init_subclass__)
 
 
 def _is_gradient(tensors) -> bool:
