@@ -33,6 +33,10 @@ def {fn}(value, average=False):
     {dist}.all_reduce(total)
     if average:
         total /= {world}
+    if isinstance(value, {torch}.Tensor):  # the same kind of value back: `.item()` still works on it
+        return total.to(value.device, value.dtype if value.is_floating_point() else total.dtype)
+    if type(value).__module__ == "numpy":
+        return total.numpy()
     return total.item() if total.dim() == 0 else total.tolist()
 '''
 

@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent(
     model = nn.Linear(4, 3)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     for epoch in range(2):
-        total, correct, running = 0.0, 0, 0.0
+        total, correct, running, summed = 0.0, 0, 0.0, torch.zeros(())
         for i, (x, y) in enumerate(loader, 1):
             out = model(x)
             loss = nn.functional.cross_entropy(out, y)
@@ -39,7 +39,9 @@ SCRIPT = textwrap.dedent(
             total += loss.item() * len(x)
             correct += (out.argmax(1) == y).sum().item()
             running += loss.item()
+            summed += loss.detach() * len(x)
         print(f"epoch {epoch} loss {total / len(ds):.5f} acc {correct / len(ds):.4f} mean {running / i:.5f}")
+        print(f"epoch {epoch} tensor {summed.item() / len(ds):.5f}")
     """
 ).lstrip()
 
@@ -58,7 +60,7 @@ def _run(tmp_path, script, name: str, nproc: int | None) -> str:
             returncode=done.returncode,
             stdout=done.stdout,
             stderr=done.stderr,
-            reached_end=sum(line.startswith("epoch 1 ") for line in lines) == 1,
+            reached_end=sum(line.startswith("epoch 1 tensor") for line in lines) == 1,
         )
 
     done = run_plain(once, tmp_path / name, name)
@@ -72,6 +74,7 @@ def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path):
     result = fix_source(SCRIPT)
     assert result.incomplete == [], [b.format() for b in result.incomplete]
     assert "reduce_over_ranks(total)" in result.code and "reduce_over_ranks(running, average=True)" in result.code
+    assert "global_summed.item()" in result.code  # a tensor total comes back a tensor
     before, after = tmp_path / "train.py", tmp_path / "train_ddp.py"
     before.write_text(SCRIPT)
     after.write_text(result.code)
