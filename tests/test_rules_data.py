@@ -689,3 +689,46 @@ def test_ddp201_a_stream_with_replacement_seeded_per_rank_is_left_alone():
     assert fixed.incomplete == []
     same_seed = fixed.code.replace("torch.initial_seed() + RANK", "torch.initial_seed()")
     assert [d.code for d in check_source(same_seed)].count("DDP201") == 1
+
+
+# --------------------------------------------------------------------------- DDP211
+WHOLE = """
+import torch
+import torch.nn as nn
+
+
+def make_batch():
+    return [[0, 1], [1, 2], [2, 0]], [2, 0, 1]
+
+
+def main():
+    inputs, targets = make_batch()
+    inputs = torch.LongTensor(inputs)
+    targets = torch.LongTensor(targets)
+    model = nn.Sequential(nn.Embedding(3, 4), nn.Flatten(), nn.Linear(8, 3))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    for epoch in range(100):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model({arg}), targets)
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_ddp211_full_batch_built_by_a_helper_then_made_a_tensor():
+    [d] = found(WHOLE.format(arg="inputs"), "DDP211")
+    assert d.fix == "none" and "all of `inputs` at every step, on every rank" in d.message
+    result = fix_source(WHOLE.format(arg="inputs"))
+    assert [b.code for b in result.incomplete] == ["DDP211"]  # converted, and said to gain nothing
+
+
+def test_ddp211_leaves_batches_cut_or_drawn_per_step_alone():
+    assert found(WHOLE.format(arg="inputs[epoch % 3 : epoch % 3 + 1]"), "DDP211") == []
+    drawn = WHOLE.replace(
+        "    inputs = torch.LongTensor(inputs)\n", "    inputs = torch.LongTensor(inputs)\n    torch.manual_seed(0)\n"
+    )
+    assert found(drawn.format(arg="inputs[torch.randint(0, 3, (2,))]"), "DDP211") == []

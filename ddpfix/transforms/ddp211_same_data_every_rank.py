@@ -179,6 +179,7 @@ def _built_before(facts, loop: cst.CSTNode, name: str, seeded: bool, depth: int 
     )
     if not values:
         return False
+    made = False  # some binding makes a tensor (`x = torch.LongTensor(x)` after `x, y = make_batch()`)
     for value in values:
         if facts.ranks.depends_on_rank(value):
             return False
@@ -187,10 +188,9 @@ def _built_before(facts, loop: cst.CSTNode, name: str, seeded: bool, depth: int 
             return False  # a different draw on every rank: DDP210
         if any(q.startswith(("torch.utils.data", "torch.nn.", "torch.optim")) for q in calls):
             return False
-        made = any(q.startswith(("torch.", "numpy.")) or q.split(".")[-1] == "Variable" for q in calls)
-        if not made and not any(_built_before(facts, loop, r, seeded, depth + 1) for r in reads(value) if r != name):
-            return False
-    return True
+        made = made or any(q.startswith(("torch.", "numpy.")) or q.split(".")[-1] == "Variable" for q in calls)
+        made = made or any(_built_before(facts, loop, r, seeded, depth + 1) for r in reads(value) if r != name)
+    return made
 
 
 def _bindings(index, scope: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
