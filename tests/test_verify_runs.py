@@ -187,9 +187,10 @@ def test_forward_called_as_a_method_without_the_wrapper_fails_ddp(tmp_path):
     assert "reached the parameters of Net (forward at direct_forward.py:" in report["ddp"].evidence[1]
 
 
-def test_crash_at_exit_is_named_as_one(tmp_path):
+def test_crash_at_exit_is_named_as_one(tmp_path, monkeypatch):
     """Rank 1 aborts in exit(), after Python's shutdown: no Python frame and no faulthandler dump to go by,
     only torchrun's failure summary. The report must say the script finished and the crash came after."""
+    monkeypatch.delenv("DDPFIX_PROBE_SKIP_TEARDOWN", raising=False)  # the real exit, as verify runs it
     report = verify_script(CASES / "abort_at_exit.py", cwd=tmp_path, timeout=RUN_TIMEOUT)
     assert failing(report) == {"completes"}, describe(report)
     ev = report["completes"].evidence
