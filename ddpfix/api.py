@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import functools
+import gc
 import io
 import re
 import tokenize
@@ -37,6 +39,25 @@ _BOOL_WORDS = (re.compile(r"\b(?:and|or)\b"), re.compile(rb"\b(?:and|or)\b"))
 _MIGHT_TRAIN = re.compile(r"parameters|backward|init_process_group|DistributedDataParallel|" + FRAMEWORK_WORDS)
 _MIGHT_TRAIN_BYTES = re.compile(FRAMEWORK_WORDS.encode())
 MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
+
+
+def _gc_paused(fn):
+    """Run `fn` with Python's cyclic garbage collector paused. A parsed module is hundreds of thousands
+    of objects that live through the call; each full collection walks all of them, so on a long script
+    the collector cost as much as the analysis (10,000 lines: 1.2 s of 3.3 s). Reference counting
+    still frees everything at once; cycles made meanwhile wait for the next collection after the call."""
+
+    @functools.wraps(fn)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():  # nested, or the caller paused it
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused
 
 
 def parse(source: Source, path: str = "<string>") -> cst.Module:
@@ -211,6 +232,7 @@ class Parsed:
     tree: ast.Module | None = None
 
 
+@_gc_paused
 def parse_source(source: Source, path: str = "<string>") -> Parsed:
     """Parse `source` for `fix_parsed`. Raises `DdpfixError` on a syntax error or undecodable input."""
     if not _might_need_ddp(source):
@@ -221,6 +243,7 @@ def parse_source(source: Source, path: str = "<string>") -> Parsed:
     return Parsed(source, path, text, module, tree)
 
 
+@_gc_paused
 def fix_source(
     source: Source,
     *,
@@ -268,6 +291,7 @@ def fix_project(
     )
 
 
+@_gc_paused
 def fix_parsed(
     parsed: Parsed,
     *,

@@ -230,16 +230,20 @@ class TreeIndex:
 
     def calls_by_name(self, name: str) -> list[cst.Call]:
         """Calls whose callee is spelled `name` or `<anything>.name` (a method of that name)."""
-        out = []
+        return list(self._calls_by_name.get(name, ()))
+
+    @cached_property
+    def _calls_by_name(self) -> dict[str, list[cst.Call]]:
+        """The calls by the last name of their callee, in source order (built once: a lookup per
+        function of a long script would otherwise scan every call each time)."""
+        out: dict[str, list[cst.Call]] = {}
         for call in self.calls:
             callee = call.func
-            spelled = (
-                callee.attr.value
-                if isinstance(callee, cst.Attribute)
-                else (callee.value if isinstance(callee, cst.Name) else None)
-            )
-            if spelled == name:
-                out.append(call)
+            kind = type(callee)
+            if kind is cst.Attribute:
+                out.setdefault(callee.attr.value, []).append(call)  # type: ignore[attr-defined]
+            elif kind is cst.Name:
+                out.setdefault(callee.value, []).append(call)  # type: ignore[attr-defined]
         return out
 
     def statement_calls(self, pred) -> list[cst.Call]:
