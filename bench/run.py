@@ -179,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs per tool; the median is reported (default 3)")
     ap.add_argument("--torchfix", help="path of a `torchfix` script (default: DDPFIX_BENCH_TORCHFIX, then PATH)")
     ap.add_argument("--no-torchfix", action="store_true", help="skip TorchFix")
-    ap.add_argument("--no-cli", action="store_true", help="time the Python API only")
+    ap.add_argument(
+        "--no-cli", action="store_true", help="time the Python API only (TorchFix then on the library files alone)"
+    )
     ap.add_argument(
         "--jobs", type=int, default=cores(), help="workers for the parallel CLI runs (default: the number of CPUs)"
     )
@@ -263,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 (Timing(f"ddpfix diff (CLI, --jobs {args.jobs})", total_lines), base + ["diff", *extra, *many, *paths]),
             ]
-    if torchfix is not None:
+    if torchfix is not None and not args.no_cli:  # (the library figures compare TorchFix without --no-cli too)
         commands += [
             (Timing("TorchFix --version (startup)", 0), [torchfix, "--version"]),
             (Timing("TorchFix (CLI, -j 1)", total_lines), [torchfix, "-j", "1", *paths]),

@@ -16,6 +16,7 @@ in the same run: on a shared machine wall time moves by tens of percent between 
 from __future__ import annotations
 
 import gc
+import os
 import re
 import statistics
 import subprocess
@@ -28,10 +29,16 @@ from pathlib import Path
 import libcst
 from corpus import ROOT, torch_dir
 
+import ddpfix
 from ddpfix.api import fix_source
 from ddpfix.errors import DdpfixError
 
 LIBRARY_PARTS = ("nn/modules", "optim", "utils/data")
+# the commands run the ddpfix this process imported, wherever they are started from
+ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join([str(Path(ddpfix.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]),
+}
 LENGTHS = (100, 1000, 10000)
 MODULE_COUNTS = (0, 10, 50)
 
@@ -100,7 +107,7 @@ def _command_cpu(argv: list[str]) -> float:
     import resource
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=ENV)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -194,7 +201,8 @@ def lsp(runs: int) -> dict:
         [sys.executable, str(ROOT / "bench" / "lsp_latency.py"), "--runs", str(runs)],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        env=ENV,
+        cwd=Path(ddpfix.__file__).parent.parent,
     ).stdout
     m = re.search(r"median didChange -> publishDiagnostics over \d+ runs: (\d+) ms wall .*?, (\d+) ms server CPU", out)
     a = re.search(r"code actions at a finding: (\d+) ms to list, (\S+) ms to resolve", out)
