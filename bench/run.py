@@ -172,7 +172,7 @@ def verdict(label: str, value: float | None, target: str, ok: bool | str) -> str
     if value is None:  # not measured: `ok` says why
         return f"  {label:<52}{'n/a':>8}   target {target:<8} {ok}"
     unit = " ms  " if target.endswith("ms") else "x   "
-    shown = f"{value:7.0f}" if unit == " ms" else f"{value:7.2f}"
+    shown = f"{value:7.0f}" if target.endswith("ms") else f"{value:7.2f}"
     return f"  {label:<52}{shown}{unit}target {target:<8} {'OK' if ok else 'MISSED'}"
 
 

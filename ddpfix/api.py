@@ -41,19 +41,24 @@ _MIGHT_TRAIN_BYTES = re.compile(FRAMEWORK_WORDS.encode())
 MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
 
 
+PAUSE_GC_FROM = 20_000  # characters of source
+
+
 def _gc_paused(fn):
-    """Run `fn` with Python's cyclic garbage collector paused. A parsed module is hundreds of thousands
-    of objects that live through the call; each full collection walks all of them, so on a long script
-    the collector cost as much as the analysis (10,000 lines: 1.2 s of 3.3 s). Reference counting
-    still frees everything at once; cycles made meanwhile wait for the next collection after the call."""
+    """Run `fn` on a long source with Python's cyclic garbage collector paused. A parsed module is
+    hundreds of thousands of objects that live through the call; each full collection walks all of
+    them, so on a long script the collector cost as much as the analysis (10,000 lines: 1.2 s of
+    3.3 s). Cycles made meanwhile wait for the next collection after the call, which on short scripts
+    cost more than the pause saved (the training-script goldens: 10% slower), hence the threshold."""
 
     @functools.wraps(fn)
-    def paused(*args, **kwargs):
-        if not gc.isenabled():  # nested, or the caller paused it
-            return fn(*args, **kwargs)
+    def paused(source, *args, **kwargs):
+        text = source.text if isinstance(source, Parsed) else source
+        if len(text) < PAUSE_GC_FROM or not gc.isenabled():  # short, nested, or the caller paused it
+            return fn(source, *args, **kwargs)
         gc.disable()
         try:
-            return fn(*args, **kwargs)
+            return fn(source, *args, **kwargs)
         finally:
             gc.enable()
 

@@ -11,7 +11,7 @@ import pytest
 
 from ddpfix.analysis.flow import binds
 from ddpfix.analysis.index import TreeIndex
-from ddpfix.api import fix_source
+from ddpfix.api import PAUSE_GC_FROM, fix_source
 from ddpfix.errors import DdpfixError
 from ddpfix.syntax import calls_in, is_statement, walk
 
@@ -57,6 +57,8 @@ def test_lookups_match_plain_definitions(path: Path) -> None:
 
 def test_collector_is_left_as_found() -> None:
     source = "import torch\nmodel = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters())\n"
+    source += "".join(f"setting_{k} = {k}\n" for k in range(PAUSE_GC_FROM // 10))  # long: the pause applies
+    assert len(source) >= PAUSE_GC_FROM
     assert gc.isenabled()
     fix_source(source)
     assert gc.isenabled()
@@ -67,5 +69,5 @@ def test_collector_is_left_as_found() -> None:
     finally:
         gc.enable()
     with pytest.raises(DdpfixError):
-        fix_source("import torch\ndef (:\n")
+        fix_source(source + "def (:\n")
     assert gc.isenabled()  # also after an error
