@@ -249,9 +249,10 @@ def rank0_only(ctx: Context, node: cst.CSTNode) -> bool:
     index = ctx.facts.index
     child = node
     for anc in index.ancestors(node):
-        if isinstance(anc, cst.FunctionDef):
+        kind = type(anc)  # exact types: LibCST's node classes are ABCs, and isinstance on them is slow
+        if kind is cst.FunctionDef:
             return False
-        if isinstance(anc, cst.If) and child is anc.body:
+        if kind is cst.If and child is anc.body:  # type: ignore[attr-defined]
             zero, other = ctx.facts.ranks.takes(anc.test)
             if other is False and zero is not False:
                 return True

@@ -37,7 +37,7 @@ def call_name(call: cst.Call) -> str | None:
 
 def method_name(call: cst.Call) -> str | None:
     """`x.y(...)` -> "y"."""
-    if isinstance(call.func, cst.Attribute):
+    if type(call.func) is cst.Attribute:
         return call.func.attr.value
     return None
 
@@ -166,22 +166,36 @@ def _is_node(value: object) -> bool:
     return known
 
 
+_STATEMENT_TYPE: dict[type, bool] = {}
+
+
+def is_statement(value: object) -> bool:
+    """isinstance(value, cst.BaseStatement), remembered per type."""
+    kind = type(value)
+    known = _STATEMENT_TYPE.get(kind)
+    if known is None:
+        known = _STATEMENT_TYPE[kind] = isinstance(value, cst.BaseStatement)
+    return known
+
+
 def calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
+    call = cst.Call
     for n in walk(node):
-        if isinstance(n, cst.Call):
+        if type(n) is call:  # exact type: an ABC check on every non-call is slow
             yield n
 
 
 def mentions(node: cst.CSTNode, text: str) -> bool:
     """Does `node` contain a Name/Attribute chain spelled exactly `text`?"""
     for n in walk(node):
-        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == text:
+        kind = type(n)
+        if (kind is cst.Name or kind is cst.Attribute) and dotted(n) == text:
             return True
     return False
 
 
 def names_in(node: cst.CSTNode) -> set[str]:
-    return {n.value for n in walk(node) if isinstance(n, cst.Name)}
+    return {n.value for n in walk(node) if type(n) is cst.Name}
 
 
 def is_literal(node: cst.BaseExpression, value) -> bool:

@@ -28,6 +28,7 @@ QUIET_CUDA = {
 DDP = "DistributedDataParallel"
 # Code inside these runs only sometimes (or later, or never) when what holds it runs.
 CONDITIONAL = (cst.Lambda, cst.CompFor, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp, cst.MatchCase)
+_CONDITIONAL = frozenset(CONDITIONAL)
 CALL_DEPTH = 3
 
 
@@ -50,15 +51,20 @@ class DevicePath:
         for anc in self.index.ancestors(node):
             if anc is scope:
                 break
-            if isinstance(anc, (cst.If, cst.IfExp, cst.While)) and child is not anc.test:
-                out.append(child)
-            elif isinstance(anc, cst.For) and child is not anc.iter and child is not anc.target:
-                out.append(child)
-            elif isinstance(anc, cst.Try) and child is not anc.body and child is not anc.finalbody:
-                out.append(child)
-            elif isinstance(anc, cst.BooleanOperation) and child is anc.right:
-                out.append(child)
-            elif isinstance(anc, CONDITIONAL):
+            kind = type(anc)  # exact types: LibCST's node classes are ABCs, and isinstance on them is slow
+            if kind is cst.If or kind is cst.IfExp or kind is cst.While:
+                if child is not anc.test:  # type: ignore[attr-defined]
+                    out.append(child)
+            elif kind is cst.For:
+                if child is not anc.iter and child is not anc.target:  # type: ignore[attr-defined]
+                    out.append(child)
+            elif kind is cst.Try:
+                if child is not anc.body and child is not anc.finalbody:  # type: ignore[attr-defined]
+                    out.append(child)
+            elif kind is cst.BooleanOperation:
+                if child is anc.right:  # type: ignore[attr-defined]
+                    out.append(child)
+            elif kind in _CONDITIONAL:
                 out.append(child)
             child = anc
         return out
@@ -95,7 +101,8 @@ class DevicePath:
     def _nodes_in(self, scope: cst.CSTNode) -> Iterable[cst.CSTNode]:
         body = scope.body if isinstance(scope, cst.FunctionDef) else scope
         for node in walk(body):
-            if isinstance(node, (cst.Call, cst.Assert)):
+            kind = type(node)
+            if kind is cst.Call or kind is cst.Assert:
                 yield node
 
     def _may_commit(self, node: cst.CSTNode) -> bool:

@@ -18,8 +18,10 @@ import libcst as cst
 from ..syntax import child_nodes, dotted, walk
 from .index import TreeIndex
 
-
 # --------------------------------------------------------------------------- bindings and reads
+_OWN_SCOPE = frozenset({cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp})
+
+
 def binds(stmt: cst.CSTNode) -> set[str]:
     """The (dotted) names a statement binds or changes in its own scope: assignment targets
     (`x`, `args.rank`, the `d` of `d[k] = v`), loop and `with` targets, imports, `def`/`class` names,
@@ -28,31 +30,28 @@ def binds(stmt: cst.CSTNode) -> set[str]:
     stack: list[cst.CSTNode] = [stmt]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            out.add(node.name.value)
+        kind = type(node)  # exact types: LibCST's node classes are ABCs, and isinstance on them is slow
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
+            out.add(node.name.value)  # type: ignore[attr-defined]
             continue
-        if isinstance(node, (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+        if kind in _OWN_SCOPE:
             continue  # their own scope (a walrus inside one is rare enough to ignore)
-        if isinstance(node, cst.Assign):
-            for t in node.targets:
+        if kind is cst.Assign:
+            for t in node.targets:  # type: ignore[attr-defined]
                 out.update(_targets(t.target))
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-            if not isinstance(node, cst.AnnAssign) or node.value is not None:
-                out.update(_targets(node.target))
-        elif isinstance(node, cst.For):
-            out.update(_targets(node.target))
-        elif isinstance(node, cst.AsName):
-            out.update(_targets(node.name))  # with ... as x, except E as x, import a as b
-        elif isinstance(node, cst.NamedExpr):
-            out.update(_targets(node.target))
-        elif isinstance(node, cst.Del):
-            out.update(_targets(node.target))
-        elif isinstance(node, cst.Import):
-            for alias in node.names:
+        elif kind is cst.AugAssign or kind is cst.AnnAssign:
+            if kind is not cst.AnnAssign or node.value is not None:  # type: ignore[attr-defined]
+                out.update(_targets(node.target))  # type: ignore[attr-defined]
+        elif kind is cst.For or kind is cst.NamedExpr or kind is cst.Del:
+            out.update(_targets(node.target))  # type: ignore[attr-defined]
+        elif kind is cst.AsName:
+            out.update(_targets(node.name))  # type: ignore[attr-defined]  # with ... as x, except E as x, import a as b
+        elif kind is cst.Import:
+            for alias in node.names:  # type: ignore[attr-defined]
                 if alias.asname is None:
                     out.add((dotted(alias.name) or "").split(".")[0])
-        elif isinstance(node, cst.ImportFrom):
-            if isinstance(node.names, cst.ImportStar):
+        elif kind is cst.ImportFrom:
+            if isinstance(node.names, cst.ImportStar):  # type: ignore[attr-defined]
                 out.add("*")
             else:
                 for alias in node.names:
@@ -142,14 +141,16 @@ class Flow:
         out: dict[str, list[cst.Name]] = {}
         skip: set[int] = set()
         for node in walk(self.index.module):
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                skip.add(id(node.name))
-            elif isinstance(node, cst.Attribute):
-                skip.add(id(node.attr))
-            elif isinstance(node, cst.Arg) and node.keyword is not None:
-                skip.add(id(node.keyword))
-            elif isinstance(node, cst.Name) and id(node) not in skip:
-                out.setdefault(node.value, []).append(node)
+            kind = type(node)
+            if kind is cst.Name:
+                if id(node) not in skip:
+                    out.setdefault(node.value, []).append(node)  # type: ignore[attr-defined]
+            elif kind is cst.FunctionDef or kind is cst.ClassDef:
+                skip.add(id(node.name))  # type: ignore[attr-defined]
+            elif kind is cst.Attribute:
+                skip.add(id(node.attr))  # type: ignore[attr-defined]
+            elif kind is cst.Arg and node.keyword is not None:  # type: ignore[attr-defined]
+                skip.add(id(node.keyword))  # type: ignore[attr-defined]
         return out
 
     def top_index(self, node: cst.CSTNode) -> int:

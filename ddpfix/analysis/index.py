@@ -13,7 +13,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
 from ..positions import StatementPositions, module_positions
-from ..syntax import child_nodes, dotted, index_module
+from ..syntax import child_nodes, dotted, index_module, is_statement
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -34,6 +34,7 @@ class Site:
 
 
 _LEAVE = object()
+_KINDS: dict[type | tuple, dict[type, bool]] = {}  # kind -> node type -> isinstance
 _NOWHERE = CodeRange(CodePosition(1, 0), CodePosition(1, 0))
 
 
@@ -136,15 +137,14 @@ class TreeIndex:
         stmt = block = None
         func = cls = None
         for anc in self.ancestors(node):
-            if (
-                stmt is None
-                and isinstance(anc, (cst.Module, cst.IndentedBlock))
-                and isinstance(child, cst.BaseStatement)
-            ):
-                stmt, block = child, anc
-            if stmt is not None and func is None and isinstance(anc, cst.FunctionDef):
-                func = anc
-            if stmt is not None and cls is None and isinstance(anc, cst.ClassDef):
+            kind = type(anc)  # exact types: LibCST's node classes are ABCs, and isinstance on them is slow
+            if stmt is None:
+                if (kind is cst.Module or kind is cst.IndentedBlock) and is_statement(child):
+                    stmt, block = child, anc
+            elif kind is cst.FunctionDef:
+                if func is None:
+                    func = anc
+            elif kind is cst.ClassDef and cls is None:
                 cls = anc
             child = anc
         if stmt is None:  # node is itself a top-level statement
@@ -152,9 +152,18 @@ class TreeIndex:
         return Site(node, stmt, block, func, cls)  # type: ignore[arg-type]
 
     def enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
-        for anc in self.ancestors(node):
-            if isinstance(anc, kind):
-                return anc
+        parent = self.parent
+        memo = _KINDS.get(kind)
+        if memo is None:
+            memo = _KINDS[kind] = {}
+        cur = parent.get(node)
+        while cur is not None:
+            hit = memo.get(type(cur))  # isinstance per node type, remembered: the ABC check is slow
+            if hit is None:
+                hit = memo[type(cur)] = isinstance(cur, kind)
+            if hit:
+                return cur
+            cur = parent.get(cur)
         return None
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
@@ -221,16 +230,20 @@ class TreeIndex:
 
     def calls_by_name(self, name: str) -> list[cst.Call]:
         """Calls whose callee is spelled `name` or `<anything>.name` (a method of that name)."""
-        out = []
+        return list(self._calls_by_name.get(name, ()))
+
+    @cached_property
+    def _calls_by_name(self) -> dict[str, list[cst.Call]]:
+        """The calls by the last name of their callee, in source order (built once: a lookup per
+        function of a long script would otherwise scan every call each time)."""
+        out: dict[str, list[cst.Call]] = {}
         for call in self.calls:
             callee = call.func
-            spelled = (
-                callee.attr.value
-                if isinstance(callee, cst.Attribute)
-                else (callee.value if isinstance(callee, cst.Name) else None)
-            )
-            if spelled == name:
-                out.append(call)
+            kind = type(callee)
+            if kind is cst.Attribute:
+                out.setdefault(callee.attr.value, []).append(call)  # type: ignore[attr-defined]
+            elif kind is cst.Name:
+                out.setdefault(callee.value, []).append(call)  # type: ignore[attr-defined]
         return out
 
     def statement_calls(self, pred) -> list[cst.Call]:

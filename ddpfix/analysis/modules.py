@@ -43,6 +43,7 @@ class LocalModules:
         self.folder = _script_folder(path)
         self.table = ImportTable(_imported_cst(imports), self._find)
         self._targets: dict[str, Target | None] = {}
+        self._by_node: dict[int, tuple[cst.BaseExpression, Target | None]] = {}  # id -> (node, its target)
         self._module = module  # the script: the names it binds itself shadow a star import's
         self._stars = [
             (dotted(node.module) if node.module is not None else "", len(node.relative))
@@ -65,6 +66,14 @@ class LocalModules:
     def target_of(self, func: cst.BaseExpression) -> Target | None:
         """What a called name refers to (`init_distributed_mode`, `utils.init_distributed_mode`);
         None for names no import of the script binds."""
+        known = self._by_node.get(id(func))  # the rules ask about the same calls many times
+        if known is not None and known[0] is func:
+            return known[1]
+        target = self._target_of(func)
+        self._by_node[id(func)] = (func, target)  # (the node is kept: its id cannot be reused meanwhile)
+        return target
+
+    def _target_of(self, func: cst.BaseExpression) -> Target | None:
         name = dotted(func)
         if name is None:
             return None

@@ -13,7 +13,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from ..syntax import assigned_value, calls_in, child_nodes, code_of, dotted
+from ..syntax import assigned_value, calls_in, child_nodes, code_of, dotted, is_statement
 from .index import TreeIndex
 from .launch import Launch
 from .names import Names
@@ -106,14 +106,16 @@ class Ranks:
         or None. Without `follow_callers` the search stops at `node`'s function."""
         child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, (cst.If, cst.IfExp, cst.While)) and child is not anc.test:
-                if self.is_rank_test(anc.test):
+            kind = type(anc)  # exact types: LibCST's node classes are ABCs, and isinstance on them is slow
+            if kind is cst.If or kind is cst.IfExp or kind is cst.While:
+                if child is not anc.test and self.is_rank_test(anc.test):  # type: ignore[attr-defined]
                     return anc
-            elif isinstance(anc, (cst.IndentedBlock, cst.Module)) and isinstance(child, cst.BaseStatement):
-                exit_ = self._early_exit_before(anc, child)
-                if exit_ is not None:
-                    return exit_
-            elif isinstance(anc, cst.FunctionDef):
+            elif kind is cst.IndentedBlock or kind is cst.Module:
+                if is_statement(child):
+                    exit_ = self._early_exit_before(anc, child)  # type: ignore[arg-type]
+                    if exit_ is not None:
+                        return exit_
+            elif kind is cst.FunctionDef:
                 if RANK0_FUNCTION.search(anc.name.value) or any(
                     RANK0_FUNCTION.search((dotted(_decorator(d)) or "").rsplit(".", 1)[-1]) for d in anc.decorators
                 ):
@@ -123,7 +125,7 @@ class Ranks:
                     if callers and all(self.guard_of(c, follow_callers=True, _depth=_depth + 1) for c in callers):
                         return anc
                 return None
-            elif isinstance(anc, (cst.ClassDef, cst.Lambda)):
+            elif kind is cst.ClassDef or kind is cst.Lambda:
                 return None
             child = anc
         return None

@@ -73,7 +73,7 @@ longer the wrapper.
         facts = ctx.facts
         for handle, (raw, wrap_stmt) in wrappers(ctx).items():
             members, forward_like = _members(facts, raw, handle, wrap_stmt)
-            uses = [n for n in walk(facts.module) if isinstance(n, cst.Attribute) and dotted(n.value) == handle]
+            uses = [n for n in walk(facts.module) if type(n) is cst.Attribute and dotted(n.value) == handle]
             stored = {n.attr.value for n in uses if _written(facts, n)}  # set through the wrapper itself
             for node in uses:
                 name = node.attr.value

@@ -1,0 +1,73 @@
+"""The tree index's fast lookups give what the plain definitions give, on every golden input; the API
+hands the garbage collector back as it found it."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from ddpfix.analysis.flow import binds
+from ddpfix.analysis.index import TreeIndex
+from ddpfix.api import PAUSE_GC_FROM, fix_source
+from ddpfix.errors import DdpfixError
+from ddpfix.syntax import calls_in, is_statement, walk
+
+GOLDEN = sorted((Path(__file__).parent / "golden").glob("*/input.py"))
+KINDS = (cst.FunctionDef, cst.ClassDef, cst.If, (cst.For, cst.While), cst.BaseCompoundStatement, cst.BaseSmallStatement)
+
+
+def _spelled(call: cst.Call) -> str | None:
+    f = call.func
+    return f.attr.value if isinstance(f, cst.Attribute) else (f.value if isinstance(f, cst.Name) else None)
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.parent.name)
+def test_lookups_match_plain_definitions(path: Path) -> None:
+    module = cst.parse_module(path.read_bytes())
+    index = TreeIndex(module)
+    names = {_spelled(c) for c in index.calls} - {None}
+    for name in names:
+        assert index.calls_by_name(name) == [c for c in index.calls if _spelled(c) == name]
+    assert index.calls_by_name("no_such_callee_anywhere") == []
+    for node in list(walk(module))[::7]:
+        ancestors = list(index.ancestors(node))
+        for kind in KINDS:
+            assert index.enclosing(node, kind) is next((a for a in ancestors if isinstance(a, kind)), None)
+        site = index.site(node)
+        chain = [node, *ancestors]
+        expected = next(
+            (
+                c
+                for c, up in zip(chain, chain[1:])
+                if isinstance(up, (cst.Module, cst.IndentedBlock)) and is_statement(c)
+            ),
+            node,
+        )
+        assert site.stmt is expected
+        above = ancestors[ancestors.index(site.block) :] if site.block in ancestors else []
+        assert site.func is next((a for a in above if isinstance(a, cst.FunctionDef)), None)
+        assert site.cls is next((a for a in above if isinstance(a, cst.ClassDef)), None)
+        assert list(calls_in(node)) == [n for n in walk(node) if isinstance(n, cst.Call)]
+    for stmt in module.body:
+        assert isinstance(binds(stmt), set)
+
+
+def test_collector_is_left_as_found() -> None:
+    source = "import torch\nmodel = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters())\n"
+    source += "".join(f"setting_{k} = {k}\n" for k in range(PAUSE_GC_FROM // 10))  # long: the pause applies
+    assert len(source) >= PAUSE_GC_FROM
+    assert gc.isenabled()
+    fix_source(source)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        fix_source(source)
+        assert not gc.isenabled()  # the caller's choice stands
+    finally:
+        gc.enable()
+    with pytest.raises(DdpfixError):
+        fix_source(source + "def (:\n")
+    assert gc.isenabled()  # also after an error
