@@ -43,13 +43,21 @@ def test_the_solver_is_reported_where_the_script_calls_it(project):
     [wrap] = found["DDP301"]
     assert wrap.fix == "none" and wrap.line == 35
     assert "self.G at solver.py:56, self.D at solver.py:57" in wrap.message
+    # the models stay unwrapped, so nothing else is distributed either: no half conversion
     [sampler] = found["DDP201"]
-    assert sampler.applied and "the Solver class of solver.py runs the epochs over it" in sampler.message
-    assert "call self.data_loader.sampler.set_epoch(epoch)" in sampler.message  # as solver.py names it
-    assert "sampler=sampler" in result.code
+    assert not sampler.applied and "Solver in solver.py builds the models it trains" in sampler.message
+    [group] = found["DDP001"]
+    assert group.fix == "none" and "wrap them there first" in group.message
+    assert result.code == (project / "main.py").read_text() and not result.others
     [files] = found["DDP405"]
     assert files.fix == "none" and "opens a log file on every rank (solver.py:38)" in files.message
-    assert sorted((b.code, b.line) for b in result.incomplete) == [("DDP204", 33), ("DDP301", 35), ("DDP405", 35)]
+    assert sorted((b.code, b.line) for b in result.incomplete) == [
+        ("DDP001", 35),
+        ("DDP201", 33),
+        ("DDP301", 35),
+        ("DDP401", 35),
+        ("DDP405", 35),
+    ]
 
 
 def test_a_script_that_names_no_training_word_is_still_read_through_its_modules(project):
@@ -107,7 +115,8 @@ def test_files_the_module_opens(project, call, reported):
 
 
 def test_a_loader_the_constructor_keeps_and_a_method_iterates(project):
-    """`for (real,) in self.data_loader:` inside an epoch loop is the same hand-off as next() on it."""
+    """`for (real,) in self.data_loader:` inside an epoch loop: the loader is still seen as trained on, and
+    with the models unwrapped in the class nothing is edited."""
     solver = project / "solver.py"
     text = solver.read_text()
     start = text.index("        data_iter = iter(self.data_loader)\n")
@@ -115,9 +124,10 @@ def test_a_loader_the_constructor_keeps_and_a_method_iterates(project):
     loop = "        for i in range(self.num_iters):\n            for (real,) in self.data_loader:\n"
     body = text[end:].replace("\n            ", "\n                ")
     solver.write_text(text[:start] + loop + "    " + body)
-    result = ddpfix.fix_project("main.py")
-    [sampler] = _found(result)["DDP201"]
-    assert sampler.applied and "the Solver class of solver.py runs the epochs over it" in sampler.message
+    result = ddpfix.fix_project("main.py", select=["DDP204"])  # the loader's epochs are seen there
+    found = ddpfix.check_source((project / "main.py").read_text(), path=str(project / "main.py"), cross_file=True)
+    assert "DDP201" in {d.code for d in found}
+    assert not result.others
 
 
 def test_a_class_handed_the_model_it_trains_is_left_to_the_script(project):

@@ -185,6 +185,12 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
     group beside the DataParallel would run N unsynchronised copies. (None, None) otherwise."""
     facts = ctx.facts
     models = facts.models
+    built = built_in_modules(facts)
+    if not models.trained and built:
+        return NONE, (
+            f"{built} builds the models it trains and wraps none of them (DDP301): wrap them there first; a process "
+            "group without the wrap would train one unsynchronised copy per rank"
+        )
     if not models.trained or any(models.dataparallel(m) is None for m in models.trained):
         return None, None
     if conversion_blocked(facts.index, facts.names, models):
@@ -193,6 +199,16 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
             "the model is nn.DataParallel, which cannot be converted automatically (DDP302): convert it by hand",
         )
     return UNSAFE, "the model is nn.DataParallel: the process group comes with its conversion to DDP (DDP302)"
+
+
+def built_in_modules(facts) -> str | None:
+    """`Solver in solver.py` when the script trains only through a class of its own modules that builds
+    its models itself (`solver = Solver(loader, config); solver.train()`), None otherwise."""
+    for _call, summary, method in facts.training.trained_in_modules:
+        cls = summary.classes.get(method.split(".")[0])
+        if cls is not None and cls.trained:
+            return f"{cls.name} in {summary.path.name}"
+    return None
 
 
 def _runs_before(facts, node: cst.CSTNode, entry) -> bool:

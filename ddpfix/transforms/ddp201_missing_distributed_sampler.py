@@ -15,6 +15,7 @@ from ..module_epochs import set_epoch_blocker
 from ..rule import Context, Rule
 from ..sampler_edit import add_sampler, add_set_epoch, is_iterable_dataset
 from ..syntax import kwarg, positional
+from .ddp001_missing_process_group import built_in_modules
 
 
 class MissingDistributedSampler(Rule):
@@ -152,7 +153,17 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
         dataparallel = any(facts.models.dataparallel(m) is not None for m in facts.models.trained)
         # A DataParallel that DDP302 cannot convert stays: sharding the data then trains N unsynchronised copies.
         stuck = dataparallel and conversion_blocked(facts.index, facts.names, facts.models)
+        # Models a class of the script's own modules builds and trains, unwrapped: no sampler before the wrap.
+        built = None if facts.models.trained else built_in_modules(facts)
         for loader, batch_loop in facts.data.training_loaders:
+            if built is not None:
+                ctx.report(
+                    loader.site.node,
+                    f"training DataLoader without a DistributedSampler; {built} builds the models it trains and "
+                    "wraps none of them (DDP301): wrap them there first, then shard the data",
+                    fix="none",
+                )
+                continue
             if stuck:
                 ctx.report(
                     loader.site.node,
