@@ -50,7 +50,7 @@ def test_the_solver_is_reported_where_the_script_calls_it(project):
     assert group.fix == "none" and "wrap them there first" in group.message
     assert result.code == (project / "main.py").read_text() and not result.others
     [files] = found["DDP405"]
-    assert files.fix == "none" and "opens a log file on every rank (solver.py:38)" in files.message
+    assert files.fix == "none" and "opens a file for writing on every rank (solver.py:38)" in files.message
     assert sorted((b.code, b.line) for b in result.incomplete) == [
         ("DDP001", 35),
         ("DDP201", 33),

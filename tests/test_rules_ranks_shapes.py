@@ -525,7 +525,7 @@ def test_writes_inside_the_scripts_own_trainer_class_are_reported_at_its_calls(t
     assert "cross-file edits are off" in tracker[0].message
     log = found(src, "DDP405", path=path)
     assert [(d.line, d.fix) for d in log] == [(line_of(src, "trainer = Trainer("), "none")]
-    assert "Trainer() opens a log file on every rank (trainer.py:16)" in log[0].message
+    assert "Trainer() opens a file for writing on every rank (trainer.py:16)" in log[0].message
     assert [(d.line, d.fix) for d in save] == [(line_of(src, "trainer.fit("), "none")]
     assert "trainer.fit() runs torch.save on every rank (utils.py:7)" in save[0].message
     out = fix_source(src, path=path).code

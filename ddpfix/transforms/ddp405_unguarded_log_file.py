@@ -97,7 +97,9 @@ Safe. A file handler used anywhere but in plain statements of the same block get
         harm = "all processes write the same file"
         # `write_samples(images, f"samples_rank{rank}.pgm")`: the call names a file of its own per rank
         per_rank = lambda call: any(ranks.depends_on_rank(a.value) for a in call.args)  # noqa: E731
-        guard_module_writes(ctx, self, EVERY_RANK_LOG_FILE, "log file", harm, _opens_log_file, per_rank, verb="opens a")
+        guard_module_writes(
+            ctx, self, EVERY_RANK_LOG_FILE, "file for writing", harm, _opens_log_file, per_rank, verb="opens a"
+        )
 
     def _guard_handler(self, ctx: Context, call: cst.Call) -> bool:
         """Report a file handler every rank creates and uses; True when it is one."""
