@@ -56,7 +56,7 @@ class MetricReducer:
         if index.in_one_line_suite(stmt) or not _reached_alike(self.ctx.facts, stmt):
             return None
         ops: dict[str, str] = {}  # in the order they are shown
-        for name in _shown(call, sharded):
+        for name in _shown(index, call, sharded):
             op = _reduction(index, call, name, loaders)
             if ops.setdefault(name.value, op) != op:
                 return None  # summed in one place, averaged in another
@@ -77,7 +77,7 @@ class MetricReducer:
             for v, op in ops.items()
         ]
         plan.insert_before(stmt, plan.statements("\n".join(lines)), Order.REDUCED_METRIC)
-        for name in _shown(call, set(ops)):
+        for name in _shown(self.ctx.facts.index, call, set(ops)):
             plan.replace(name, lambda n, new=reduced[name.value]: n.with_changes(value=new))
 
     def _helper(self, stmt: cst.CSTNode) -> str:
@@ -103,8 +103,19 @@ class MetricReducer:
         return self.helper
 
 
-def _shown(call: cst.Call, totals: set[str]) -> list[cst.Name]:
-    return [n for n in walk(call) if isinstance(n, cst.Name) and n.value in totals]
+def _shown(index, call: cst.Call, totals: set[str]) -> list[cst.Name]:
+    """The reads of `totals` in `call`: not an attribute's name (`stats.total`) nor a keyword (`total=`)."""
+    out = []
+    for n in walk(call):
+        if not (isinstance(n, cst.Name) and n.value in totals):
+            continue
+        parent = index.parent.get(n)
+        if (isinstance(parent, cst.Attribute) and parent.attr is n) or (
+            isinstance(parent, cst.Arg) and parent.keyword is n
+        ):
+            continue
+        out.append(n)
+    return out
 
 
 def _top_level(index, node: cst.CSTNode) -> cst.CSTNode:

@@ -908,3 +908,37 @@ def test_image_and_audio_writers_are_saves_too():
         assert d.message.startswith(call.split("(")[0]), d.message
         out = fixed(src, "DDP401")
         assert f"if RANK == 0:\n    {call}\n" in out
+
+
+def test_ddp409_fix_reduces_the_total_not_a_same_named_attribute():
+    src = ATTR_TOTAL
+    out = fix_source(src).code
+    assert "    global_total = reduce_over_ranks(total)\n" in out
+    assert '{global_total / len(ds):.4f} {stats.total}", sep=" ")' in out
+
+
+ATTR_TOTAL = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Stats:
+    total = 0
+
+
+ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+loader = DataLoader(ds, batch_size=8, shuffle=True)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+stats = Stats()
+for epoch in range(2):
+    total = 0.0
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        total += loss.item() * len(x)
+    print(f"epoch {epoch} loss {total / len(ds):.4f} {stats.total}", sep=" ")
+"""
