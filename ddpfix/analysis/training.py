@@ -127,6 +127,17 @@ class Training:
                 out.append((call, *found))
         return out
 
+    @cached_property
+    def models_built_in_modules(self) -> list[tuple[cst.Call, ModuleSummary, object]]:
+        """Of `trained_in_modules`, the calls whose class builds the models it trains itself (`self.G =
+        Generator(...)` in `Solver.__init__`): (call, the module's summary, the class's summary)."""
+        out = []
+        for call, summary, method in self.trained_in_modules:
+            cls = summary.classes.get(method.split(".")[0])
+            if cls is not None and cls.trained:
+                out.append((call, summary, cls))
+        return out
+
     def trains_in(self, node: cst.CSTNode, depth: int = 0) -> bool:
         """Does `node` run a training step, itself or through functions of this file it calls?"""
         for c in calls_in(node):

@@ -202,13 +202,10 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
 
 
 def built_in_modules(facts) -> str | None:
-    """`Solver in solver.py` when the script trains only through a class of its own modules that builds
-    its models itself (`solver = Solver(loader, config); solver.train()`), None otherwise."""
-    for _call, summary, method in facts.training.trained_in_modules:
-        cls = summary.classes.get(method.split(".")[0])
-        if cls is not None and cls.trained:
-            return f"{cls.name} in {summary.path.name}"
-    return None
+    """`Solver in solver.py` when the script trains through a class of its own modules that builds its
+    models itself (`solver = Solver(loader, config); solver.train()`), None otherwise."""
+    built = facts.training.models_built_in_modules
+    return f"{built[0][2].name} in {built[0][1].path.name}" if built else None
 
 
 def _runs_before(facts, node: cst.CSTNode, entry) -> bool:

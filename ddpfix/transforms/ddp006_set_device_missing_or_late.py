@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from ..analysis.flow import binds, conflicts, reads
+from ..analysis.imports import Origin
 from ..analysis.summaries import SET_DEVICE
 from ..edits import torch_name
 from ..examples import clean, fixes, reports
@@ -313,8 +314,6 @@ DEVICE_INDEX = re.compile(r"rank|gpu|local|device", re.IGNORECASE)
 def _never_on_cuda(facts) -> bool:
     """Does nothing in the script touch a GPU: no `cuda` name or attribute, no "cuda"/"nccl" string, no
     `.to(rank)`-style move to a device index, no `device_ids`, and no module of its own that could?"""
-    from ..analysis.imports import Origin
-
     table = facts.modules.table
     if any(table.resolve(name)[0] is not Origin.LIBRARY for name in table.imported):
         return False

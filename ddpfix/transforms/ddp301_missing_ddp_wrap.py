@@ -126,10 +126,7 @@ def _trained_in_modules(ctx: Context) -> None:
     """`solver.train()` where `solver = Solver(loader, config)` and the Solver of solver.py builds the
     models it trains: reported at the call, naming each model's line there (no fix: the wrap goes there)."""
     facts = ctx.facts
-    for call, summary, method in facts.training.trained_in_modules:
-        cls = summary.classes.get(method.split(".")[0])
-        if cls is None or not cls.trained:
-            continue
+    for call, summary, cls in facts.training.models_built_in_modules:
         places = ", ".join(
             f"self.{attr} at {shown(facts.modules, Finding('', summary.path, line, ''))}" for attr, line in cls.trained
         )
