@@ -36,6 +36,10 @@ A DataLoader over a map-style dataset that feeds training steps, with no `sample
   `trainer.py`), or an ignite trainer (`trainer.run(train_loader, max_epochs=n)` with
   `trainer = create_supervised_trainer(...)`).
 
+A loader over a dataset each rank builds for itself (its value depends on the rank:
+`partitioner.use(dist.get_rank())`, `Subset(ds, range(rank, n, world_size))`) is already split and
+is not reported.
+
 ## Why
 DDP does not shard input. Without a `DistributedSampler` each of the N processes iterates the
 full dataset, so an "epoch" does N times the work and the gradient average sees duplicates.
@@ -222,6 +226,8 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                     fix="none",
                 )
                 continue
+            if ds_arg is not None and _taken_per_rank(facts, ds_arg.value):
+                continue  # a dataset each rank builds for itself (`partitioner.use(dist.get_rank())`): already split
             message = _elsewhere(ctx, self, loader, batch_loop)
             if contents is not None and (contents.has("shuffle") or ds_key):
                 why = kwargs_fix_blocker(facts, call)
@@ -260,6 +266,27 @@ def _elsewhere(ctx: Context, rule: Rule, loader: Loader, batch_loop: cst.CSTNode
         f"{head}: call {handoff.there or loader.target}.sampler.set_epoch(epoch) at the start of each epoch there "
         f"(the fix cannot edit that file: {why})"
     )
+
+
+def _taken_per_rank(facts, expr: cst.BaseExpression, depth: int = 3) -> bool:
+    """Is the dataset a part each rank takes for itself: its value, an argument of the call that builds
+    it, or what its name was assigned from depends on the rank (`partitioner.use(dist.get_rank())`,
+    `Subset(ds, range(rank, n, world_size))`)?"""
+    if facts.ranks.depends_on_rank(expr):
+        return True
+    if depth == 0:
+        return False
+    if type(expr) is cst.Call:
+        return any(_taken_per_rank(facts, a.value, depth - 1) for a in expr.args)
+    if type(expr) is cst.Name:
+        site = facts.index.site(expr)
+        scope = site.func or facts.index.module
+        for line in facts.names.assignments(scope, expr.value):
+            for small in getattr(line.node, "body", ()):
+                if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+                    if _taken_per_rank(facts, small.value, depth - 1):
+                        return True
+    return False
 
 
 def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
@@ -380,5 +407,28 @@ EXAMPLES = (
                 opt.step()
         """,
         note="A loader that already shards with a DistributedSampler:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, Subset, TensorDataset
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        part = Subset(ds, range(dist.get_rank(), len(ds), dist.get_world_size()))
+        loader = DataLoader(part, batch_size=8, shuffle=True)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        note="A loader over a partition each rank takes for itself (the dataset depends on the rank):",
     ),
 )
