@@ -97,6 +97,22 @@ class Ranks:
         that starts the ranks with `mp.spawn` (see `in_launcher`)."""
         return self.guard_of(node, _depth=_depth, follow_callers=True) is not None or self.in_launcher(node)
 
+    def never_runs(self, node: cst.CSTNode) -> bool:
+        """Is `node` in a branch of its function that no rank takes: `if rank == 0 and ckpt is not None:`
+        with `ckpt = None` never rebound, the `else` of a test true everywhere?"""
+        child = node
+        for anc in self.index.ancestors(node):
+            kind = type(anc)
+            if kind is cst.If and child is not anc.test:  # type: ignore[attr-defined]
+                zero, other, _ = self.values.truth(anc.test)  # type: ignore[attr-defined]
+                taken = zero is True or other is True if child is anc.body else zero is False or other is False  # type: ignore[attr-defined]
+                if not taken and zero is not None and other is not None:
+                    return True
+            elif kind is cst.FunctionDef or kind is cst.ClassDef or kind is cst.Lambda:
+                return False
+            child = anc
+        return False
+
     def in_launcher(self, node: cst.CSTNode) -> bool:
         """Does `node` run once, in the process that starts the ranks with `mp.spawn` (spawned.py)?"""
         return self.launcher.runs(node)

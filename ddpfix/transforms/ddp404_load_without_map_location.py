@@ -18,7 +18,8 @@ class LoadWithoutMapLocation(Rule):
     docs = """
 ## What
 `torch.load(path)` with no `map_location`. A load with one, including the tutorial's mapping
-`map_location={"cuda:0": f"cuda:{rank}"}`, is left alone.
+`map_location={"cuda:0": f"cuda:{rank}"}`, is left alone, and so is one in a branch that no rank
+takes (`ckpt_path = None`, never rebound, then `if rank == 0 and ckpt_path is not None:`).
 
 ## Why
 Tensors are restored to the device they were saved from (usually `cuda:0`), so every rank
@@ -43,6 +44,8 @@ Safe.
         facts = ctx.facts
         for call in facts.names.calls_to("torch.load"):
             if kwarg(call, "map_location") is not None or positional(call, 1) is not None:
+                continue
+            if facts.ranks.never_runs(call):  # `ckpt_path = None` ... `if rank == 0 and ckpt_path is not None:`
                 continue
             if not ctx.report(call):
                 continue
@@ -143,5 +146,31 @@ EXAMPLES = (
             opt.step()
         """,
         note="`map_location` given:",
+    ),
+    clean(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        torch.cuda.set_device(LOCAL_RANK)
+        dist.init_process_group("nccl")
+        net = nn.Linear(4, 1).to(LOCAL_RANK)
+        ckpt_path = None
+        if dist.get_rank() == 0 and ckpt_path is not None:
+            net.load_state_dict(torch.load(ckpt_path))
+        model = DDP(net, device_ids=[LOCAL_RANK])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4, device=LOCAL_RANK)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note="A load in a branch no rank takes (`ckpt_path` is `None` and never rebound):",
     ),
 )
