@@ -203,6 +203,40 @@ def test_local_rank_writer_becomes_global():
     assert "if rank == 0:\n        torch.save" in out
 
 
+def test_local_rank_writer_inside_and_keeps_its_meaning():
+    """The rank-0 test that replaces `args.local_rank in [-1, 0]` in `step % 5 == 0 and ...` is an
+    `or` at run time (the script's own launch path): it gets parentheses, else `and` binds first and
+    every rank but 0 would save on every step."""
+    src = textwrap.dedent("""\
+        import argparse
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--local_rank", type=int, default=-1)
+        args = parser.parse_args()
+        if args.local_rank != -1:
+            torch.cuda.set_device(args.local_rank)
+            dist.init_process_group("nccl")
+        model = nn.Linear(4, 1).cuda()
+        if args.local_rank != -1:
+            model = DDP(model, device_ids=[args.local_rank])
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if step % 5 == 0 and args.local_rank in [-1, 0]:
+                torch.save(model.state_dict(), "m.pt")
+    """)
+    out = fix_source(src, select=["DDP005"]).code
+    assert "    if step % 5 == 0 and (not dist.is_initialized() or dist.get_rank() == 0):\n" in out
+
+
 # --------------------------------------------------------------------------- DDP103 / DDP410 / DDP408 / DDP409
 def test_rank0_eval_uses_the_plain_module():
     src = train("""

@@ -29,7 +29,9 @@ class LocalVsGlobalRank(Rule):
 The global rank used as a CUDA device (`torch.cuda.set_device(rank)`, `.to(rank)`,
 `torch.device(f"cuda:{dist.get_rank()}")`, `device_ids=[rank]`, `output_device=rank`, also inside a
 helper such as `get_device()`, or passed to a helper's device parameter), or the local rank used
-where the global one is meant: the single writer (`if local_rank == 0: torch.save(...)`), the
+where the global one is meant: the single writer (`if local_rank == 0: torch.save(...)`, or
+`if gpu == 0: print(...)` in an mp.spawn target on several nodes that joins with
+`rank = args.nr * args.gpus + gpu`), the
 sampler's shard (`DistributedSampler(ds, rank=local_rank)`), or the rank of `init_process_group`
 in an `mp.spawn` target that uses the process index (`rank = gpu`) in a world spanning several
 nodes. A helper of the script's own modules that picks the GPU by the global rank is reported
@@ -112,15 +114,19 @@ processes per node are both named in the script; a helper in another file is rep
                     fix=NONE,
                 )
         spawned_ranks(ctx)
+        spawn_index = _spawn_local_indices(facts)
         for node in facts.index.ifs:
             if not _has_side_effect(facts, node.body):
                 continue
-            for comp in _local_rank_zero_tests(ranks, node.test):
+            index, joined = spawn_index.get(facts.index.enclosing(node, cst.FunctionDef), (None, None))
+            for comp in _local_rank_zero_tests(ranks, node.test, index):
                 if ctx.report(comp, "the local rank elects the writer: one per node; use the global rank"):
-                    cond = ctx.rank0(node)
-                    ctx.plan.replace(
-                        comp, lambda n, c=cond: cst.parse_expression(c).with_changes(lpar=n.lpar, rpar=n.rpar)
-                    )
+                    cond = cst.parse_expression(f"{joined} == 0" if joined is not None else ctx.rank0(node))
+                    if comp is not node.test and not comp.lpar and type(cond) is not cst.Comparison:
+                        cond = cond.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])  # `... and (...)`
+                    elif comp.lpar:
+                        cond = cond.with_changes(lpar=comp.lpar, rpar=comp.rpar)
+                    ctx.plan.replace(comp, lambda n, c=cond: c)
         for call in facts.data.sampler_calls:
             arg = kwarg(call, "rank")
             if arg is not None and ranks.is_local_rank(arg.value):
@@ -324,11 +330,35 @@ def _has_side_effect(facts, body, depth: int = 0) -> bool:
     return False
 
 
-def _local_rank_zero_tests(ranks: Ranks, test: cst.BaseExpression) -> list[cst.Comparison]:
-    """`local_rank == 0`, `args.local_rank in [-1, 0]`, ... inside an if-test (possibly within and/or)."""
+def _spawn_local_indices(facts) -> dict[cst.FunctionDef, tuple[str, str | None]]:
+    """The process index of each mp.spawn target that runs on several nodes and joins with a global rank
+    built from it (`rank = args.nr * args.gpus + gpu`): there `gpu == 0` is true once per node. With it,
+    the name init_process_group's rank is passed as, when it is a plain name (`rank`)."""
+    out = {}
+    for func, spawn in spawns(facts):
+        if _node_rank(facts, func, spawn) is None and not _multi_node_world(facts, func):
+            continue  # one node: the process index is the global rank
+        index = func.params.params[0].name.value
+        inits = [c for c in facts.launch.init_calls if facts.index.enclosing(c, cst.FunctionDef) is func]
+        given = [kwarg(c, "rank") for c in inits]
+        if given and all(a is not None and _index_only(facts, func, a.value, index) is None for a in given):
+            names = {a.value.value for a in given if type(a.value) is cst.Name}  # type: ignore[union-attr]
+            out[func] = (index, names.pop() if len(names) == 1 else None)  # (init's rank = the index: spawned_ranks)
+    return out
+
+
+def _local_rank_zero_tests(ranks: Ranks, test: cst.BaseExpression, index: str | None = None) -> list[cst.Comparison]:
+    """`local_rank == 0`, `args.local_rank in [-1, 0]`, ... inside an if-test (possibly within and/or);
+    `index` names a spawn target's process index that is a local rank there."""
     out = []
     for n in walk(test):
-        if isinstance(n, cst.Comparison) and len(n.comparisons) == 1 and ranks.is_local_rank(n.left):
+        if not (isinstance(n, cst.Comparison) and len(n.comparisons) == 1):
+            continue
+        if index is not None and type(n.left) is cst.Name and n.left.value == index:
+            if type(n.comparisons[0].operator) is cst.Equal and code_of(n.comparisons[0].comparator) == "0":
+                out.append(n)
+            continue
+        if ranks.is_local_rank(n.left):
             if ranks.takes(n) == (True, False) or ranks.takes(n)[0] is True:
                 out.append(n)
     return out
@@ -381,6 +411,80 @@ EXAMPLES = (
             torch.save(model.module.state_dict(), "model.pt")
         """,
         note="GPUs follow the local rank, the one writer the global rank:",
+    ),
+    fixes(
+        """
+        import argparse
+
+        import torch
+        import torch.distributed as dist
+        import torch.multiprocessing as mp
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def train(gpu, args):
+            rank = args.nr * args.gpus + gpu
+            dist.init_process_group("nccl", init_method="env://", world_size=args.world_size, rank=rank)
+            torch.cuda.set_device(gpu)
+            model = DDP(nn.Linear(4, 1).cuda(gpu), device_ids=[gpu])
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4).cuda(gpu)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if step % 5 == 0 and gpu == 0:
+                    print(f"step {step} loss {loss.item():.4f}")
+
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--nodes", type=int, default=1)
+            parser.add_argument("--gpus", type=int, default=1)
+            parser.add_argument("--nr", type=int, default=0)
+            args = parser.parse_args()
+            args.world_size = args.gpus * args.nodes
+            mp.spawn(train, nprocs=args.gpus, args=(args,))
+        """,
+        """
+        import argparse
+
+        import torch
+        import torch.distributed as dist
+        import torch.multiprocessing as mp
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def train(gpu, args):
+            rank = args.nr * args.gpus + gpu
+            dist.init_process_group("nccl", init_method="env://", world_size=args.world_size, rank=rank)
+            torch.cuda.set_device(gpu)
+            model = DDP(nn.Linear(4, 1).cuda(gpu), device_ids=[gpu])
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4).cuda(gpu)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if step % 5 == 0 and rank == 0:
+                    print(f"step {step} loss {loss.item():.4f}")
+
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--nodes", type=int, default=1)
+            parser.add_argument("--gpus", type=int, default=1)
+            parser.add_argument("--nr", type=int, default=0)
+            args = parser.parse_args()
+            args.world_size = args.gpus * args.nodes
+            mp.spawn(train, nprocs=args.gpus, args=(args,))
+        """,
+        note=(
+            "In an mp.spawn target on several nodes that joins with a rank built from its process index, "
+            "the index is the local rank: `gpu == 0` prints once per node; the rank it joins with is tested instead:"
+        ),
     ),
     clean(
         """
