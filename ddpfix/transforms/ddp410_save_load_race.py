@@ -6,11 +6,13 @@ import re
 
 import libcst as cst
 
+from ..analysis.file_paths import READERS, path_shapes
 from ..analysis.summaries import LOAD, SAVE
 from ..edits import distributed_test
 from ..examples import clean, fixes
 from ..rule import Context, Order, Rule
 from ..syntax import calls_in, code_of, dotted, kwarg, positional
+from .ddp401_unguarded_save import WRITERS
 
 
 class SaveLoadRace(Rule):
@@ -22,11 +24,17 @@ class SaveLoadRace(Rule):
     docs = """
 ## What
 A file saved on rank 0, then loaded by every rank in the same function with no collective in
-between that every rank reaches. Saves and loads are `torch.save` / `torch.load`, or a helper that
+between that every rank reaches. Saves and loads are `torch.save` / `torch.load` and the other
+common writers and readers of files (`np.save`/`np.load`, `plt.savefig`/`plt.imread`,
+`imageio.mimsave`/`imageio.imread`, `cv2.imwrite`/`cv2.imread`, `PIL.Image.open`, ...), or a helper that
 does one, of this file (`save_checkpoint(state, path)`, matched by a path-like argument or the file
 the helper names itself) or of the script's own modules (`utils.save_on_master(state, path)`).
 The collective may come through a module of the script that imports torch.distributed
 (`from utils import dist`, then `dist.barrier()`).
+
+A path built around a loop's number is compared by its literal parts: a sample saved each epoch
+as `"out/epoch_" + str(epoch + 1) + ".png"` is the file read back later as
+`"out/epoch_" + str(e + 1) + ".png"`, names followed to the value they were assigned.
 
 ## Why
 The other ranks reach the load while rank 0 is still writing: they read a missing or truncated
@@ -50,7 +58,8 @@ A script that starts its own processes (`mp.spawn`) gets `if dist.is_initialized
 
 ## Fix safety
 Safe: every rank reaches the barrier (it is outside any rank condition), and a plain run has no
-process group and skips it. A load inside `with open(path, "rb") as f:` gets its barrier before the
+process group and skips it. Loads in a loop that does not also save (reading back every
+epoch's images) get one barrier before the loop. A load inside `with open(path, "rb") as f:` gets its barrier before the
 `with`: the file is opened there, before the load runs.
 """
 
@@ -88,7 +97,7 @@ process group and skips it. A load inside `with open(path, "rb") as f:` gets its
                     continue
                 if any(facts.index.before(save, b) and facts.index.before(b, load) for b in syncs):
                     continue
-                stmt = _opening(facts, load) or facts.index.site(load).stmt
+                stmt = _outside_loops(facts, _opening(facts, load) or facts.index.site(load).stmt, save)
                 scope = facts.index.scope_of(load)
                 if any(
                     facts.index.scope_of(b) is scope and facts.index.before(save, b) and not facts.index.before(stmt, b)
@@ -111,22 +120,23 @@ process group and skips it. A load inside `with open(path, "rb") as f:` gets its
     @staticmethod
     def _paths(facts, call: cst.Call, effect: str) -> set[str]:
         """The texts naming the file `call` saves (effect SAVE) or loads (LOAD): the path argument of
-        `torch.save(obj, path)` / `torch.load(path)`, or every argument of a helper that does, in this
-        file (`save_checkpoint(state, path)`) or in one of the script's modules (`utils.save_on_master`)."""
+        `torch.save(obj, path)`, `torch.load(path)` and the other common writers and readers of files
+        (`plt.savefig`, `imageio.imread`, `np.load`, ...), or every argument of a helper that does one,
+        in this file (`save_checkpoint(state, path)`, `show_result(..., path=p)`) or in one of the
+        script's modules (`utils.save_on_master`). Paths built around a loop's number compare by their
+        literal parts (analysis/file_paths.py)."""
+        table = WRITERS if effect == SAVE else READERS
         q = facts.names.call_qual(call)
-        if q == "torch.save" and effect == SAVE:
-            path = positional(call, 1) or kwarg(call, "f")
-            return {_text(path.value)} if path is not None else set()
-        if q == "torch.load" and effect == LOAD:
-            path = positional(call, 0) or kwarg(call, "f")
-            return {_text(path.value)} if path is not None else set()
-        if q in ("torch.save", "torch.load"):
+        if q in table:
+            index, keyword = table[q]
+            path = positional(call, index) or kwarg(call, keyword)
+            return path_shapes(facts, path.value) if path is not None else set()
+        if q in WRITERS or q in READERS:
             return set()
         callee = facts.index.callee_of(call)
-        wanted = "torch.save" if effect == SAVE else "torch.load"
-        paths = {_text(a.value) for a in call.args if _names_a_file(a.value)}
+        paths = {t for a in call.args if _names_a_file(a) for t in path_shapes(facts, a.value)}
         if callee is not None:
-            if not any(facts.names.call_qual(c) == wanted for c in calls_in(callee.body)):
+            if not any(facts.names.call_qual(c) in table for c in calls_in(callee.body)):
                 return set()
             return paths | _literal_paths(facts, callee, effect)
         if not facts.modules.call_does(call, effect):
@@ -162,6 +172,21 @@ def _literal_paths(facts, func: cst.FunctionDef, effect: str) -> set[str]:
     return out
 
 
+def _outside_loops(facts, stmt: cst.CSTNode, save: cst.Call) -> cst.CSTNode:
+    """The outermost loop around `stmt` in its function that does not also hold the save (`for e in
+    range(epochs): images.append(imageio.imread(...))`): one barrier before it serves every pass."""
+    found = stmt
+    for anc in facts.index.ancestors(stmt):
+        kind = type(anc)
+        if kind is cst.FunctionDef or kind is cst.ClassDef or kind is cst.Lambda:
+            break
+        if kind is cst.For or kind is cst.While:
+            if facts.index.contains(anc, save):
+                break
+            found = anc
+    return found
+
+
 def _opening(facts, load: cst.Call) -> cst.With | None:
     """The outermost `with open(...)` (of the load's own function) the load runs in: the file is opened
     there, so the barrier goes before it, not inside it."""
@@ -187,9 +212,13 @@ def _text(expr: cst.BaseExpression) -> str:
 PATHLIKE = re.compile(r"path|file|dir|ckpt|checkpoint|fname|out|resume|weights|save|best|last", re.IGNORECASE)
 
 
-def _names_a_file(expr: cst.BaseExpression) -> bool:
+def _names_a_file(arg: cst.Arg) -> bool:
     """An argument of a save or load helper that names its file: a string, a path built with
-    `os.path.join` / `Path`, or a name spelled like one (`ckpt_path`, `args.resume`)."""
+    `os.path.join` / `Path`, a name spelled like one (`ckpt_path`, `args.resume`), or anything passed
+    for a parameter spelled like one (`path=fixed_p`)."""
+    if arg.keyword is not None and PATHLIKE.search(arg.keyword.value):
+        return True
+    expr = arg.value
     if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
         return True
     if isinstance(expr, cst.Call):
