@@ -103,7 +103,7 @@ step; otherwise the copy gets its own guard.
         _guard_copies(ctx, saved)
         harm = "all processes write the same file"
         guard_module_writes(ctx, self, EVERY_RANK_SAVE, "torch.save", harm, is_save, None, _module_planner)
-        report_factory_writes(ctx, EVERY_RANK_SAVE, "torch.save", harm)
+        report_factory_writes(ctx, EVERY_RANK_SAVE, "torch.save", harm, is_save, _module_planner)
 
 
 def _guard_copies(ctx: Context, saved: dict[cst.CSTNode, set[str]]) -> None:

@@ -93,7 +93,7 @@ run sets to -1 (`int(os.environ.get("RANK", -1))`) is guarded with `in (-1, 0)`.
         if not distributed:  # what a module of the script prints for it (`trainer.log()`): guarded there
             harm = "output is duplicated once per process"
             guard_module_writes(ctx, self, EVERY_RANK_PRINT, "print", harm, is_print, ranks.print_silenced)
-            report_factory_writes(ctx, EVERY_RANK_PRINT, "print", harm)
+            report_factory_writes(ctx, EVERY_RANK_PRINT, "print", harm, is_print)
 
 
 def _gives_up(facts, call: cst.Call) -> bool:
