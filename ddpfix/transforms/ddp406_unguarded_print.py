@@ -67,7 +67,8 @@ its own. A print that shares its line with other code (`msg = f(x); print(msg)`,
 `except ImportError: HAS_X = False; print(...)`) is reported without a fix: a guard around the whole
 statement would hide its other work from the other ranks.
 A trainer a config names by class and builds through a factory of the script's modules (see
-DDP401) that prints on every rank is reported at the factory call, without a fix.
+DDP401) that prints on every rank is reported at the factory call; the fix guards the prints of
+every class the module offers, in whichever file (a base class's epoch loop), to rank 0.
 
 ## Fix safety
 Safe: a plain run has RANK 0 and prints exactly as before. A script whose own rank variable a plain
