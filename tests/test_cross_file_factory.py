@@ -155,3 +155,33 @@ def test_a_second_trainer_class_of_the_package_gets_its_set_epoch(project):
     assert _codes(result)["DDP201"].applied
     quiet = next(c.code for p, c in result.others.items() if Path(p).name == "quiet.py")
     assert "self.loader.sampler.set_epoch(epoch)" in quiet
+
+
+def test_a_loader_handed_by_position_reaches_the_trainer_s_attribute(project):
+    _edit(project / "train.py", "optimizer, data_loader=data_loader)", "optimizer, data_loader)")
+    result = ddpfix.fix_project("train.py")
+    assert _codes(result)["DDP201"].applied and result.incomplete == []
+    trainer = result.others[str(Path("trainer") / "trainer.py")].code
+    assert "self.data_loader.sampler.set_epoch(epoch)" in trainer
+
+
+def test_a_trainer_that_runs_its_own_epoch_loop_gets_set_epoch_in_it(project):
+    _edit(
+        project / "trainer" / "trainer.py",
+        "    def _train_epoch(self, epoch):\n        self.model.train()\n        last = 0.0\n"
+        "        for x, y in self.data_loader:\n",
+        "    def _train_epoch(self, epoch):\n        return self.fit()\n\n    def fit(self):\n"
+        "        last = 0.0\n        for step in range(2):\n            for x, y in self.data_loader:\n",
+    )
+    _edit(
+        project / "trainer" / "trainer.py",
+        "            self.optimizer.zero_grad()",
+        "                self.optimizer.zero_grad()",
+    )
+    for line in ("loss = F.mse", "loss.backward", "self.optimizer.step", "last = loss"):
+        _edit(project / "trainer" / "trainer.py", f"            {line}", f"                {line}")
+    result = ddpfix.fix_project("train.py")
+    assert _codes(result)["DDP201"].applied
+    trainer = result.others[str(Path("trainer") / "trainer.py")].code
+    assert "for step in range(2):\n            if isinstance(getattr(self.data_loader" in trainer
+    assert "self.data_loader.sampler.set_epoch(step)" in trainer
