@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .analysis.config_factory import FactoryCall, factory_calls, findings, shown_finding, state_dicts
+from .analysis.config_file import configured
 from .analysis.factory_classes import loader_builds
 from .analysis.local_writes import called
 from .factory_edits import keep, sampler_edits, tried, unwrap_edits
@@ -38,7 +39,7 @@ def report_factory_loaders(ctx: Context, code_message: str) -> None:
         handed = [(t, a) for t in trainers for a in t.call.args if targets and _hands_for_training(a, targets[0])]
         if not loaders or not handed or all(_sampled(c) for c in loaders):
             continue
-        classes = ", ".join(f"{c.name} at {shown_finding(facts.modules.folder, _at(c))}" for c in loaders[:3])
+        classes = _classes(facts, fc, loaders)
         head = (
             f"{code_message}: {targets[0]} is built by {called(fc.call)}() from the class the config names "
             f"(getattr at {fc.where}: {classes})"
@@ -78,7 +79,7 @@ def report_factory_writes(
             continue
         where = ", ".join(shown_finding(facts.modules.folder, f) for f in found[:3])
         head = (
-            f"{called(fc.call)}() builds the trainer the config names (getattr at {fc.where}), which runs {what} "
+            f"{called(fc.call)}() builds the trainer the config names ({_picks(facts, fc)}getattr at {fc.where}), which runs {what} "
             f"on every rank ({where}): {harm}"
         )
         lines = by_path(found)
@@ -113,7 +114,7 @@ def report_factory_state_dicts(ctx: Context) -> None:
         where = ", ".join(f"{attr}.state_dict() at {shown}" for (_p, attr, _n), shown in list(zip(saves, at))[:3])
         head = (
             f"{called(fc.call)}() hands {dotted(handed[0].value)}, the DDP wrapper, to the trainer the config names "
-            f"(getattr at {fc.where}), which saves {where}: 'module.' keys"
+            f"({_picks(facts, fc)}getattr at {fc.where}), which saves {where}: 'module.' keys"
         )
         why, edits = unwrap_edits(ctx.rule, fc, handed[0])
         places: list[str] = []
@@ -131,6 +132,22 @@ def report_factory_state_dicts(ctx: Context) -> None:
             )
         elif ctx.report(fc.call, f'{head}; the fix saves getattr(..., "module", ...).state_dict() there'):
             keep(ctx, ctx.rule, edits)
+
+
+def _classes(facts, fc: FactoryCall, classes: list) -> str:
+    """The classes a finding names, the one the script's default config file names first, labelled."""
+    named = configured(facts, fc)
+    first = sorted(classes, key=lambda c: named is None or c.name != named[0])
+    return ", ".join(
+        (f"{named[1]}'s " if named is not None and c.name == named[0] else "")
+        + f"{c.name} at {shown_finding(facts.modules.folder, _at(c))}"
+        for c in first[:3]
+    )
+
+
+def _picks(facts, fc: FactoryCall) -> str:
+    named = configured(facts, fc)
+    return f"{named[0]} in {named[1]}; " if named is not None else ""
 
 
 def _place(path, line):

@@ -44,8 +44,9 @@ def test_every_class_the_factory_can_pick_is_converted(project):
     assert found["DDP301"].applied and "model = DDP(model" in result.code
     loader = found["DDP201"]
     assert loader.applied and loader.line == 16
-    assert "getattr at utils.py:6: RegressionDataLoader at data_loaders.py:6" in loader.message
+    assert "getattr at utils.py:6: config.json's RegressionDataLoader at data_loaders.py:6" in loader.message
     assert "(at data_loaders.py:13, trainer/trainer.py:12)" in loader.message
+    assert "the trainer the config names (Trainer in config.json; getattr at utils.py:6)" in found["DDP401"].message
     assert "torch.save on every rank (trainer/base.py:28)" in found["DDP401"].message
     assert "self.model.state_dict() at trainer/base.py:27" in found["DDP402"].message
     assert "print on every rank (trainer/base.py:22)" in found["DDP406"].message
@@ -132,11 +133,29 @@ def test_every_data_loader_class_the_module_offers_is_named_and_sharded(project)
     )
     result = ddpfix.fix_project("train.py")
     message = _codes(result)["DDP201"].message
-    assert "RegressionDataLoader at data_loaders.py:6, ShuffledLoader at data_loaders.py:16" in message
+    assert "RegressionDataLoader at data_loaders.py:6, OrderedLoader at data_loaders.py:24, ShuffledLoader" in message
     assert "Unrelated" not in message
     edited = next(c.code for p, c in result.others.items() if Path(p).name == "data_loaders.py")
     assert edited.count("if dist.is_initialized() else None") == 2  # RegressionDataLoader's and OrderedLoader's
     assert "DistributedSampler(dataset, shuffle=False) if dist.is_initialized() else None" in edited
+
+
+def test_the_class_the_config_file_names_is_named_first_and_every_class_is_still_edited(project):
+    text = (project / "data_loaders.py").read_text()
+    (project / "data_loaders.py").write_text(
+        text + "\n\nclass OrderedLoader(DataLoader):\n    def __init__(self, dataset, batch_size):\n"
+        "        super().__init__(dataset, batch_size, False)\n"
+    )
+    _edit(project / "config.json", '"type": "RegressionDataLoader"', '"type": "OrderedLoader"')
+    result = ddpfix.fix_project("train.py")
+    message = _codes(result)["DDP201"].message
+    assert "config.json's OrderedLoader at data_loaders.py:16, RegressionDataLoader at data_loaders.py:6" in message
+    edited = next(c.code for p, c in result.others.items() if Path(p).name == "data_loaders.py")
+    assert edited.count("if dist.is_initialized() else None") == 2
+    (project / "config.json").unlink()  # no config file to read: no label, the same edits
+    again = ddpfix.fix_project("train.py")
+    assert "config.json" not in _codes(again)["DDP201"].message
+    assert {p: c.code for p, c in again.others.items()} == {p: c.code for p, c in result.others.items()}
 
 
 def test_a_second_trainer_class_of_the_package_gets_its_set_epoch(project):

@@ -43,6 +43,7 @@ class FactoryCall:
     classes: tuple[FactoryClass, ...]  # those the module offers
     named: int | None = None  # the factory's parameters before `*args`, which it hands on first; None: not so
     keywords: bool = False  # the factory hands its `**kwargs` on to the class
+    config_at: int | None = None  # the factory's parameter whose "type" names the class (`cfg`)
 
     def slot(self, arg: cst.Arg) -> int | str | None:
         """Where the class gets the factory call's argument `arg`: its keyword, or its position among
@@ -161,10 +162,10 @@ def parsed(path: Path) -> ast.Module | None:
     return _tree(path, stamped) if stamped is not None else None
 
 
-def _getattr_param(path: Path, name: str) -> tuple[int, int, int | None, bool] | None:
+def _getattr_param(path: Path, name: str) -> tuple[int, int, int | None, bool, int | None] | None:
     """(the parameter's position, the line, how many parameters precede the `*args` the call hands on
-    first, whether it hands on `**kwargs`) where the module's function `name` calls what
-    `getattr(<that parameter>, ...)` returns."""
+    first, whether it hands on `**kwargs`, the parameter `<cfg>["type"]` reads) where the module's
+    function `name` calls what `getattr(<that parameter>, ...)` returns."""
     tree = parsed(path)
     func = (
         next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
@@ -186,7 +187,10 @@ def _getattr_param(path: Path, name: str) -> tuple[int, int, int | None, bool] |
                 keywords = kwargs is not None and any(
                     k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs.arg for k in node.keywords
                 )
-                return params.index(first.id), node.lineno, named, keywords
+                second = inner.args[1] if len(inner.args) > 1 else None
+                cfg = second.value if isinstance(second, ast.Subscript) else None
+                config_at = params.index(cfg.id) if isinstance(cfg, ast.Name) and cfg.id in params else None
+                return params.index(first.id), node.lineno, named, keywords, config_at
     return None
 
 
