@@ -43,7 +43,7 @@ def set_epoch_blocker(ctx: Context, rule: Rule, handoff: Handoff) -> tuple[str |
         return "the function that runs the epochs is not known", ""
     lines: list[int] = []
     why = others.why_not(handoff.path) or others.trial(
-        handoff.path, rule, _planner(handoff.member, handoff.param, lines)
+        handoff.path, rule, epoch_loop_planner(handoff.member, handoff.param, lines)
     )
     return why, f"{others.shown(handoff.path)}:{lines[0]}" if lines else others.shown(handoff.path)
 
@@ -55,16 +55,16 @@ def keep_set_epoch(ctx: Context, rule: Rule, handoff: Handoff) -> None:
     key = ("set_epoch", handoff.path, handoff.member, handoff.param)
     if key not in others.planned:
         others.planned.add(key)
-        others.keep(handoff.path, rule, _planner(handoff.member, handoff.param, []))
+        others.keep(handoff.path, rule, epoch_loop_planner(handoff.member, handoff.param, []))
 
 
-def _planner(member: str, param: str, lines: list[int]):
+def epoch_loop_planner(member: str, param: str, lines: list[int]):
     """Prepend the loader's set_epoch to the epoch loop of `member` over its parameter `param`, or, for
     a class's `__init__` that keeps it (`self.train_loader = train_loader`), to the epoch loop of the
     method that iterates that attribute (`lines` gets that loop's line)."""
 
     def plan(ctx: Context) -> str | None:
-        func = _function(ctx.facts.module, member)
+        func = function_of(ctx.facts.module, member)
         if func is None:
             return f"{member} is not a function at the top level of the module or of one of its classes"
         cls = ctx.facts.index.enclosing(func, cst.ClassDef)
@@ -90,25 +90,28 @@ def _planner(member: str, param: str, lines: list[int]):
             owner = f"{cls.name.value}." if isinstance(cls, cst.ClassDef) else ""
             name = f"{owner}{where.name.value}" if isinstance(where, cst.FunctionDef) else member
             return f"the epoch loop of {name}() (line {line}) has no epoch variable to pass"
-        epoch = epoch_name(ctx, loop)
-        sampler_cls = ctx.plan.ref(SAMPLER, "DistributedSampler")
-        stmts = ctx.plan.statements(
-            """
-            if isinstance(getattr({l}, "sampler", None), {cls}):
-                {l}.sampler.set_epoch({e})
-            """,
-            l=reach,
-            cls=sampler_cls,
-            e=epoch,
-        )
-        ctx.plan.prepend(loop.body, stmts, order=Order.SET_EPOCH)
+        ctx.plan.prepend(loop.body, through_loader(ctx, reach, epoch_name(ctx, loop)), order=Order.SET_EPOCH)
         lines.append(line)
         return None
 
     return plan
 
 
-def _function(module: cst.Module, member: str) -> cst.FunctionDef | None:
+def through_loader(ctx: Context, reach: str, epoch: str) -> list[cst.BaseStatement]:
+    """`set_epoch(epoch)` on the sampler of the loader `reach`, where it is a DistributedSampler (a plain
+    run's loader, or any other caller's iterable, skips it)."""
+    return ctx.plan.statements(
+        """
+        if isinstance(getattr({l}, "sampler", None), {cls}):
+            {l}.sampler.set_epoch({e})
+        """,
+        l=reach,
+        cls=ctx.plan.ref(SAMPLER, "DistributedSampler"),
+        e=epoch,
+    )
+
+
+def function_of(module: cst.Module, member: str) -> cst.FunctionDef | None:
     """`train` or `SimCLR.train`: a function at the top level of `module`, or a method of a class there."""
     *owner, name = member.split(".")
     body: list = list(module.body)
@@ -186,4 +189,4 @@ def _inside(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
     return any(n is node for n in walk(tree))
 
 
-__all__ = ["keep_set_epoch", "set_epoch_blocker"]
+__all__ = ["epoch_loop_planner", "function_of", "keep_set_epoch", "set_epoch_blocker", "through_loader"]

@@ -61,9 +61,9 @@ def guard_module_writes(
         if not found or facts.ranks.rank_guarded(call) or (skip is not None and skip(call)):
             continue
         where = ", ".join(shown(facts.modules, f) for f in found[:3])
-        lines = _by_path(found)
+        lines = by_path(found)
         guarded: list[int] = []
-        why = _why_not(ctx, rule, lines, what, match, guarded, make)
+        why = why_not_guarded(ctx, rule, lines, what, match, guarded, make)
         if why is None and not guarded:
             continue  # the module's own analysis sees a rank test there (`if self.rank != 0: return`)
         head = f"{called(call)}() {verb} {what} on every rank ({where}): {harm}"
@@ -74,22 +74,29 @@ def guard_module_writes(
             continue
         if not ctx.report(call, f"{head}; the fix guards it to rank 0 there"):
             continue
-        assert ctx.others is not None
-        for path, path_lines in lines.items():
-            new = [n for n in path_lines if (rule.code, path, n) not in ctx.others.planned]
-            if new:
-                ctx.others.planned.update((rule.code, path, n) for n in new)
-                ctx.others.keep(path, rule, make(new, what, match, ctx.others.shown(path), []))
+        keep_guards(ctx, rule, lines, what, match, make)
 
 
-def _by_path(found: list[Finding]) -> dict[Path, list[int]]:
+def keep_guards(
+    ctx: Context, rule: Rule, lines: dict[Path, list[int]], what: str, match: Match, make: MakePlanner
+) -> None:
+    """Make the guards `why_not_guarded` allowed part of this pass's fix (each line once)."""
+    assert ctx.others is not None
+    for path, path_lines in lines.items():
+        new = [n for n in path_lines if (rule.code, path, n) not in ctx.others.planned]
+        if new:
+            ctx.others.planned.update((rule.code, path, n) for n in new)
+            ctx.others.keep(path, rule, make(new, what, match, ctx.others.shown(path), []))
+
+
+def by_path(found: list[Finding]) -> dict[Path, list[int]]:
     out: dict[Path, list[int]] = {}
     for f in found:
         out.setdefault(f.path, []).append(f.line)
     return {path: sorted(set(lines)) for path, lines in out.items()}
 
 
-def _why_not(
+def why_not_guarded(
     ctx: Context,
     rule: Rule,
     lines: dict[Path, list[int]],
@@ -148,4 +155,12 @@ def is_print(facts, call: cst.Call) -> bool:
     return isinstance(call.func, cst.Name) and call.func.value == "print"
 
 
-__all__ = ["guard_module_writes", "guard_statements", "is_print", "is_save"]
+__all__ = [
+    "by_path",
+    "guard_module_writes",
+    "guard_statements",
+    "is_print",
+    "is_save",
+    "keep_guards",
+    "why_not_guarded",
+]

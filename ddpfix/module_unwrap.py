@@ -53,7 +53,7 @@ def unwrap_in_classes(ctx: Context, rule: Rule) -> None:
                 if others.why_not(path) is not None:
                     continue
                 lines: list[int] = []
-                planner = _planner(cls, slot, lines)
+                planner = unwrap_planner(cls, slot, lines)
                 if others.trial(path, rule, planner) is not None or not lines:
                     continue
                 where = ", ".join(f"{others.shown(path)}:{n}" for n in lines[:3])
@@ -64,7 +64,7 @@ def unwrap_in_classes(ctx: Context, rule: Rule) -> None:
                 key = (rule.code, path, cls)
                 if ctx.report(arg.value, message) and key not in others.planned:
                     others.planned.add(key)
-                    others.keep(path, rule, _planner(cls, slot, []))
+                    others.keep(path, rule, unwrap_planner(cls, slot, []))
 
 
 def _slots(call: cst.Call):
@@ -79,7 +79,7 @@ def _slots(call: cst.Call):
             position += 1
 
 
-def _planner(cls_name: str, slot: int | str, lines: list[int]):
+def unwrap_planner(cls_name: str, slot: int | str, lines: list[int]):
     """Unwrap `self.<attr>.state_dict()` in the methods of `cls_name`, where `__init__` keeps its
     parameter `slot` as `self.<attr>`; `lines` gets the lines edited. None (nothing to do) is no error."""
 
@@ -159,4 +159,4 @@ def _inside_load(facts, call: cst.CSTNode) -> bool:
     return any(isinstance(a, cst.Call) and method_name(a) == "load_state_dict" for a in facts.index.ancestors(call))
 
 
-__all__ = ["UNWRAP", "unwrap_in_classes"]
+__all__ = ["UNWRAP", "unwrap_in_classes", "unwrap_planner"]

@@ -21,6 +21,7 @@ from .ast_reading import ast_dotted
 from .imports import ImportTable, Origin
 from .model_params import ast_params
 from .module_summary import ModuleSummary
+from .stamps import read_bytes, stamp
 from .summaries import summarise
 
 DEPTH = 3  # base classes followed
@@ -40,6 +41,22 @@ class FactoryCall:
     call: cst.Call
     where: str  # the getattr that picks the class: "utils.py:6"
     classes: tuple[FactoryClass, ...]  # those the module offers
+    named: int | None = None  # the factory's parameters before `*args`, which it hands on first; None: not so
+    keywords: bool = False  # the factory hands its `**kwargs` on to the class
+    config_at: int | None = None  # the factory's parameter whose "type" names the class (`cfg`)
+
+    def slot(self, arg: cst.Arg) -> int | str | None:
+        """Where the class gets the factory call's argument `arg`: its keyword, or its position among
+        the arguments the factory hands on; None where the factory does not hand it on as it is."""
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            return arg.keyword.value if self.keywords else None
+        args = [a for a in self.call.args if a.keyword is None]
+        at = next((i for i, a in enumerate(args) if a is arg), None)
+        if self.named is None or at is None or at < self.named or any(a.star for a in args[:at]):
+            return None
+        return at - self.named
 
     def is_loader(self, cls: FactoryClass) -> bool:
         """Is `cls` a DataLoader (its own base classes, or theirs, end in `DataLoader`)?"""
@@ -66,7 +83,7 @@ def factory_calls(facts) -> list[FactoryCall]:
         classes = tuple(c for name in sorted(chosen.summary.classes) if (c := _class(modules, chosen.summary, name)))
         if classes:
             where = f"{_shown(modules.folder, target.summary.path)}:{picked[1]}"
-            out.append(FactoryCall(call, where, classes))
+            out.append(FactoryCall(call, where, classes, *picked[2:]))
     return out
 
 
@@ -86,7 +103,7 @@ def state_dicts(cls: FactoryClass) -> list[tuple[Path, str, int]]:
     base classes' (not of an optimizer or scheduler: those have no wrapper)."""
     out = []
     for summary, name in cls.chain:
-        tree = _parsed(summary.path)
+        tree = parsed(summary.path)
         for node in tree.body if tree is not None else ():
             if not (isinstance(node, ast.ClassDef) and node.name == name):
                 continue
@@ -132,25 +149,24 @@ def _bases(summary: ModuleSummary, name: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _tree(path: Path, stamp: tuple[int, int]) -> ast.Module | None:
+def _tree(path: Path, stamped: tuple) -> ast.Module | None:
     try:
-        return ast.parse(path.read_bytes())
+        return ast.parse(read_bytes(path))
     except (OSError, SyntaxError, ValueError):
         return None
 
 
-def _parsed(path: Path) -> ast.Module | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return _tree(path, (st.st_size, st.st_mtime_ns))
+def parsed(path: Path) -> ast.Module | None:
+    """The module's tree as the analysis sees it (as a fix leaves it, within `stamps.overlaid`)."""
+    stamped = stamp(path)
+    return _tree(path, stamped) if stamped is not None else None
 
 
-def _getattr_param(path: Path, name: str) -> tuple[int, int] | None:
-    """(the parameter's position, the line) where the module's function `name` calls what
-    `getattr(<that parameter>, ...)` returns."""
-    tree = _parsed(path)
+def _getattr_param(path: Path, name: str) -> tuple[int, int, int | None, bool, int | None] | None:
+    """(the parameter's position, the line, how many parameters precede the `*args` the call hands on
+    first, whether it hands on `**kwargs`, the parameter `<cfg>["type"]` reads) where the module's
+    function `name` calls what `getattr(<that parameter>, ...)` returns."""
+    tree = parsed(path)
     func = (
         next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
         if tree is not None
@@ -164,12 +180,22 @@ def _getattr_param(path: Path, name: str) -> tuple[int, int] | None:
         if isinstance(inner, ast.Call) and ast_dotted(inner.func) == "getattr" and inner.args:
             first = inner.args[0]
             if isinstance(first, ast.Name) and first.id in params:
-                return params.index(first.id), node.lineno
+                star, kwargs = func.args.vararg, func.args.kwarg
+                lead = node.args[0] if node.args else None
+                forwards = isinstance(lead, ast.Starred) and isinstance(lead.value, ast.Name) and star is not None
+                named = len(params) if forwards and lead.value.id == star.arg else None
+                keywords = kwargs is not None and any(
+                    k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs.arg for k in node.keywords
+                )
+                second = inner.args[1] if len(inner.args) > 1 else None
+                cfg = second.value if isinstance(second, ast.Subscript) else None
+                config_at = params.index(cfg.id) if isinstance(cfg, ast.Name) and cfg.id in params else None
+                return params.index(first.id), node.lineno, named, keywords, config_at
     return None
 
 
 def _class_line(path: Path, name: str) -> int | None:
-    tree = _parsed(path)
+    tree = parsed(path)
     for node in tree.body if tree is not None else ():
         if isinstance(node, ast.ClassDef) and node.name == name:
             return node.lineno
@@ -183,4 +209,4 @@ def _shown(folder: Path | None, path: Path) -> str:
         return str(path)
 
 
-__all__ = ["FactoryCall", "FactoryClass", "factory_calls", "findings", "shown_finding", "state_dicts"]
+__all__ = ["FactoryCall", "FactoryClass", "factory_calls", "findings", "parsed", "shown_finding", "state_dicts"]

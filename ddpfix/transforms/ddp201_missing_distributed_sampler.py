@@ -125,9 +125,20 @@ not a literal, is reported only.
 
 Objects a config names by class (`init_obj(module_trainer, config["trainer"], model, ...)`, a factory
 of the script's own modules that returns `getattr(module, cfg["type"])(...)`) are built from a class
-chosen at run time: a training loader built that way from a module that offers a `DataLoader` subclass,
-and handed to a trainer built the same way, is reported at the factory call with that class's file
-and line, without a fix (the sampler goes in that class).
+chosen at run time. A training loader built that way from a module that offers `DataLoader`
+subclasses, and handed to a trainer built the same way, is reported at the factory call with each
+class's file and line; the classes the module offers are known, so the fix edits every one the config
+could name, each dual-mode: every DataLoader class builds
+`sampler = DistributedSampler(dataset, shuffle=shuffle) if dist.is_initialized() else None` before its
+`super().__init__(dataset, ..., shuffle=(sampler is None and shuffle), sampler=sampler)`, and every
+trainer class the factory can build with that loader sets its epoch where the epoch and the loader
+meet: in the loop of its method over `self.data_loader`, or first in that method
+(`if isinstance(getattr(self.data_loader, "sampler", None), DistributedSampler):
+self.data_loader.sampler.set_epoch(epoch)`) when an epoch loop of its chain hands it the epoch
+(`for epoch in ...: self._train_epoch(epoch)` in a base class of another file). A plain run builds no
+sampler and skips the call. Where one class cannot be edited (its loader's arguments come from a dict,
+it has a `batch_sampler` or no `super().__init__`, a trainer keeps no loader or has no epoch to pass,
+the module may not be edited), the finding has no fix, says why, and no class is edited for it.
 
 ## Fix safety
 Safe for map-style datasets. Loaders with `batch_sampler=` or over an `IterableDataset` get the

@@ -75,8 +75,9 @@ Objects a config names by class (`init_obj(module_trainer, config["trainer"], mo
 of the script's own modules that returns `getattr(module, cfg["type"])(...)`) are built from a class
 chosen at run time: a trainer built that way and handed the trained model, whose
 methods (or its base classes') save on every rank, is reported at the factory call with the save's
-file and line, without a fix (DDP402 and DDP406 report its `state_dict()` of the wrapper and its
-prints the same way).
+file and line. The fix guards the saves of every class the module offers, as above, whichever the
+config names (DDP402 and DDP406 fix its `state_dict()` of the wrapper and its prints the same way);
+where one cannot be guarded, none is, and the finding says why.
 
 ## Fix safety
 Safe. Uses the global `RANK` (one writer per job, not per node). A statement around the copy
@@ -103,7 +104,7 @@ step; otherwise the copy gets its own guard.
         _guard_copies(ctx, saved)
         harm = "all processes write the same file"
         guard_module_writes(ctx, self, EVERY_RANK_SAVE, "torch.save", harm, is_save, None, _module_planner)
-        report_factory_writes(ctx, EVERY_RANK_SAVE, "torch.save", harm)
+        report_factory_writes(ctx, EVERY_RANK_SAVE, "torch.save", harm, is_save, _module_planner)
 
 
 def _guard_copies(ctx: Context, saved: dict[cst.CSTNode, set[str]]) -> None:

@@ -49,9 +49,12 @@ unwrap it themselves are not reported. Neither is a script that keeps the prefix
 the model itself and loads the file it saves (the same path) back into the wrapper (a resume: both
 sides have `module.` keys), or strips the prefix itself (`k.replace("module.", "")`). A helper that trains through the handed-in model, one that
 hands it back where the script keeps what it returns (`model = save_checkpoint(model, path)`), or a
-use where no name reaches the plain module, gets the diagnostic only. So does the wrapper handed to a trainer a config names by
+use where no name reaches the plain module, gets the diagnostic only. The wrapper handed to a trainer a config names by
 class (`init_obj(module_trainer, config["trainer"], model)`, see DDP401) whose methods save
-`self.model.state_dict()`: the message names that file and line. A name bound again after the wrap
+`self.model.state_dict()` is reported with that file and line, and the fix unwraps it in every class
+the module offers that the wrapper reaches (through `super().__init__(model, ...)` to the base class
+that keeps it); where it cannot follow the wrapper to the attribute that saves it, the finding has no
+fix. A name bound again after the wrap
 (`model = Net()`) is no longer the wrapper.
 """
 

@@ -67,7 +67,8 @@ its own. A print that shares its line with other code (`msg = f(x); print(msg)`,
 `except ImportError: HAS_X = False; print(...)`) is reported without a fix: a guard around the whole
 statement would hide its other work from the other ranks.
 A trainer a config names by class and builds through a factory of the script's modules (see
-DDP401) that prints on every rank is reported at the factory call, without a fix.
+DDP401) that prints on every rank is reported at the factory call; the fix guards the prints of
+every class the module offers, in whichever file (a base class's epoch loop), to rank 0.
 
 ## Fix safety
 Safe: a plain run has RANK 0 and prints exactly as before. A script whose own rank variable a plain
@@ -93,7 +94,7 @@ run sets to -1 (`int(os.environ.get("RANK", -1))`) is guarded with `in (-1, 0)`.
         if not distributed:  # what a module of the script prints for it (`trainer.log()`): guarded there
             harm = "output is duplicated once per process"
             guard_module_writes(ctx, self, EVERY_RANK_PRINT, "print", harm, is_print, ranks.print_silenced)
-            report_factory_writes(ctx, EVERY_RANK_PRINT, "print", harm)
+            report_factory_writes(ctx, EVERY_RANK_PRINT, "print", harm, is_print)
 
 
 def _gives_up(facts, call: cst.Call) -> bool:
