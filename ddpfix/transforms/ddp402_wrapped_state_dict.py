@@ -7,7 +7,7 @@ import libcst as cst
 from ..examples import clean, fixes
 from ..factory_reports import report_factory_state_dicts
 from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrappers
-from ..module_unwrap import unwrap_in_classes
+from ..module_unwrap import unwrap_built_models, unwrap_in_classes
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, method_name, receiver
 
@@ -53,6 +53,12 @@ use where no name reaches the plain module, gets the diagnostic only. So does th
 class (`init_obj(module_trainer, config["trainer"], model)`, see DDP401) whose methods save
 `self.model.state_dict()`: the message names that file and line. A name bound again after the wrap
 (`model = Net()`) is no longer the wrapper.
+
+A class of the script's own modules that builds the models it trains, and that the fix wraps there
+(DDP301: `Solver(loader, config).train()`), saves `getattr(self.G, "module", self.G).state_dict()`
+in place of each `self.G.state_dict()`: the plain module's keys under DDP, the same object in a
+plain run. The finding is reported at the script's call, naming the module's lines. The same edit
+serves a class handed the wrapper (`Trainer(model, ...)` keeping `self.model = model`).
 """
 
     def run(self, ctx: Context) -> None:
@@ -119,6 +125,7 @@ class (`init_obj(module_trainer, config["trainer"], model)`, see DDP401) whose m
             ):
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
         unwrap_in_classes(ctx, self)
+        unwrap_built_models(ctx, self)
         report_factory_state_dicts(ctx)
 
 
