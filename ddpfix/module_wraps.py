@@ -64,7 +64,9 @@ def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
     if ("wrap", summary.path, cls.name) in others.planned:
         return None  # kept already
     attrs = [attr for attr, _ in cls.trained]
-    return others.why_not(summary.path) or others.trial(summary.path, rule, _planner(cls.name, attrs))
+    return others.why_not(summary.path) or others.trial(
+        summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path))
+    )
 
 
 def keep_wraps(ctx: Context, rule: Rule, summary, cls) -> None:
@@ -74,7 +76,8 @@ def keep_wraps(ctx: Context, rule: Rule, summary, cls) -> None:
     key = ("wrap", summary.path, cls.name)
     if key not in others.planned:
         others.planned.add(key)
-        others.keep(summary.path, rule, _planner(cls.name, [attr for attr, _ in cls.trained]))
+        attrs = [attr for attr, _ in cls.trained]
+        others.keep(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path)))
 
 
 def withheld(ctx: Context) -> str | None:
@@ -109,8 +112,9 @@ def wraps_in_modules(ctx: Context, rule: Rule) -> None:
             keep_wraps(ctx, rule, summary, cls)
 
 
-def _planner(cls_name: str, attrs: list[str]):
-    """Wrap `self.<attr>` for each of `attrs` in the class `cls_name`, on the module's own context."""
+def _planner(cls_name: str, attrs: list[str], where: str):
+    """Wrap `self.<attr>` for each of `attrs` in the class `cls_name` of the module (`where`: its file as
+    shown), on the module's own context."""
 
     def plan(ctx: Context) -> str | None:
         ctx.joins_elsewhere()  # the module does not know how its caller launched: ask the process group
@@ -126,7 +130,7 @@ def _planner(cls_name: str, attrs: list[str]):
             point = _wrap_point(cls, f"self.{attr}")
             if isinstance(point, str):
                 return point
-            why = _used_beyond_the_wrapper(ctx, cls, f"self.{attr}", point[1])
+            why = _used_beyond_the_wrapper(ctx, cls, f"self.{attr}", point[1], where)
             if why is not None:
                 return why
             points.append((attr, point[0]))
@@ -173,7 +177,7 @@ def _wrap_point(cls: cst.ClassDef, name: str) -> tuple[cst.CSTNode, list] | str:
     return f"{name} is not built in a method of {cls.name.value}"
 
 
-def _used_beyond_the_wrapper(ctx: Context, cls: cst.ClassDef, name: str, before: list) -> str | None:
+def _used_beyond_the_wrapper(ctx: Context, cls: cst.ClassDef, name: str, before: list, where: str) -> str | None:
     """A use of `name` after the wrap that the wrapper does not serve as the model would: an attribute
     (`self.G.image_size`), a method DDP lacks or serves otherwise (`load_state_dict`, `to`), or the model
     handed on (`print_network(self.G)`)."""
@@ -183,17 +187,17 @@ def _used_beyond_the_wrapper(ctx: Context, cls: cst.ClassDef, name: str, before:
         if id(node) in early or not isinstance(node, (cst.Attribute, cst.Name)) or dotted(node) != name:
             continue
         parent = index.parent.get(node)
-        line = index.position(node).start.line
+        line = f"{where}:{index.position(node).start.line}"
         if isinstance(parent, cst.Call) and parent.func is node:
             continue  # the forward
         if isinstance(parent, cst.Attribute) and parent.value is node:
             outer = index.parent.get(parent)
             if parent.attr.value in SERVED and isinstance(outer, cst.Call) and outer.func is parent:
                 continue
-            return f"{name}.{parent.attr.value} (line {line}) is not served by the DDP wrapper as by the model"
+            return f"{name}.{parent.attr.value} ({line}) is not served by the DDP wrapper as by the model"
         if isinstance(parent, cst.Arg) and _is_getattr_unwrap(index, parent, name):
             continue  # `getattr(self.G, "module", self.G)`: the plain module, as DDP402 spells it
-        return f"{name} is handed on at line {line}, where the DDP wrapper would stand in for the model"
+        return f"{name} is handed on at {line}, where the DDP wrapper would stand in for the model"
     return None
 
 

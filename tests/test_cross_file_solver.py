@@ -96,7 +96,7 @@ OPTIMIZERS = (
     [
         (
             [("samples = self.G(self.fixed_z)", "samples = self.G(self.fixed_z)[:, : self.G.image_size]")],
-            "self.G.image_size (line 98) is not served by the DDP wrapper",
+            "self.G.image_size (solver.py:98) is not served by the DDP wrapper",
         ),
         (
             [("    def reset_grad(self):", RESTORE.lstrip("\n") + "\n    def reset_grad(self):")],
@@ -111,7 +111,7 @@ OPTIMIZERS = (
         ),
         (
             [("    def reset_grad(self):", "    def show(self):\n        print(self.G)\n\n    def reset_grad(self):")],
-            "self.G is handed on at line 62",
+            "self.G is handed on at solver.py:62",
         ),
     ],
     ids=["attribute", "load", "optimizer-elsewhere", "handed-on"],
