@@ -23,7 +23,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .handles import handoffs, wrappers
-from .module_wraps import wrap_blocker
+from .module_wraps import wrapped_here
 from .rule import Context, Rule
 from .syntax import dotted, method_name, walk
 
@@ -87,7 +87,7 @@ def unwrap_built_models(ctx: Context, rule: Rule) -> None:
     if others is None:
         return
     for call, summary, cls in facts.training.models_built_in_modules:
-        if wrap_blocker(ctx, rule, summary, cls) is not None:
+        if not wrapped_here(ctx, rule, summary, cls):
             continue  # nothing is wrapped there: DDP301 reports why
         path, attrs = summary.path, {f"self.{attr}" for attr, _ in cls.trained}
         lines: list[int] = []

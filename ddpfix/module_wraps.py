@@ -80,13 +80,18 @@ def keep_wraps(ctx: Context, rule: Rule, summary, cls) -> None:
         others.keep(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path)))
 
 
+def wrapped_here(ctx: Context, rule: Rule, summary, cls) -> bool:
+    """Does this pass wrap the models `cls` builds, in its module (DDP301 fixed, and the wrap possible)?"""
+    return (not ctx.fixing or "DDP301" in ctx.fixing) and wrap_blocker(ctx, rule, summary, cls) is None
+
+
 def withheld(ctx: Context) -> str | None:
     """`Solver in solver.py (...)` when a class of the script's modules builds the models it trains and
     this pass does not wrap them there: no process group and no sampler then (no half conversion)."""
     rule = ctx.rule
     for _call, summary, cls in ctx.facts.training.models_built_in_modules:
         where = f"{cls.name} in {summary.path.name}"
-        if "DDP301" not in ctx.fixing and ctx.fixing:
+        if ctx.fixing and "DDP301" not in ctx.fixing:
             return f"{where} builds the models it trains and the fix does not wrap them there (DDP301 is not fixed)"
         why = wrap_blocker(ctx, rule, summary, cls) if rule is not None else "no rule asks"
         if why is not None:
@@ -260,4 +265,4 @@ def _mentions(stmt: cst.CSTNode, name: str) -> bool:
     return any(isinstance(n, (cst.Attribute, cst.Name)) and dotted(n) == name for n in walk(stmt))
 
 
-__all__ = ["keep_wraps", "withheld", "wrap_blocker", "wraps_in_modules"]
+__all__ = ["keep_wraps", "withheld", "wrap_blocker", "wrapped_here", "wraps_in_modules"]

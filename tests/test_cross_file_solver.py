@@ -220,3 +220,14 @@ def test_a_file_the_call_names_per_rank_is_not_reported(project):
     _edit(script, "import argparse\n", "import argparse\nimport os\n")
     reported = [d.line for d in ddpfix.fix_project("main.py").diagnostics if d.code == "DDP405"]
     assert reported == [37]  # solver.train()'s sample images only, not the per-rank file of line 38
+
+
+def test_nothing_is_converted_when_the_wrap_is_not_fixed(project):
+    """With DDP301 ignored the class keeps its plain models: no process group, no sampler, and no
+    unwrapped save either (there is no wrapper to unwrap)."""
+    result = ddpfix.fix_project("main.py", ignore=["DDP301"])
+    found = _found(result)
+    [group] = found["DDP001"]
+    assert group.fix == "none" and "(DDP301 is not fixed)" in group.message
+    assert "DDP402" not in found and not result.others
+    assert result.code == (project / "main.py").read_text()
