@@ -64,9 +64,31 @@ def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
     if ("wrap", summary.path, cls.name) in others.planned:
         return None  # kept already
     attrs = [attr for attr, _ in cls.trained]
-    return others.why_not(summary.path) or others.trial(
-        summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path))
+    return (
+        _read_by_the_script(ctx, cls, attrs)
+        or others.why_not(summary.path)
+        or others.trial(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path)))
     )
+
+
+def _read_by_the_script(ctx: Context, cls, attrs: list[str]) -> str | None:
+    """A model of the class the script itself reaches through the object it trains with
+    (`solver.G.image_size`, `torch.save(solver.G.state_dict(), ...)`): the script would get the wrapper.
+    Only a call of the model (its forward) is the same through DDP."""
+    facts = ctx.facts
+    owners = {
+        dotted(call.func.value)
+        for call, _summary, other in facts.training.models_built_in_modules
+        if other is cls and isinstance(call.func, cst.Attribute)
+    }
+    names = {f"{owner}.{attr}" for owner in owners if owner for attr in attrs}
+    for node in walk(facts.module):
+        if isinstance(node, cst.Attribute) and dotted(node) in names:
+            parent = facts.index.parent.get(node)
+            if not (isinstance(parent, cst.Call) and parent.func is node):
+                line = facts.index.position(node).start.line
+                return f"the script reads {dotted(node)} at line {line}, which would be the DDP wrapper"
+    return None
 
 
 def keep_wraps(ctx: Context, rule: Rule, summary, cls) -> None:

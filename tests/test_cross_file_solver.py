@@ -231,3 +231,17 @@ def test_nothing_is_converted_when_the_wrap_is_not_fixed(project):
     assert group.fix == "none" and "(DDP301 is not fixed)" in group.message
     assert "DDP402" not in found and not result.others
     assert result.code == (project / "main.py").read_text()
+
+
+def test_a_model_the_script_reads_through_the_solver_is_not_wrapped(project):
+    """`solver.G.state_dict()` in the script would be the wrapper's: the class is left unwrapped and
+    nothing is converted."""
+    _edit(
+        project / "main.py",
+        "    solver.train()\n",
+        '    solver.train()\n    torch.save(solver.G.state_dict(), "G.pt")\n',
+    )
+    result = ddpfix.fix_project("main.py")
+    [wrap] = _found(result)["DDP301"]
+    assert wrap.fix == "none" and "the script reads solver.G at line 36" in wrap.message, wrap.message
+    assert not result.others and "init_process_group" not in result.code

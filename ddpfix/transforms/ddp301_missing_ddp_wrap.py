@@ -90,8 +90,9 @@ The class must use each model after the wrap only as DDP serves it: called (the 
 `parameters()`, `train()`, `eval()`, `zero_grad()`, `state_dict()` (DDP402 then saves the plain
 module's keys) and the like. A model the class reads an attribute of (`self.G.image_size`), loads a
 state into, moves after the wrap or hands to a function, a model built more than once or whose
-optimizer is built in another block, and a class that also trains a model it is handed are not
-wrapped there: then nothing is distributed (DDP001 adds no process group and DDP201 no sampler,
+optimizer is built in another block, a model the script itself reaches through the object it trains
+with (`solver.G.state_dict()`), and a class that also trains a model it is handed are not wrapped
+there: then nothing is distributed (DDP001 adds no process group and DDP201 no sampler,
 which without the wrap would train one unsynchronised copy per rank) and every finding says why.
 
 ## Fix safety
