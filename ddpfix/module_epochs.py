@@ -77,11 +77,9 @@ def epoch_loop_planner(member: str, param: str, lines: list[int]):
             searched = [(m, attr) for m in methods]
         found = [(loop, name) for f, name in searched for loop in [_epoch_loop(ctx, f, name, methods)] if loop]
         if not found:
-            if any(_draws_with_next(f, name) for f, name in searched):
-                return (
-                    f"{member}() draws its batches with next() from iter({searched[0][1]}), made again when it runs "
-                    "out: set the epoch where it makes the iterator, with a count of the passes"
-                )
+            drawn = [(f, name) for f, name in searched if _draws_with_next(f, name)]
+            if drawn:
+                return next_drawn_set_epoch(ctx, *drawn[0], lines)
             return f"{member}() has no loop around its pass over {searched[0][1]}"
         loop, reach = found[0]  # the loader as the epoch loop names it: `train_loader`, `self.train_loader`
         line = ctx.facts.index.position(loop).start.line
@@ -97,18 +95,58 @@ def epoch_loop_planner(member: str, param: str, lines: list[int]):
     return plan
 
 
-def through_loader(ctx: Context, reach: str, epoch: str) -> list[cst.BaseStatement]:
+def through_loader(ctx: Context, reach: str, epoch: str, count: str = "") -> list[cst.BaseStatement]:
     """`set_epoch(epoch)` on the sampler of the loader `reach`, where it is a DistributedSampler (a plain
-    run's loader, or any other caller's iterable, skips it)."""
-    return ctx.plan.statements(
-        """
+    run's loader, or any other caller's iterable, skips it); `count`: how the count of the passes
+    changes first, `= 0` or `+= 1`."""
+    template = """
         if isinstance(getattr({l}, "sampler", None), {cls}):
             {l}.sampler.set_epoch({e})
-        """,
-        l=reach,
-        cls=ctx.plan.ref(SAMPLER, "DistributedSampler"),
-        e=epoch,
+        """
+    if count:
+        template = "\n        {e} " + count + template
+    return ctx.plan.statements(template, l=reach, cls=ctx.plan.ref(SAMPLER, "DistributedSampler"), e=epoch)
+
+
+def next_drawn_set_epoch(ctx: Context, func: cst.FunctionDef, reach: str, lines: list[int]) -> str | None:
+    """Batches drawn with next() from `data_iter = iter(self.data_loader)`, made once before the loop and
+    again in it when it runs out (`except StopIteration:`): each pass over the loader is an epoch. A
+    counter of the passes starts at 0 where the iterator is first made and counts up where it is made
+    again; the sampler's epoch is set from it before each `iter()`, so the shards are reshuffled per
+    pass and stay disjoint across the ranks. Why not, or None (planned; `lines` gets the first line)."""
+    index = ctx.facts.index
+    makes = [c for c in walk(func.body) if isinstance(c, cst.Call) and dotted(c.func) == "iter" and _over(c, reach)]
+    stmts = [_own_statement(index, c) for c in makes]
+    how = (
+        f"{func.name.value}() draws its batches with next() from iter({reach}), made again when it runs out: "
+        "set the epoch where it makes the iterator, with a count of the passes"
     )
+    if any(s is None for s in stmts):
+        return f"{how} (an iter({reach}) is not a statement of its own)"
+    first = [s for s in stmts if index.parent.get(s) is func.body]
+    again = [s for s in stmts if s not in first and _loop_around(index, func, s) is not None]
+    if len(first) != 1 or len(first) + len(again) != len(stmts) or not again:
+        return f"{how} (made once in the method's body before the loop, and again inside it)"
+    start = index.position(first[0]).start.line
+    if any(index.position(s).start.line < start for s in again):
+        return f"{how} (made again before it is first made)"
+    epoch = ctx.plan.fresh("epoch")
+    ctx.plan.insert_before(first[0], through_loader(ctx, reach, epoch, "= 0"), order=Order.SET_EPOCH)
+    for stmt in again:
+        ctx.plan.insert_before(stmt, through_loader(ctx, reach, epoch, "+= 1"), order=Order.SET_EPOCH)
+    lines.append(start)
+    return None
+
+
+def _over(call: cst.Call, reach: str) -> bool:
+    return len(call.args) == 1 and dotted(call.args[0].value) == reach
+
+
+def _own_statement(index, call: cst.Call) -> cst.SimpleStatementLine | None:
+    """`data_iter = iter(loader)` on a line of its own: the statement, else None."""
+    assign = index.parent.get(call)
+    line = index.parent.get(assign) if isinstance(assign, cst.Assign) and assign.value is call else None
+    return line if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
 
 
 def function_of(module: cst.Module, member: str) -> cst.FunctionDef | None:

@@ -130,7 +130,7 @@ def guard_statements(lines: list[int], what: str, match: Match, where: str, guar
             call = next(
                 (
                     c
-                    for c in facts.index.statement_calls(lambda c: match(facts, c))
+                    for c in _statement_calls(facts, lambda c: match(facts, c))
                     if facts.index.position(c).start.line == line
                 ),
                 None,
@@ -139,12 +139,29 @@ def guard_statements(lines: list[int], what: str, match: Match, where: str, guar
                 return f"the {what} at {where}:{line} is not a statement of its own"
             if facts.ranks.rank_guarded(call):
                 continue
-            if not guard_site(ctx, call):
+            if not guard_site(ctx, _with_of(facts, call) or call):
                 return f"the {what} at {where}:{line} shares its line with other code"
             guarded.append(line)
         return None
 
     return plan
+
+
+def _statement_calls(facts, pred) -> list[cst.Call]:
+    """Calls that are statements of their own: `f(...)` on its own line, or the one item of a `with`
+    (`with open(path, "wb") as f:`, guarded with its body)."""
+    return [
+        c
+        for c in facts.index.calls
+        if (isinstance(facts.index.parent.get(c), cst.Expr) or _with_of(facts, c)) and pred(c)
+    ]
+
+
+def _with_of(facts, call: cst.Call) -> cst.With | None:
+    """The `with` statement whose one item `call` is, else None."""
+    item = facts.index.parent.get(call)
+    node = facts.index.parent.get(item) if isinstance(item, cst.WithItem) else None
+    return node if isinstance(node, cst.With) and len(node.items) == 1 else None
 
 
 def is_save(facts, call: cst.Call) -> bool:

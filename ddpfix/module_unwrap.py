@@ -23,6 +23,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .handles import handoffs, wrappers
+from .module_wraps import wrapped_here
 from .rule import Context, Rule
 from .syntax import dotted, method_name, walk
 
@@ -79,16 +80,52 @@ def _slots(call: cst.Call):
             position += 1
 
 
+def unwrap_built_models(ctx: Context, rule: Rule) -> None:
+    """Report (and fix, where allowed) the `self.G.state_dict()` saves of a class of the script's modules
+    that builds the models it trains, where the fix wraps them in DDP there (module_wraps.py)."""
+    facts, others = ctx.facts, ctx.others
+    if others is None:
+        return
+    for call, summary, cls in facts.training.models_built_in_modules:
+        if not wrapped_here(ctx, rule, summary, cls):
+            continue  # nothing is wrapped there: DDP301 reports why
+        path, attrs = summary.path, {f"self.{attr}" for attr, _ in cls.trained}
+        lines: list[int] = []
+        if others.trial(path, rule, _planner(cls.name, lambda _c, a=attrs: a, lines)) is not None or not lines:
+            continue
+        where = ", ".join(f"{others.shown(path)}:{n}" for n in lines[:3])
+        message = (
+            f"{cls.name} saves the state_dict() of {', '.join(sorted(attrs))}, which the fix wraps in DDP ('module.' "
+            f'keys), at {where}: the fix saves getattr(..., "module", ...).state_dict() there, the plain module\'s keys'
+        )
+        key = (rule.code, path, cls.name)
+        if ctx.report(call, message) and key not in others.planned:
+            others.planned.add(key)
+            others.keep(path, rule, _planner(cls.name, lambda _c, a=attrs: a, []))
+
+
+def _handed(slot: int | str):
+    """The attributes `__init__` keeps its parameter `slot` as (`self.model = model`)."""
+    return lambda cls: _kept_as(cls, slot)
+
+
 def unwrap_planner(cls_name: str, slot: int | str, lines: list[int]):
     """Unwrap `self.<attr>.state_dict()` in the methods of `cls_name`, where `__init__` keeps its
     parameter `slot` as `self.<attr>`; `lines` gets the lines edited. None (nothing to do) is no error."""
+    return _planner(cls_name, _handed(slot), lines)
+
+
+def _planner(cls_name: str, attrs_of, lines: list[int]):
+    """Unwrap `self.<attr>.state_dict()` in the methods of `cls_name`, for the attributes `attrs_of(cls)`
+    (the model handed to `__init__`, or each model the class builds and the fix wraps); `lines` gets the
+    lines edited. None (nothing to do) is no error."""
 
     def plan(ctx: Context) -> str | None:
         facts = ctx.facts
         cls = next((s for s in facts.module.body if isinstance(s, cst.ClassDef) and s.name.value == cls_name), None)
         if cls is None:
             return f"{cls_name} is not a class at the top level of the module"
-        attrs = _kept_as(cls, slot)
+        attrs = attrs_of(cls)
         if not attrs or _unwraps_itself(cls, attrs):
             return None
         for node in walk(cls):
@@ -159,4 +196,4 @@ def _inside_load(facts, call: cst.CSTNode) -> bool:
     return any(isinstance(a, cst.Call) and method_name(a) == "load_state_dict" for a in facts.index.ancestors(call))
 
 
-__all__ = ["UNWRAP", "unwrap_in_classes", "unwrap_planner"]
+__all__ = ["UNWRAP", "unwrap_built_models", "unwrap_in_classes", "unwrap_planner"]

@@ -1,8 +1,10 @@
 """A class of the script's own modules that builds its models and optimizers itself (golden
 gan_solver_module: `Solver(data_loader, config).train()` with G, D and their optimizers in solver.py).
 The script names no training word itself, yet is analysed; the loader it hands the constructor is
-sharded where it is built; the wrap, the per-epoch set_epoch and the sample images the module writes
-are reported at the call, with the module's file and line, and the rewrite is incomplete there."""
+sharded where it is built; the wrap of each model, the set_epoch where the class remakes its
+iterator, the rank-0 guards and the unwrapped state_dict() saves go into the module, each reported at
+the script's call with the module's file and line. Where the class cannot be wrapped, nothing is
+converted and every finding is reported."""
 
 from __future__ import annotations
 
@@ -37,27 +39,32 @@ def _found(result) -> dict[str, list]:
     return out
 
 
-def test_the_solver_is_reported_where_the_script_calls_it(project):
+def test_the_solver_is_converted_in_its_module(project):
     result = ddpfix.fix_project("main.py")
     found = _found(result)
     [wrap] = found["DDP301"]
-    assert wrap.fix == "none" and wrap.line == 35
-    assert "self.G at solver.py:56, self.D at solver.py:57" in wrap.message
-    # the models stay unwrapped, so nothing else is distributed either: no half conversion
+    assert wrap.applied and wrap.line == 35
+    assert "self.G at solver.py:56, self.D at solver.py:57" in wrap.message and "the fix wraps each" in wrap.message
     [sampler] = found["DDP201"]
-    assert not sampler.applied and "Solver in solver.py builds the models it trains" in sampler.message
+    assert sampler.applied and "sampler=sampler" in result.code
     [group] = found["DDP001"]
-    assert group.fix == "none" and "wrap them there first" in group.message
-    assert result.code == (project / "main.py").read_text() and not result.others
+    assert group.applied and "dist.init_process_group(" in result.code
+    [unwrap] = found["DDP402"]
+    assert unwrap.applied and "solver.py:100, solver.py:101" in unwrap.message
     [files] = found["DDP405"]
-    assert files.fix == "none" and "opens a file for writing on every rank (solver.py:38)" in files.message
-    assert sorted((b.code, b.line) for b in result.incomplete) == [
-        ("DDP001", 35),
-        ("DDP201", 33),
-        ("DDP301", 35),
-        ("DDP401", 35),
-        ("DDP405", 35),
-    ]
+    assert files.applied and "opens a file for writing on every rank (solver.py:38)" in files.message
+    assert result.incomplete == []
+    [solver] = result.others.values()
+    text = solver.code
+    # each model wrapped right after it is built, before the optimizer over its parameters
+    assert text.index("self.G = DDP(self.G") < text.index("self.D = Discriminator(") < text.index("self.D = DDP(")
+    assert text.index("self.D = DDP(self.D") < text.index("self.g_optimizer = ")
+    assert "if dist.is_initialized():\n            self.G = DDP(" in text
+    # the sampler's epoch set where the iterator is made, from a count of the passes
+    assert "epoch = 0\n" in text and "                epoch += 1\n" in text
+    assert text.count(".sampler.set_epoch(epoch)") == 2
+    assert 'torch.save(getattr(self.G, "module", self.G).state_dict()' in text
+    assert '    if not dist.is_initialized() or dist.get_rank() == 0:\n        with open(path, "wb") as f:' in text
 
 
 def test_a_script_that_names_no_training_word_is_still_read_through_its_modules(project):
@@ -68,12 +75,62 @@ def test_a_script_that_names_no_training_word_is_still_read_through_its_modules(
         "DDP001",
         "DDP301",
         "DDP401",
+        "DDP402",
         "DDP405",
         "DDP406",
     ]
     assert ddpfix.check_source(text) == []  # no file to read the modules from: nothing to say
     (project / "solver.py").write_text("import torch\n\n\nclass Solver:\n    pass\n")
     assert ddpfix.check_source(text, path="main.py", cross_file=True) == []  # the module trains nothing
+
+
+RESTORE = "\n    def restore(self, path):\n        self.G.load_state_dict(torch.load(path))\n"
+OPTIMIZERS = (
+    "        self.build_optimizers(lr)\n\n    def build_optimizers(self, lr):\n"
+    "        self.g_optimizer = torch.optim.Adam(self.G.parameters(), lr, betas=(0.5, 0.999))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("edits", "why"),
+    [
+        (
+            [("samples = self.G(self.fixed_z)", "samples = self.G(self.fixed_z)[:, : self.G.image_size]")],
+            "self.G.image_size (solver.py:98) is not served by the DDP wrapper",
+        ),
+        (
+            [("    def reset_grad(self):", RESTORE.lstrip("\n") + "\n    def reset_grad(self):")],
+            "self.G.load_state_dict",
+        ),
+        (
+            [
+                ("        self.g_optimizer = torch.optim.Adam(self.G.parameters(), lr, betas=(0.5, 0.999))\n", ""),
+                ("        self.d_optimizer = ", OPTIMIZERS + "        self.d_optimizer = "),
+            ],
+            "the optimizer over self.G.parameters() is not built in the block that builds self.G",
+        ),
+        (
+            [("    def reset_grad(self):", "    def show(self):\n        print(self.G)\n\n    def reset_grad(self):")],
+            "self.G is handed on at solver.py:62",
+        ),
+    ],
+    ids=["attribute", "load", "optimizer-elsewhere", "handed-on"],
+)
+def test_no_half_conversion_where_the_class_cannot_be_wrapped(project, edits, why):
+    """Where the wrap cannot be placed in the class, nothing is distributed: no process group, no
+    sampler, no edit of the module; every finding is reported incomplete."""
+    for old, new in edits:
+        _edit(project / "solver.py", old, new)
+    result = ddpfix.fix_project("main.py")
+    found = _found(result)
+    [wrap] = found["DDP301"]
+    assert wrap.fix == "none" and why in wrap.message, wrap.message
+    [group] = found["DDP001"]
+    assert group.fix == "none" and "the fix cannot wrap them there" in group.message and why in group.message
+    [sampler] = found["DDP201"]
+    assert not sampler.applied and "Solver in solver.py builds the models it trains" in sampler.message
+    assert result.code == (project / "main.py").read_text() and not result.others
+    assert {"DDP001", "DDP201", "DDP301"} <= {b.code for b in result.incomplete}
 
 
 def test_a_class_that_wraps_its_models_itself_is_not_reported(project):
@@ -141,9 +198,12 @@ def test_a_class_handed_the_model_it_trains_is_left_to_the_script(project):
         "        self.data_loader = data_loader\n",
         "        self.data_loader = data_loader\n        self.G = G\n",
     )
-    found = _found(ddpfix.fix_project("main.py"))
-    [wrap] = found["DDP301"]
-    assert "self.D at solver.py:57" in wrap.message and "self.G" not in wrap.message
+    result = ddpfix.fix_project("main.py")
+    [wrap] = _found(result)["DDP301"]
+    assert "(self.D at solver.py:57)" in wrap.message and "self.G at" not in wrap.message
+    # G is the caller's to wrap, and this script builds none: the class is left as it is, and so is the script
+    assert wrap.fix == "none" and "Solver also trains self.G, which it is handed" in wrap.message
+    assert not result.others and result.code == (project / "main.py").read_text()
 
 
 def test_a_file_the_call_names_per_rank_is_not_reported(project):
@@ -160,3 +220,28 @@ def test_a_file_the_call_names_per_rank_is_not_reported(project):
     _edit(script, "import argparse\n", "import argparse\nimport os\n")
     reported = [d.line for d in ddpfix.fix_project("main.py").diagnostics if d.code == "DDP405"]
     assert reported == [37]  # solver.train()'s sample images only, not the per-rank file of line 38
+
+
+def test_nothing_is_converted_when_the_wrap_is_not_fixed(project):
+    """With DDP301 ignored the class keeps its plain models: no process group, no sampler, and no
+    unwrapped save either (there is no wrapper to unwrap)."""
+    result = ddpfix.fix_project("main.py", ignore=["DDP301"])
+    found = _found(result)
+    [group] = found["DDP001"]
+    assert group.fix == "none" and "(DDP301 is not fixed)" in group.message
+    assert "DDP402" not in found and not result.others
+    assert result.code == (project / "main.py").read_text()
+
+
+def test_a_model_the_script_reads_through_the_solver_is_not_wrapped(project):
+    """`solver.G.state_dict()` in the script would be the wrapper's: the class is left unwrapped and
+    nothing is converted."""
+    _edit(
+        project / "main.py",
+        "    solver.train()\n",
+        '    solver.train()\n    torch.save(solver.G.state_dict(), "G.pt")\n',
+    )
+    result = ddpfix.fix_project("main.py")
+    [wrap] = _found(result)["DDP301"]
+    assert wrap.fix == "none" and "the script reads solver.G at line 36" in wrap.message, wrap.message
+    assert not result.others and "init_process_group" not in result.code

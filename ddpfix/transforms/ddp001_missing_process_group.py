@@ -8,6 +8,7 @@ from ..analysis.dataparallel import conversion_blocked
 from ..analysis.flow import binds
 from ..edits import backend_choice, torch_name
 from ..examples import clean, fixes
+from ..module_wraps import withheld
 from ..rule import NONE, UNSAFE, Context, Order, Rule
 from ..syntax import anchor_of, dotted, single_small, strip_docstring
 
@@ -185,11 +186,11 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
     group beside the DataParallel would run N unsynchronised copies. (None, None) otherwise."""
     facts = ctx.facts
     models = facts.models
-    built = built_in_modules(facts)
-    if not models.trained and built:
+    built = None if models.trained else withheld(ctx)
+    if built is not None:
         return NONE, (
-            f"{built} builds the models it trains and wraps none of them (DDP301): wrap them there first; a process "
-            "group without the wrap would train one unsynchronised copy per rank"
+            f"{built}: wrap them there first; a process group without the wrap would train one unsynchronised "
+            "copy per rank"
         )
     if not models.trained or any(models.dataparallel(m) is None for m in models.trained):
         return None, None
@@ -199,13 +200,6 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
             "the model is nn.DataParallel, which cannot be converted automatically (DDP302): convert it by hand",
         )
     return UNSAFE, "the model is nn.DataParallel: the process group comes with its conversion to DDP (DDP302)"
-
-
-def built_in_modules(facts) -> str | None:
-    """`Solver in solver.py` when the script trains through a class of its own modules that builds its
-    models itself (`solver = Solver(loader, config); solver.train()`), None otherwise."""
-    built = facts.training.models_built_in_modules
-    return f"{built[0][2].name} in {built[0][1].path.name}" if built else None
 
 
 def _runs_before(facts, node: cst.CSTNode, entry) -> bool:

@@ -12,10 +12,10 @@ from ..loader_factory import shard_factories
 from ..loader_kwargs import add_sampler_to_kwargs, kwargs_fix_blocker
 from ..local_samplers import swap_local_sampler
 from ..module_epochs import set_epoch_blocker
+from ..module_wraps import withheld
 from ..rule import Context, Rule
 from ..sampler_edit import add_sampler, add_set_epoch, is_iterable_dataset
 from ..syntax import kwarg, positional
-from .ddp001_missing_process_group import built_in_modules
 
 
 class MissingDistributedSampler(Rule):
@@ -109,6 +109,29 @@ skip it:
                 train_loader.sampler.set_epoch(epoch_counter)
             for images, _ in tqdm(train_loader):
 ```
+A method that draws its batches with `next()` from an iterator it makes once before its loop and
+again when it runs out (`except StopIteration: data_iter = iter(self.data_loader)`) has no epoch
+loop: each pass over the loader is an epoch. The fix counts the passes and sets the epoch before
+each `iter()`, so every pass is reshuffled and the ranks' shards stay disjoint:
+```python
+        epoch = 0
+        if isinstance(getattr(self.data_loader, "sampler", None), DistributedSampler):
+            self.data_loader.sampler.set_epoch(epoch)
+        data_iter = iter(self.data_loader)
+        for i in range(self.num_iters):
+            try:
+                (real,) = next(data_iter)
+            except StopIteration:
+                epoch += 1
+                if isinstance(getattr(self.data_loader, "sampler", None), DistributedSampler):
+                    self.data_loader.sampler.set_epoch(epoch)
+                data_iter = iter(self.data_loader)
+                (real,) = next(data_iter)
+```
+The training loader of a class that builds the models it trains itself (`Solver(loader,
+config).train()`) gets its sampler only where the fix also wraps those models in that class (DDP301);
+where it cannot, no sampler is added, since sharded data without the wrap would train one
+unsynchronised copy per rank.
 Where that module may not be edited (outside the script's folder, an installed package, read-only,
 cross-file edits off, an epoch loop with no epoch variable), the sampler still goes in here and the
 message says where `set_epoch(epoch)` must be added by hand, and why the fix does not (DDP204 keeps
@@ -169,13 +192,13 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
         # A DataParallel that DDP302 cannot convert stays: sharding the data then trains N unsynchronised copies.
         stuck = dataparallel and conversion_blocked(facts.index, facts.names, facts.models)
         # Models a class of the script's own modules builds and trains, unwrapped: no sampler before the wrap.
-        built = None if facts.models.trained else built_in_modules(facts)
+        built = None if facts.models.trained else withheld(ctx)
         for loader, batch_loop in facts.data.training_loaders:
             if built is not None:
                 ctx.report(
                     loader.site.node,
-                    f"training DataLoader without a DistributedSampler; {built} builds the models it trains and "
-                    "wraps none of them (DDP301): wrap them there first, then shard the data",
+                    f"training DataLoader without a DistributedSampler; {built}: wrap them there first, then "
+                    "shard the data",
                     fix="none",
                 )
                 continue

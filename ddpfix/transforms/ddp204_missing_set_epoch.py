@@ -52,7 +52,9 @@ own modules (`simclr.train(train_loader)`) gets the call at the start of that mo
 through the parameter it arrives as (or the attribute a class keeps it in, `self.train_loader`) and
 only when its sampler is a `DistributedSampler`
 (`if isinstance(getattr(train_loader, "sampler", None), DistributedSampler):`), so the module keeps
-working for a plain run and for any other caller; the message names the file and line. Reported
+working for a plain run and for any other caller; the message names the file and line. A method
+that draws its batches with `next()` from `iter(loader)`, made once before its loop and again when
+it runs out, gets a count of the passes and the call before each `iter()` (see DDP201). Reported
 without a fix: an epoch loop with no epoch number to pass (`while not done:`, a `for _` loop that
 reads `_`), a sampler the epoch loop cannot name, and a module the fix may not edit (the message says
 why).

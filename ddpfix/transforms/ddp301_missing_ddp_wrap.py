@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from ..analysis.local_writes import called, shown
-from ..analysis.module_summary import Finding
 from ..analysis.unused import sitting_out
 from ..edits import cuda_test
 from ..examples import clean, fixes
 from ..handles import raw_handle
+from ..module_wraps import wraps_in_modules
 from ..plan import PlannedWrap
 from ..rule import Context, Order, Rule
 from ..syntax import anchor_of
@@ -77,12 +76,27 @@ averaged gradients.
 A class of the script's own modules that builds its models and their optimizers itself, and that
 the script only hands its data and calls (`Solver(loader, config).train()`, with `self.G`, `self.D`
 and their optimizers built in solver.py), is reported at that call with the file and line of each
-model there, without a fix: the wrap belongs in that class, after the models are built and before
-their optimizers (`self.G = DDP(self.G, ...)` when `dist.is_initialized()`).
+model there; the fix wraps each model in that class, right after it is built (and moved, initialised,
+loaded) and before the optimizer over its parameters, when the process group is initialised:
+```python
+self.G = Generator(self.z_dim, image_size)
+if dist.is_initialized():
+    self.G = DDP(self.G, device_ids=[torch.cuda.current_device()] if next(self.G.parameters()).is_cuda else None)
+self.g_optimizer = torch.optim.Adam(self.G.parameters(), lr, betas=(0.5, 0.999))
+```
+The test is made at run time, so a plain run, and any other entry point that imports the class, keeps
+the plain model; `device_ids` is the current CUDA device, which the entry's setup sets to LOCAL_RANK.
+The class must use each model after the wrap only as DDP serves it: called (the forward), or through
+`parameters()`, `train()`, `eval()`, `zero_grad()`, `state_dict()` (DDP402 then saves the plain
+module's keys) and the like. A model the class reads an attribute of (`self.G.image_size`), loads a
+state into, moves after the wrap or hands to a function, a model built more than once or whose
+optimizer is built in another block, a model the script itself reaches through the object it trains
+with (`solver.G.state_dict()`), and a class that also trains a model it is handed are not wrapped
+there: then nothing is distributed (DDP001 adds no process group and DDP201 no sampler,
+which without the wrap would train one unsynchronised copy per rank) and every finding says why.
 
 ## Fix safety
-Safe: a plain run skips the wrap. Diagnostic only for models a class of the script's modules builds
-and trains itself.
+Safe: a plain run skips the wrap, in the script and in a class of its modules alike.
 """
 
     def run(self, ctx: Context) -> None:
@@ -119,23 +133,7 @@ and trains itself.
                 unused=", find_unused_parameters=True" if _sits_out(facts, model) else "",
             )
             ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)
-        _trained_in_modules(ctx)
-
-
-def _trained_in_modules(ctx: Context) -> None:
-    """`solver.train()` where `solver = Solver(loader, config)` and the Solver of solver.py builds the
-    models it trains: reported at the call, naming each model's line there (no fix: the wrap goes there)."""
-    facts = ctx.facts
-    for call, summary, cls in facts.training.models_built_in_modules:
-        places = ", ".join(
-            f"self.{attr} at {shown(facts.modules, Finding('', summary.path, line, ''))}" for attr, line in cls.trained
-        )
-        ctx.report(
-            call,
-            f"{called(call)}() trains models {cls.name} builds itself and never wraps in DistributedDataParallel "
-            f"({places}): wrap each there, after it is built and before its optimizer (the fix cannot make that edit)",
-            fix="none",
-        )
+        wraps_in_modules(ctx, self)
 
 
 def _sits_out(facts, model) -> bool:

@@ -7,7 +7,7 @@ import libcst as cst
 from ..examples import clean, fixes
 from ..factory_reports import report_factory_state_dicts
 from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrappers
-from ..module_unwrap import unwrap_in_classes
+from ..module_unwrap import unwrap_built_models, unwrap_in_classes
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, method_name, receiver
 
@@ -56,6 +56,12 @@ the module offers that the wrapper reaches (through `super().__init__(model, ...
 that keeps it); where it cannot follow the wrapper to the attribute that saves it, the finding has no
 fix. A name bound again after the wrap
 (`model = Net()`) is no longer the wrapper.
+
+A class of the script's own modules that builds the models it trains, and that the fix wraps there
+(DDP301: `Solver(loader, config).train()`), saves `getattr(self.G, "module", self.G).state_dict()`
+in place of each `self.G.state_dict()`: the plain module's keys under DDP, the same object in a
+plain run. The finding is reported at the script's call, naming the module's lines. The same edit
+serves a class handed the wrapper (`Trainer(model, ...)` keeping `self.model = model`).
 """
 
     def run(self, ctx: Context) -> None:
@@ -122,6 +128,7 @@ fix. A name bound again after the wrap
             ):
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
         unwrap_in_classes(ctx, self)
+        unwrap_built_models(ctx, self)
         report_factory_state_dicts(ctx)
 
 

@@ -39,9 +39,11 @@ ranks were launched):
 ```
 The other ranks' log records then reach no file (logging's last-resort handler shows warnings and
 errors only). A handler bound to a name there (`handler = logging.FileHandler(...)`) is used beyond
-its own statement and is reported without a fix. A file a module opens for writing (`open(path,
-"wb")` in a helper that writes sample images) is reported at the script's call (`solver.train()`),
-with the module's file and line, and without a fix: the guard belongs in the module.
+its own statement and is reported without a fix. A file a module opens for writing (`with open(path,
+"wb") as f:` in a helper that writes sample images) is reported at the script's call
+(`solver.train()`), with the module's file and line, and the fix guards the whole `with` there the
+same way; one opened elsewhere than as the one item of a `with` or a statement of its own is
+reported without a fix.
 
 ## Why
 All processes append to the same file: interleaved, duplicated or clobbered lines.
@@ -134,10 +136,11 @@ Safe. A file handler used anywhere but in plain statements of the same block get
 
 
 def _opens_log_file(facts, call: cst.Call) -> bool:
-    """`logging.basicConfig(filename=...)` or `logger.addHandler(logging.FileHandler(...))` as a statement of
-    its own: what a guard can hold (a handler bound to a name is used beyond it, so is not)."""
+    """`logging.basicConfig(filename=...)`, `logger.addHandler(logging.FileHandler(...))` or `open(path, "w")`
+    as a statement of its own (the `with` it opens, for `open`): what a guard can hold (a handler bound to a
+    name is used beyond it, so is not)."""
     q = facts.names.call_qual(call) or ""
-    if q == "logging.basicConfig":
+    if q == "logging.basicConfig" or (dotted(call.func) == "open" and opens_for_writing(call)):
         return True
     return method_name(call) == "addHandler" and any(
         isinstance(a.value, cst.Call) and facts.names.call_qual(a.value) in FILE_HANDLERS for a in call.args

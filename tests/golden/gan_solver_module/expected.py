@@ -1,10 +1,23 @@
 """Trains the GAN of solver.py on synthetic 6x6 images: a bright bar on a dark background."""
 import argparse
+import os
 
 import torch
+import torch.distributed as dist
 from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
 
 from solver import Solver
+
+
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+DISTRIBUTED = WORLD_SIZE > 1
+
+if DISTRIBUTED:
+    if torch.cuda.is_available():
+        torch.cuda.set_device(LOCAL_RANK)
+    dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
 
 
 def make_images(n, size, seed=0):
@@ -30,10 +43,14 @@ def main():
 
     torch.manual_seed(0)
     dataset = TensorDataset(make_images(96, config.image_size))
-    data_loader = DataLoader(dataset, batch_size=config.batch_size, shuffle=True, drop_last=True)
+    sampler = DistributedSampler(dataset) if DISTRIBUTED else None
+    data_loader = DataLoader(dataset, batch_size=config.batch_size, shuffle=(sampler is None), drop_last=True, sampler=sampler)
     solver = Solver(data_loader, config)
     solver.train()
 
 
 if __name__ == "__main__":
     main()
+
+if DISTRIBUTED:
+    dist.destroy_process_group()

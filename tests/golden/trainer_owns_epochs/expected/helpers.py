@@ -13,5 +13,6 @@ def save_checkpoint(state, filename):
 
 def save_config(folder, config):
     os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(config, f, indent=2)
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump(config, f, indent=2)

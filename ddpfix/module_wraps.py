@@ -1,0 +1,290 @@
+"""DDP301 across files: the models a class of the script's own modules builds and trains itself
+(`Solver(loader, config).train()`, with `self.G = Generator(...)` and `self.g_optimizer =
+torch.optim.Adam(self.G.parameters(), ...)` in solver.py).
+
+The wrap belongs in that class, after each model is built (and moved, initialised, loaded) and before
+the optimizer built over its parameters, so the optimizer holds the wrapper's parameters:
+
+    self.G = Generator(self.z_dim, image_size)
+    if dist.is_initialized():
+        self.G = DDP(self.G, device_ids=[torch.cuda.current_device()] if next(self.G.parameters()).is_cuda else None)
+    self.g_optimizer = torch.optim.Adam(self.G.parameters(), lr, betas=(0.5, 0.999))
+
+The test is decided at run time, like the module's rank-0 guards (module_guards.py): a plain run, or
+any other entry point that imports the class without a process group, keeps the plain module.
+`device_ids` is the current CUDA device (the entry's setup sets it to LOCAL_RANK), given only when the
+model's parameters are on CUDA.
+
+The class is edited only where `ModuleEdits` allows it, and only where the wrapper can stand in for
+the model everywhere the class uses it after the wrap: calls (the forward), and the methods of
+nn.Module that DDP serves as the model would (`parameters()`, `train()`, `state_dict()`, whose
+'module.' keys DDP402 unwraps). A model the class reads an attribute of, loads a state into, moves
+after the wrap or hands to a function is left alone, and so is the whole script: without the wrap, a
+process group and a sampler would train one unsynchronised copy per rank (`withheld`).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .analysis.class_models import OPTIMIZER_WORDS
+from .analysis.local_writes import shown
+from .analysis.module_summary import Finding
+from .edits import cuda_test
+from .rule import RUNTIME, Context, Order, Rule
+from .syntax import dotted, walk
+
+DDP = "torch.nn.parallel.DistributedDataParallel"
+# nn.Module methods a DDP wrapper answers as the plain model does (state_dict: with 'module.' keys, DDP402)
+SERVED = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "train",
+        "eval",
+        "zero_grad",
+        "requires_grad_",
+        "state_dict",
+    }
+)
+
+
+def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
+    """Why the models `cls` (a class summary of the module `summary`) builds cannot be wrapped there
+    (None: they can, checked on a trial of the edit)."""
+    others = ctx.others
+    if others is None:
+        return "cross-file edits are off"
+    if ("wrap", summary.path, cls.name) in others.planned:
+        return None  # kept already
+    attrs = [attr for attr, _ in cls.trained]
+    return (
+        _read_by_the_script(ctx, cls, attrs)
+        or others.why_not(summary.path)
+        or others.trial(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path)))
+    )
+
+
+def _read_by_the_script(ctx: Context, cls, attrs: list[str]) -> str | None:
+    """A model of the class the script itself reaches through the object it trains with
+    (`solver.G.image_size`, `torch.save(solver.G.state_dict(), ...)`): the script would get the wrapper.
+    Only a call of the model (its forward) is the same through DDP."""
+    facts = ctx.facts
+    owners = {
+        dotted(call.func.value)
+        for call, _summary, other in facts.training.models_built_in_modules
+        if other is cls and isinstance(call.func, cst.Attribute)
+    }
+    names = {f"{owner}.{attr}" for owner in owners if owner for attr in attrs}
+    for node in walk(facts.module):
+        if isinstance(node, cst.Attribute) and dotted(node) in names:
+            parent = facts.index.parent.get(node)
+            if not (isinstance(parent, cst.Call) and parent.func is node):
+                line = facts.index.position(node).start.line
+                return f"the script reads {dotted(node)} at line {line}, which would be the DDP wrapper"
+    return None
+
+
+def keep_wraps(ctx: Context, rule: Rule, summary, cls) -> None:
+    """Make the wrap `wrap_blocker` allowed part of this pass's fix (once per class)."""
+    others = ctx.others
+    assert others is not None
+    key = ("wrap", summary.path, cls.name)
+    if key not in others.planned:
+        others.planned.add(key)
+        attrs = [attr for attr, _ in cls.trained]
+        others.keep(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path)))
+
+
+def wrapped_here(ctx: Context, rule: Rule, summary, cls) -> bool:
+    """Does this pass wrap the models `cls` builds, in its module (DDP301 fixed, and the wrap possible)?"""
+    return (not ctx.fixing or "DDP301" in ctx.fixing) and wrap_blocker(ctx, rule, summary, cls) is None
+
+
+def withheld(ctx: Context) -> str | None:
+    """`Solver in solver.py (...)` when a class of the script's modules builds the models it trains and
+    this pass does not wrap them there: no process group and no sampler then (no half conversion)."""
+    rule = ctx.rule
+    for _call, summary, cls in ctx.facts.training.models_built_in_modules:
+        where = f"{cls.name} in {summary.path.name}"
+        if ctx.fixing and "DDP301" not in ctx.fixing:
+            return f"{where} builds the models it trains and the fix does not wrap them there (DDP301 is not fixed)"
+        why = wrap_blocker(ctx, rule, summary, cls) if rule is not None else "no rule asks"
+        if why is not None:
+            return f"{where} builds the models it trains and the fix cannot wrap them there (DDP301: {why})"
+    return None
+
+
+def wraps_in_modules(ctx: Context, rule: Rule) -> None:
+    """Report each of the script's calls that trains models a class of its modules builds itself, and
+    wrap them in that class where the fix may."""
+    facts = ctx.facts
+    for call, summary, cls in facts.training.models_built_in_modules:
+        places = ", ".join(
+            f"self.{attr} at {shown(facts.modules, Finding('', summary.path, line, ''))}" for attr, line in cls.trained
+        )
+        head = f"{dotted(call.func) or cls.name}() trains models {cls.name} builds itself and never wraps in "
+        head += f"DistributedDataParallel ({places})"
+        why = wrap_blocker(ctx, rule, summary, cls)
+        if why is not None:
+            message = f"{head}: wrap each there, after it is built and before its optimizer (the fix does not: {why})"
+            ctx.report(call, message, fix="none")
+        elif ctx.report(call, f"{head}: the fix wraps each there, after it is built and before its optimizer"):
+            keep_wraps(ctx, rule, summary, cls)
+
+
+def _planner(cls_name: str, attrs: list[str], where: str):
+    """Wrap `self.<attr>` for each of `attrs` in the class `cls_name` of the module (`where`: its file as
+    shown), on the module's own context."""
+
+    def plan(ctx: Context) -> str | None:
+        ctx.joins_elsewhere()  # the module does not know how its caller launched: ask the process group
+        module = ctx.facts.module
+        cls = next((s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == cls_name), None)
+        if cls is None:
+            return f"{cls_name} is not a class at the top level of the module"
+        handed = sorted(_optimized(cls) - {f"self.{attr}" for attr in attrs})
+        if handed:
+            return f"{cls_name} also trains {handed[0]}, which it is handed: the caller's to wrap"
+        points = []
+        for attr in attrs:
+            point = _wrap_point(cls, f"self.{attr}")
+            if isinstance(point, str):
+                return point
+            why = _used_beyond_the_wrapper(ctx, cls, f"self.{attr}", point[1], where)
+            if why is not None:
+                return why
+            points.append((attr, point[0]))
+        ddp = ctx.plan.ref(DDP, "DDP")
+        flag = ctx.env("DISTRIBUTED")
+        device = RUNTIME["LOCAL_RANK"].format(torch=ctx.plan.ref("torch", "torch", style="import"))
+        for attr, anchor in points:
+            m = f"self.{attr}"
+            stmts = ctx.plan.statements(
+                """
+                if {D}:
+                    {m} = {ddp}({m}, device_ids=[{device}] if {cuda} else None)
+                """,
+                D=flag,
+                m=m,
+                ddp=ddp,
+                device=device,
+                cuda=cuda_test(ctx, m, anchor),
+            )
+            ctx.plan.insert_after(anchor, stmts, order=Order.WRAP)
+        return None
+
+    return plan
+
+
+def _wrap_point(cls: cst.ClassDef, name: str) -> tuple[cst.CSTNode, list] | str:
+    """The statement the wrap of `name` follows (the last one that builds, moves or loads it before its
+    optimizer, in the block that builds it) and the statements that run before the wrap; or why none."""
+    builds = [n for n in walk(cls) if isinstance(n, cst.SimpleStatementLine) and _assigns(n, name)]
+    if len(builds) != 1:
+        return f"{name} is assigned {len(builds)} times in {cls.name.value}: the fix wraps a model built once"
+    build = builds[0]
+    for func in (s for s in cls.body.body if isinstance(s, cst.FunctionDef)):
+        block = next((b for b in walk(func) if isinstance(b, cst.IndentedBlock) and build in b.body), None)
+        if block is None:
+            continue
+        body = list(block.body)
+        start = body.index(build)
+        optimizer = next((i for i in range(start + 1, len(body)) if _optimizes(body[i], name)), None)
+        if optimizer is None:
+            return f"the optimizer over {name}.parameters() is not built in the block that builds {name}"
+        last = max(i for i in range(start, optimizer) if i == start or _mentions(body[i], name))
+        return body[last], body[start : last + 1]
+    return f"{name} is not built in a method of {cls.name.value}"
+
+
+def _used_beyond_the_wrapper(ctx: Context, cls: cst.ClassDef, name: str, before: list, where: str) -> str | None:
+    """A use of `name` after the wrap that the wrapper does not serve as the model would: an attribute
+    (`self.G.image_size`), a method DDP lacks or serves otherwise (`load_state_dict`, `to`), or the model
+    handed on (`print_network(self.G)`)."""
+    index = ctx.facts.index
+    early = {id(n) for s in before for n in walk(s)}
+    for node in walk(cls):
+        if id(node) in early or not isinstance(node, (cst.Attribute, cst.Name)) or dotted(node) != name:
+            continue
+        parent = index.parent.get(node)
+        line = f"{where}:{index.position(node).start.line}"
+        if isinstance(parent, cst.Call) and parent.func is node:
+            continue  # the forward
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            outer = index.parent.get(parent)
+            if parent.attr.value in SERVED and isinstance(outer, cst.Call) and outer.func is parent:
+                continue
+            return f"{name}.{parent.attr.value} ({line}) is not served by the DDP wrapper as by the model"
+        if isinstance(parent, cst.Arg) and _is_getattr_unwrap(index, parent, name):
+            continue  # `getattr(self.G, "module", self.G)`: the plain module, as DDP402 spells it
+        return f"{name} is handed on at {line}, where the DDP wrapper would stand in for the model"
+    return None
+
+
+def _is_getattr_unwrap(index, arg: cst.Arg, name: str) -> bool:
+    call = index.parent.get(arg)
+    return (
+        isinstance(call, cst.Call)
+        and dotted(call.func) == "getattr"
+        and len(call.args) == 3
+        and dotted(call.args[0].value) == name
+        and isinstance(call.args[1].value, cst.SimpleString)
+        and call.args[1].value.evaluated_value == "module"
+    )
+
+
+def _assigns(stmt: cst.SimpleStatementLine, name: str) -> bool:
+    return any(
+        isinstance(s, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and any(dotted(t) == name for t in _targets(s))
+        for s in stmt.body
+    )
+
+
+def _targets(small: cst.BaseSmallStatement) -> list[cst.BaseExpression]:
+    if isinstance(small, cst.Assign):
+        return [t.target for t in small.targets]
+    return [small.target]  # type: ignore[attr-defined]
+
+
+def _optimizes(stmt: cst.CSTNode, name: str) -> bool:
+    """Does `stmt` read `name.parameters()` (an optimizer built over them)?"""
+    return any(
+        isinstance(n, cst.Call)
+        and isinstance(n.func, cst.Attribute)
+        and n.func.attr.value in ("parameters", "named_parameters")
+        and dotted(n.func.value) == name
+        for n in walk(stmt)
+    )
+
+
+def _optimized(cls: cst.ClassDef) -> set[str]:
+    """`self.G` for each `self.G.parameters()` an optimizer of the class is built over."""
+    out = set()
+    for node in walk(cls):
+        name = dotted(node.func) if isinstance(node, cst.Call) else None
+        if name is None or not any(word in name for word in OPTIMIZER_WORDS) or not node.args:
+            continue
+        for inner in walk(node.args[0].value):
+            if (
+                isinstance(inner, cst.Call)
+                and isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value in ("parameters", "named_parameters")
+            ):
+                owner = dotted(inner.func.value) or ""
+                if owner.startswith("self.") and owner.count(".") == 1:
+                    out.add(owner)
+    return out
+
+
+def _mentions(stmt: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, (cst.Attribute, cst.Name)) and dotted(n) == name for n in walk(stmt))
+
+
+__all__ = ["keep_wraps", "withheld", "wrap_blocker", "wrapped_here", "wraps_in_modules"]
