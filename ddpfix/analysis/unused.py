@@ -84,11 +84,35 @@ def sitting_out(index: TreeIndex, names: Names, cls: cst.ClassDef) -> list[tuple
     for attr, stmt in subs.items():
         if attr in frozen:
             continue
+        if attr not in used and _shares_only(names, assigned_value(index.parent[stmt]), used):
+            continue  # `nn.Sequential(self.fc1, nn.ReLU())` with fc1 used: no parameter of its own
         if attr not in used:
             out.append((attr, stmt, NEVER, False))
         elif used[attr] is not None:
             out.append((attr, stmt, used[attr], True))  # type: ignore[arg-type]
     return out
+
+
+def _shares_only(names: Names, value: cst.BaseExpression | None, used: dict[str, str | None]) -> bool:
+    """Is `value` a container (`nn.Sequential(...)`, `nn.ModuleList([...])`) whose every element is a
+    layer without parameters or a submodule forward uses anyway: it holds no parameter of its own, so
+    leaving it out of forward leaves no gradient for DDP to wait for."""
+    if type(value) is not cst.Call or (names.call_qual(value) or "") not in CONTAINERS:
+        return False
+    elements = [a.value for a in value.args]
+    if len(elements) == 1 and type(elements[0]) in (cst.List, cst.Tuple):
+        elements = [e.value for e in elements[0].elements]  # type: ignore[attr-defined]
+    for el in elements:
+        if type(el) is cst.Attribute and dotted(el.value) == "self" and used.get(el.attr.value, "") is None:
+            continue
+        last = (names.call_qual(el) or "").split(".")[-1] if type(el) is cst.Call else ""
+        if last and PARAMETERLESS.search(last):
+            continue
+        return False
+    return bool(elements)
+
+
+CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList"}
 
 
 def _is_module(index: TreeIndex, names: Names, value: cst.BaseExpression | None) -> bool:

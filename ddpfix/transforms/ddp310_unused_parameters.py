@@ -23,7 +23,9 @@ A submodule the model's class creates in `__init__` (`self.aux_head = nn.Linear(
 when the model is built with some option (`if self.do_bn:`, `self.do_bn` set from an `__init__`
 argument), in a model trained through DDP without `find_unused_parameters=True` (also each model of
 a list trained side by side). Also the reverse: the flag set on
-a model where every submodule takes part in forward.
+a model where every submodule takes part in forward. A container forward never calls whose only
+parameters belong to submodules it does use (`self.block = nn.Sequential(self.fc1, nn.ReLU())`) has
+no gradient of its own to wait for and is not reported.
 
 ## Why
 DDP's reducer expects a gradient for every parameter in every backward. Parameters that did not
@@ -199,5 +201,38 @@ EXAMPLES = (
             opt.step()
         """,
         note="A frozen submodule has no gradients for DDP to wait for:",
+    ),
+    clean(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = nn.Linear(4, 8)
+                self.block = nn.Sequential(self.fc1, nn.ReLU(), nn.Dropout(0.3))
+                self.fc2 = nn.Linear(8, 1)
+
+            def forward(self, x):
+                return self.fc2(torch.relu(self.fc1(x)))
+
+
+        dist.init_process_group("gloo")
+        model = DDP(Net())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """,
+        note=(
+            "A container forward never calls, whose only parameters belong to a submodule forward uses "
+            "(`fc1`): it has no gradient of its own to wait for:"
+        ),
     ),
 )
