@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+TOP_DEFS = (cst.FunctionDef, cst.ClassDef)
+
 if TYPE_CHECKING:
     from .plan import Plan
 
@@ -88,7 +90,10 @@ class Applier(cst.CSTTransformer):
             owed = None  # the order of an insert that wants a blank line after it, until one is placed
             for ins in sorted(plan.before.get(orig, []), key=lambda i: (i.order, i.seq)):
                 stmts = emit([ins])
-                if stmts and owed is not None and owed != ins.order:  # `setup`, blank line, then the next kind
+                if stmts and new_before and type(block) is cst.Module and type(new_before[-1]) in TOP_DEFS:
+                    stmts[0] = stmts[0].with_changes(leading_lines=[blank(), blank(), *stmts[0].leading_lines])
+                    owed = None  # after a function or class at the top: two blank lines (PEP 8)
+                elif stmts and owed is not None and owed != ins.order:  # `setup`, blank line, then the next kind
                     stmts[0] = stmts[0].with_changes(leading_lines=[blank(), *stmts[0].leading_lines])
                     owed = None
                 new_before += stmts
@@ -97,7 +102,8 @@ class Applier(cst.CSTTransformer):
                 new_before[0] = new_before[0].with_changes(
                     leading_lines=[*upd.leading_lines, *new_before[0].leading_lines]
                 )
-                lines = [blank()] if owed is not None and not upd.leading_lines else []
+                top_def = type(block) is cst.Module and type(new_before[-1]) in TOP_DEFS
+                lines = [blank()] * (2 if top_def else 1) if owed is not None and not upd.leading_lines else []
                 upd = upd.with_changes(leading_lines=lines)
                 items.extend((s, None) for s in new_before)
             if orig in self.leaving:

@@ -10,7 +10,8 @@ with one module-level helper that is the identity in a single process, so `pytho
 what it printed. Which reduction a total needs follows from how it is shown: divided by a count that
 is itself per rank (the batch index, `len(loader)`, another total, a constant number of steps) it is
 averaged over the ranks (a ratio of two averages is the ratio of the two sums); shown as it is, or
-divided by the size of a dataset (the same on every rank), it is summed. A total used both ways, or a
+divided by the size of a dataset (the same on every rank) or by the whole run's count of batches that
+a loop cut by rank ranges over (`range(RANK, num_batches, WORLD_SIZE)`), it is summed. A total used both ways, or a
 statement that not every rank reaches alike (inside a `while`, or under a condition that reads
 anything the loops change other than their step counters), is left as a report.
 """
@@ -21,7 +22,7 @@ import libcst as cst
 
 from .analysis.flow import binds, reads
 from .order import Order
-from .syntax import dotted, walk
+from .syntax import code_of, dotted, walk
 
 SUM, AVG = "sum", "avg"
 HELPER = '''
@@ -48,24 +49,36 @@ class MetricReducer:
         self.ctx = ctx
         self.helper: str | None = None
         self.names: dict[tuple[str, str], str] = {}  # (total, reduction) -> the name it is shown by
+        self.before: set[tuple[cst.CSTNode, str, str]] = set()  # (statement, total, reduction) planned
 
-    def reductions(self, call: cst.Call, sharded: set[str], loaders: set[str]) -> dict[str, str] | None:
-        """The reduction each total shown by `call` needs; None when reducing them here is not safe."""
+    def reductions(
+        self,
+        call: cst.Call,
+        sharded: set[str],
+        loaders: set[str],
+        at: cst.CSTNode | None = None,
+        bounds: frozenset[str] = frozenset(),
+    ) -> dict[str, str] | None:
+        """The reduction each total shown by `call` needs, reduced before the statement `at` (default:
+        the one that holds `call`); None when reducing them there is not safe. `bounds`: counts of the
+        whole run's batches that loops cut by rank range over (`num_batches` of `range(RANK,
+        num_batches, WORLD_SIZE)`): a total divided by one is summed, as over a dataset's size."""
         index = self.ctx.facts.index
-        stmt = index.site(call).stmt
+        stmt = at if at is not None else index.site(call).stmt
         if index.in_one_line_suite(stmt) or not _reached_alike(self.ctx.facts, stmt):
             return None
         ops: dict[str, str] = {}  # in the order they are shown
         for name in _shown(index, call, sharded):
-            op = _reduction(index, call, name, loaders)
+            op = _reduction(index, call, name, loaders, bounds)
             if ops.setdefault(name.value, op) != op:
                 return None  # summed in one place, averaged in another
         return ops or None
 
-    def plan(self, call: cst.Call, ops: dict[str, str]) -> None:
-        """Reduce the totals just before the statement that shows them, and show the reduced values."""
+    def plan(self, call: cst.Call, ops: dict[str, str], at: cst.CSTNode | None = None) -> None:
+        """Reduce the totals just before the statement that shows them (or `at`, the rank-0 guard around
+        it), and show the reduced values."""
         plan = self.ctx.plan
-        stmt = self.ctx.facts.index.site(call).stmt
+        stmt = at if at is not None else self.ctx.facts.index.site(call).stmt
         fn = self._helper(stmt)
         reduced = {}
         for v, op in ops.items():
@@ -75,10 +88,29 @@ class MetricReducer:
         lines = [
             f"{reduced[v]} = {fn}({v}, average=True)" if op == AVG else f"{reduced[v]} = {fn}({v})"
             for v, op in ops.items()
+            if not self._reduced_just_before(stmt, v, op)  # two prints in a row: reduced once before the first
         ]
-        plan.insert_before(stmt, plan.statements("\n".join(lines)), Order.REDUCED_METRIC)
+        self.before |= {(stmt, v, op) for v, op in ops.items()}
+        if lines:
+            plan.insert_before(stmt, plan.statements("\n".join(lines)), Order.REDUCED_METRIC)
         for name in _shown(self.ctx.facts.index, call, set(ops)):
             plan.replace(name, lambda n, new=reduced[name.value]: n.with_changes(value=new))
+
+    def _reduced_just_before(self, stmt: cst.CSTNode, v: str, op: str) -> bool:
+        """Is `v` reduced (`op`) before `stmt` already, or before a statement of the same block above it
+        with nothing in between that changes `v`?"""
+        if (stmt, v, op) in self.before:
+            return True
+        block = self.ctx.facts.index.parent.get(stmt)
+        body = list(getattr(block, "body", ()))
+        if stmt not in body:
+            return False
+        for prev in reversed(body[: body.index(stmt)]):
+            if (prev, v, op) in self.before:
+                return True
+            if v in binds(prev):
+                return False
+        return False
 
     def _helper(self, stmt: cst.CSTNode) -> str:
         if self.helper is None:
@@ -166,14 +198,14 @@ def _counters(loop: cst.For) -> set[str]:
     return set()
 
 
-def _reduction(index, call: cst.Call, name: cst.Name, loaders: set[str]) -> str:
+def _reduction(index, call: cst.Call, name: cst.Name, loaders: set[str], bounds: frozenset[str]) -> str:
     """SUM or AVG for one shown occurrence of a total (see the module's docstring)."""
     child: cst.CSTNode = name
     for anc in index.ancestors(name):
         if anc is call:
             return SUM
         if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, (cst.Divide, cst.FloorDivide)):
-            if child is anc.left and _dataset_size(anc.right, loaders):
+            if child is anc.left and (_dataset_size(anc.right, loaders) or code_of(anc.right) in bounds):
                 return SUM
             return AVG
         child = anc

@@ -7,7 +7,7 @@ output contract: set_device, SyncBN, then the wrap, then the optimizer). Adjacen
 the same guard share one `if` (applier.py; the imports a plan adds go in place first, added_imports.py).
 
 Besides edits, the plan holds what one rule's fix tells a later one (`wraps`, `raw_names`,
-`hoisted`); each rule declares which of these it provides and reads (`Rule.provides`, `Rule.reads`).
+`hoisted`, `cut`); each rule declares which of these it provides and reads (`Rule.provides`, `Rule.reads`).
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ class Plan:
         self.wraps: dict[str, PlannedWrap] = {}  # model handle -> the wrap planned for it (fixed or not)
         self.raw_names: dict[str, str] = {}  # model handle -> the name chosen for its plain module
         self.hoisted: list[cst.Call] = []  # collectives moved out of a rank guard
+        self.cut: dict[cst.CSTNode, set[str]] = {}  # training loop cut by rank -> the whole run's counts it spans
         # New imports go above this top-level statement (the first that needs them), set by placement.py.
         self.import_limit: cst.BaseStatement | None = None
 

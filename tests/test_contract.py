@@ -185,9 +185,10 @@ def test_an_output_that_breaks_an_invariant_is_incomplete_and_check_says_so(numb
 
 def test_an_incomplete_rewrite_is_stable():
     """A second apply over an incomplete output changes nothing and says the same."""
-    rule, judge = BREAKERS[8]
+    rule, judge = BREAKERS[7]  # (a metric left unreduced, invariant 8, a second apply reduces: DDP409 fixes)
     with registered(rule):
         first = fix_source(CORRECT, select=[rule.code])
+    assert first.incomplete
     again = fix_source(first.code)
     assert again.code == first.code
     assert [(b.code, b.output_line) for b in again.incomplete] == [(b.code, b.output_line) for b in first.incomplete]
@@ -218,15 +219,15 @@ def test_a_line_moved_under_a_rank_guard_maps_to_its_own_input_line():
 
 def test_the_cli_prints_incomplete_lines_and_apply_exits_1(tmp_path):
     script = tmp_path / "train.py"
-    broken = CORRECT.replace("            dist.all_reduce(correct)\n", "            pass\n")
+    broken = CORRECT.replace("    torch.manual_seed(0)\n", "    pass\n")  # each rank draws its own task
     script.write_text(broken.replace("torch.cuda.set_device(LOCAL_RANK)", "pass"))  # and one thing to fix
     run = subprocess.run(
         [sys.executable, "-m", "ddpfix", "apply", str(script)], capture_output=True, text=True, check=False
     )
     assert run.returncode == 1, run.stderr
     given = broken.replace("torch.cuda.set_device(LOCAL_RANK)", "pass")
-    line = next(i + 1 for i, t in enumerate(given.splitlines()) if 'print(f"epoch' in t)  # the input's line
-    assert f"{script}:{line}: incomplete: metric not reduced (invariant 8): DDP409" in run.stderr
+    line = next(i + 1 for i, t in enumerate(given.splitlines()) if "data = " in t and "randn" in t)
+    assert f"{script}:{line}: incomplete: task differs by rank (invariant 7): DDP210" in run.stderr
     assert run.stderr.splitlines()[-1].startswith("next: change the lines marked incomplete, then ddpfix verify")
     run = subprocess.run(
         [sys.executable, "-m", "ddpfix", "check", "--format", "json", str(script)],
@@ -235,12 +236,25 @@ def test_the_cli_prints_incomplete_lines_and_apply_exits_1(tmp_path):
         check=False,
     )
     records = json.loads(run.stdout)
-    assert [(r["code"], r["contract"]["invariant"]) for r in records] == [("DDP409", 8)]
+    assert [(r["code"], r["contract"]["invariant"]) for r in records] == [("DDP210", 7)]
+
+
+def test_a_metric_the_ranks_never_reduce_is_reduced_before_rank_0_shows_it():
+    """A DDP script whose process group can reduce on the CPU (gloo here) that prints a total summed
+    over its shard: apply reduces it before the rank-0 guard, and the output keeps the contract."""
+    broken = CORRECT.replace("            dist.all_reduce(correct)\n", "            pass\n")
+    assert ("DDP409", 8) in [(b.code, b.invariant.number) for b in fix_source(broken, select=["DDP006"]).incomplete]
+    result = fix_source(broken)
+    assert result.incomplete == [], [b.format() for b in result.incomplete]
+    assert [d.code for d in result.diagnostics if d.applied] == ["DDP409"]
+    assert "avg_correct = reduce_over_ranks(correct, average=True)\n        if RANK == 0:" in result.code
+    nccl = broken.replace('init_process_group("gloo")', 'init_process_group("nccl")')  # NCCL alone: no CPU
+    assert [(b.code, b.invariant.number) for b in fix_source(nccl, ignore=["DDP002"]).incomplete] == [("DDP409", 8)]
 
 
 def test_a_total_over_samples_cut_by_rank_is_a_metric_to_reduce():
     """An epoch total summed over hand-cut samples (DDP209 shards them) is rank 0's shard alone once
-    converted: the rewrite is incomplete (invariant 8), where it was silently halved."""
+    converted, where it was silently halved: the conversion reduces it over the ranks too."""
     golden = Path(__file__).parent / "golden" / "sample_list" / "input.py"
     src = golden.read_text()
     src = src.replace("    for epoch in range(3):\n", "    for epoch in range(3):\n        total = 0.0\n")
@@ -250,4 +264,6 @@ def test_a_total_over_samples_cut_by_rank_is_a_metric_to_reduce():
     src = src.replace("last loss {loss.item():.3f}", "loss {total:.3f}")
     result = fix_source(src, path=str(golden))
     assert "trigrams[RANK::WORLD_SIZE]" in result.code
-    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP409", 8)]
+    assert result.incomplete == [], [b.format() for b in result.incomplete]  # reduced in the same apply
+    assert "global_total = reduce_over_ranks(total)" in result.code
+    assert ("DDP409", True) in [(d.code, d.applied) for d in result.diagnostics]

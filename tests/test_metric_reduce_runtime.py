@@ -46,6 +46,33 @@ SCRIPT = textwrap.dedent(
 ).lstrip()
 
 
+CUT = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    X = torch.randn(64, 4)
+    Y = torch.randint(0, 3, (64,))
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    batch_size = 8
+    for epoch in range(2):
+        cost = 0.0
+        num_batches = len(X) // batch_size
+        for k in range(num_batches):
+            start, end = k * batch_size, (k + 1) * batch_size
+            loss = nn.functional.cross_entropy(model(X[start:end]), Y[start:end])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            cost += loss.item()
+        print(f"epoch {epoch} cost {cost / num_batches:.5f}")
+        print(f"epoch {epoch} tensor {cost:.5f}")
+    """
+).lstrip()
+
+
 def _run(tmp_path, script, name: str, nproc: int | None) -> str:
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
     cmd = [sys.executable, str(script)]
@@ -70,13 +97,30 @@ def _run(tmp_path, script, name: str, nproc: int | None) -> str:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path):
-    result = fix_source(SCRIPT)
+@pytest.mark.parametrize(
+    "script, wanted",
+    [
+        (
+            SCRIPT,
+            (
+                "reduce_over_ranks(total)",
+                "reduce_over_ranks(running, average=True)",
+                "global_summed.item()",  # a tensor total comes back a tensor
+            ),
+        ),
+        # batches cut by rank (DDP209) in the same apply: the count of the whole run's batches divides
+        # the sum over the ranks
+        (CUT, ("range(RANK, num_batches, WORLD_SIZE)", "global_cost = reduce_over_ranks(cost)\n")),
+    ],
+    ids=["loader", "cut-batches"],
+)
+def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path, script, wanted):
+    result = fix_source(script)
     assert result.incomplete == [], [b.format() for b in result.incomplete]
-    assert "reduce_over_ranks(total)" in result.code and "reduce_over_ranks(running, average=True)" in result.code
-    assert "global_summed.item()" in result.code  # a tensor total comes back a tensor
+    for text in wanted:
+        assert text in result.code
     before, after = tmp_path / "train.py", tmp_path / "train_ddp.py"
-    before.write_text(SCRIPT)
+    before.write_text(script)
     after.write_text(result.code)
     plain = _run(tmp_path, before, "plain", None)
     assert _run(tmp_path, after, "plain_out", None) == plain  # a plain run of the output prints the same

@@ -10,8 +10,12 @@ import pytest
 from ddpfix.transforms import RULES
 
 # What touching each kind of plan state looks like in a rule's source.
-WRITES = {"wraps": r"plan\.wraps\[", "hoisted": r"plan\.hoisted\.append\("}
-READS = {"wraps": r"\b(wrappers|raw_handles)\(", "hoisted": r"plan\.hoisted\b(?!\.append)"}
+WRITES = {"wraps": r"plan\.wraps\[", "hoisted": r"plan\.hoisted\.append\(", "cut": r"plan\.cut\["}
+READS = {
+    "wraps": r"\b(wrappers|raw_handles)\(",
+    "hoisted": r"plan\.hoisted\b(?!\.append)",
+    "cut": r"plan\.cut\b(?!\[)",
+}
 
 
 def _source(rule) -> str:

@@ -32,6 +32,7 @@ import libcst as cst
 
 from ..analysis import ScriptFacts
 from ..analysis.stamps import overlaid
+from ..contract.lines import to_input
 from ..diagnostic import NONE, SAFE, Diagnostic, FileChange
 from ..passes import dependents, plan_pass
 from ..rule import Context
@@ -49,6 +50,7 @@ class Verdict:
     text: str = ""
     facts: ScriptFacts | None = None  # the fixpoint's analysis of `module` (None: no rule looks at it)
     findings: list[Diagnostic] | None = None  # what `check` reports on `module`, when the fixpoint knows
+    later: list[tuple[Diagnostic, str]] = dataclasses.field(default_factory=list)  # fixes of later passes
 
     @property
     def ok(self) -> bool:
@@ -66,6 +68,7 @@ class Outcome:
     after: list[Diagnostic] | None = None  # `check`'s findings on `module` (None: not known yet)
     others: dict[str, FileChange] = dataclasses.field(default_factory=dict)  # the script's modules it edits
     texts: dict[Path, bytes] = dataclasses.field(default_factory=dict)  # ... their new bytes, by path
+    later: list[Diagnostic] = dataclasses.field(default_factory=list)  # fixes of later passes, at input lines
 
     def diagnostics(self) -> list[Diagnostic]:
         unsafe = self.ctx.unsafe_fixes
@@ -79,7 +82,8 @@ class Outcome:
             elif d.applied and self.kept_nothing:
                 d = dataclasses.replace(d, applied=False)
             out.append(d)
-        return out
+        seen = {(d.code, d.line) for d in out}
+        return out + [d for d in self.later if (d.code, d.line) not in seen]
 
 
 class Guard:
@@ -139,7 +143,21 @@ class Guard:
             after=verdict.findings,
             others=others,
             texts=texts,
+            later=self._at_input(verdict.later),
         )
+
+    def _at_input(self, later: list[tuple[Diagnostic, str]]) -> list[Diagnostic]:
+        """Fixes a later pass made, placed at the line of the input a user would look at (the code they
+        edit was inserted before it, or is its own line re-indented), at its first non-blank column."""
+        out, lines = [], self.text.splitlines()
+        maps: dict[str, object] = {}
+        for d, text in later:
+            mapped = maps.setdefault(text, to_input(self.text, text))
+            line = mapped(d.line)  # type: ignore[operator]
+            source = lines[line - 1] if 0 < line <= len(lines) else ""
+            col = len(source) - len(source.lstrip()) + 1
+            out.append(dataclasses.replace(d, line=line, col=col, end_line=line, end_col=col))
+        return out
 
     def plan(self, fixing: set[str]) -> Context:
         return plan_pass(self.facts, self.active, fixing, self.unsafe_fixes, self.suppressions)
@@ -181,7 +199,7 @@ class Guard:
                 if len(after.unjoined) > len(before.unjoined):
                     wrap = after.unjoined[-1]
                     return Verdict(f"`{moves.short(wrap)}` would run before the process group is initialised")
-        return Verdict(module=out.module, text=out.text, facts=out.facts, findings=out.findings)
+        return Verdict(module=out.module, text=out.text, facts=out.facts, findings=out.findings, later=out.later)
 
     def _repeated_reason(self, after: process_group.Counts) -> str:
         first = process_group.first_point(self.facts)

@@ -35,18 +35,22 @@ class Fixpoint:
     tree: ast.Module | None  # Python's parse of `text` (None when the input has none either)
     facts: ScriptFacts | None  # the analysis of `module` (None: not a script the rules look at)
     findings: list[Diagnostic] | None = None  # what `check` reports on `module` (None: not computed)
+    # fixes a later pass made (DDP409 reducing a total the first pass's rank guard now shows), each with
+    # the text its position is in
+    later: list[tuple[Diagnostic, str]] = dataclasses.field(default_factory=list)
 
 
 def fixpoint(guard: Guard, module: cst.Module, text: str, fixing: set[str]) -> Fixpoint | str:
     """Check that `module` (rendered as `text`) parses and that more passes of the same fixes settle
     on an output; that output, or why there is none."""
+    later: list[tuple[Diagnostic, str]] = []
     for n in range(2, MAX_PASSES + 1):
         tree, problem = _parse(guard, module, text)
         if problem is not None:
             return problem
         facts, ctx = _pass(guard, module, text, tree, fixing)
         if ctx is None or ctx.plan.is_empty():
-            return Fixpoint(module, text, tree, facts, _as_checked(ctx))
+            return Fixpoint(module, text, tree, facts, _as_checked(ctx), later)
         if n == MAX_PASSES:
             edited = ", ".join(sorted(ctx.plan.edited)) or "the shared setup"
             return f"the output is still not settled after {MAX_PASSES} passes ({edited} would change it again)"
@@ -56,7 +60,8 @@ def fixpoint(guard: Guard, module: cst.Module, text: str, fixing: set[str]) -> F
         again = ctx.plan.apply()
         new_text = again.code
         if new_text == text:  # edits that render as they were
-            return Fixpoint(module, text, tree, facts, _as_checked(ctx))
+            return Fixpoint(module, text, tree, facts, _as_checked(ctx), later)
+        later += [(d, text) for d in ctx.diagnostics if d.applied]
         module, text = again, new_text
     raise AssertionError("unreachable")  # pragma: no cover
 

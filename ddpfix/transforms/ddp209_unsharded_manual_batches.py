@@ -18,6 +18,7 @@ SPAWNED = "mp.spawn starts the ranks: shard the batches with the worker's rank a
 
 class UnshardedManualBatches(Rule):
     code = "DDP209"
+    provides = frozenset({"cut"})
     distributed_only = True
     name = "unsharded-manual-batches"
     message = "training batches cut from tensors by hand: every rank trains on the same batches"
@@ -99,8 +100,11 @@ Loops that already depend on the rank are left alone.
             if samples is not None:
                 if spawned:
                     ctx.report(loop.iter, f"{self.message}; {SPAWNED}", fix="none")
-                elif ctx.report(
+                elif _cuts(
+                    ctx,
+                    loop,
                     loop.iter,
+                    {f"len({samples})"},
                     f"training samples taken one by one from the list {samples}: every rank trains on all of them",
                 ):
                     rank, world = ctx.env("RANK"), ctx.env("WORLD_SIZE")
@@ -137,7 +141,7 @@ Loops that already depend on the rank are left alone.
     def _range(self, ctx: Context, loop: cst.For, rng: cst.Call) -> None:
         args = [a for a in rng.args if not a.keyword]
         if len(args) == 3 and is_literal(args[0].value, 0) and len(args) == len(rng.args):
-            if not ctx.report(rng):
+            if not _cuts(ctx, loop, rng, {code_of(args[1].value)}):
                 return
             n, bs = code_of(args[1].value), _paren(args[2].value)
             rank, world = ctx.env("RANK"), ctx.env("WORLD_SIZE")
@@ -154,7 +158,7 @@ Loops that already depend on the rank are left alone.
             ctx.plan.replace(rng, lambda _n, t=new: cst.parse_expression(t))
             return
         if len(args) == 1 and len(rng.args) == 1:
-            if not ctx.report(rng):
+            if not _cuts(ctx, loop, rng, {code_of(args[0].value)}):
                 return
             total = code_of(args[0].value)
             rank, world = ctx.env("RANK"), ctx.env("WORLD_SIZE")
@@ -377,6 +381,17 @@ def _indexes_with(facts, scope: cst.CSTNode, name: str, after: cst.CSTNode) -> b
             if facts.index.before(after, node):
                 return True
     return False
+
+
+def _cuts(ctx: Context, loop: cst.For, node: cst.CSTNode, counts: set[str], message: str | None = None) -> bool:
+    """Report `node`; the loop is cut by rank when the fix is made (True), and also noted as cut
+    (with the whole run's counts it spans) where a check reports what a fix run would cut:
+    DDP409 reads it to reduce the totals the loop sums."""
+    before = len(ctx.diagnostics)
+    made = ctx.report(node, message)
+    if made or (not ctx.fixing and len(ctx.diagnostics) > before and ctx.diagnostics[-1].fixable):
+        ctx.plan.cut[loop] = counts
+    return made
 
 
 EXAMPLES = (

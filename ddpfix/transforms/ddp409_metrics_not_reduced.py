@@ -8,12 +8,13 @@ from ..analysis.flow import reads
 from ..examples import clean, fixes, reports
 from ..metric_reduce import MetricReducer
 from ..rule import NONE, Context, Rule
-from ..syntax import calls_in, dotted, kwarg, walk
+from ..syntax import calls_in, code_of, dotted, kwarg, positional, walk
 
 
 class MetricsNotReduced(Rule):
     code = "DDP409"
     name = "metrics-not-reduced"
+    reads = frozenset({"cut"})
     message = "metric printed on rank 0 covers rank 0's shard only: all-reduce it first"
     docs = """
 ## What
@@ -27,8 +28,9 @@ the same on every rank) and a sum of values the ranks reduced first (`dist.all_r
 `epoch_loss += loss.item()`).
 
 On a script that is not distributed yet, the same shape over a training loader that the conversion
-shards (DDP201) is reported too, in the words of what the conversion would do, and fixed: the total
-is reduced over the ranks right before the statement that shows it.
+shards (DDP201), or over batches the conversion cuts by rank (DDP209), is reported too, in the words
+of what the conversion would do, and fixed: the total is reduced over the ranks right before the
+statement that shows it.
 
 ## Why
 With a `DistributedSampler` each rank sees 1/N of the data; rank 0's running loss or accuracy is
@@ -63,16 +65,21 @@ if RANK == 0:
     print(f"loss {avg_running_loss / i:.4f}")
 ```
 A total divided by a count that is per rank (the step index, `len(loader)`, another total, a fixed
-number of steps) is averaged over the ranks; one shown as it is, or divided by the size of a dataset
-(the same on every rank), is summed.
+number of steps) is averaged over the ranks; one shown as it is, divided by the size of a dataset
+(the same on every rank), or by the whole run's count of batches a loop cut by rank ranges over
+(`cost / num_batches` after `for k in range(RANK, num_batches, WORLD_SIZE)`), is summed. A script
+that is distributed already gets the same fix, placed before the rank-0 guard around the statement,
+where its process group can reduce a CPU tensor (backend left to torch, gloo, or
+`"cpu:gloo,cuda:nccl"`).
 
 ## Fix safety
 Safe on a script ddpfix converts: `python train.py` prints what it printed (the helper returns the
 value itself when not distributed), and under torchrun the number covers every rank's shard. No fix
 where the statement is not reached alike by every rank (inside a `while`, or under a condition that
 reads what the loop changes, such as `if loss < best:`): a reduction there would wait for ranks that
-never come. None on a script that is distributed already: which values are sums and which are means,
-and on which device its backend reduces them, is the script's business.
+never come. On a script that is distributed already, none where the guard around the statement is
+itself rank-dependent or not reached by every rank, or where the backend is NCCL alone or set up
+out of sight (the helper reduces on the CPU).
 """
 
     def run(self, ctx: Context) -> None:
@@ -82,8 +89,14 @@ and on which device its backend reduces them, is the script's business.
         if distributed and (facts.data.sampler_calls or cut):
             loaders = [loader for loader in facts.data.loaders if _sampled(facts, loader)]
         elif not distributed and facts.training.trains and not facts.models.dp_calls:
-            # a script ddpfix converts: DDP201 gives each training loader a DistributedSampler
+            # a script ddpfix converts: DDP201 gives each training loader a DistributedSampler, DDP209
+            # cuts hand-made batches by rank
             loaders = [loader for loader, _ in facts.data.training_loaders]
+            cut = [loop for loop in ctx.plan.cut if type(loop) is cst.For]
+        elif distributed and facts.training.trains and not facts.models.dp_calls:
+            # a script with its own launch path that ddpfix completes: the loaders DDP201 shards in this pass
+            loaders = [loader for loader, _ in facts.data.training_loaders if _sharded_in_this_pass(ctx, loader)]
+            cut = [loop for loop in ctx.plan.cut if type(loop) is cst.For]
         else:
             return
         reduced = _reduced(facts)
@@ -92,25 +105,39 @@ and on which device its backend reduces them, is the script's business.
             return
         ranks = facts.ranks
         reducer = MetricReducer(ctx)
+        bounds = frozenset(code_of(stop) for loop in cut for stop in _range_stops(loop.iter))
+        bounds |= {count for counts in ctx.plan.cut.values() for count in counts}
         loader_names = {loader.target for loader in facts.data.loaders if loader.target}
         for call in facts.index.calls:
             name = dotted(call.func) or ""
             if name != "print" and not name.endswith((".info", ".log", ".add_scalar")):
                 continue
-            if distributed and not (ranks.rank_guarded(call) or (name == "print" and ranks.print_silenced(call))):
+            soon = _guarded_in_this_pass(ctx, call)  # DDP406 guards it to rank 0 in this pass
+            if distributed and not (
+                soon or ranks.rank_guarded(call) or (name == "print" and ranks.print_silenced(call))
+            ):
                 continue
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
             if not used:
                 continue
             names = ", ".join(sorted(used))
             if distributed:
-                ctx.report(
+                # reduced before the rank-0 guard around the statement (every rank reaches it there), or
+                # before the statement itself where a silenced print runs on every rank
+                at = (
+                    (facts.index.site(call).stmt if soon else _reached_by_every_rank(facts, call))
+                    if _reduces_on_cpu(ctx)
+                    else None
+                )
+                ops = reducer.reductions(call, used, loader_names, at, bounds) if at is not None else None
+                if ctx.report(
                     call,
                     f"{names} summed over this rank's shard only, logged as if global: all-reduce it first",
-                    fix=NONE,
-                )
+                    fix=None if ops else NONE,
+                ):
+                    reducer.plan(call, ops, at)  # type: ignore[arg-type]
                 continue
-            ops = reducer.reductions(call, used, loader_names)
+            ops = reducer.reductions(call, used, loader_names, bounds=bounds)
             if ctx.report(
                 call,
                 f"after the conversion, {names} would sum this rank's shard only and be logged as if global: "
@@ -118,6 +145,57 @@ and on which device its backend reduces them, is the script's business.
                 fix=None if ops else NONE,
             ):
                 reducer.plan(call, ops)
+
+
+def _sharded_in_this_pass(ctx: Context, loader) -> bool:
+    """Does DDP201 give `loader` a DistributedSampler in this pass (or would, in a fix run)?"""
+    line = ctx.facts.index.position(loader.site.node).start.line
+    return any(d.code == "DDP201" and d.fixable and d.line == line for d in ctx.diagnostics)
+
+
+def _guarded_in_this_pass(ctx: Context, call: cst.Call) -> bool:
+    """Is the statement of `call` one that an earlier rule of this pass (DDP406) guards to rank 0, or
+    would guard in a fix run?"""
+    stmt = ctx.facts.index.site(call).stmt
+    return stmt in ctx.plan.guards or stmt in ctx.plan.unmade_guards
+
+
+def _reduces_on_cpu(ctx: Context) -> bool:
+    """Can the script's process group all-reduce a CPU tensor (the fix's helper reduces on the CPU)?
+    Its backend is left to torch (gloo for CPU tensors, NCCL for CUDA ones), is gloo, names a CPU
+    backend (`"cpu:gloo,cuda:nccl"`), or is NCCL that DDP002 makes that in this pass; a group set up
+    elsewhere, or NCCL alone, cannot be told or cannot."""
+    facts = ctx.facts
+    if not facts.launch.init_calls:
+        return False
+    fixed = {d.line for d in ctx.diagnostics if d.code == "DDP002" and d.fixable}
+    for call in facts.launch.init_calls:
+        arg = positional(call, 0) or kwarg(call, "backend")
+        if arg is None or facts.index.position(arg.value).start.line in fixed:
+            continue
+        text = code_of(arg.value)
+        if "gloo" not in text or ("nccl" in text and "cpu:gloo" not in text):
+            return False
+    return True
+
+
+def _range_stops(it: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The stop of each `range(start, stop, step)` a loop cut by rank iterates (`range(RANK, num_batches,
+    WORLD_SIZE)[: num_batches // WORLD_SIZE]`): the whole run's count."""
+    return [c.args[1].value for c in calls_in(it) if dotted(c.func) == "range" and len(c.args) >= 2]
+
+
+def _reached_by_every_rank(facts, call: cst.Call) -> cst.CSTNode | None:
+    """Where a reduction of what `call` shows on rank 0 can go: before the `if` that makes it rank 0's
+    (`if RANK == 0: print(...)`, itself reached by every rank), or before the statement of a print
+    that every rank runs and all but one silence; None when there is no such place."""
+    ranks = facts.ranks
+    guard = ranks.guard_of(call)
+    if type(guard) is cst.If:
+        return None if ranks.rank_guarded(guard) else guard
+    if guard is None and ranks.print_silenced(call):
+        return facts.index.site(call).stmt
+    return None
 
 
 REDUCING = ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object", "reduce_scatter")
@@ -248,6 +326,7 @@ EXAMPLES = (
                 return total.numpy()
             return total.item() if total.dim() == 0 else total.tolist()
 
+
         for epoch in range(2):
             total = 0.0
             for x, y in loader:
@@ -261,7 +340,7 @@ EXAMPLES = (
         """,
         note="A per-sample sum divided by the dataset's size, summed over the ranks before it is printed:",
     ),
-    reports(
+    fixes(
         """
         import torch
         import torch.distributed as dist
@@ -286,8 +365,85 @@ EXAMPLES = (
         if dist.get_rank() == 0:
             print(f"mean loss {total / len(loader):.4f}")
         """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        total = 0.0
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+
+
+        def reduce_over_ranks(value, average=False):
+            \"\"\"`value` summed over every rank (averaged with `average=True`); `value` itself in a single process.\"\"\"
+            if not DISTRIBUTED:
+                return value
+            total = torch.as_tensor(value, dtype=torch.float64).detach().cpu().clone()
+            dist.all_reduce(total)
+            if average:
+                total /= WORLD_SIZE
+            if isinstance(value, torch.Tensor):  # the same kind of value back: `.item()` still works on it
+                return total.to(value.device, value.dtype if value.is_floating_point() else total.dtype)
+            if type(value).__module__ == "numpy":
+                return total.numpy()
+            return total.item() if total.dim() == 0 else total.tolist()
+
+
+        avg_total = reduce_over_ranks(total, average=True)
+        if dist.get_rank() == 0:
+            print(f"mean loss {avg_total / len(loader):.4f}")
+        """,
+        note="Rank 0's loss over its own shard, printed as the run's: averaged over the ranks before the guard:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("nccl")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        total = 0.0
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        if dist.get_rank() == 0:
+            print(f"mean loss {total / len(loader):.4f}")
+        """,
         message="total summed over this rank's shard only, logged as if global: all-reduce it first",
-        note="Rank 0's loss over its own shard, printed as the run's:",
+        note=(
+            "Rank 0's loss over its own shard, printed as the run's; reported only, for NCCL alone cannot "
+            "reduce the CPU value the fix would:"
+        ),
     ),
     clean(
         """

@@ -11,6 +11,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 
 LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
 
 
 def parse_args():
@@ -19,6 +20,21 @@ def parse_args():
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=8)
     return parser.parse_args()
+
+
+def reduce_over_ranks(value, average=False):
+    """`value` summed over every rank (averaged with `average=True`); `value` itself in a single process."""
+    if not dist.is_initialized():
+        return value
+    total = torch.as_tensor(value, dtype=torch.float64).detach().cpu().clone()
+    dist.all_reduce(total)
+    if average:
+        total /= WORLD_SIZE
+    if isinstance(value, torch.Tensor):  # the same kind of value back: `.item()` still works on it
+        return total.to(value.device, value.dtype if value.is_floating_point() else total.dtype)
+    if type(value).__module__ == "numpy":
+        return total.numpy()
+    return total.item() if total.dim() == 0 else total.tolist()
 
 
 def main():
@@ -46,8 +62,9 @@ def main():
             loss.backward()
             optimizer.step()
             total += loss.item()
+        avg_total = reduce_over_ranks(total, average=True)
         if not dist.is_initialized() or dist.get_rank() == 0:
-            print(f"epoch {epoch}: mean loss {total / len(loader):.4f}")
+            print(f"epoch {epoch}: mean loss {avg_total / len(loader):.4f}")
     if not dist.is_initialized() or dist.get_rank() == 0:
         torch.save(raw_model.state_dict(), "local_rank_option.pt")
 

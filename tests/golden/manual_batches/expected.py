@@ -14,6 +14,21 @@ WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
 DISTRIBUTED = WORLD_SIZE > 1
 
 
+def reduce_over_ranks(value, average=False):
+    """`value` summed over every rank (averaged with `average=True`); `value` itself in a single process."""
+    if not DISTRIBUTED:
+        return value
+    total = torch.as_tensor(value, dtype=torch.float64).detach().cpu().clone()
+    dist.all_reduce(total)
+    if average:
+        total /= WORLD_SIZE
+    if isinstance(value, torch.Tensor):  # the same kind of value back: `.item()` still works on it
+        return total.to(value.device, value.dtype if value.is_floating_point() else total.dtype)
+    if type(value).__module__ == "numpy":
+        return total.numpy()
+    return total.item() if total.dim() == 0 else total.tolist()
+
+
 def main():
     if DISTRIBUTED:
         if torch.cuda.is_available():
@@ -45,8 +60,9 @@ def main():
             loss.backward()
             optimizer.step()
             total += loss.item()
+        global_total = reduce_over_ranks(total)
         if RANK == 0:
-            print(f"epoch {epoch}: summed loss {total:.4f}")
+            print(f"epoch {epoch}: summed loss {global_total:.4f}")
 
     if DISTRIBUTED:
         dist.destroy_process_group()
