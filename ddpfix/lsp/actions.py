@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import tokenize
@@ -91,8 +92,10 @@ def kind_wanted(kind: str, only: list[str] | None) -> bool:
 _EOL = re.compile(r"\r\n|\r|\n")
 
 
+@functools.lru_cache(maxsize=8)  # one tokenize per text, not one per finding a listing is about
 def _scan(text: str) -> tuple[set[int], dict[int, list[tuple[int, str]]]]:
-    """Lines (1-based) whose end lies inside a token (a multi-line string), and the comments per line."""
+    """Lines (1-based) whose end lies inside a token (a multi-line string), and the comments per line
+    (shared between calls: read them, never change them)."""
     blocked: set[int] = set()
     comments: dict[int, list[tuple[int, str]]] = {}
     try:
