@@ -53,7 +53,7 @@ class Spy:
         self.calls: list[tuple[str, str, object]] = []
         self.hold: threading.Event | None = None  # set: the worker's fixes wait for it
         self.started = threading.Event()
-        fix, parse = lsp_analysis.fix_parsed, lsp_analysis.parse_source
+        fix, parse, again = lsp_analysis.fix_parsed, lsp_analysis.parse_source, lsp_analysis.reparse
 
         def fix_parsed(parsed, **kw):
             self.calls.append((threading.current_thread().name, "fix" if kw.get("fix", True) else "check", kw))
@@ -67,8 +67,13 @@ class Spy:
             self.calls.append((threading.current_thread().name, "parse", None))
             return parse(*args, **kw)
 
+        def reparse(*args, **kw):
+            self.calls.append((threading.current_thread().name, "parse", None))
+            return again(*args, **kw)
+
         monkeypatch.setattr(lsp_analysis, "fix_parsed", fix_parsed)
         monkeypatch.setattr(lsp_analysis, "parse_source", parse_source)
+        monkeypatch.setattr(lsp_analysis, "reparse", reparse)
 
     def on_loop(self, since: int = 0) -> list:
         main = threading.main_thread().name

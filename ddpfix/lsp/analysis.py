@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from ..api import Parsed, fix_parsed, parse_source
 from ..diagnostic import Diagnostic, Result
 from ..errors import DdpfixError
+from .reparse import Statements, reparse
 from .settings import RuleOptions
 
 log = logging.getLogger(__name__)
@@ -42,13 +43,23 @@ class Analysis:
     withheld: dict[str, str] = field(default_factory=dict)  # code -> why a fix computed so far was withheld
     shown: int = 0  # how many of `withheld` the diagnostics published last say
     memo: dict = field(default_factory=dict)  # what code actions derive from a fix (DDP204's added lines)
+    statements: Statements | None = None  # its top-level statements, for the next version's parse
 
     @classmethod
-    def run(cls, text: str, version: int | None, options: RuleOptions, path: str = "<editor>") -> "Analysis":
+    def run(
+        cls,
+        text: str,
+        version: int | None,
+        options: RuleOptions,
+        path: str = "<editor>",
+        previous: Statements | None = None,
+    ) -> "Analysis":
+        """Analyse `text`; `previous`, the statements of an earlier version of the document, spares
+        parsing the top-level statements whose text is unchanged (`reparse.py`)."""
         a = cls(text=text, version=version, options=options, path=path)
         try:
             with ENGINE:
-                a.parsed = parse_source(text, path)
+                a.parsed, a.statements = reparse(text, path, previous)
                 result = fix_parsed(
                     a.parsed, select=options.select, ignore=options.ignore, fix=False, cross_file=options.cross_file
                 )

@@ -83,7 +83,8 @@ class DdpfixServer(LanguageServer):
         opts = self.options_for(doc)
         a = doc.analysis
         if a is None or not a.matches(doc.text, doc.version, opts):
-            a = doc.analysis = Analysis.run(doc.text, doc.version, opts, path=doc.path or doc.uri)
+            previous = a.statements if a is not None else None  # the same document, an earlier text
+            a = doc.analysis = Analysis.run(doc.text, doc.version, opts, path=doc.path or doc.uri, previous=previous)
             if a.error:
                 self._log(f"ddpfix: no diagnostics for {doc.uri}: {a.error}")
         return a
@@ -158,9 +159,12 @@ class DdpfixServer(LanguageServer):
         if doc.fix_timer is not None:
             doc.fix_timer.cancel()
             doc.fix_timer = None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # called outside the server's loop (a test, a script): only on request
+            return
         if self.fix_delay is None:
             return
-        loop = asyncio.get_running_loop()
 
         def fire() -> None:
             doc.fix_timer = None
