@@ -156,8 +156,8 @@ def test_what_is_parsed_whole():
 
 
 def test_the_server_reuses_the_statements_of_the_last_version(tmp_path):
-    """Typing in one function: the next analysis parses that function's piece only, and its
-    diagnostics are those of `ddpfix check` on the new text."""
+    """Typing in one function, or adding a statement: the next analysis parses that piece only, and
+    its diagnostics (positions included) are those of `ddpfix check` on the new text."""
     import ddpfix
     from ddpfix.lsp.documents import Document
     from ddpfix.lsp.language_server import DdpfixServer
@@ -171,9 +171,29 @@ def test_the_server_reuses_the_statements_of_the_last_version(tmp_path):
     ls.publish(doc)
     pieces = len(doc.analysis.statements.pieces)
     assert doc.analysis.statements.reused == 0 and pieces > 20
-    for version, new in enumerate([text.replace("# progress", "# progress."), text.replace("  # progress", "")], 2):
+    assert "\n\n\nclass Net(" in text
+    versions = [
+        text.replace("# progress", "# progress."),
+        text.replace("  # progress", ""),
+        text.replace("\n\n\nclass Net(", "\n\n\nSEED = 1\n\n\nclass Net("),  # every line below moves down
+    ]
+    for version, new in enumerate(versions, 2):
         doc.text, doc.version = new, version
         ls.publish(doc)
-        assert doc.analysis.statements.reused == pieces - 1  # main() changed, nothing else
+        assert doc.analysis.statements.reused == pieces - 1  # main() changed (or SEED is new), nothing else
         codes = [(d.code, d.range.start.line + 1) for d in published[-1].diagnostics]
         assert codes == [(d.code, d.line) for d in ddpfix.check_source(new, path=str(path), cross_file=True)]
+
+
+def test_a_statement_met_twice_is_two_nodes():
+    """The engine tells nodes apart by identity (positions, edits): two pieces of the same text must
+    not become one node twice."""
+    from ddpfix.syntax import _walk
+
+    text = 'import torch\n\nprint("---")\nx = 1\nprint("---")\ny = 0\n'
+    state = statements_of(parse_source(text))
+    new = text.replace("x = 1", "x = 2")
+    got, after = reparse(new, "t.py", state)
+    assert same(got.module, parse_source(new).module) and after.reused >= 2
+    nodes = list(_walk(got.module))
+    assert len({id(n) for n in nodes}) == len(nodes)

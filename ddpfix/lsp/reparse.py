@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..api import MAX_CHAIN, Parsed, _gc_paused, _might_need_ddp, parse_source
+from ..api import MAX_CHAIN, Parsed, gc_paused, might_need_ddp, parse_source
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # Python's lines: \n, \r\n and \r end one
 _LOOSE = re.compile(r"(?:#[^\r\n]*)?(?:\r\n|\r|\n)?\Z")  # a line between statements that may be cut at
@@ -91,11 +91,11 @@ def statements_of(parsed: Parsed) -> Statements | None:
     return out
 
 
-@_gc_paused
+@gc_paused
 def reparse(text: str, path: str, previous: Statements | None) -> tuple[Parsed, Statements | None]:
     """`parse_source(text, path)`, reusing `previous`'s statements where the text of their piece is
     unchanged; also returns this version's statements for the next edit."""
-    if previous is None or not _might_need_ddp(text):
+    if previous is None or not might_need_ddp(text):
         parsed = parse_source(text, path)
         return parsed, statements_of(parsed)
     try:
@@ -111,12 +111,15 @@ def reparse(text: str, path: str, previous: Statements | None) -> tuple[Parsed, 
     header: tuple[cst.EmptyLine, ...] = ()
     carry: tuple[cst.EmptyLine, ...] = ()
     config = None
+    seen: set[str] = set()
     for i, piece in enumerate(pieces):
-        known = previous.pieces.get(piece)
+        # a piece met twice in this version is parsed twice: a module never holds one node twice
+        known = previous.pieces.get(piece) if piece not in seen else None
+        seen.add(piece)
         if i == 0 and previous.header is not None and previous.header[0] == piece and known is not None:
             header = previous.header[1]
             out.reused += 1
-        elif known is None or i == 0:
+        elif known is None or i == 0:  # (the first piece: its header is parsed with it)
             try:
                 m = cst.parse_module(piece)
             except Exception:  # a piece alone may differ from the whole (nothing should): parse it whole
