@@ -156,13 +156,14 @@ async def test_listing_computes_no_fix_and_starts_the_fixes_it_is_about(monkeypa
 
 async def test_a_newer_version_discards_the_fixes_of_the_old_one(monkeypatch, tmp_path):
     spy = Spy(monkeypatch)
-    ls = make_server(fix_delay=0)
+    ls = make_server(fix_delay=None)
     spy.hold = threading.Event()
     doc = open_doc(ls, tmp_path, WRITES_METRICS)  # DDP405's fix is withheld by the output guard
     old = doc.analysis
-    assert await asyncio.to_thread(spy.started.wait, 30)  # the timer fired: the first fix is under way
-    job = doc.job
-    assert job is not None and job.analysis is old and len(job.keys) >= 1  # more to come
+    job = ls.fixes_now(doc, [(("DDP405",), False)])  # as an explicit listing at DDP405 starts them
+    assert await asyncio.to_thread(spy.started.wait, 30)  # DDP405's fix is under way
+    assert spy.fixes()[0][2]["select"] == ["DDP405"]
+    assert job is doc.job and job.analysis is old and len(job.keys) >= 1  # more to come
 
     # a keystroke (what did_change does) while that fix runs
     ls.cancel_fixes(doc)
@@ -170,9 +171,11 @@ async def test_a_newer_version_discards_the_fixes_of_the_old_one(monkeypatch, tm
     spy.hold.set()
     await finished(job)
     assert len(job.computed) == 1 and len(spy.fixes()) == 1 and list(old.fixes) == job.computed
-    assert [p.version for p in ls.published] == [1]  # nothing republished for the old version
+    assert "DDP405" in old.withheld  # learnt for the old text ...
+    assert [p.version for p in ls.published] == [1]  # ... and not published: the text has changed
 
     spy.hold = None
+    ls.fix_delay = 0  # from now on the fixes are computed as soon as the diagnostics are out
     ls.publish(doc)  # the debounced analysis of version 2: nothing of version 1 is reused
     assert doc.analysis is not old and doc.analysis.fixes == {} and doc.job is None
     await asyncio.sleep(0.05)

@@ -128,12 +128,15 @@ class DdpfixServer(LanguageServer):
         self.fixes_later(doc)
 
     def publish_withheld(self, doc: Document, a: Analysis) -> None:
-        """Publish the diagnostics again when a fix computed since says why the guard withholds it."""
-        if doc.analysis is not a or len(a.withheld) <= a.shown or self.docs.get(doc.uri) is not doc:
+        """Publish the diagnostics again when a fix computed since says why the guard withholds it
+        (not once the document has changed: the next analysis publishes its own)."""
+        if doc.analysis is not a or a.version != doc.version or a.text != doc.text:
+            return
+        if len(a.withheld) <= a.shown or self.docs.get(doc.uri) is not doc:
             return
         a.shown = len(a.withheld)
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=self.lsp_diagnostics(doc, a), version=doc.version)
+            types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=self.lsp_diagnostics(doc, a), version=a.version)
         )
 
     def publish_later(self, doc: Document) -> None:
