@@ -131,7 +131,7 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
             if (d.code, d.line) in seen or d.code == "DDP000":
                 continue
             seen.add((d.code, d.line))
-            if A.suppression_edit(doc.text, d) is None:
+            if A.suppression_edit(doc.text, d, ls.statement_starts(a)) is None:
                 continue
             make(
                 f"Ignore {d.code} on this line",

@@ -106,6 +106,13 @@ class DdpfixServer(LanguageServer):
             )
         return out
 
+    @staticmethod
+    def statement_starts(a: Analysis) -> list[int] | None:
+        """The first lines of the analysed text's top-level statements (computed once per analysis)."""
+        if "starts" not in a.memo:
+            a.memo["starts"] = A.statement_starts(a.parsed.tree if a.parsed is not None else None)
+        return a.memo["starts"]
+
     def _code_description(self, code: str) -> types.CodeDescription | None:
         if not (self.client.code_description and self.docs_url):
             return None
@@ -261,7 +268,7 @@ class DdpfixServer(LanguageServer):
             diag = Diagnostic(
                 code=str(data["code"]), message="", line=int(data["line"]), col=1, end_line=int(data["line"]), end_col=1
             )
-            spot = A.suppression_edit(doc.text, diag)
+            spot = A.suppression_edit(doc.text, diag, self.statement_starts(a))
             if spot is None:
                 return None
             line, start, end, new = spot
