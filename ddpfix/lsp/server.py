@@ -9,7 +9,9 @@
 - Settings: the workspace's `[tool.ddpfix]` (select / ignore / per-file-ignores), like the CLI.
 
 The server keeps its own copy of each open document (see `text.py` for why) and one `Analysis` per
-document version, shared by diagnostics and code actions. This module registers the handlers; the
+document version, shared by diagnostics and code actions; an edited version is parsed reusing the
+unchanged top-level statements of the last one (`reparse.py`), and the fixes code actions show are
+computed ahead in a worker thread (`precompute.py`). This module registers the handlers; the
 server they run on is `language_server.py`, the documents it keeps `documents.py`, the code actions
 `code_actions.py`, and the JSON-RPC changes `protocol.py`.
 """
