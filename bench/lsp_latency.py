@@ -1,15 +1,23 @@
 #!/usr/bin/env python
-"""How long `ddpfix lsp` takes to publish diagnostics after an edit of a 1,000-line training script.
+"""How long `ddpfix lsp` takes to publish diagnostics after an edit of a 1,000-line training script,
+and to list the code actions at a cursor position.
 
-    python bench/lsp_latency.py                 # 1,000 lines, 7 timed edits
+    python bench/lsp_latency.py                 # 1,000 lines, 7 timed edits, 5 code action runs
     python bench/lsp_latency.py --lines 2000 --runs 11 --save /tmp/big_train.py
+    python bench/lsp_latency.py --profile /tmp/server.prof   # the server under cProfile
 
 The script starts the server over stdio, opens a generated training script (the first parse is timed
 separately), then types into it: each run sends one incremental didChange and waits for the
-publishDiagnostics of that version. Reported per run and as the median: wall time from sending the
-change to receiving the diagnostics (debounce included), and the server's CPU time over the same span
-(read from /proc, so it hardly moves when other processes share the machine). The last lines time
-the engine alone (`check_source` in this process) on the same text, for comparison.
+publishDiagnostics of that version, the next change following at once (as when typing). Reported per
+run and as the median: wall time from sending the change to receiving the diagnostics (debounce
+included), and the server's CPU time over the same span (read from /proc, so it hardly moves when
+other processes share the machine).
+
+Then the code actions, as VS Code asks for them when the user invokes them (Ctrl+.): each run types
+one character, waits for the diagnostics, and at once lists the actions at a cursor position on a
+finding (DDP401's start, triggerKind Invoked) and resolves the quick-fix; then it waits for the server
+to go idle (the fixes it computes ahead are done) and lists and resolves again. Wall times, median of
+the runs. The last lines time the engine alone (`check_source` in this process) on the same text.
 """
 
 from __future__ import annotations
@@ -190,10 +198,11 @@ class Client:
 
     def send(self, message: dict) -> float:
         data = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        at = time.perf_counter()  # before writing: an answer may come before the write returns
         assert self.proc.stdin is not None
         self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
         self.proc.stdin.flush()
-        return time.perf_counter()
+        return at
 
     def request(self, method: str, params: dict) -> tuple[float, dict]:
         self.next_id += 1
@@ -239,18 +248,35 @@ def cpu_seconds(pid: int) -> float:
         return float("nan")
 
 
+def idle(pid: int, quiet: float = 0.3, limit: float = 60.0) -> None:
+    """Wait until the server has used no CPU for `quiet` seconds (its fixes computed ahead are done)."""
+    end = time.perf_counter() + limit
+    last, still = cpu_seconds(pid), time.perf_counter()
+    while time.perf_counter() < end:
+        time.sleep(0.05)
+        now = cpu_seconds(pid)
+        if now != last:
+            last, still = now, time.perf_counter()
+        elif time.perf_counter() - still >= quiet:
+            return
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lines", type=int, default=1000)
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=7, help="timed edits, each waiting for its diagnostics")
+    ap.add_argument("--action-runs", type=int, default=5, help="edits after which code actions are listed")
     ap.add_argument("--save", help="also write the generated script here")
+    ap.add_argument("--profile", help="run the server under cProfile, writing its profile here")
     args = ap.parse_args()
 
     text = training_script(args.lines)
     if args.save:
         Path(args.save).write_text(text, encoding="utf-8")
     uri = Path("/tmp/ddpfix-bench/train.py").as_uri()
-    client = Client([sys.executable, "-m", "ddpfix.lsp"])
+    client = Client(
+        [sys.executable, *(["-m", "cProfile", "-o", args.profile] if args.profile else []), "-m", "ddpfix.lsp"]
+    )
     caps = {  # the parts of VS Code's capabilities that matter here
         "general": {"positionEncodings": ["utf-16"]},
         "textDocument": {
@@ -296,18 +322,53 @@ def main() -> int:
             f"  change {run + 1}: {walls[-1] * 1000:6.0f} ms wall, {cpus[-1] * 1000:6.0f} ms server CPU, {len(diags)} diagnostics"
         )
 
-    # a quick-fix, the way VS Code asks for it: list the actions at the finding, then resolve one
-    d = next(x for x in diags if x["code"] == "DDP401")
-    ctx = {"diagnostics": [d], "only": ["quickfix"]}
-    t_list, res = client.request(
-        "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": d["range"], "context": ctx}
-    )
-    actions = res.get("result") or []
-    fix = next((a for a in actions if a["title"].startswith("DDP401")), None)
-    t_resolve, resolved = client.request("codeAction/resolve", fix) if fix else (float("nan"), {})
-    if "edit" not in (resolved.get("result") or {}):
-        print(f"resolve failed: {json.dumps(resolved)[:300]}")
+    # code actions at a cursor position, the way VS Code asks when the user invokes them (Ctrl+.):
+    # each run types one character, waits for its diagnostics, then lists the actions at a finding
+    # (the fixes of that version not computed yet), resolves the quick-fix, waits for the server to go
+    # idle (the fixes computed ahead) and lists and resolves again
+    at_once, at_once_resolve, known, known_resolve, at_once_cpu, ahead_cpu = [], [], [], [], [], []
+    for run in range(args.action_runs):
+        version = args.runs + 2 + run
+        change = {
+            "range": {
+                "start": {"line": row, "character": col + version - 2},
+                "end": {"line": row, "character": col + version - 2},
+            },
+            "text": ".",
+        }
+        client.notify(
+            "textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]}
+        )
+        _, diags = client.wait_diagnostics(uri, version)
+        d = next(x for x in diags if x["code"] == "DDP401")
+        cursor = {"start": d["range"]["start"], "end": d["range"]["start"]}
+        ask = {"textDocument": {"uri": uri}, "range": cursor, "context": {"diagnostics": [d], "triggerKind": 1}}
+        cpu0 = cpu_seconds(client.proc.pid)
+        t, res = client.request("textDocument/codeAction", ask)
+        at_once_cpu.append(cpu_seconds(client.proc.pid) - cpu0)
+        at_once.append(t)
+        fix = next(a for a in res.get("result") or [] if a["title"].startswith("DDP401"))
+        t, resolved = client.request("codeAction/resolve", fix)
+        at_once_resolve.append(t)
+        if "edit" not in (resolved.get("result") or {}):
+            print(f"resolve failed: {json.dumps(resolved)[:300]}")
+        cpu0 = cpu_seconds(client.proc.pid)
+        idle(client.proc.pid)
+        ahead_cpu.append(cpu_seconds(client.proc.pid) - cpu0)
+        t, res = client.request("textDocument/codeAction", ask)
+        known.append(t)
+        fix = next(a for a in res.get("result") or [] if a["title"].startswith("DDP401"))
+        t, resolved = client.request("codeAction/resolve", fix)
+        known_resolve.append(t)
+        print(
+            f"  actions {run + 1}: list {at_once[-1] * 1000:4.0f} ms ({at_once_cpu[-1] * 1000:.0f} ms server CPU), "
+            f"resolve {at_once_resolve[-1] * 1000:4.0f} ms; fixes known: list {known[-1] * 1000:4.0f} ms, "
+            f"resolve {known_resolve[-1] * 1000:4.0f} ms; {ahead_cpu[-1] * 1000:.0f} ms server CPU computing ahead"
+        )
     client.close()
+
+    def ms(values: list[float]) -> str:
+        return f"{statistics.median(values) * 1000:.0f}"
 
     med_wall, med_cpu = statistics.median(walls), statistics.median(cpus)
     print(
@@ -315,8 +376,13 @@ def main() -> int:
         f"(min {min(walls) * 1000:.0f}), {med_cpu * 1000:.0f} ms server CPU"
     )
     print(
-        f"code actions at a finding: {t_list * 1000:.0f} ms to list, {t_resolve * 1000:.0f} ms to resolve the quick-fix"
+        f"median over {args.action_runs} runs, code actions at a cursor position right after the diagnostics: "
+        f"{ms(at_once)} ms to list (max {max(at_once) * 1000:.0f}, {ms(at_once_cpu)} ms server CPU), "
+        f"{ms(at_once_resolve)} ms to resolve the quick-fix; once the fixes are computed ahead: "
+        f"{ms(known)} ms to list, {ms(known_resolve)} ms to resolve; the fixes computed ahead after the resolve: "
+        f"{ms(ahead_cpu)} ms server CPU"
     )
+    print(f"code actions at a finding: {ms(at_once)} ms to list, {ms(known_resolve)} ms to resolve the quick-fix")
 
     from ddpfix import check_source
 

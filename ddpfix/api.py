@@ -46,7 +46,7 @@ MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting i
 PAUSE_GC_FROM = 20_000  # characters of source
 
 
-def _gc_paused(fn):
+def gc_paused(fn):
     """Run `fn` on a long source with Python's cyclic garbage collector paused. A parsed module is
     hundreds of thousands of objects that live through the call; each full collection walks all of
     them, so on a long script the collector cost as much as the analysis (10,000 lines: 1.2 s of
@@ -106,7 +106,7 @@ def _parse(source: Source, path: str) -> tuple[cst.Module, ast.Module | None]:
         raise DdpfixError(f"{path}: cannot decode: {exc}") from None
 
 
-def _might_need_ddp(source: Source) -> bool:
+def might_need_ddp(source: Source) -> bool:
     """Cheap pre-filter: a file that never mentions torch (nor a framework that distributes it, whose
     scripts get DDP008's information line) is skipped without parsing."""
     if isinstance(source, bytes):
@@ -258,10 +258,10 @@ class Parsed:
     tree: ast.Module | None = None
 
 
-@_gc_paused
+@gc_paused
 def parse_source(source: Source, path: str = "<string>") -> Parsed:
     """Parse `source` for `fix_parsed`. Raises `DdpfixError` on a syntax error or undecodable input."""
-    if not _might_need_ddp(source):
+    if not might_need_ddp(source):
         return Parsed(source, path, _check_syntax_only(source, path), None)
     module, tree = _parse(source, path)
     # LibCST round-trips exactly, so the original text is the source itself: no re-render.
@@ -269,7 +269,7 @@ def parse_source(source: Source, path: str = "<string>") -> Parsed:
     return Parsed(source, path, text, module, tree)
 
 
-@_gc_paused
+@gc_paused
 def fix_source(
     source: Source,
     *,
@@ -317,7 +317,7 @@ def fix_project(
     )
 
 
-@_gc_paused
+@gc_paused
 def fix_parsed(
     parsed: Parsed,
     *,

@@ -216,6 +216,20 @@ class Editor:
         )
         return list(res or [])
 
+    async def settled_actions(self, uri: str, rng: types.Range, diags, ready, only=None) -> list[types.CodeAction]:
+        """The actions, asked for again until `ready(actions)`: what a title says about a fix's result
+        (the modules it also edits, what it leaves incomplete, a withheld fix) is known once the
+        server has computed that fix, in idle time after the diagnostics."""
+
+        async def poll():
+            while True:
+                actions = await self.actions(uri, rng, diags, only=only)
+                if ready(actions):
+                    return actions
+                await asyncio.sleep(0.05)
+
+        return await asyncio.wait_for(poll(), TIMEOUT)
+
     async def apply(self, uri: str, action: types.CodeAction) -> str:
         """Apply an action the way this client would: its edit, else resolve it, else run its command."""
         edit = action.edit
@@ -373,7 +387,13 @@ async def test_fix_all_then_unsafe_convert(editor: Editor, tmp_path: Path):
     assert [x.code for x in after] == [x.code for x in check_source(text)] == ["DDP210", "DDP306"]
 
     unsafe = after[1]
-    actions = await editor.actions(uri, unsafe.range, [unsafe])
+    plain = "Convert to DDP, including unsafe fixes (ddpfix)"
+    first = await editor.actions(uri, unsafe.range, [unsafe])  # its fix not known yet, or known already
+    assert any(a.title.startswith(plain[:-1]) for a in first)
+    # once the conversion is computed (in idle time), its title says what it leaves incomplete
+    actions = await editor.settled_actions(
+        uri, unsafe.range, [unsafe], lambda acts: not any(a.title == plain for a in acts)
+    )
     titles = [a.title for a in actions]
     quick = next(a for a in actions if a.title.startswith("DDP306:"))
     assert quick.title == "DDP306: convert BatchNorm to SyncBatchNorm (unsafe fix)" and not quick.is_preferred
@@ -457,7 +477,12 @@ async def test_set_epoch_title_and_moved_optimizer(vscode: Editor, tmp_path: Pat
     diags = await vscode.diagnostics(uri)
     d204 = find(diags, "DDP204")
     (fix,) = [a for a in await vscode.actions(uri, d204.range, [d204]) if a.title.startswith("DDP204")]
-    assert fix.title == "DDP204: call sampler.set_epoch(epoch)"
+    assert fix.title in ("DDP204: call sampler.set_epoch(epoch) each epoch", "DDP204: call sampler.set_epoch(epoch)")
+    # once the fix is known, the title names the sampler and the epoch variable it uses
+    actions = await vscode.settled_actions(
+        uri, d204.range, [d204], lambda acts: any(a.title == "DDP204: call sampler.set_epoch(epoch)" for a in acts)
+    )
+    assert [a.title for a in actions if a.title.startswith("DDP204")] == ["DDP204: call sampler.set_epoch(epoch)"]
     d305 = find(diags, "DDP305")
     (move,) = [a for a in await vscode.actions(uri, d305.range, [d305]) if a.title.startswith("DDP305")]
     text = await vscode.apply(uri, move)
@@ -500,8 +525,9 @@ async def test_an_incomplete_conversion_says_so(vscode: Editor, tmp_path: Path):
     assert any(warning in m.message for m in vscode.client.messages)
     vscode.replace_all(uri, src)
     await vscode.diagnostics(uri)
-    titles = [a.title for a in await vscode.actions(uri, here, [], only=["source"])]
-    assert "Convert to DDP (ddpfix; incomplete: task differs by rank)" in titles
+    done = "Convert to DDP (ddpfix; incomplete: task differs by rank)"
+    actions = await vscode.settled_actions(uri, here, [], lambda acts: any(a.title == done for a in acts), ["source"])
+    assert "Convert to DDP (ddpfix)" not in [a.title for a in actions]
 
 
 @vscode_only
@@ -738,11 +764,12 @@ async def test_a_fix_the_guard_withholds_is_not_offered_and_the_diagnostics_say_
     vscode.open(uri, WRITES_METRICS)
     d = find(await vscode.diagnostics(uri), "DDP405")
     assert "not fixed" not in d.message  # diagnostics come from `check`, which computes no fix
-    since = len(vscode.published)
+    # the fix, computed in idle time, is withheld: the diagnostics are published again, saying why
+    (first,) = [i for i, p in enumerate(vscode.published) if p.uri == uri]
+    again = find(await vscode.diagnostics(uri, since=first + 1), "DDP405")
     (fix,) = [a for a in await vscode.actions(uri, d.range, [d]) if a.title.startswith("DDP405")]
     assert fix.edit is None and fix.data is None and fix.command is None
     assert fix.disabled.reason.startswith("not fixed: binds `stats` under `if RANK == 0:` only")
-    again = find(await vscode.diagnostics(uri, since=since), "DDP405")
     assert again.message == f"{d.message} ({fix.disabled.reason})"
 
 
@@ -765,8 +792,9 @@ async def test_convert_also_edits_the_scripts_own_module(vscode: Editor, tmp_pat
     vscode.open(uri, src)
     await vscode.diagnostics(uri)
     here = types.Range(start=types.Position(line=3, character=0), end=types.Position(line=3, character=0))
-    (convert,) = [a for a in await vscode.actions(uri, here, [], only=["source"]) if a.title.startswith("Convert")]
-    assert convert.title == "Convert to DDP (ddpfix; also edits data_utils.py)"
+    title = "Convert to DDP (ddpfix; also edits data_utils.py)"
+    actions = await vscode.settled_actions(uri, here, [], lambda acts: any(a.title == title for a in acts), ["source"])
+    (convert,) = [a for a in actions if a.title.startswith("Convert")]
     edit = convert.edit or (await asyncio.wait_for(vscode.client.code_action_resolve_async(convert), TIMEOUT)).edit
     assert edit is not None and edit.document_changes is not None
     by_uri = {c.text_document.uri: c for c in edit.document_changes}
@@ -823,8 +851,9 @@ async def test_a_quick_fix_that_edits_only_the_module(vscode: Editor, tmp_path: 
         return {name: (tmp_path / folder / name).read_text() for name in ("train.py", "trainer.py")}
 
     d401 = find(diags, "DDP401")
-    (fix,) = [a for a in await vscode.actions(uri, d401.range, [d401]) if a.title.startswith("DDP401")]
-    assert fix.title == "DDP401: save on rank 0 only (also edits trainer.py)"
+    title = "DDP401: save on rank 0 only (also edits trainer.py)"
+    actions = await vscode.settled_actions(uri, d401.range, [d401], lambda acts: any(a.title == title for a in acts))
+    (fix,) = [a for a in actions if a.title.startswith("DDP401")]
     one = await edited(fix)
     assert one == cli("cli_one", "--select", "DDP401", exit_code=1)  # DDP402 is left: incomplete
     assert "dist.get_rank() == 0" in one["trainer.py"] and "self.model.state_dict()" in one["trainer.py"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from lsprotocol import types
@@ -221,3 +222,27 @@ def test_code_action_fixes_reuse_the_diagnostics_parse(monkeypatch):
     assert every.code == expected
     assert one.diagnostics and all(d.code == "DDP406" for d in one.diagnostics)
     assert one.code != text and one.code != every.code
+
+
+def test_suppression_edits_read_only_the_statements_around_the_line():
+    """With the top-level statements' first lines, the "Ignore" edit tokenizes the statements around
+    the line only, and must place the comment exactly where tokenizing the whole text does."""
+    import ast
+    import tokenize
+
+    from ddpfix.lsp.actions import _window
+
+    paths = sorted((Path(__file__).parent / "golden").glob("*/input.py"))[::3]
+    paths += sorted((Path(__file__).parent / "lsp_data").glob("*.py"))
+    awkward = 'import torch\n\n@dec\ndef f():\n    x = """a\nb"""  # c\n    return x\n# c0\ny = (1,\n     2)\\\n    + 3\nz = 1; w = 2  # ddpfix: ignore[DDP401]\n'
+    texts = [tokenize.open(p).read() for p in paths] + [awkward, awkward.replace("\n", "\r\n")]
+    checked = windowed = 0
+    for text in texts:
+        starts = A.statement_starts(ast.parse(text))
+        for line in range(1, text.count("\n") + 2):
+            for code in ("DDP406", "DDP401"):
+                d = diag(code, line)
+                assert A.suppression_edit(text, d, starts) == A.suppression_edit(text, d), (line, text[:60])
+                checked += 1
+            windowed += _window(text, line, starts)[1] > 0
+    assert checked > 1000 and windowed > checked / 4  # most lines were answered from a window

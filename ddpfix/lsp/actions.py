@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import bisect
+import functools
 import io
 import re
 import tokenize
+from collections.abc import Sequence
 
 from ..diagnostic import Diagnostic
 from ..suppress import DIRECTIVE, UNUSED
@@ -91,8 +95,10 @@ def kind_wanted(kind: str, only: list[str] | None) -> bool:
 _EOL = re.compile(r"\r\n|\r|\n")
 
 
+@functools.lru_cache(maxsize=8)  # one tokenize per text, not one per finding a listing is about
 def _scan(text: str) -> tuple[set[int], dict[int, list[tuple[int, str]]]]:
-    """Lines (1-based) whose end lies inside a token (a multi-line string), and the comments per line."""
+    """Lines (1-based) whose end lies inside a token (a multi-line string), and the comments per line
+    (shared between calls: read them, never change them)."""
     blocked: set[int] = set()
     comments: dict[int, list[tuple[int, str]]] = {}
     try:
@@ -106,19 +112,53 @@ def _scan(text: str) -> tuple[set[int], dict[int, list[tuple[int, str]]]]:
     return blocked, comments
 
 
-def suppression_edit(text: str, diag: Diagnostic) -> tuple[int, int, int, str] | None:
+def _window(text: str, line: int, starts: Sequence[int] | None) -> tuple[str, int]:
+    """The part of `text` a tokenizer must read to know lines `line - 1` and `line` (1-based), and the
+    number of lines before it: from the top-level statement holding line `line - 1` to the start of
+    the next one after `line`. A top-level statement starts outside every string and bracket, so
+    the tokens of those lines are the same as in the whole text. Without `starts`: the whole text."""
+    if not starts:
+        return text, 0
+    i = bisect.bisect_right(starts, max(line - 1, 1)) - 1
+    first = starts[i] if i >= 0 else 1
+    j = bisect.bisect_right(starts, line)
+    if first <= 1 and j >= len(starts):
+        return text, 0
+    ends = [m.end() for m in _EOL.finditer(text)]
+    begin = ends[first - 2] if first > 1 else 0
+    end = ends[starts[j] - 2] if j < len(starts) and starts[j] - 2 < len(ends) else len(text)
+    return text[begin:end], first - 1
+
+
+def statement_starts(tree: ast.Module | None) -> list[int] | None:
+    """The first line (decorators included) of each top-level statement of Python's parse of a text."""
+    if tree is None:
+        return None
+    lines = [min([n.lineno] + [d.lineno for d in getattr(n, "decorator_list", ())]) for n in tree.body]
+    return sorted(set(lines))
+
+
+def suppression_edit(
+    text: str, diag: Diagnostic, starts: Sequence[int] | None = None
+) -> tuple[int, int, int, str] | None:
     """Where and what to write so that `# ddpfix: ignore[CODE]` silences `diag`.
 
     Returns (line, start_col, end_col, new_text): 1-based line, 0-based code-point columns of the
     original text. A trailing comment goes on the line the finding starts on (merged into a
     `# ddpfix: ignore[...]` comment already there). Where that line cannot end in a comment (its end
     is inside a multi-line string, or it ends in a backslash) the comment goes on a line of its own
-    above it, which silences the next line of code. None when no comment can be placed."""
+    above it, which silences the next line of code. None when no comment can be placed.
+
+    `starts` (`statement_starts` of the text) lets it tokenize only the statements around the line."""
     lines = _EOL.split(text)
     if not 1 <= diag.line <= len(lines):
         return None
     line, code = lines[diag.line - 1], diag.code
-    blocked, comments = _scan(text)
+    window, skipped = _window(text, diag.line, starts)
+    blocked, comments = _scan(window)
+    if skipped:
+        blocked = {n + skipped for n in blocked}
+        comments = {n + skipped: c for n, c in comments.items()}
     for col, comment in comments.get(diag.line, ()):
         m = DIRECTIVE.search(comment)
         if m is None:
@@ -149,5 +189,6 @@ __all__ = [
     "fix_title",
     "kind_wanted",
     "suppression_edit",
+    "statement_starts",
     "rule_name",
 ]

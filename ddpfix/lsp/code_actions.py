@@ -1,5 +1,11 @@
 """The code actions offered for a range: a quick-fix per fixable finding (disabled, with the reason,
-when the output guard withholds it), "Ignore DDPxxx on this line", fix-all and "Convert to DDP"."""
+when the output guard withholds it), "Ignore DDPxxx on this line", fix-all and "Convert to DDP".
+
+Listing computes no fix: what a title or a disabled quick-fix needs from one is read from the fixes
+known for this version (computed ahead in idle time, `precompute.py`, or for an action picked
+before). Until a fix is known its action is offered with the plain title, and the edit is computed
+when the action is picked (resolve), where the output guard still has the last word. An explicit
+request (not the ones editors send on every cursor move) starts the fixes of its findings at once."""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from ..diagnostic import SAFE, UNSAFE
 from . import actions as A
 from .documents import Document
 from .language_server import DdpfixServer
+from .precompute import convert_keys, quick_fix_key
 from .text import text_edits
 
 
@@ -34,6 +41,12 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
     lsp_diags = ls.lsp_diagnostics(doc, a)  # the same objects as published for this analysis
     only = list(params.context.only) if params.context.only else None
     lazy = ls.client.resolve_edit
+    eager = ls.client.literals and not lazy  # the listing carries the edits: their fixes are computed now
+
+    def known(key):
+        """The fix's result when known (or, for a listing that carries the edits, computed now)."""
+        return ls.fixed(doc, a, *key) if eager else a.fixes.get(key)
+
     asked = params.context.trigger_kind != types.CodeActionTriggerKind.Automatic  # (None: an older client)
 
     # the findings this request is about: overlapping the range, or sent back by the client as context
@@ -48,6 +61,13 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
         if _overlaps(ld.range, params.range) or (ld.code, ld.range.start.line, ld.range.start.character) in context
     ]
     out: list = []
+    if asked:  # the fixes this listing would show, first in line (no-op when all are known)
+        wanted = [quick_fix_key(a.diagnostics[i]) for i in hits] if A.kind_wanted(A.QUICKFIX, only) else []
+        if A.kind_wanted(A.CONVERT, only) or A.kind_wanted(A.FIX_ALL, only):
+            wanted += convert_keys(a)
+        wanted = [k for k in dict.fromkeys(wanted) if k is not None and k not in a.fixes]
+        if wanted:
+            ls.fixes_now(doc, wanted)
 
     def make(
         title: str, kind: str, data: dict, diags: list[types.Diagnostic] | None = None, preferred: bool | None = None
@@ -76,11 +96,9 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
             same = [lsp_diags[j] for j, other in enumerate(a.diagnostics) if other.code == d.code]
             added = None
             # An action whose fix the output guard withholds is offered without an edit (disabled, with
-            # the reason) and the diagnostics are published again saying why. That needs the fix: it
-            # is computed (once per document version) when the user asks, or for DDP204's title;
-            # for the requests editors send on every cursor move, only a fix computed before is used.
-            key = ((d.code,), d.fix == UNSAFE)
-            res = ls.fixed(doc, a, *key) if asked or key in a.fixes or d.code == "DDP204" else None
+            # the reason); the diagnostics were published again saying why when the fix was computed.
+            # Until then (the fix is computed ahead, see above) it is offered, and resolving it says.
+            res = known(quick_fix_key(d))
             if res is not None and d.code in res.withheld:
                 if ls.client.literals and ls.client.disabled:
                     action = types.CodeAction(
@@ -92,7 +110,11 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
                     out.append(action)
                 continue
             if d.code == "DDP204" and res is not None:  # the title names the sampler and the epoch variable
-                added = [line for e in text_edits(doc.text, res.code, "utf-32") for line in e.new_text.splitlines()]
+                added = a.memo.get("DDP204")
+                if added is None:
+                    added = a.memo["DDP204"] = [
+                        line for e in text_edits(a.text, res.code, "utf-32") for line in e.new_text.splitlines()
+                    ]
             title = A.fix_title(d.code, d.fix, len(same), added)
             if res is not None and res.others:  # the fix edits the script's own modules too
                 title += " (also edits " + ", ".join(sorted(os.path.basename(p) for p in res.others)) + ")"
@@ -109,7 +131,7 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
             if (d.code, d.line) in seen or d.code == "DDP000":
                 continue
             seen.add((d.code, d.line))
-            if A.suppression_edit(doc.text, d) is None:
+            if A.suppression_edit(doc.text, d, ls.statement_starts(a)) is None:
                 continue
             make(
                 f"Ignore {d.code} on this line",
@@ -122,8 +144,7 @@ def code_actions(ls: DdpfixServer, doc: Document, params: types.CodeActionParams
     def convert_title(title: str, unsafe: bool) -> str:
         """The title, saying which other files the conversion edits and what it leaves incomplete, when
         its result is known."""
-        # computed when the user asks for actions (not on the requests sent on every cursor move)
-        res = ls.fixed(doc, a, None, unsafe) if asked else a.fixes.get((None, unsafe))
+        res = known((None, unsafe))
         if res is None or not (res.incomplete or res.others):
             return title
         notes = []

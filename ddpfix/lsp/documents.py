@@ -11,6 +11,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from .analysis import Analysis
+from .precompute import Job
 from .text import UTF16
 
 
@@ -21,7 +22,9 @@ class Document:
     version: int | None
     path: str | None  # file system path (None for untitled: and other non-file URIs)
     analysis: Analysis | None = None
-    timer: asyncio.TimerHandle | None = None
+    timer: asyncio.TimerHandle | None = None  # the debounced analysis
+    fix_timer: asyncio.TimerHandle | None = None  # the fixes computed ahead, once typing stops
+    job: Job | None = None  # those fixes, under way or done
 
 
 @dataclass

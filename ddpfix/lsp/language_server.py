@@ -1,6 +1,6 @@
 """`DdpfixServer`: the documents, client features and settings the server keeps, and what its handlers
-ask of it: one analysis per document version, diagnostics published (at once or debounced), and the
-workspace edit of a code action."""
+ask of it: one analysis per document version, diagnostics published (at once or debounced), the fixes
+its code actions show computed ahead (`precompute.py`), and the workspace edit of a code action."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from pygls.uris import from_fs_path
 from .. import __version__
 from ..diagnostic import Diagnostic, FileChange
 from . import actions as A
-from .analysis import Analysis
+from .analysis import Analysis, FixKey
 from .documents import ClientFeatures, Document
+from .precompute import Job, Worker, keys_for
 from .protocol import DdpfixProtocol
 from .settings import RuleOptions, Settings
 from .text import Text, text_edits
@@ -26,6 +27,7 @@ from .text import Text, text_edits
 log = logging.getLogger("ddpfix.lsp")
 
 DEBOUNCE_S = 0.05  # after the last keystroke; open and save analyse at once
+FIX_DELAY_S = 0.3  # after the diagnostics of a version, with no newer one: compute its fixes ahead
 
 
 class DdpfixServer(LanguageServer):
@@ -40,6 +42,8 @@ class DdpfixServer(LanguageServer):
         self.client = ClientFeatures()
         self.settings = Settings()
         self.debounce = DEBOUNCE_S
+        self.fix_delay: float | None = FIX_DELAY_S  # None: fixes are computed only when asked for
+        self.worker = Worker()
         self.docs_url: str | None = default_docs_url()
         self.root: str | None = None
         self._shown_errors: set[str] = set()
@@ -79,7 +83,8 @@ class DdpfixServer(LanguageServer):
         opts = self.options_for(doc)
         a = doc.analysis
         if a is None or not a.matches(doc.text, doc.version, opts):
-            a = doc.analysis = Analysis.run(doc.text, doc.version, opts, path=doc.path or doc.uri)
+            previous = a.statements if a is not None else None  # the same document, an earlier text
+            a = doc.analysis = Analysis.run(doc.text, doc.version, opts, path=doc.path or doc.uri, previous=previous)
             if a.error:
                 self._log(f"ddpfix: no diagnostics for {doc.uri}: {a.error}")
         return a
@@ -101,6 +106,13 @@ class DdpfixServer(LanguageServer):
             )
         return out
 
+    @staticmethod
+    def statement_starts(a: Analysis) -> list[int] | None:
+        """The first lines of the analysed text's top-level statements (computed once per analysis)."""
+        if "starts" not in a.memo:
+            a.memo["starts"] = A.statement_starts(a.parsed.tree if a.parsed is not None else None)
+        return a.memo["starts"]
+
     def _code_description(self, code: str) -> types.CodeDescription | None:
         if not (self.client.code_description and self.docs_url):
             return None
@@ -113,9 +125,25 @@ class DdpfixServer(LanguageServer):
             doc.timer.cancel()
             doc.timer = None
         a = self.analysis(doc)
+        if doc.job is not None and doc.job.analysis is not a:
+            self.cancel_fixes(doc)
+        a.shown = len(a.withheld)
         diags = self.lsp_diagnostics(doc, a)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=diags, version=doc.version)
+        )
+        self.fixes_later(doc)
+
+    def publish_withheld(self, doc: Document, a: Analysis) -> None:
+        """Publish the diagnostics again when a fix computed since says why the guard withholds it
+        (not once the document has changed: the next analysis publishes its own)."""
+        if doc.analysis is not a or a.version != doc.version or a.text != doc.text:
+            return
+        if len(a.withheld) <= a.shown or self.docs.get(doc.uri) is not doc:
+            return
+        a.shown = len(a.withheld)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=doc.uri, diagnostics=self.lsp_diagnostics(doc, a), version=a.version)
         )
 
     def publish_later(self, doc: Document) -> None:
@@ -133,6 +161,68 @@ class DdpfixServer(LanguageServer):
                     self._log(f"ddpfix: internal error: {exc}", types.MessageType.Error)
 
         doc.timer = loop.call_later(self.debounce, fire)
+
+    # ------------------------------------------------------------------ fixes computed ahead
+    def fixes_later(self, doc: Document) -> None:
+        """Compute the fixes of the analysis just published once `fix_delay` passes with no newer
+        version (typing goes on: nothing is computed)."""
+        if doc.fix_timer is not None:
+            doc.fix_timer.cancel()
+            doc.fix_timer = None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # called outside the server's loop (a test, a script): only on request
+            return
+        if self.fix_delay is None:
+            return
+
+        def fire() -> None:
+            doc.fix_timer = None
+            if self.docs.get(doc.uri) is doc:
+                self.fixes_now(doc)
+
+        doc.fix_timer = loop.call_later(self.fix_delay, fire)
+
+    def fixes_now(self, doc: Document, first: list[FixKey] | tuple = ()) -> Job | None:
+        """Start computing the fixes of the document's current analysis (`first` first), or move
+        `first` ahead in the job under way. None when there is nothing to compute."""
+        a = doc.analysis
+        if a is None or a.error or a.version != doc.version or a.text != doc.text:
+            return None  # not analysed yet: the analysis publishes, then schedules its fixes
+        job = doc.job
+        if job is not None and job.analysis is a and job.active:
+            job.prefer(first)
+            return job
+        keys = keys_for(a)
+        keys = [k for k in first if k in keys] + [k for k in keys if k not in first]
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # called outside the server's loop (a test, a script): only on request
+            return None
+        if not keys:
+            return None
+        if job is not None:
+            job.cancel()
+        doc.job = Job(a, keys, owner=doc)
+
+        def notify(job: Job, key: FixKey | None) -> None:  # from the worker thread
+            if key is not None:
+                try:
+                    loop.call_soon_threadsafe(self.publish_withheld, doc, job.analysis)
+                except RuntimeError:  # pragma: no cover - the loop is closed: the server is exiting
+                    pass
+
+        self.worker.submit(doc.job, notify)
+        return doc.job
+
+    def cancel_fixes(self, doc: Document) -> None:
+        """A newer version (or a closed document): no fix of the old one is computed any more."""
+        if doc.fix_timer is not None:
+            doc.fix_timer.cancel()
+            doc.fix_timer = None
+        if doc.job is not None:
+            doc.job.cancel()
+            doc.job = None
 
     def republish_all(self) -> None:
         self.settings.clear()
@@ -178,7 +268,7 @@ class DdpfixServer(LanguageServer):
             diag = Diagnostic(
                 code=str(data["code"]), message="", line=int(data["line"]), col=1, end_line=int(data["line"]), end_col=1
             )
-            spot = A.suppression_edit(doc.text, diag)
+            spot = A.suppression_edit(doc.text, diag, self.statement_starts(a))
             if spot is None:
                 return None
             line, start, end, new = spot
@@ -199,14 +289,8 @@ class DdpfixServer(LanguageServer):
     def fixed(self, doc: Document, a: Analysis, codes: tuple[str, ...] | None, unsafe: bool):
         """`a.fixed(...)`; when the output guard withholds a fix not known to be withheld before, the
         diagnostics are published again, saying why."""
-        known = len(a.withheld)
         res = a.fixed(codes, unsafe)
-        if len(a.withheld) > known and doc.analysis is a:
-            self.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(
-                    uri=doc.uri, diagnostics=self.lsp_diagnostics(doc, a), version=doc.version
-                )
-            )
+        self.publish_withheld(doc, a)
         return res
 
 
@@ -240,4 +324,4 @@ def default_docs_url() -> str | None:
     return None
 
 
-__all__ = ["DEBOUNCE_S", "DdpfixServer", "default_docs_url", "log"]
+__all__ = ["DEBOUNCE_S", "FIX_DELAY_S", "DdpfixServer", "default_docs_url", "log"]

@@ -9,7 +9,9 @@
 - Settings: the workspace's `[tool.ddpfix]` (select / ignore / per-file-ignores), like the CLI.
 
 The server keeps its own copy of each open document (see `text.py` for why) and one `Analysis` per
-document version, shared by diagnostics and code actions. This module registers the handlers; the
+document version, shared by diagnostics and code actions; an edited version is parsed reusing the
+unchanged top-level statements of the last one (`reparse.py`), and the fixes code actions show are
+computed ahead in a worker thread (`precompute.py`). This module registers the handlers; the
 server they run on is `language_server.py`, the documents it keeps `documents.py`, the code actions
 `code_actions.py`, and the JSON-RPC changes `protocol.py`.
 """
@@ -39,6 +41,9 @@ def create_server() -> DdpfixServer:
         opts = params.initialization_options if isinstance(params.initialization_options, dict) else {}
         if isinstance(opts.get("debounceMs"), (int, float)) and opts["debounceMs"] >= 0:
             ls.debounce = opts["debounceMs"] / 1000
+        delay = opts.get("precomputeDelayMs")  # a negative number: compute fixes only when asked for
+        if isinstance(delay, (int, float)) and not isinstance(delay, bool):
+            ls.fix_delay = delay / 1000 if delay >= 0 else None
         if isinstance(opts.get("docsUrl"), str) and opts["docsUrl"]:
             ls.docs_url = opts["docsUrl"]
         folders = params.workspace_folders or []
@@ -64,8 +69,10 @@ def create_server() -> DdpfixServer:
     def did_open(ls: DdpfixServer, params: types.DidOpenTextDocumentParams) -> None:
         item = params.text_document
         old = ls.docs.pop(item.uri, None)
-        if old is not None and old.timer is not None:
-            old.timer.cancel()
+        if old is not None:
+            if old.timer is not None:
+                old.timer.cancel()
+            ls.cancel_fixes(old)
         if item.language_id not in ("python", "") and not item.uri.endswith((".py", ".pyi")):
             # an editor configured to send every file: nothing here is Python
             ls.text_document_publish_diagnostics(
@@ -80,6 +87,7 @@ def create_server() -> DdpfixServer:
         doc = ls.docs.get(params.text_document.uri)
         if doc is None:
             return
+        ls.cancel_fixes(doc)  # whatever was computed ahead is for the old text
         doc.text = apply_changes(doc.text, params.content_changes, ls.client.encoding)
         doc.version = params.text_document.version
         ls.publish_later(doc)
@@ -97,8 +105,10 @@ def create_server() -> DdpfixServer:
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DdpfixServer, params: types.DidCloseTextDocumentParams) -> None:
         doc = ls.docs.pop(params.text_document.uri, None)
-        if doc is not None and doc.timer is not None:
-            doc.timer.cancel()
+        if doc is not None:
+            if doc.timer is not None:
+                doc.timer.cancel()
+            ls.cancel_fixes(doc)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )
