@@ -132,7 +132,7 @@ def _imported(tree: ast.Module, script: str, modules: dict[str, FilePlan]) -> di
 def _calls(tree: ast.Module, names: dict[str, tuple[FilePlan, str | None]], lines: set[int] | None = None):
     """(line, module, function, keyword) for each keyword passed to a function of an edited module."""
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or (lines is not None and node.lineno not in lines):
+        if not isinstance(node, ast.Call):
             continue
         f = node.func
         if isinstance(f, ast.Name) and f.id in names and names[f.id][1] is not None:
@@ -143,9 +143,9 @@ def _calls(tree: ast.Module, names: dict[str, tuple[FilePlan, str | None]], line
             plan, func = names[f.value.id][0], f.attr
         else:
             continue
-        for k in node.keywords:
-            if k.arg is not None:
-                yield node.lineno, plan, func, k.arg
+        for k in node.keywords:  # by the keyword's own line: a call may span lines
+            if k.arg is not None and (lines is None or k.lineno in lines):
+                yield k.lineno, plan, func, k.arg
 
 
 def link(entry: FilePlan, modules: list[FilePlan]) -> None:
@@ -161,8 +161,11 @@ def link(entry: FilePlan, modules: list[FilePlan]) -> None:
             continue
         hunk = plan.added_at.get(new.params[keyword])
         if hunk is not None:
-            why = f"adds the parameter {keyword} to {func}"
-            entry.hunks[entry.added_at[line]].elsewhere[(plan.path, hunk)] = why
+            _need(
+                entry.hunks[entry.added_at[line]].elsewhere,
+                (plan.path, hunk),
+                f"adds the parameter {keyword} to {func}",
+            )
     old_names = {m.path: _top_names(_parse(m.old)) for m in modules}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.lineno in entry.added_at:
@@ -172,7 +175,14 @@ def link(entry: FilePlan, modules: list[FilePlan]) -> None:
                     continue
                 for h in plan.hunks:
                     if name in h.defines:
-                        entry.hunks[entry.added_at[node.lineno]].elsewhere[(plan.path, h.index)] = f"defines {name}"
+                        _need(
+                            entry.hunks[entry.added_at[node.lineno]].elsewhere, (plan.path, h.index), f"defines {name}"
+                        )
+
+
+def _need(needs: dict[tuple[str, int], str], key: tuple[str, int], why: str) -> None:
+    if why not in needs.get(key, "").split(", "):
+        needs[key] = f"{needs[key]}, {why}" if key in needs else why
 
 
 def cross_problem(entry: FilePlan, text: str, modules: dict[str, tuple[FilePlan, str]]) -> str | None:

@@ -203,3 +203,39 @@ def test_two_scripts_editing_one_module_are_walked_one_at_a_time(tmp_path, monke
     )
     assert (tmp_path / "utils.py").read_bytes() == (shared / "expected" / "utils.py").read_bytes()
     assert (tmp_path / "finetune.py").read_bytes() == (shared / "finetune.py").read_bytes()
+
+
+def test_a_call_over_several_lines_needs_the_module_hunk_by_its_keyword_line(project):
+    text = (project / "input.py").read_text()
+    (project / "input.py").write_text(
+        text.replace("build_loaders(batch_size=9)", "build_loaders(\n        batch_size=9,\n    )")
+    )
+    plans, _ = plans_here()
+    [needing] = [h for h in plans[0].hunks if h.elsewhere]
+    assert "+        distributed=DISTRIBUTED," in str(needing.hunk) and "build_loaders(" not in str(needing.hunk)
+    assert needing.elsewhere == {("data_utils.py", 0): "adds the parameter distributed to build_loaders"}
+
+
+def test_a_name_the_script_imports_from_a_module_needs_the_hunk_defining_it(tmp_path, monkeypatch):
+    from ddpfix.diagnostic import FileChange, Result
+    from ddpfix.interactive import FilePlan
+    from ddpfix.interactive_files import link
+
+    monkeypatch.chdir(tmp_path)
+    old, new = "from util import build\n\nbuild(2)\n", "from util import build, make\n\nbuild(2, part=make())\n"
+    mod_old = "def build(n):\n    return n\n"
+    mod_new = "def build(n, part=None):\n    return n\n\n\ndef make():\n    return None\n"
+    (tmp_path / "train.py").write_text(old)
+    (tmp_path / "util.py").write_text(mod_old)
+    entry = FilePlan("train.py", old, Result(source=old, code=new), solos={})
+    change = FileChange("util.py", mod_old, mod_new, mod_new.encode(), mod_old.encode(), ["DDP201"])
+    module = FilePlan("util.py", mod_old.encode(), change, solos={}, script="train.py")
+    link(entry, [module])
+    [hunk] = entry.hunks
+    assert hunk.elsewhere == {("util.py", 0): "adds the parameter part to build, defines make"}
+    half = "def build(n, part=None):\n    return n\n"
+    assert cross_problem(entry, new, {"util.py": (module, half)}) == (
+        "train.py imports make from util.py, which util.py as chosen does not define"
+    )
+    assert cross_problem(entry, new, {"util.py": (module, mod_new)}) is None
+    assert cross_problem(entry, old, {"util.py": (module, mod_old)}) is None
