@@ -144,6 +144,27 @@ class FilePlan:
         for info in self.hunks:
             info.labels.sort()
 
+    def label_unlabelled(self, without: dict[str, str]) -> None:
+        """Label the hunks no rule's fix alone explains by what the whole fix makes without each rule
+        (`without`: code -> this file's text fixed with every other rule): a rule whose fix is made
+        only together with another's (the script's process group, made only where a module's class
+        wraps its models) owns the lines that vanish without it. Needs are then worked out again."""
+        todo = [info for info in self.hunks if not info.labels]
+        if not todo:
+            return
+        new_lines = _lines(self.new)
+        for code, text in without.items():
+            sm = difflib.SequenceMatcher(None, _lines(text), new_lines, autojunk=False)
+            spans = [(j1, j2) for tag, _, _, j1, j2 in sm.get_opcodes() if tag != "equal"]
+            for info in todo:
+                start = info.hunk.target_start - 1 if info.hunk.target_length else info.hunk.target_start
+                end = start + info.hunk.target_length
+                if any(j1 <= end and j2 >= start for j1, j2 in spans):
+                    info.labels.append(code)
+        for info in todo:
+            info.labels.sort()
+        self._depend()
+
     # -- names each hunk binds and reads (on its added lines)
     def _names(self) -> None:
         try:

@@ -34,10 +34,18 @@ q - quit; do not apply this hunk or any remaining one (hunks chosen so far are a
 
 # ---------------------------------------------------------------------------------------- the plans
 def project_plans(
-    path: str, original: bytes | str, result: Result, *, unsafe_fixes: bool = False, cross_file: bool = True
+    path: str,
+    original: bytes | str,
+    result: Result,
+    *,
+    select=None,
+    ignore=None,
+    unsafe_fixes: bool = False,
+    cross_file: bool = True,
 ) -> list[FilePlan]:
     """One plan per file the fix of the script at `path` changes: the script first, then its modules
-    (`result.others`), with the needs of the script's hunks on the modules' hunks."""
+    (`result.others`), with the needs of the script's hunks on the modules' hunks. `select`, `ignore`
+    and `unsafe_fixes` are those the fix was made with."""
     solos: dict[str, dict[str, str]] = {path: {}, **{p: {} for p in result.others}}
     for code in result.applied_codes:
         try:
@@ -53,8 +61,29 @@ def project_plans(
         FilePlan(change.path, change.original, change, solos=solos[p], script=path)
         for p, change in result.others.items()
     ]
+    plans = [entry, *modules]
+    if any(not h.labels for p in plans for h in p.hunks):
+        without: dict[str, dict[str, str]] = {p.path: {} for p in plans}
+        for code in result.applied_codes:
+            try:
+                w = fix_source(
+                    original,
+                    path=path,
+                    select=select,
+                    ignore=[*(ignore or []), code],
+                    unsafe_fixes=unsafe_fixes,
+                    cross_file=cross_file,
+                )
+            except Exception:
+                continue
+            without[path][code] = w.code
+            for p, change in result.others.items():
+                if code in change.codes:
+                    without[p][code] = w.others[p].code if p in w.others else change.source
+        for plan in plans:
+            plan.label_unlabelled(without[plan.path])
     link(entry, modules)
-    return [entry, *modules]
+    return plans
 
 
 @dataclass

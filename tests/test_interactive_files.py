@@ -239,3 +239,15 @@ def test_a_name_the_script_imports_from_a_module_needs_the_hunk_defining_it(tmp_
     )
     assert cross_problem(entry, new, {"util.py": (module, mod_new)}) is None
     assert cross_problem(entry, old, {"util.py": (module, mod_old)}) is None
+
+
+@pytest.mark.parametrize("name", ["gan_solver_module", "trainer_builds_model", "loader_factory_module"])
+def test_every_hunk_of_every_file_is_labelled(name, tmp_path, monkeypatch):
+    """Where the script's own fix is made only with its module's (the process group where the module's
+    class wraps the models), no rule's fix alone explains the hunk: it is labelled by what the fix
+    makes without each rule."""
+    monkeypatch.chdir(copy_case(name, tmp_path))
+    plans, _ = plans_here()
+    assert {p.path: [h.index for h in p.hunks if not h.labels] for p in plans} == {p.path: [] for p in plans}
+    sampler = next(h for h in plans[0].hunks if "Sampler(" in str(h.hunk) or "distributed=DIS" in str(h.hunk))
+    assert "DDP201" in sampler.labels

@@ -37,7 +37,13 @@ def interactive_apply(run: Run, results: list[FileResult], color: bool | None) -
         taken.update({os.path.realpath(f): res.path for f in files})
         opts = run.options(res.path)
         plans += project_plans(
-            res.path, res.original, res.result, unsafe_fixes=opts.unsafe_fixes, cross_file=opts.cross_file
+            res.path,
+            res.original,
+            res.result,
+            select=opts.select,
+            ignore=opts.ignore,
+            unsafe_fixes=opts.unsafe_fixes,
+            cross_file=opts.cross_file,
         )
 
     def ask(prompt: str) -> str | None:
