@@ -1,10 +1,11 @@
-"""`ddpfix apply -i`: walk the diff hunk by hunk (y/n/a/d/q, like `git add -p`) and apply the chosen hunks.
+"""`ddpfix apply -i`: the hunk model. A fix's diff is split into hunks (one FilePlan per file: the
+script, then each of its own modules the fix edits), each labelled with the rules behind it.
 
-Each hunk is labelled with the rules behind it. Hunks can depend on each other: a guard needs the
-`RANK` constant another hunk defines, a sampler needs the import of `DistributedSampler` and the
-process group (a rule's `requires`). The prompt says so up front, and when the chosen hunks need one
-that was declined, it is included anyway and the user is told; the result is then checked to parse
-before anything is written.
+Hunks can depend on each other: a guard needs the `RANK` constant another hunk defines, a sampler
+needs the import of `DistributedSampler` and the process group (a rule's `requires`). The prompt says
+so up front, and when the chosen hunks need one that was declined, it is included anyway and the user
+is told; the result is then checked to parse before anything is written. The needs between files, and
+the prompt itself, are in interactive_files.py.
 """
 
 from __future__ import annotations
@@ -14,25 +15,19 @@ import builtins
 import difflib
 import io
 import tokenize
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from unidiff import PatchSet
 from unidiff.patch import Hunk as UHunk
 
 from .api import fix_source
-from .diagnostic import Result
+from .diagnostic import FileChange, Result
 from .diff import NO_EOL
 from .diff import split_lines as _lines  # noqa: I001
 from .transforms import BY_CODE
 
 BUILTINS = set(dir(builtins))
-HELP = """y - apply this hunk
-n - do not apply this hunk
-a - apply this hunk and all later hunks in the file
-d - do not apply this hunk or any later hunk in the file
-q - quit; do not apply this hunk or any remaining one (hunks chosen so far are applied)
-? - print help"""
 
 
 # ---------------------------------------------------------------------------------------- the hunk model
@@ -89,36 +84,54 @@ class HunkInfo:
     uses: set[str] = field(default_factory=set)  # names read on its added lines
     unbinds: set[str] = field(default_factory=set)  # names bound on its removed lines (a statement moved away)
     needs: dict[int, str] = field(default_factory=dict)  # hunk index -> why
+    elsewhere: dict[tuple[str, int], str] = field(default_factory=dict)  # (another file, its hunk) -> why
 
 
 class FilePlan:
-    """One file's fixed result split into hunks, with labels and dependencies."""
+    """One file's fixed result split into hunks, with labels and dependencies. `result` is a script's
+    Result or, for a module the script's fix edits, its FileChange; `solos` is the file's text as each
+    rule's fix alone leaves it (computed here from `original` when not given); `script` is the script
+    whose fix this file belongs to (its files are written all or none)."""
 
     def __init__(
-        self, path: str, original: bytes | str, result: Result, *, select=None, ignore=None, unsafe_fixes=False
+        self,
+        path: str,
+        original: bytes | str,
+        result: Result | FileChange,
+        *,
+        select=None,
+        ignore=None,
+        unsafe_fixes=False,
+        solos: dict[str, str] | None = None,
+        script: str | None = None,
     ) -> None:
         self.path = path
+        self.script = script or path
         self.original = original
         self.old, self.new = result.source, result.code
+        self.data_all: bytes | None = result.data  # the bytes with every hunk (None: `text`, encoded)
         self.diff = hunk_diff(self.old, self.new, path)
         self.known: set[str] = set()  # names bound in the original or the fixed text
+        self.added_at: dict[int, int] = {}  # line of the fixed text -> the hunk that adds it
         patch = PatchSet(self.diff)
         self.hunks: list[HunkInfo] = [HunkInfo(i, h) for i, h in enumerate(patch[0])] if len(patch) else []
-        applied = result.applied_codes
-        self._label(applied, unsafe_fixes, ignore)
+        if solos is None:
+            solos = {}
+            for code in result.applied_codes if isinstance(result, Result) else result.codes:
+                try:
+                    solos[code] = fix_source(original, path=path, select=[code], unsafe_fixes=unsafe_fixes).code
+                except Exception:
+                    continue
+        self._label(solos)
         self._names()
         self._depend()
 
     # -- labels: which rules' own edits touch each hunk
-    def _label(self, applied: list[str], unsafe_fixes: bool, ignore) -> None:
+    def _label(self, solos: dict[str, str]) -> None:
         old_lines = _lines(self.old)
         changes: dict[str, list[tuple[int, int]]] = {}
-        for code in applied:
-            try:
-                solo = fix_source(self.original, path=self.path, select=[code], unsafe_fixes=unsafe_fixes)
-            except Exception:
-                continue
-            sm = difflib.SequenceMatcher(None, old_lines, _lines(solo.code), autojunk=False)
+        for code, solo in solos.items():
+            sm = difflib.SequenceMatcher(None, old_lines, _lines(solo), autojunk=False)
             changes[code] = [(i1, i2) for tag, i1, i2, _, _ in sm.get_opcodes() if tag != "equal"]
         for code, spans in changes.items():
             required = _closure(code) - {code}
@@ -130,6 +143,27 @@ class FilePlan:
                     info.labels.append(code)
         for info in self.hunks:
             info.labels.sort()
+
+    def label_unlabelled(self, without: dict[str, str]) -> None:
+        """Label the hunks no rule's fix alone explains by what the whole fix makes without each rule
+        (`without`: code -> this file's text fixed with every other rule): a rule whose fix is made
+        only together with another's (the script's process group, made only where a module's class
+        wraps its models) owns the lines that vanish without it. Needs are then worked out again."""
+        todo = [info for info in self.hunks if not info.labels]
+        if not todo:
+            return
+        new_lines = _lines(self.new)
+        for code, text in without.items():
+            sm = difflib.SequenceMatcher(None, _lines(text), new_lines, autojunk=False)
+            spans = [(j1, j2) for tag, _, _, j1, j2 in sm.get_opcodes() if tag != "equal"]
+            for info in todo:
+                start = info.hunk.target_start - 1 if info.hunk.target_length else info.hunk.target_start
+                end = start + info.hunk.target_length
+                if any(j1 <= end and j2 >= start for j1, j2 in spans):
+                    info.labels.append(code)
+        for info in todo:
+            info.labels.sort()
+        self._depend()
 
     # -- names each hunk binds and reads (on its added lines)
     def _names(self) -> None:
@@ -143,7 +177,7 @@ class FilePlan:
             return
         old_bound = _bound_anywhere(old_tree)
         self.known = old_bound | _bound_anywhere(new_tree)
-        added_at: dict[int, int] = {}
+        added_at = self.added_at
         removed_at: dict[int, int] = {}
         for info in self.hunks:
             for l in info.hunk:
@@ -294,74 +328,4 @@ def _problem(text: str, keep: set[int], hunks: list[HunkInfo], known: set[str]) 
     return None
 
 
-# ---------------------------------------------------------------------------------------- the prompt
-@dataclass
-class Outcome:
-    path: str
-    text: str | None  # None: write nothing
-    data: bytes | None
-    chosen: set[int]
-    total: int
-
-
-def walk(
-    plans: list[FilePlan],
-    ask: Callable[[str], str | None],
-    say: Callable[[str], None],
-    show: Callable[[str], None],
-) -> list[Outcome]:
-    """Ask about every hunk of every file; returns what to write per file. `ask` returns None at end of input."""
-    outcomes = []
-    quit_all = False
-    for plan in plans:
-        if not plan.hunks:
-            continue
-        chosen: set[int] = set()
-        if not quit_all:
-            say(f"--- {plan.path}: {len(plan.hunks)} hunk(s)")
-            rest: str | None = None  # "a" or "d" for the remaining hunks of this file
-            for info in plan.hunks:
-                if rest is not None:
-                    if rest == "a":
-                        chosen.add(info.index)
-                    continue
-                labels = ", ".join(f"{c} {BY_CODE[c].name}" if c in BY_CODE else c for c in info.labels) or "unlabelled"
-                say(f"[{info.index + 1}/{len(plan.hunks)}] {plan.path}: {labels}")
-                if info.needs:
-                    say("  needs " + "; ".join(f"hunk {j + 1} ({why})" for j, why in sorted(info.needs.items())))
-                show(str(info.hunk))
-                answer = _ask(ask, say, "Apply this hunk [y,n,a,d,q,?]? ")
-                if answer == "y":
-                    chosen.add(info.index)
-                elif answer == "a":
-                    chosen.add(info.index)
-                    rest = "a"
-                elif answer == "d":
-                    rest = "d"
-                elif answer == "q":
-                    quit_all = True
-                    break
-        if not chosen:
-            outcomes.append(Outcome(plan.path, None, None, set(), len(plan.hunks)))
-            continue
-        text, final, notes = plan.select(chosen)
-        for note in notes:
-            say(f"{plan.path}: {note}")
-        outcomes.append(
-            Outcome(plan.path, text, plan.encode(text) if text is not None else None, final, len(plan.hunks))
-        )
-    return outcomes
-
-
-def _ask(ask: Callable[[str], str | None], say: Callable[[str], None], prompt: str) -> str:
-    while True:
-        raw = ask(prompt)
-        if raw is None:  # end of input: stop asking
-            return "q"
-        answer = raw.strip().lower()[:1]
-        if answer in ("y", "n", "a", "d", "q"):
-            return answer
-        say(HELP)
-
-
-__all__ = ["FilePlan", "HunkInfo", "Outcome", "walk", "apply_hunks", "hunk_diff", "HELP"]
+__all__ = ["FilePlan", "HunkInfo", "apply_hunks", "hunk_diff"]

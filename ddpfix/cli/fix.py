@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 from rich.syntax import Syntax
 
-from ..engine import STDIN, FileResult, write_atomic
+from ..engine import STDIN, FileResult
 from ..errors import DdpfixError
 from ..writing import Write, write_all
+from .interactive import interactive_apply
 from .options import (
     ApplyPaths,
     Color,
@@ -38,7 +39,6 @@ from .output import (
     next_step,
     note,
     summary,
-    withheld_summary,
 )
 from .run import Run, discovered, start
 from .verified import Force, Nproc, Timeout, VerifyFlag, apply_verified, diff_verified
@@ -132,7 +132,8 @@ def apply(
     """Rewrite files in place (atomically) with the safe fixes; '-' writes the fixed source to standard output.
 
     A fix that also edits the script's own modules writes all of its files or none (--no-cross-file:
-    the named files only; --interactive never edits other files). With --verify, the rewrite is
+    the named files only); --interactive walks the hunks of each of them, and a chosen hunk that
+    passes a module's new parameter brings the module's hunk that adds it. With --verify, the rewrite is
     written only when it passes `ddpfix verify` (exit 1 otherwise): ddpfix apply --verify train.py --
     --epochs 1.
 
@@ -162,7 +163,7 @@ def apply(
         quiet=quiet,
         verbose=verbose,
         stdin_filename=stdin_filename,
-        cross_file=False if interactive else cross_file,
+        cross_file=cross_file,
     )
     if verify:
         raise typer.Exit(apply_verified(run, paths, force=force, nproc=nproc, timeout=timeout))
@@ -171,7 +172,7 @@ def apply(
         any(res.result is not None and (res.result.withheld or res.result.incomplete) for res in results) and not zero
     )
     if interactive:
-        written = _interactive(run, results, color)
+        written = interactive_apply(run, results, color)
     else:
         modules: dict[str, tuple[str, bytes]] = {}
         written = [res.path for res in results if _apply_one(run, res, modules)]
@@ -229,56 +230,6 @@ def _stdout(res: FileResult) -> None:
     assert res.result is not None
     sys.stdout.buffer.write(res.result.data if res.result.data is not None else res.result.code.encode())
     sys.stdout.buffer.flush()
-
-
-def _interactive(run: Run, results: list[FileResult], color: bool | None) -> list[str]:
-    """Walk the hunks with the user and write what they chose; the paths rewritten."""
-    from ..interactive import FilePlan, walk
-
-    out = console(color)
-    plans = []
-    for res in results:
-        if res.result is not None and res.result.withheld and not run.quiet:
-            note(f"{res.path}: {withheld_summary(res.result.withheld)}")
-        if res.result is None or not res.result.changed or res.original is None or res.stdin:
-            continue
-        opts = run.options(res.path)
-        plans.append(
-            FilePlan(
-                res.path,
-                res.original,
-                res.result,
-                select=opts.select,
-                ignore=opts.ignore,
-                unsafe_fixes=opts.unsafe_fixes,
-            )
-        )
-
-    def ask(prompt: str) -> str | None:
-        typer.echo(prompt, nl=False)
-        line = sys.stdin.readline()
-        return line if line else None
-
-    def show(hunk: str) -> None:
-        out.print(Syntax(hunk.rstrip("\n"), "diff", theme="ansi_dark", background_color="default"))
-
-    outcomes = walk(plans, ask, lambda text: out.print(text, markup=False, highlight=False), show)
-    originals = {res.path: res.original for res in results}
-    written = []
-    for o in outcomes:
-        if o.data is None:
-            if not run.quiet and o.text is None and o.chosen:
-                note(f"{o.path}: not rewritten")
-            continue
-        try:
-            write_atomic(o.path, o.data, expected=originals.get(o.path))
-        except DdpfixError as exc:
-            run.error(str(exc))
-            continue
-        written.append(o.path)
-        if not run.quiet:
-            note(f"{o.path}: {len(o.chosen)} of {o.total} hunk(s) applied")
-    return written
 
 
 __all__ = ["apply", "diff"]
