@@ -16,11 +16,12 @@ any other entry point that imports the class without a process group, keeps the 
 model's parameters are on CUDA.
 
 The class is edited only where `ModuleEdits` allows it, and only where the wrapper can stand in for
-the model everywhere the class uses it after the wrap: calls (the forward), and the methods of
-nn.Module that DDP serves as the model would (`parameters()`, `train()`, `state_dict()`, whose
-'module.' keys DDP402 unwraps). A model the class reads an attribute of, loads a state into, moves
-after the wrap or hands to a function is left alone, and so is the whole script: without the wrap, a
-process group and a sampler would train one unsynchronised copy per rank (`withheld`).
+the model everywhere the class uses it after the wrap: calls (the forward), the methods of nn.Module
+that DDP serves as the model would (`parameters()`, `train()`, `state_dict()`, whose 'module.' keys
+DDP402 unwraps), and the uses module_routes.py reads through the plain module (a state loaded into
+it, what only the model has). A model the class moves after the wrap, hands to a function or whose
+forward-running method the training step calls is left alone, and so is the whole script: without
+the wrap, a process group and a sampler would train one unsynchronised copy per rank (`withheld`).
 """
 
 from __future__ import annotations
