@@ -90,6 +90,7 @@ OPTIMIZERS = (
     "        self.g_optimizer = torch.optim.Adam(self.G.parameters(), lr, betas=(0.5, 0.999))\n"
 )
 SAMPLE = "    def sample(self, n):\n        return self(torch.randn(n, self.main[0].in_features))\n\n"
+NOISE = "    def noise(self, n):\n        return torch.randn(n, self.main[0].in_features)\n\n"
 EARLY_LOAD = (
     "        self.G = Generator(self.z_dim, image_size)\n"
     '        if os.path.exists("pretrained_G.pt"):\n            self.G.load_state_dict(torch.load("pretrained_G.pt"))\n'
@@ -127,8 +128,16 @@ EARLY_LOAD = (
             ['samples = getattr(self.G, "module", self.G).sample(8)'],
             "(self.G.sample at solver.py:101)",
         ),
+        (
+            [
+                ("    def forward(self, z):", NOISE + "    def forward(self, z):"),
+                ("z = torch.randn(real.size(0), self.z_dim)", "z = self.G.noise(real.size(0))"),
+            ],
+            ['z = getattr(self.G, "module", self.G).noise(real.size(0))'],
+            "(self.G.noise at solver.py:",
+        ),
     ],
-    ids=["attribute", "load", "load-before-the-wrap", "method-after-the-step"],
+    ids=["attribute", "load", "load-before-the-wrap", "method-after-the-step", "no-forward-in-the-step"],
 )
 def test_what_the_wrapper_lacks_goes_to_the_plain_module(project, edits, routed, said):
     """A load into the model or what only the model has, after the wrap, reaches the plain module through
