@@ -98,6 +98,26 @@ def route(ctx, uses: list[cst.Attribute], name: str) -> None:
         ctx.plan.replace(use, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
 
 
+def mixed_keys(ctx, cls: cst.ClassDef, name: str, uses: list[cst.Attribute], where: str) -> str | None:
+    """Why the loads among `uses` cannot reach the plain module where the class's saves of `name`'s
+    state_dict() stay the wrapper's (DDP402 not fixed): they would read 'module.' keys."""
+    loads = [u for u in uses if u.attr.value == LOAD]
+    saves = any(
+        isinstance(n, cst.Call)
+        and isinstance(n.func, cst.Attribute)
+        and n.func.attr.value == "state_dict"
+        and dotted(n.func.value) == name
+        for n in walk(cls)
+    )
+    if not loads or not saves:
+        return None
+    line = ctx.facts.index.position(loads[0]).start.line
+    return (
+        f"{name}.{LOAD} ({where}:{line}) would read the 'module.' keys of what the class saves through the "
+        f"wrapper: DDP402 is not fixed"
+    )
+
+
 def _model_class(ctx, build: cst.CSTNode) -> tuple[set[str] | None, set[str] | None]:
     """(methods and attributes, those that run a forward when called) of the model's class, where the
     statement `build` constructs one of this module or of the script's own modules; (None, None) for
@@ -134,4 +154,4 @@ def _is_getattr_unwrap(index, arg: cst.Arg, name: str) -> bool:
     )
 
 
-__all__ = ["SERVED", "UNWRAP", "route", "routes"]
+__all__ = ["SERVED", "UNWRAP", "mixed_keys", "route", "routes"]

@@ -32,7 +32,7 @@ from .analysis.class_models import OPTIMIZER_WORDS
 from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
 from .edits import cuda_test
-from .module_routes import route, routes
+from .module_routes import mixed_keys, route, routes
 from .rule import RUNTIME, Context, Order, Rule
 from .syntax import dotted, walk
 
@@ -51,7 +51,9 @@ def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
     return (
         _read_by_the_script(ctx, cls, attrs)
         or others.why_not(summary.path)
-        or others.trial(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path)))
+        or others.trial(
+            summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path), plain=_plain_saves(ctx))
+        )
     )
 
 
@@ -83,7 +85,7 @@ def keep_wraps(ctx: Context, rule: Rule, summary, cls) -> None:
     if key not in others.planned:
         others.planned.add(key)
         attrs = [attr for attr, _ in cls.trained]
-        others.keep(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path)))
+        others.keep(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path), plain=_plain_saves(ctx)))
 
 
 def wrapped_here(ctx: Context, rule: Rule, summary, cls) -> bool:
@@ -133,7 +135,9 @@ def _routed(ctx: Context, rule: Rule, summary, cls) -> str:
     uses: list[tuple[int, str]] = []
     where = others.shown(summary.path)
     if others.why_not(summary.path) is None:
-        others.trial(summary.path, rule, _planner(cls.name, [a for a, _ in cls.trained], where, uses))
+        others.trial(
+            summary.path, rule, _planner(cls.name, [a for a, _ in cls.trained], where, uses, _plain_saves(ctx))
+        )
     if not uses:
         return ""
     places = ", ".join(f"{use} at {where}:{line}" for line, use in sorted(set(uses))[:3])
@@ -141,10 +145,18 @@ def _routed(ctx: Context, rule: Rule, summary, cls) -> str:
     return f', and reaches the plain module through getattr(..., "module", ...) for what the wrapper lacks ({places}{more})'
 
 
-def _planner(cls_name: str, attrs: list[str], where: str, routed: list[tuple[int, str]] | None = None):
+def _plain_saves(ctx: Context) -> bool:
+    """Does this pass make the class's `self.G.state_dict()` saves the plain module's (DDP402 fixed)?"""
+    return not ctx.fixing or "DDP402" in ctx.fixing
+
+
+def _planner(
+    cls_name: str, attrs: list[str], where: str, routed: list[tuple[int, str]] | None = None, plain: bool = True
+):
     """Wrap `self.<attr>` for each of `attrs` in the class `cls_name` of the module (`where`: its file as
     shown), on the module's own context, and route the uses the wrapper does not serve to the plain
-    module (module_routes.py); `routed` gets (line, use) for each of those."""
+    module (module_routes.py); `routed` gets (line, use) for each of those. `plain`: the class's saves
+    of the models' state_dict() become the plain module's (DDP402), as the loads routed there read."""
 
     def plan(ctx: Context) -> str | None:
         ctx.joins_elsewhere()  # the module does not know how its caller launched: ask the process group
@@ -163,6 +175,9 @@ def _planner(cls_name: str, attrs: list[str], where: str, routed: list[tuple[int
             uses = routes(ctx, cls, f"self.{attr}", point[1], where)
             if isinstance(uses, str):
                 return uses
+            why = None if plain else mixed_keys(ctx, cls, f"self.{attr}", uses, where)
+            if why is not None:
+                return why
             points.append((attr, point[0]))
             route(ctx, uses, f"self.{attr}")
             if routed is not None:

@@ -323,3 +323,14 @@ def test_a_model_the_script_reads_through_the_solver_is_not_wrapped(project):
     [wrap] = _found(result)["DDP301"]
     assert wrap.fix == "none" and "the script reads solver.G at line 36" in wrap.message, wrap.message
     assert not result.others and "init_process_group" not in result.code
+
+
+def test_a_load_is_not_routed_where_the_saves_keep_the_wrappers_keys(project):
+    """Without DDP402 the class's saves stay the wrapper's ('module.' keys): a load routed to the plain
+    module would not read them back, so nothing is converted; with DDP402 both sides are the plain module's."""
+    _edit(project / "solver.py", "    def reset_grad(self):", RESTORE.lstrip("\n") + "\n    def reset_grad(self):")
+    result = ddpfix.fix_project("main.py", ignore=["DDP402"])
+    [wrap] = _found(result)["DDP301"]
+    assert not wrap.applied and "self.G.load_state_dict (solver.py:62) would read the 'module.' keys" in wrap.message
+    assert result.code == (project / "main.py").read_text() and not result.others
+    assert _found(ddpfix.fix_project("main.py"))["DDP301"][0].applied

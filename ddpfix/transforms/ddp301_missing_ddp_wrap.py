@@ -97,6 +97,8 @@ getattr(self.model, "module", self.model).load_state_dict(ckpt["model_state"])
 h = torch.zeros(batch_size, getattr(self.model, "module", self.model).hidden_size)
 ```
 A load before the wrap (between the build and the optimizer) is the model's own and stays as it is.
+The saves the class loads back are the plain module's too (DDP402); where DDP402 is not fixed, a
+class that saves and loads its model's state is not converted (the keys would not match).
 A method of the model that runs a forward (or of a class not read, a library's) called in the
 training step, whose gradients on the plain module DDP would not average; a move or another use of
 the two APIs after the wrap (`self.G.to(device)`, `self.G.module`); a model handed on
