@@ -91,7 +91,10 @@ def unwrap_built_models(ctx: Context, rule: Rule) -> None:
             continue  # nothing is wrapped there: DDP301 reports why
         path, attrs = summary.path, {f"self.{attr}" for attr, _ in cls.trained}
         lines: list[int] = []
-        if others.trial(path, rule, _planner(cls.name, lambda _c, a=attrs: a, lines)) is not None or not lines:
+        if (
+            others.trial(path, rule, _planner(cls.name, lambda _c, a=attrs: a, lines, built=True)) is not None
+            or not lines
+        ):
             continue
         where = ", ".join(f"{others.shown(path)}:{n}" for n in lines[:3])
         message = (
@@ -101,7 +104,7 @@ def unwrap_built_models(ctx: Context, rule: Rule) -> None:
         key = (rule.code, path, cls.name)
         if ctx.report(call, message) and key not in others.planned:
             others.planned.add(key)
-            others.keep(path, rule, _planner(cls.name, lambda _c, a=attrs: a, []))
+            others.keep(path, rule, _planner(cls.name, lambda _c, a=attrs: a, [], built=True))
 
 
 def _handed(slot: int | str):
@@ -115,10 +118,11 @@ def unwrap_planner(cls_name: str, slot: int | str, lines: list[int]):
     return _planner(cls_name, _handed(slot), lines)
 
 
-def _planner(cls_name: str, attrs_of, lines: list[int]):
+def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False):
     """Unwrap `self.<attr>.state_dict()` in the methods of `cls_name`, for the attributes `attrs_of(cls)`
-    (the model handed to `__init__`, or each model the class builds and the fix wraps); `lines` gets the
-    lines edited. None (nothing to do) is no error."""
+    (the model handed to `__init__`, or, `built`, each model the class builds and the fix wraps, whose
+    loads the wrap routes to the plain module too: module_routes.py); `lines` gets the lines edited.
+    None (nothing to do) is no error."""
 
     def plan(ctx: Context) -> str | None:
         facts = ctx.facts
@@ -126,14 +130,14 @@ def _planner(cls_name: str, attrs_of, lines: list[int]):
         if cls is None:
             return f"{cls_name} is not a class at the top level of the module"
         attrs = attrs_of(cls)
-        if not attrs or _unwraps_itself(cls, attrs):
+        if not attrs or _unwraps_itself(cls, attrs, loads=not built):
             return None
         for node in walk(cls):
             if not isinstance(node, cst.Call) or method_name(node) != "state_dict":
                 continue
             assert isinstance(node.func, cst.Attribute)
             attr = dotted(node.func.value)
-            if attr not in attrs or _inside_load(facts, node):
+            if attr not in attrs or (not built and _inside_load(facts, node)):
                 continue
             lines.append(facts.index.position(node).start.line)
             spelled = cst.parse_expression(UNWRAP.format(attr=attr))
@@ -181,12 +185,12 @@ def _the_argument(value: cst.BaseExpression, name: str | None, kwargs: str | Non
     return isinstance(key, cst.SimpleString) and key.evaluated_value == slot
 
 
-def _unwraps_itself(cls: cst.ClassDef, attrs: set[str]) -> bool:
-    """The class reaches the plain module itself (`self.model.module`) or loads into what it keeps."""
+def _unwraps_itself(cls: cst.ClassDef, attrs: set[str], loads: bool) -> bool:
+    """The class reaches the plain module itself (`self.model.module`) or (`loads`) loads into what it keeps."""
     for node in walk(cls):
         if isinstance(node, cst.Attribute) and dotted(node.value) in attrs and node.attr.value == "module":
             return True
-        if isinstance(node, cst.Call) and method_name(node) == "load_state_dict":
+        if loads and isinstance(node, cst.Call) and method_name(node) == "load_state_dict":
             if isinstance(node.func, cst.Attribute) and dotted(node.func.value) in attrs:
                 return True
     return False

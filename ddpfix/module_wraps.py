@@ -16,11 +16,12 @@ any other entry point that imports the class without a process group, keeps the 
 model's parameters are on CUDA.
 
 The class is edited only where `ModuleEdits` allows it, and only where the wrapper can stand in for
-the model everywhere the class uses it after the wrap: calls (the forward), and the methods of
-nn.Module that DDP serves as the model would (`parameters()`, `train()`, `state_dict()`, whose
-'module.' keys DDP402 unwraps). A model the class reads an attribute of, loads a state into, moves
-after the wrap or hands to a function is left alone, and so is the whole script: without the wrap, a
-process group and a sampler would train one unsynchronised copy per rank (`withheld`).
+the model everywhere the class uses it after the wrap: calls (the forward), the methods of nn.Module
+that DDP serves as the model would (`parameters()`, `train()`, `state_dict()`, whose 'module.' keys
+DDP402 unwraps), and the uses module_routes.py reads through the plain module (a state loaded into
+it, what only the model has). A model the class moves after the wrap, hands to a function or whose
+forward-running method the training step calls is left alone, and so is the whole script: without
+the wrap, a process group and a sampler would train one unsynchronised copy per rank (`withheld`).
 """
 
 from __future__ import annotations
@@ -31,28 +32,11 @@ from .analysis.class_models import OPTIMIZER_WORDS
 from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
 from .edits import cuda_test
+from .module_routes import mixed_keys, route, routes
 from .rule import RUNTIME, Context, Order, Rule
 from .syntax import dotted, walk
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
-# nn.Module methods a DDP wrapper answers as the plain model does (state_dict: with 'module.' keys, DDP402)
-SERVED = frozenset(
-    {
-        "parameters",
-        "named_parameters",
-        "buffers",
-        "named_buffers",
-        "modules",
-        "named_modules",
-        "children",
-        "named_children",
-        "train",
-        "eval",
-        "zero_grad",
-        "requires_grad_",
-        "state_dict",
-    }
-)
 
 
 def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
@@ -67,7 +51,9 @@ def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
     return (
         _read_by_the_script(ctx, cls, attrs)
         or others.why_not(summary.path)
-        or others.trial(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path)))
+        or others.trial(
+            summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path), plain=_plain_saves(ctx))
+        )
     )
 
 
@@ -99,7 +85,7 @@ def keep_wraps(ctx: Context, rule: Rule, summary, cls) -> None:
     if key not in others.planned:
         others.planned.add(key)
         attrs = [attr for attr, _ in cls.trained]
-        others.keep(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path)))
+        others.keep(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path), plain=_plain_saves(ctx)))
 
 
 def wrapped_here(ctx: Context, rule: Rule, summary, cls) -> bool:
@@ -135,13 +121,42 @@ def wraps_in_modules(ctx: Context, rule: Rule) -> None:
         if why is not None:
             message = f"{head}: wrap each there, after it is built and before its optimizer (the fix does not: {why})"
             ctx.report(call, message, fix="none")
-        elif ctx.report(call, f"{head}: the fix wraps each there, after it is built and before its optimizer"):
+        elif ctx.report(
+            call,
+            f"{head}: the fix wraps each there, after it is built and before its optimizer{_routed(ctx, rule, summary, cls)}",
+        ):
             keep_wraps(ctx, rule, summary, cls)
 
 
-def _planner(cls_name: str, attrs: list[str], where: str):
+def _routed(ctx: Context, rule: Rule, summary, cls) -> str:
+    """The words for the uses the wrap routes to the plain module, with their lines ('' for none)."""
+    others = ctx.others
+    assert others is not None
+    uses: list[tuple[int, str]] = []
+    where = others.shown(summary.path)
+    if others.why_not(summary.path) is None:
+        others.trial(
+            summary.path, rule, _planner(cls.name, [a for a, _ in cls.trained], where, uses, _plain_saves(ctx))
+        )
+    if not uses:
+        return ""
+    places = ", ".join(f"{use} at {where}:{line}" for line, use in sorted(set(uses))[:3])
+    more = f" and {len(set(uses)) - 3} more" if len(set(uses)) > 3 else ""
+    return f', and reaches the plain module through getattr(..., "module", ...) for what the wrapper lacks ({places}{more})'
+
+
+def _plain_saves(ctx: Context) -> bool:
+    """Does this pass make the class's `self.G.state_dict()` saves the plain module's (DDP402 fixed)?"""
+    return not ctx.fixing or "DDP402" in ctx.fixing
+
+
+def _planner(
+    cls_name: str, attrs: list[str], where: str, routed: list[tuple[int, str]] | None = None, plain: bool = True
+):
     """Wrap `self.<attr>` for each of `attrs` in the class `cls_name` of the module (`where`: its file as
-    shown), on the module's own context."""
+    shown), on the module's own context, and route the uses the wrapper does not serve to the plain
+    module (module_routes.py); `routed` gets (line, use) for each of those. `plain`: the class's saves
+    of the models' state_dict() become the plain module's (DDP402), as the loads routed there read."""
 
     def plan(ctx: Context) -> str | None:
         ctx.joins_elsewhere()  # the module does not know how its caller launched: ask the process group
@@ -157,10 +172,16 @@ def _planner(cls_name: str, attrs: list[str], where: str):
             point = _wrap_point(cls, f"self.{attr}")
             if isinstance(point, str):
                 return point
-            why = _used_beyond_the_wrapper(ctx, cls, f"self.{attr}", point[1], where)
+            uses = routes(ctx, cls, f"self.{attr}", point[1], where)
+            if isinstance(uses, str):
+                return uses
+            why = None if plain else mixed_keys(ctx, cls, f"self.{attr}", uses, where)
             if why is not None:
                 return why
             points.append((attr, point[0]))
+            route(ctx, uses, f"self.{attr}")
+            if routed is not None:
+                routed.extend((ctx.facts.index.position(use).start.line, dotted(use)) for use in uses)
         ddp = ctx.plan.ref(DDP, "DDP")
         flag = ctx.env("DISTRIBUTED")
         device = RUNTIME["LOCAL_RANK"].format(torch=ctx.plan.ref("torch", "torch", style="import"))
@@ -202,42 +223,6 @@ def _wrap_point(cls: cst.ClassDef, name: str) -> tuple[cst.CSTNode, list] | str:
         last = max(i for i in range(start, optimizer) if i == start or _mentions(body[i], name))
         return body[last], body[start : last + 1]
     return f"{name} is not built in a method of {cls.name.value}"
-
-
-def _used_beyond_the_wrapper(ctx: Context, cls: cst.ClassDef, name: str, before: list, where: str) -> str | None:
-    """A use of `name` after the wrap that the wrapper does not serve as the model would: an attribute
-    (`self.G.image_size`), a method DDP lacks or serves otherwise (`load_state_dict`, `to`), or the model
-    handed on (`print_network(self.G)`)."""
-    index = ctx.facts.index
-    early = {id(n) for s in before for n in walk(s)}
-    for node in walk(cls):
-        if id(node) in early or not isinstance(node, (cst.Attribute, cst.Name)) or dotted(node) != name:
-            continue
-        parent = index.parent.get(node)
-        line = f"{where}:{index.position(node).start.line}"
-        if isinstance(parent, cst.Call) and parent.func is node:
-            continue  # the forward
-        if isinstance(parent, cst.Attribute) and parent.value is node:
-            outer = index.parent.get(parent)
-            if parent.attr.value in SERVED and isinstance(outer, cst.Call) and outer.func is parent:
-                continue
-            return f"{name}.{parent.attr.value} ({line}) is not served by the DDP wrapper as by the model"
-        if isinstance(parent, cst.Arg) and _is_getattr_unwrap(index, parent, name):
-            continue  # `getattr(self.G, "module", self.G)`: the plain module, as DDP402 spells it
-        return f"{name} is handed on at {line}, where the DDP wrapper would stand in for the model"
-    return None
-
-
-def _is_getattr_unwrap(index, arg: cst.Arg, name: str) -> bool:
-    call = index.parent.get(arg)
-    return (
-        isinstance(call, cst.Call)
-        and dotted(call.func) == "getattr"
-        and len(call.args) == 3
-        and dotted(call.args[0].value) == name
-        and isinstance(call.args[1].value, cst.SimpleString)
-        and call.args[1].value.evaluated_value == "module"
-    )
 
 
 def _assigns(stmt: cst.SimpleStatementLine, name: str) -> bool:

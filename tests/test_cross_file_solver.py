@@ -89,18 +89,96 @@ OPTIMIZERS = (
     "        self.build_optimizers(lr)\n\n    def build_optimizers(self, lr):\n"
     "        self.g_optimizer = torch.optim.Adam(self.G.parameters(), lr, betas=(0.5, 0.999))\n"
 )
+SAMPLE = "    def sample(self, n):\n        return self(torch.randn(n, self.main[0].in_features))\n\n"
+NOISE = "    def noise(self, n):\n        return torch.randn(n, self.main[0].in_features)\n\n"
+EARLY_LOAD = (
+    "        self.G = Generator(self.z_dim, image_size)\n"
+    '        if os.path.exists("pretrained_G.pt"):\n            self.G.load_state_dict(torch.load("pretrained_G.pt"))\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("edits", "routed", "said"),
+    [
+        (
+            [("samples = self.G(self.fixed_z)", "samples = self.G(self.fixed_z)[:, : self.G.image_size]")],
+            ['self.G(self.fixed_z)[:, : getattr(self.G, "module", self.G).image_size]'],
+            "(self.G.image_size at solver.py:98)",
+        ),
+        (
+            [("    def reset_grad(self):", RESTORE.lstrip("\n") + "\n    def reset_grad(self):")],
+            ['        getattr(self.G, "module", self.G).load_state_dict(torch.load(path))\n'],
+            "(self.G.load_state_dict at solver.py:62)",
+        ),
+        (
+            [
+                ("        self.G = Generator(self.z_dim, image_size)\n", EARLY_LOAD),
+                ("    def reset_grad(self):", RESTORE.lstrip("\n") + "\n    def reset_grad(self):"),
+            ],
+            [
+                '        getattr(self.G, "module", self.G).load_state_dict(torch.load(path))\n',
+            ],
+            "(self.G.load_state_dict at solver.py:64)",
+        ),
+        (
+            [
+                ("    def forward(self, z):", SAMPLE + "    def forward(self, z):"),
+                ("samples = self.G(self.fixed_z)", "samples = self.G.sample(8)"),
+            ],
+            ['samples = getattr(self.G, "module", self.G).sample(8)'],
+            "(self.G.sample at solver.py:101)",
+        ),
+        (
+            [
+                ("    def forward(self, z):", NOISE + "    def forward(self, z):"),
+                ("z = torch.randn(real.size(0), self.z_dim)", "z = self.G.noise(real.size(0))"),
+            ],
+            ['z = getattr(self.G, "module", self.G).noise(real.size(0))'],
+            "(self.G.noise at solver.py:",
+        ),
+    ],
+    ids=["attribute", "load", "load-before-the-wrap", "method-after-the-step", "no-forward-in-the-step"],
+)
+def test_what_the_wrapper_lacks_goes_to_the_plain_module(project, edits, routed, said):
+    """A load into the model or what only the model has, after the wrap, reaches the plain module through
+    `getattr(self.G, "module", self.G)` (the model itself in a plain run); a load before the wrap needs
+    nothing. The class is converted and the script distributed."""
+    for old, new in edits:
+        _edit(project / "solver.py", old, new)
+    result = ddpfix.fix_project("main.py")
+    found = _found(result)
+    [wrap] = found["DDP301"]
+    assert wrap.applied and "reaches the plain module" in wrap.message and said in wrap.message, wrap.message
+    assert found["DDP001"][0].applied and found["DDP201"][0].applied and result.incomplete == []
+    [unwrap] = found["DDP402"]  # the saves write the plain module's keys, which the routed loads read
+    assert unwrap.applied
+    [solver] = result.others.values()
+    text = solver.code
+    for spelled in routed:
+        assert spelled in text, text
+    assert text.count('getattr(self.G, "module", self.G)') == len(routed) + 1  # and the one save
+    if "pretrained_G.pt" in text:  # the load before the wrap is the model's own: left as it is, the wrap after it
+        assert text.index('self.G.load_state_dict(torch.load("pretrained_G.pt"))') < text.index("self.G = DDP(self.G")
 
 
 @pytest.mark.parametrize(
     ("edits", "why"),
     [
         (
-            [("samples = self.G(self.fixed_z)", "samples = self.G(self.fixed_z)[:, : self.G.image_size]")],
-            "self.G.image_size (solver.py:98) is not served by the DDP wrapper",
+            [
+                ("    def forward(self, z):", SAMPLE + "    def forward(self, z):"),
+                ("out_fake = self.D(self.G(z))", "out_fake = self.D(self.G.sample(real.size(0)))"),
+            ],
+            "self.G.sample(...) (solver.py:91) runs in the training step",
         ),
         (
-            [("    def reset_grad(self):", RESTORE.lstrip("\n") + "\n    def reset_grad(self):")],
-            "self.G.load_state_dict",
+            [
+                (
+                    "    def reset_grad(self):",
+                    '    def to_cpu(self):\n        self.G.to("cpu")\n\n    def reset_grad(self):',
+                )
+            ],
+            "self.G.to (solver.py:62) is not served by the DDP wrapper",
         ),
         (
             [
@@ -114,7 +192,7 @@ OPTIMIZERS = (
             "self.G is handed on at solver.py:62",
         ),
     ],
-    ids=["attribute", "load", "optimizer-elsewhere", "handed-on"],
+    ids=["forward-in-the-step", "moved", "optimizer-elsewhere", "handed-on"],
 )
 def test_no_half_conversion_where_the_class_cannot_be_wrapped(project, edits, why):
     """Where the wrap cannot be placed in the class, nothing is distributed: no process group, no
@@ -245,3 +323,14 @@ def test_a_model_the_script_reads_through_the_solver_is_not_wrapped(project):
     [wrap] = _found(result)["DDP301"]
     assert wrap.fix == "none" and "the script reads solver.G at line 36" in wrap.message, wrap.message
     assert not result.others and "init_process_group" not in result.code
+
+
+def test_a_load_is_not_routed_where_the_saves_keep_the_wrappers_keys(project):
+    """Without DDP402 the class's saves stay the wrapper's ('module.' keys): a load routed to the plain
+    module would not read them back, so nothing is converted; with DDP402 both sides are the plain module's."""
+    _edit(project / "solver.py", "    def reset_grad(self):", RESTORE.lstrip("\n") + "\n    def reset_grad(self):")
+    result = ddpfix.fix_project("main.py", ignore=["DDP402"])
+    [wrap] = _found(result)["DDP301"]
+    assert not wrap.applied and "self.G.load_state_dict (solver.py:62) would read the 'module.' keys" in wrap.message
+    assert result.code == (project / "main.py").read_text() and not result.others
+    assert _found(ddpfix.fix_project("main.py"))["DDP301"][0].applied

@@ -86,17 +86,32 @@ self.g_optimizer = torch.optim.Adam(self.G.parameters(), lr, betas=(0.5, 0.999))
 ```
 The test is made at run time, so a plain run, and any other entry point that imports the class, keeps
 the plain model; `device_ids` is the current CUDA device, which the entry's setup sets to LOCAL_RANK.
-The class must use each model after the wrap only as DDP serves it: called (the forward), or through
+After the wrap the class uses each model as DDP serves it: called (the forward), or through
 `parameters()`, `train()`, `eval()`, `zero_grad()`, `state_dict()` (DDP402 then saves the plain
-module's keys) and the like. A model the class reads an attribute of (`self.G.image_size`), loads a
-state into, moves after the wrap or hands to a function, a model built more than once or whose
-optimizer is built in another block, a model the script itself reaches through the object it trains
-with (`solver.G.state_dict()`), and a class that also trains a model it is handed are not wrapped
-there: then nothing is distributed (DDP001 adds no process group and DDP201 no sampler,
-which without the wrap would train one unsynchronised copy per rank) and every finding says why.
+module's keys) and the like. What the wrapper does not answer as the model would, the fix reads
+through the plain module in the class's own methods, the model itself in a plain run: a state loaded
+into it and what only the model has (any name outside the public API of `nn.Module` and
+`DistributedDataParallel`, as DDP308 reads it):
+```python
+getattr(self.model, "module", self.model).load_state_dict(ckpt["model_state"])
+h = torch.zeros(batch_size, getattr(self.model, "module", self.model).hidden_size)
+```
+A load before the wrap (between the build and the optimizer) is the model's own and stays as it is.
+The saves the class loads back are the plain module's too (DDP402); where DDP402 is not fixed, a
+class that saves and loads its model's state is not converted (the keys would not match).
+A method of the model that runs a forward (or of a class not read, a library's) called in the
+training step, whose gradients on the plain module DDP would not average; a move or another use of
+the two APIs after the wrap (`self.G.to(device)`, `self.G.module`); a model handed on
+(`load_weights(self.G, path)`, whose callee may need the model or the wrapper); a model built more
+than once or whose optimizer is built in another block; a model the script itself reaches through
+the object it trains with (`solver.G.state_dict()`); and a class that also trains a model it is
+handed are not wrapped there: then nothing is distributed (DDP001 adds no process group and DDP201
+no sampler, which without the wrap would train one unsynchronised copy per rank) and every finding
+says why.
 
 ## Fix safety
-Safe: a plain run skips the wrap, in the script and in a class of its modules alike.
+Safe: a plain run skips the wrap, in the script and in a class of its modules alike, and
+`getattr(self.G, "module", self.G)` is then the model itself.
 """
 
     def run(self, ctx: Context) -> None:

@@ -60,8 +60,10 @@ fix. A name bound again after the wrap
 A class of the script's own modules that builds the models it trains, and that the fix wraps there
 (DDP301: `Solver(loader, config).train()`), saves `getattr(self.G, "module", self.G).state_dict()`
 in place of each `self.G.state_dict()`: the plain module's keys under DDP, the same object in a
-plain run. The finding is reported at the script's call, naming the module's lines. The same edit
-serves a class handed the wrapper (`Trainer(model, ...)` keeping `self.model = model`).
+plain run; the class's loads into the model reach the plain module too (DDP301), so a checkpoint it
+saves is one it can load back, under DDP and in a plain run. The finding is reported at the script's
+call, naming the module's lines. The same edit serves a class handed the wrapper (`Trainer(model,
+...)` keeping `self.model = model`), unless that class loads into the wrapper itself.
 """
 
     def run(self, ctx: Context) -> None:

@@ -7,6 +7,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from weights import load_weights
+
 
 class Generator(nn.Module):
     def __init__(self, z_dim, image_size):
@@ -64,7 +66,7 @@ class Solver:
         self.d_optimizer.zero_grad()
 
     def restore_model(self, path):
-        self.G.load_state_dict(torch.load(path))
+        load_weights(self.G, path)
 
     def train(self):
         if self.resume_G:
