@@ -50,10 +50,23 @@ def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
     attrs = [attr for attr, _ in cls.trained]
     return (
         _read_by_the_script(ctx, cls, attrs)
+        or _data_not_found(ctx)
         or others.why_not(summary.path)
         or others.trial(
             summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path), plain=_plain_saves(ctx))
         )
+    )
+
+
+def _data_not_found(ctx: Context) -> str | None:
+    """No training DataLoader of the script was found (built in a way no rule reads, or by the class
+    itself): the fix could not shard what the wrapped models train on, so every rank would train the
+    same batches while the conversion looked done. Left to the user, saying so."""
+    if ctx.facts.data.training_loaders:
+        return None
+    return (
+        "no DataLoader the script builds was found to reach its training, so the fix could not shard the data "
+        "it trains on: hand it a loader the script builds, or give that loader a DistributedSampler by hand"
     )
 
 

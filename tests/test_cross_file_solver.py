@@ -334,3 +334,25 @@ def test_a_load_is_not_routed_where_the_saves_keep_the_wrappers_keys(project):
     assert not wrap.applied and "self.G.load_state_dict (solver.py:62) would read the 'module.' keys" in wrap.message
     assert result.code == (project / "main.py").read_text() and not result.others
     assert _found(ddpfix.fix_project("main.py"))["DDP301"][0].applied
+
+
+def test_no_conversion_when_no_loader_of_the_script_reaches_the_class(project):
+    """The class builds its own loader from the dataset it is handed: no rule shards that loader, so
+    wrapping the models would leave every rank training the same batches while looking done. Nothing is
+    converted, and the finding says why."""
+    _edit(
+        project / "main.py",
+        "    data_loader = DataLoader(dataset, batch_size=config.batch_size, shuffle=True, drop_last=True)\n"
+        "    solver = Solver(data_loader, config)\n",
+        "    solver = Solver(dataset, config)\n",
+    )
+    _edit(
+        project / "solver.py",
+        "        self.data_loader = data_loader\n",
+        "        self.data_loader = torch.utils.data.DataLoader(data_loader, batch_size=16, shuffle=True)\n",
+    )
+    result = ddpfix.fix_project("main.py")
+    [wrap] = _found(result)["DDP301"]
+    assert wrap.fix == "none" and "no DataLoader the script builds was found to reach its training" in wrap.message
+    assert result.code == (project / "main.py").read_text() and not result.others
+    assert {"DDP001", "DDP301"} <= {b.code for b in result.incomplete}
