@@ -33,6 +33,7 @@ from .analysis.local_writes import called, module_calls, shown, writes_through
 from .analysis.module_summary import Finding
 from .edits import guard_site
 from .rule import NONE, Context, Rule
+from .syntax import dotted, walk
 
 Match = Callable[[object, cst.Call], bool]  # (the module's facts, a call) -> is it the write found there?
 # (the module's lines, what, match, the module's file, lines guarded) -> the planner that guards them
@@ -139,12 +140,27 @@ def guard_statements(lines: list[int], what: str, match: Match, where: str, guar
                 return f"the {what} at {where}:{line} is not a statement of its own"
             if facts.ranks.rank_guarded(call):
                 continue
+            method = _object_call(call)
+            if method is not None and _with_of(facts, call) is None:
+                # `print(f"... {self.validate():.1f}")`: guarded, a forward it runs would run on rank 0 alone
+                return f"the {what} at {where}:{line} calls {method}(), which would then run on rank 0 only"
             if not guard_site(ctx, _with_of(facts, call) or call):
                 return f"the {what} at {where}:{line} shares its line with other code"
             guarded.append(line)
         return None
 
     return plan
+
+
+def _object_call(call: cst.Call) -> str | None:
+    """A method of the object (`self.validate()`) or a module it holds (`self.model(x)`: a forward)
+    called inside `call`'s arguments; not a method of what it holds (`self.model.state_dict()`)."""
+    for arg in call.args:
+        for node in walk(arg.value):
+            name = dotted(node.func) if type(node) is cst.Call else None
+            if name is not None and name.startswith("self.") and name.count(".") == 1:
+                return name
+    return None
 
 
 def _statement_calls(facts, pred) -> list[cst.Call]:

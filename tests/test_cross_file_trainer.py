@@ -147,3 +147,21 @@ def test_a_fix_that_edits_only_a_module_is_applied(project):
     assert text.count(GUARD) == 1 and UNWRAPPED in text  # DDP406 leaves a distributed script's prints alone
     assert "trainer.py: 2 hunk(s) applied, +3 -1; edited for train.py: DDP401, DDP402" in again.stderr
     assert (project / "train.py").read_bytes() == (CASE / "expected.py").read_bytes()
+
+
+def test_a_print_whose_value_runs_a_method_of_the_object_is_not_guarded(project):
+    """`print(f"... {self.evaluate():.4f}")`: guarded to rank 0, the method (a forward through the DDP
+    wrapper) would run on rank 0 alone; the print is reported with why, the module left as it is there."""
+    trainer = project / "trainer.py"
+    text = trainer.read_text().replace(
+        'print(f"epoch {epoch}: loss {loss:.4f}")',
+        'print(f"epoch {epoch}: loss {loss:.4f} eval {self.evaluate():.4f}")',
+    )
+    text += "\n    def evaluate(self):\n        with torch.no_grad():\n            return self.model(torch.ones(1, 4)).item()\n"
+    trainer.write_text(text)
+    result = ddpfix.fix_project("train.py")
+    [shown] = [d for d in result.diagnostics if d.code == "DDP406"]
+    assert not shown.applied and "calls self.evaluate(), which would then run on rank 0 only" in shown.message
+    code = result.others["trainer.py"].code
+    assert "        if not dist.is_initialized() or dist.get_rank() == 0:\n            torch.save(" in code  # save
+    assert 'print(f"epoch {epoch}: loss {loss:.4f} eval' in code and code.count("get_rank() == 0") == 1
