@@ -159,31 +159,7 @@ def test_the_setup_goes_below_the_scripts_own_constants():
     run_script(result.code)
 
 
-WRITES_METRICS = src(
-    """
-    import json
-
-    import torch
-
-
-    def main():
-        model = torch.nn.Linear(2, 1)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        for step in range(2):
-            loss = model(torch.randn(4, 2)).sum()
-            loss.backward()
-            opt.step()
-        with open("metrics.json", "w") as f:
-            stats = {"loss": loss.item()}
-            json.dump(stats, f)
-        best = stats["loss"]
-        return best
-
-
-    if __name__ == "__main__":
-        main()
-    """
-)
+WRITES_METRICS = (Path(__file__).parent / "lsp_data" / "writes_metrics.py").read_text(encoding="utf-8")
 
 
 def test_a_name_bound_under_a_new_rank_guard_and_read_on_every_rank_is_withheld(work, monkeypatch):

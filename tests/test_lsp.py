@@ -732,29 +732,7 @@ async def test_stale_ignore_action_does_nothing_and_save_republishes(vscode: Edi
     ]
 
 
-WRITES_METRICS = """\
-import json
-
-import torch
-
-
-def main():
-    model = torch.nn.Linear(2, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for step in range(2):
-        loss = model(torch.randn(4, 2)).sum()
-        loss.backward()
-        opt.step()
-    with open("metrics.json", "w") as f:
-        stats = {"loss": loss.item()}
-        json.dump(stats, f)
-    best = stats["loss"]
-    return best
-
-
-if __name__ == "__main__":
-    main()
-"""
+WRITES_METRICS = (DATA / "writes_metrics.py").read_text(encoding="utf-8")  # writes a file it reads back
 
 
 @vscode_only
