@@ -95,6 +95,9 @@ def epoch_loop_planner(member: str, param: str, lines: list[int]):
     return plan
 
 
+REEXPORTED = "torch.utils.data.DistributedSampler"  # the same class, as torch.utils.data exports it
+
+
 def through_loader(ctx: Context, reach: str, epoch: str, count: str = "") -> list[cst.BaseStatement]:
     """`set_epoch(epoch)` on the sampler of the loader `reach`, where it is a DistributedSampler (a plain
     run's loader, or any other caller's iterable, skips it); `count`: how the count of the passes
@@ -105,7 +108,23 @@ def through_loader(ctx: Context, reach: str, epoch: str, count: str = "") -> lis
         """
     if count:
         template = "\n        {e} " + count + template
-    return ctx.plan.statements(template, l=reach, cls=ctx.plan.ref(SAMPLER, "DistributedSampler"), e=epoch)
+    # the sampler class as the module already names it (`from torch.utils.data import DistributedSampler`,
+    # `data.DistributedSampler`), else imported
+    cls = _spelled_already(ctx.facts.names) or ctx.plan.ref(SAMPLER, "DistributedSampler")
+    return ctx.plan.statements(template, l=reach, cls=cls, e=epoch)
+
+
+def _spelled_already(names) -> str | None:
+    """The shortest spelling of the DistributedSampler class through what the module imports: the class
+    itself, or a module holding it (`data.DistributedSampler` after `from torch.utils import data`)."""
+    found = []
+    for local, full in names.aliases.items():
+        for qualified in (SAMPLER, REEXPORTED):
+            if full == qualified:
+                found.append(local)
+            elif qualified.startswith(full + ".") and full != "torch":
+                found.append(local + qualified[len(full) :])
+    return min(found, key=len) if found else None
 
 
 def next_drawn_set_epoch(ctx: Context, func: cst.FunctionDef, reach: str, lines: list[int]) -> str | None:

@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis.values import handle_of
 from ..edits import engine_set_epoch, epoch_name, set_epoch_statements
 from ..examples import clean, fixes, reports
+from ..loader_subclass_epochs import subclass_samplers
 from ..module_epochs import keep_set_epoch, set_epoch_blocker
 from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, assigned_value, dotted, kwarg, receiver
@@ -22,6 +23,11 @@ An epoch loop over a DataLoader whose `DistributedSampler` never gets `set_epoch
 counts through any name that reaches the sampler where the epoch loop runs: the sampler's variable,
 `loader.sampler`, or the parameter a training function receives the loader as
 (`fit(model, train_loader=loader)`, then `train_loader.sampler.set_epoch(epoch)` inside `fit`).
+Also a sampler a DataLoader subclass of the script builds in its own `__init__`, when the loader is
+handed to a class of the script whose method trains over it and whose epoch loop runs that method
+(`Trainer(model, optimizer, train_loader).fit(epochs)`): the fix sets the epoch first thing in that
+loop, through the loader, when its sampler is a `DistributedSampler`. A script that calls
+`set_epoch` anywhere is left to its own way there.
 
 ## Why
 `DistributedSampler` seeds its shuffle with `seed + epoch`. Without `set_epoch` the epoch stays 0
@@ -118,6 +124,7 @@ why).
             ctx.plan.prepend(
                 epoch_loop.body, set_epoch_statements(ctx, sampler, epoch, optional=optional), order=Order.SET_EPOCH
             )
+        subclass_samplers(ctx)  # a DataLoader subclass's own sampler, a class of the script running the epochs
 
 
 def _handed(ctx: Context, loader, handoff, site, called: set, sampler: str | None, optional: bool) -> None:
@@ -173,6 +180,86 @@ def _spelled(expr: cst.BaseExpression) -> str | None:
 
 
 EXAMPLES = (
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+        class ShardedLoader(DataLoader):
+            def __init__(self, dataset, batch_size):
+                sampler = DistributedSampler(dataset) if dist.is_initialized() else None
+                super().__init__(dataset, batch_size=batch_size, shuffle=(sampler is None), sampler=sampler)
+
+
+        class Trainer:
+            def __init__(self, model, optimizer, train_loader):
+                self.model = model
+                self.optimizer = optimizer
+                self.train_loader = train_loader
+
+            def train(self):
+                for x, y in self.train_loader:
+                    self.optimizer.zero_grad()
+                    nn.functional.mse_loss(self.model(x), y).backward()
+                    self.optimizer.step()
+
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    self.train()
+
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        loader = ShardedLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+        Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), loader).fit(3)
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+        class ShardedLoader(DataLoader):
+            def __init__(self, dataset, batch_size):
+                sampler = DistributedSampler(dataset) if dist.is_initialized() else None
+                super().__init__(dataset, batch_size=batch_size, shuffle=(sampler is None), sampler=sampler)
+
+
+        class Trainer:
+            def __init__(self, model, optimizer, train_loader):
+                self.model = model
+                self.optimizer = optimizer
+                self.train_loader = train_loader
+
+            def train(self):
+                for x, y in self.train_loader:
+                    self.optimizer.zero_grad()
+                    nn.functional.mse_loss(self.model(x), y).backward()
+                    self.optimizer.step()
+
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    if isinstance(getattr(self.train_loader, "sampler", None), DistributedSampler):
+                        self.train_loader.sampler.set_epoch(epoch)
+                    self.train()
+
+
+        dist.init_process_group("gloo")
+        model = DDP(nn.Linear(4, 1))
+        loader = ShardedLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+        Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), loader).fit(3)
+        """,
+        note=(
+            "A DataLoader subclass of the script builds its own DistributedSampler and a class of the script "
+            "runs the epochs: set first thing in that epoch loop, through the loader:"
+        ),
+    ),
     fixes(
         """
         import os
