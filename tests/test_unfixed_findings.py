@@ -55,3 +55,36 @@ def test_diff_and_apply_say_why_nothing_was_fixed(tmp_path):
         assert "[*]" not in checked.stdout and "0 fixable" in checked.output
     finally:
         os.chdir(old)
+
+
+SCRIPT = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        opt.zero_grad()
+        model(torch.ones(1, 2)).sum().backward()
+        opt.step()
+        print(step)
+    """
+)
+
+
+def test_a_fix_reported_as_made_that_plans_no_edit_is_withheld(monkeypatch):
+    """A rule that reports its fix as made but plans nothing: the finding is not `applied` with the
+    script unchanged, it carries why."""
+    from ddpfix.transforms import BY_CODE
+
+    def report_only(ctx):
+        for call in ctx.facts.index.statement_calls(lambda c: getattr(c.func, "value", None) == "print"):
+            ctx.report(call)
+
+    monkeypatch.setattr(BY_CODE["DDP406"], "run", report_only)
+    result = fix_source(SCRIPT, select=["DDP406"])
+    assert result.code == SCRIPT
+    [found] = result.diagnostics
+    assert found.code == "DDP406" and not found.applied and found.withheld == "its fix plans no edit here"
+    assert result.withheld == {"DDP406": "its fix plans no edit here"}
