@@ -172,6 +172,14 @@ def run_rules(
     return new, diagnostics
 
 
+# Why a file that runs no training as a program gets no fixes: a process group set up at its import
+# would be created and destroyed under the importing script, and its data would be sharded twice.
+NOT_A_PROGRAM = (
+    "this file runs no training as a program (no `__main__` block, no module-level training seen): "
+    "the script that runs it is the one to fix"
+)
+
+
 def _run(
     module: cst.Module,
     *,
@@ -204,7 +212,8 @@ def _run(
     incomplete: list[Incomplete] = []
     others: dict[str, FileChange] = {}
     if not fix or not facts.launch.is_program:  # a module other files import gets findings, no fixes
-        ctx = plan_pass(facts, active, set(), unsafe_fixes, suppressions)
+        unfixed = None if facts.launch.is_program else NOT_A_PROGRAM
+        ctx = plan_pass(facts, active, set(), unsafe_fixes, suppressions, unfixed=unfixed)
         new, new_text, diagnostics = module, None, ctx.diagnostics
     else:
         outcome = guarded_fix(

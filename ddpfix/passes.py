@@ -65,13 +65,16 @@ def plan_pass(
     suppressions=None,
     *,
     edits_only: bool = False,
+    unfixed: str | None = None,
 ) -> Context:
     """Run every active or fixing rule, in registry order, over `facts` into one plan. A rule that
     runs only to provide a fix another one needs reports nothing. With `edits_only` (a pass whose
-    findings nobody reads), the rules that offer no fix are skipped: they propose no edit."""
+    findings nobody reads), the rules that offer no fix are skipped: they propose no edit. `unfixed`:
+    why no fix is made in this file (its findings then offer none)."""
     active = set(active)
     ctx = Context(facts, fixing, unsafe_fixes)
     ctx.suppressions = suppressions
+    ctx.unfixed = unfixed
     if facts.cross_file and facts.path:
         ctx.others = ModuleEdits(facts, unsafe_fixes)
     ran = [r for r in RULES if (r.code in active or r.code in fixing) and not (edits_only and r.fix == NONE)]

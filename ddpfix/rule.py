@@ -88,6 +88,7 @@ class Context:
         self.distributed_fix = SAFE
         self._elsewhere: str | None = None
         self.others = None  # module_edits.ModuleEdits: the script's own modules this pass edits (None: off)
+        self.unfixed: str | None = None  # why no fix is made in this file at all (a module other files import)
 
     # ------------------------------------------------------------------ reporting
     def report(
@@ -101,7 +102,10 @@ class Context:
         if self.suppressions is not None and self.suppressions.silences(rule.code, pos.start.line):
             return False  # silenced: no finding, and no edits
         blocked = [code for code in rule.requires if code in self.blocked]
-        if blocked and level != NONE:  # what this fix needs cannot be made: a finding without a fix
+        if self.unfixed is not None and level != NONE:  # `check` promises no fix `apply` does not make
+            level = NONE
+            message = f"{message or rule.message} (no fix: {self.unfixed})"
+        elif blocked and level != NONE:  # what this fix needs cannot be made: a finding without a fix
             level = NONE
             message = f"{message or rule.message} (no fix: it needs the fix of {blocked[0]}, which is not made here)"
         elif rule.distributed_only and _WEAKER[self.distributed_fix] > _WEAKER[level]:

@@ -57,7 +57,19 @@ class Helpers:
         target = self.modules.target_of(call.func)
         if target is None or target.summary is None or target.member is None:
             return None
-        summary, member = target.summary, target.member
+        return self._module_uses(target.summary, target.member, call, arg)
+
+    def constructor_uses(self, call: cst.Call, arg: cst.Arg) -> set[str] | None:
+        """What a class of the script's own modules does with the value `arg` hands its constructor
+        (`Trainer(model, loader)`), as `Trainer.__init__`'s parameter uses record it, with what its
+        methods do with it once kept (`self.model = model`: kept_models.py); None when `call`
+        constructs no such class."""
+        target = self.modules.target_of(call.func)
+        if target is None or target.summary is None or target.member not in target.summary.classes:
+            return None
+        return self._module_uses(target.summary, f"{target.member}.__init__", call, arg)
+
+    def _module_uses(self, summary, member: str, call: cst.Call, arg: cst.Arg) -> set[str] | None:
         params = summary.params.get(member)
         if params is None:
             return None

@@ -9,7 +9,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, code_of, dotted, expr_call, is_main_guard, kwarg, mentions
+from ..syntax import assign_targets, assigned_value, code_of, dotted, expr_call, is_main_guard, kwarg, mentions, walk
 from .flow import reads
 from .index import TreeIndex
 from .modules import LocalModules
@@ -227,11 +227,14 @@ class Launch:
         if main is not None and training.reaches_training(main):
             return True  # `def main()` by convention runs as the program (a console entry point, `fire`)
         trainers = {name for name, f in index.func_by_name.items() if training.reaches_training(f)}
+        through = training.module_training_calls  # `Trainer(model, loader).fit(2)`: a class of its modules trains
         for stmt in index.module.body:
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 continue
             if training.reaches_training(stmt) or any(mentions(stmt, name) for name in trainers):
                 return True  # module-level training, or `fire.Fire(train)` / `typer.run(train)`
+            if through and {id(c) for c in through} & {id(c) for c in walk(stmt) if isinstance(c, cst.Call)}:
+                return True
         return False
 
     @cached_property

@@ -63,7 +63,7 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
     return {p: uses for p, uses in out.items() if uses}
 
 
-class _AttributesAsNames(ast.NodeTransformer):
+class AttributesAsNames(ast.NodeTransformer):
     """`self.data_loader` read as one name, "self.data_loader", for `ast_loader_uses`."""
 
     def __init__(self, names: set[str]) -> None:
@@ -109,7 +109,7 @@ def ast_stored_loader_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
                     kept[f"self.{t.attr}"] = n.value.id
     out: dict[str, set[str]] = {}
     for method in methods if kept else []:
-        named = _AttributesAsNames(set(kept)).visit(copy.deepcopy(method))  # `iter(self.data_loader)` too
+        named = AttributesAsNames(set(kept)).visit(copy.deepcopy(method))  # `iter(self.data_loader)` too
         for attr, uses in ast_loader_uses(named, list(kept)).items():
             if TRAINS_ON in uses and _called_in_loop(methods, method.name):
                 uses = uses | {EPOCHS}
@@ -142,6 +142,7 @@ def _in_loop(node: ast.AST, parents: dict, func: ast.AST) -> bool:
 
 __all__ = [
     "EPOCHS",
+    "AttributesAsNames",
     "KEPT_AS",
     "SETS_EPOCH",
     "TRAINS_ON",

@@ -143,7 +143,9 @@ class Models:
     def _handed_to_trainers(self) -> list[tuple[cst.Call, str, Site]]:
         """Models the script hands to a function of its own modules that runs their forward, takes
         their parameters (for its optimizer, for gradient clipping) and trains (`fit(model, loader)`
-        from a local package), with where each gets its final handle."""
+        from a local package), or to a class of theirs that keeps them, builds its optimizer over
+        them and trains them (`Trainer(model, loader)`: kept_models.py), with where each gets its
+        final handle."""
         out: list[tuple[cst.Call, str, Site]] = []
         if self.helpers is None:
             return out
@@ -154,7 +156,7 @@ class Models:
                 name = dotted(arg.value)
                 if arg.star or not name:
                     continue
-                uses = self.helpers.uses(call, arg)
+                uses = self.helpers.uses(call, arg) or self.helpers.constructor_uses(call, arg)
                 if not uses or not {FORWARD, TRAINS, PARAMETERS} <= uses:
                     continue  # a loss module it also runs (`criterion(out, y)`) has no parameters it trains
                 definition = self._local_definition(name, call, self.index.enclosing(call, cst.FunctionDef), depth=0)  # type: ignore[arg-type]

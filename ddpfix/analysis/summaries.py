@@ -22,7 +22,8 @@ from .ast_reading import (
 )
 from .class_models import ast_trained_attributes
 from .imports import ImportTable, Origin, find_module
-from .loader_params import ast_loader_uses, stored_loader_uses
+from .kept_models import kept_uses
+from .loader_params import ast_loader_uses
 from .model_params import (
     TRAINS,
     Slot,
@@ -170,9 +171,7 @@ class _Summariser:
         for node in self.tree.body:
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
-            for alias in node.names:
-                if alias.name == "*":
-                    continue
+            for alias in (a for a in node.names if a.name != "*"):
                 local = alias.asname or alias.name.split(".")[0]
                 origin, path, member = self.table.resolve(local)
                 if origin is Origin.LIBRARY and local in self.table.imported:
@@ -324,7 +323,7 @@ class _Summariser:
                 targets = item.targets if isinstance(item, ast.Assign) else [item.target]
                 cls.attributes.update(t.id for t in targets if isinstance(t, ast.Name))
         cls.forward_like = ast_forward_methods(node)
-        stored_loader_uses(self.summary.param_uses, node)  # a loader it keeps and trains on
+        kept_uses(self.summary.param_uses, node)  # a loader or a model it keeps and trains
         self.summary.classes[node.name] = cls
 
     def _propagate(self) -> None:

@@ -91,7 +91,7 @@ def diff(
     changed = withheld = False
     for res in results:
         r = res.result
-        if r is None or not (r.full_diff or r.withheld or r.incomplete):
+        if r is None or not (r.full_diff or r.withheld or r.incomplete or _left(r)):
             continue
         changed = changed or bool(r.full_diff)
         withheld = withheld or bool(r.withheld) or bool(r.incomplete)
@@ -217,13 +217,20 @@ def _apply_one(run: Run, res: FileResult, modules: dict[str, tuple[str, bytes]])
         return False
     mine = [c for c in res.result.others.values() if os.path.realpath(c.path) not in modules]
     modules.update({os.path.realpath(c.path): (res.path, c.data) for c in mine})
-    if not run.quiet and (res.result.changed_files or res.result.withheld or res.result.incomplete):
+    if not run.quiet and (
+        res.result.changed_files or res.result.withheld or res.result.incomplete or _left(res.result)
+    ):
         note(summary(res, " applied", unsafe_fixes=unsafe))
         for change in mine:
             note(module_summary(change, res.path, " applied"))
         for line in incomplete_lines(res) + left_lines(res, unsafe):
             note(line)
     return res.result.changed_files
+
+
+def _left(result) -> bool:
+    """Does the result keep a finding the run did not fix? Its summary says why, even with no edit."""
+    return any(not d.info and not d.applied for d in result.diagnostics)
 
 
 def _stdout(res: FileResult) -> None:

@@ -41,6 +41,8 @@ from ..transforms import BY_CODE
 from . import moves, names, plan_checks, process_group
 from .fixpoint import MAX_PASSES, Fixpoint, fixpoint
 
+NO_EDIT = "its fix plans no edit here"
+
 
 @dataclass
 class Verdict:
@@ -111,8 +113,9 @@ class Guard:
     # ------------------------------------------------------------------ the loop
     def run(self) -> Outcome:
         ctx = self.plan(self.fixing)
-        if _nothing_to_do(ctx):
-            return Outcome(ctx, self.facts.module, self.text, {})
+        if _nothing_to_do(ctx):  # a fix reported as made that edits nothing is not made: say so
+            idle = {d.code: NO_EDIT for d in ctx.diagnostics if d.applied}
+            return Outcome(ctx, self.facts.module, self.text, idle)
         verdict = self.verify(ctx)
         if verdict.ok:
             return self._outcome(ctx, verdict, {})

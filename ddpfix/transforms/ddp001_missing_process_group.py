@@ -21,8 +21,10 @@ class MissingProcessGroup(Rule):
 ## What
 A training script with no `torch.distributed.init_process_group()` call, neither in the file nor in
 a helper of the script's own modules (`utils.init_distributed_mode(args)`, read from the files next
-to the script). A module other files import (no `__main__` block, no module-level training) is
-not a program: it gets no process group of its own, and no rule inserts a wrap or sampler into it.
+to the script). A module other files import (no `__main__` block, no module-level training, also
+none through a function or class of the script's own modules: `Trainer(model, loader).fit(2)`) is
+not a program: it gets no process group of its own, and no rule inserts a wrap or sampler into it;
+its findings offer no fix, in `check` as in `apply`.
 
 ## Why
 Under `torchrun` every process runs the script on its own: without a process group there is no

@@ -28,8 +28,11 @@ model.parameters(): p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`), with n
 `DistributedDataParallel(model)` (a conditional `DDP(net) if distributed else net` counts). Also a
 model a helper builds and returns (`model, optimizer = build(cfg)`, `return {"model": net, "opt":
 ...}`, of this file or of the script's own modules), a model handed to a function of the script's
-own modules that trains it (`train_one_epoch(model, optimizer, loader)` from a local package), and
-models kept in a list with one optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
+own modules that trains it (`train_one_epoch(model, optimizer, loader)` from a local package), a
+model handed to a class of the script's own modules that keeps it, builds its optimizer over it and
+trains it (`Trainer(model, loader).fit(2)` with `self.opt = torch.optim.SGD(model.parameters())` in
+`Trainer.__init__`: the script wraps it before the hand-over, and the class's optimizer is then over
+the wrapper's parameters), and models kept in a list with one optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
 An optimizer over parameter groups of submodules (`{"params": model.head.parameters()}`) trains the
 model that owns them: it is wrapped, and the groups then come from the unwrapped model (DDP308).
 

@@ -1,0 +1,68 @@
+"""A model a class of the script's own modules is handed, keeps (`self.model = model` in `__init__`),
+builds its optimizer over (`torch.optim.SGD(model.parameters(), ...)`, or over
+`self.model.parameters()`) and trains in its methods, read with Python's `ast`: the class trains the
+caller's model. What it does with it is recorded as what `Cls.__init__` does with that parameter
+(model_params.py's uses, with TRAINS), so the script, which builds the model, wraps it in DDP before
+handing it over: the optimizer the class builds is then over the wrapper's parameters."""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from .ast_reading import ast_dotted, nodes
+from .class_models import OPTIMIZER_WORDS
+from .loader_params import AttributesAsNames, stored_loader_uses
+from .model_params import PARAMETERS, TRAINS, ast_trains, ast_uses
+
+
+def ast_kept_model_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
+    """`__init__` parameter -> its uses (FORWARD, STATE_DICT, ..., PARAMETERS and TRAINS) for each model
+    the class is handed, keeps on `self` and builds an optimizer over; {} when the class trains none
+    (no backward or step in its methods) or wraps a model in DDP itself."""
+    methods = [f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    init = next((f for f in methods if f.name == "__init__"), None)
+    if init is None or not any(ast_trains(m) for m in methods):
+        return {}
+    params = {a.arg for a in [*init.args.args[1:], *init.args.kwonlyargs]}
+    kept: dict[str, str] = {}  # `self.model` -> `model`
+    for n in nodes(init):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
+            for t in n.targets:
+                if isinstance(t, ast.Attribute) and ast_dotted(t.value) == "self":
+                    kept[f"self.{t.attr}"] = n.value.id
+    optimized: set[str] = set()
+    for node in nodes(cls):
+        name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
+        if name is None:
+            continue
+        if name.split(".")[-1] in ("DistributedDataParallel", "DDP"):
+            return {}
+        if not any(word in name for word in OPTIMIZER_WORDS) or not node.args:
+            continue
+        for inner in ast.walk(node.args[0]):
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+                owner = ast_dotted(inner.func.value) or ""
+                if inner.func.attr in ("parameters", "named_parameters"):
+                    param = kept.get(owner, owner)
+                    if param in params and param in kept.values():
+                        optimized.add(param)
+    out: dict[str, set[str]] = {p: {PARAMETERS, TRAINS} for p in optimized}
+    for method in methods if optimized else []:
+        named = AttributesAsNames(set(kept)).visit(copy.deepcopy(method))  # `self.model(x)` read as a name
+        uses, _ = ast_uses(named, list(kept))
+        for attr, found in uses.items():
+            if kept[attr] in out:
+                out[kept[attr]] |= found
+    return out
+
+
+def kept_uses(uses: dict[str, dict[str, set[str]]], cls: ast.ClassDef) -> None:
+    """Add to the uses of `Cls.__init__`'s parameters what the class does with a loader it keeps and
+    trains on (loader_params.py), and with a model it keeps and trains."""
+    stored_loader_uses(uses, cls)
+    for param, found in ast_kept_model_uses(cls).items():
+        uses.setdefault(f"{cls.name}.__init__", {}).setdefault(param, set()).update(found)
+
+
+__all__ = ["ast_kept_model_uses", "kept_uses"]
