@@ -267,3 +267,15 @@ def test_a_total_over_samples_cut_by_rank_is_a_metric_to_reduce():
     assert result.incomplete == [], [b.format() for b in result.incomplete]  # reduced in the same apply
     assert "global_total = reduce_over_ranks(total)" in result.code
     assert ("DDP409", True) in [(d.code, d.applied) for d in result.diagnostics]
+
+
+def test_a_metric_is_reduced_only_where_its_loader_is_sharded_in_the_same_apply():
+    """A script with its own launch path (golden local_rank_option): the total is reduced when DDP201
+    shards its loader and DDP002 gives the group a CPU backend in the same apply; with DDP409 and DDP406
+    selected neither happens, and reducing would sum every rank's copy of the whole dataset on an NCCL
+    group that cannot reduce a CPU tensor: no reduction."""
+    src = (Path(__file__).parent / "golden" / "local_rank_option" / "input.py").read_text()
+    assert "avg_total = reduce_over_ranks(total, average=True)" in fix_source(src).code
+    alone = fix_source(src, select=["DDP409", "DDP406"])  # the prints guarded, the loader not sharded
+    assert alone.changed and "reduce_over_ranks" not in alone.code
+    assert ("DDP201", 3) in [(b.code, b.invariant.number) for b in alone.incomplete]  # every rank: all the data
