@@ -50,6 +50,10 @@ def subclass_samplers(ctx: Context) -> None:
             head = f"{dotted(call.func)}'s DistributedSampler never gets set_epoch(epoch): {handed} runs the epochs"
             if ctx.silenced(site):
                 break
+            mine = not ctx.fixing or (ctx.rule is not None and ctx.rule.code in ctx.fixing)
+            if not mine:  # another rule's fix run: report, plan no edit
+                ctx.report(site, f"{head}: the fix sets it at the start of each epoch there")
+                break
             lines: list[int] = []
             why = epoch_loop_planner(f"{handed}.__init__", param, lines)(ctx)  # planned here, when it can be
             if why is None:
