@@ -37,7 +37,7 @@ def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> b
     if ctx.report(node, message):
         guard(ctx, stmt, ctx.rank0(node))
         return True
-    if not ctx.fixing and len(ctx.diagnostics) > before and ctx.diagnostics[-1].fixable:
+    if len(ctx.diagnostics) > before and ctx.offers(ctx.diagnostics[-1]):
         ctx.plan.unmade_guards.add(stmt)  # a check: the statement a fix run guards
     return False
 

@@ -214,6 +214,10 @@ class Context:
                 return var
         return self.env("RANK")
 
+    def offers(self, d: Diagnostic) -> bool:
+        """Is the fix of `d`, a finding of this pass, made here, or (in a check) one a fix run makes?"""
+        return d.applied or (not self.fixing and d.fixable)
+
     def silenced(self, node: cst.CSTNode) -> bool:
         """Does a `# ddpfix: ignore[...]` comment silence the running rule at `node`?"""
         assert self.rule is not None

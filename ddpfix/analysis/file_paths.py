@@ -36,7 +36,7 @@ READERS = {
 
 def path_shapes(facts, expr: cst.BaseExpression) -> set[str]:
     """The texts `expr`, a path, is compared by (see the module's docstring); at least its source."""
-    out = {_text(expr)}
+    out = {path_text(expr)}
     value = _followed(facts, expr)
     parts = _parts(value)
     if parts is not None and "*" in parts and any(p != "*" and any(c.isalnum() for c in p) for p in parts):
@@ -90,11 +90,11 @@ def _merged(parts: list[str]) -> list[str]:
     return out
 
 
-def _text(expr: cst.BaseExpression) -> str:
+def path_text(expr: cst.BaseExpression) -> str:
     """How a path is compared: a string by its value (either quotes), anything else by its source."""
     if isinstance(expr, cst.SimpleString):
         return repr(expr.evaluated_value)
     return code_of(expr)
 
 
-__all__ = ["READERS", "path_shapes"]
+__all__ = ["READERS", "path_shapes", "path_text"]

@@ -389,7 +389,7 @@ def _cuts(ctx: Context, loop: cst.For, node: cst.CSTNode, counts: set[str], mess
     DDP409 reads it to reduce the totals the loop sums."""
     before = len(ctx.diagnostics)
     made = ctx.report(node, message)
-    if made or (not ctx.fixing and len(ctx.diagnostics) > before and ctx.diagnostics[-1].fixable):
+    if len(ctx.diagnostics) > before and ctx.offers(ctx.diagnostics[-1]):
         ctx.plan.cut[loop] = counts
     return made
 

@@ -150,12 +150,7 @@ out of sight (the helper reduces on the CPU).
 def _sharded_in_this_pass(ctx: Context, loader) -> bool:
     """Does DDP201 give `loader` a DistributedSampler in this pass (or would, in a fix run)?"""
     line = ctx.facts.index.position(loader.site.node).start.line
-    return any(d.code == "DDP201" and d.line == line and _made(ctx, d) for d in ctx.diagnostics)
-
-
-def _made(ctx: Context, d) -> bool:
-    """Is the fix of finding `d`, reported earlier in this pass, made (or, in a check, would it be)?"""
-    return d.applied or (not ctx.fixing and d.fixable)
+    return any(d.code == "DDP201" and d.line == line and ctx.offers(d) for d in ctx.diagnostics)
 
 
 def _guarded_in_this_pass(ctx: Context, call: cst.Call) -> bool:
@@ -173,7 +168,7 @@ def _reduces_on_cpu(ctx: Context) -> bool:
     facts = ctx.facts
     if not facts.launch.init_calls:
         return False
-    fixed = {d.line for d in ctx.diagnostics if d.code == "DDP002" and _made(ctx, d)}
+    fixed = {d.line for d in ctx.diagnostics if d.code == "DDP002" and ctx.offers(d)}
     for call in facts.launch.init_calls:
         arg = positional(call, 0) or kwarg(call, "backend")
         if arg is None or facts.index.position(arg.value).start.line in fixed:

@@ -6,12 +6,12 @@ import re
 
 import libcst as cst
 
-from ..analysis.file_paths import READERS, path_shapes
+from ..analysis.file_paths import READERS, path_shapes, path_text
 from ..analysis.summaries import LOAD, SAVE
 from ..edits import distributed_test
 from ..examples import clean, fixes
 from ..rule import Context, Order, Rule
-from ..syntax import calls_in, code_of, dotted, kwarg, positional
+from ..syntax import calls_in, dotted, kwarg, positional
 from .ddp401_unguarded_save import WRITERS
 
 
@@ -168,7 +168,7 @@ def _literal_paths(facts, func: cst.FunctionDef, effect: str) -> set[str]:
         if isinstance(value, cst.Name) and value.value in defaults:
             value = defaults[value.value]
         if isinstance(value, cst.SimpleString):
-            out.add(_text(value))
+            out.add(path_text(value))
     return out
 
 
@@ -200,13 +200,6 @@ def _opening(facts, load: cst.Call) -> cst.With | None:
         ):
             found = anc
     return found
-
-
-def _text(expr: cst.BaseExpression) -> str:
-    """How a path is compared: a string by its value (either quotes), anything else by its source."""
-    if isinstance(expr, cst.SimpleString):
-        return repr(expr.evaluated_value)
-    return code_of(expr)
 
 
 PATHLIKE = re.compile(r"path|file|dir|ckpt|checkpoint|fname|out|resume|weights|save|best|last", re.IGNORECASE)
