@@ -134,17 +134,21 @@ epoch's images) get one barrier before the loop. A load inside `with open(path, 
         if q in WRITERS or q in READERS:
             return set()
         callee = facts.index.callee_of(call)
-        paths = {t for a in call.args if _names_a_file(a) for t in path_shapes(facts, a.value)}
         if callee is not None:
             if not any(facts.names.call_qual(c) in table for c in calls_in(callee.body)):
                 return set()
-            return paths | _literal_paths(facts, callee, effect)
+            return _arg_paths(facts, call) | _literal_paths(facts, callee, effect)
         if not facts.modules.call_does(call, effect):
             return set()
-        return paths
+        return _arg_paths(facts, call)
 
 
 WRITES = {"shutil.copyfile": 1, "shutil.copy": 1, "shutil.copy2": 1, "shutil.move": 1, "os.replace": 1, "os.rename": 1}
+
+
+def _arg_paths(facts, call: cst.Call) -> set[str]:
+    """The texts of the arguments of a save or load helper that name its file."""
+    return {t for a in call.args if _names_a_file(a) for t in path_shapes(facts, a.value)}
 
 
 def _literal_paths(facts, func: cst.FunctionDef, effect: str) -> set[str]:
