@@ -561,3 +561,27 @@ def test_dataparallel_in_a_loop_is_reported_only():
     )
     [d] = found(script, "DDP302")
     assert d.fix == "none" and "loop" in d.message
+
+
+def test_missing_wrap_is_shown_at_the_model_a_self_rebind_copies():
+    """`model = Net()` then `model = model`: DDP301 names the line that builds the model, not the copy."""
+    script = src(
+        """
+        import torch
+        import torch.nn as nn
+
+        def run():
+            model = nn.Linear(2, 1)
+            model = model
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            model(torch.randn(4, 2)).sum().backward()
+            opt.step()
+
+        run()
+        """
+    )
+    (d,) = found(script, "DDP301")
+    assert d.line == 5
+    plain = script.replace("    model = model\n", "")
+    (d,) = found(plain, "DDP301")
+    assert d.line == 5

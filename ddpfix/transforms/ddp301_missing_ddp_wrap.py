@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from ..analysis.unused import sitting_out
 from ..edits import cuda_test
 from ..examples import clean, fixes
@@ -9,7 +11,7 @@ from ..handles import raw_handle
 from ..module_wraps import wraps_in_modules
 from ..plan import PlannedWrap
 from ..rule import Context, Order, Rule
-from ..syntax import anchor_of
+from ..syntax import anchor_of, assign_targets, assigned_value, dotted
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 
@@ -124,7 +126,7 @@ Safe: a plain run skips the wrap, in the script and in a class of its modules al
                 continue
             raw = raw_handle(ctx, model)
             ctx.plan.wraps[model.handle] = PlannedWrap(raw)  # later rules see the wrap, fixed or not
-            if not ctx.report(anchor_of(model.definition.stmt)):
+            if not ctx.report(anchor_of(_reported_binding(facts, model))):
                 continue
             point = facts.models.wrap_point(model)
             ddp = ctx.plan.ref(DDP, "DDP")
@@ -152,6 +154,24 @@ Safe: a plain run skips the wrap, in the script and in a class of its modules al
             )
             ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)
         wraps_in_modules(ctx, self)
+
+
+def _reported_binding(facts, model) -> cst.CSTNode:
+    """The statement the finding is shown at: the model's definition, or, where that only rebinds the
+    name to itself (`model = model`), the binding it copies (`model = Net()`)."""
+    stmt = model.definition.stmt
+    while _self_rebind(stmt, model.handle):
+        scope = facts.index.scope_of(stmt)
+        earlier = [s.stmt for s in facts.names.assignments(scope, model.handle) if facts.index.before(s.stmt, stmt)]
+        if not earlier:
+            break
+        stmt = earlier[-1]
+    return stmt
+
+
+def _self_rebind(stmt: cst.CSTNode, handle: str) -> bool:
+    value = assigned_value(stmt)
+    return value is not None and dotted(value) == handle and assign_targets(stmt) == [handle]
 
 
 def _sits_out(facts, model) -> bool:
