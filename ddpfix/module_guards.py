@@ -32,6 +32,7 @@ import libcst as cst
 from .analysis.local_writes import called, module_calls, shown, writes_through
 from .analysis.module_summary import Finding
 from .edits import guard_site
+from .object_guards import guard_object
 from .rule import NONE, Context, Rule
 from .syntax import dotted, walk
 
@@ -50,11 +51,12 @@ def guard_module_writes(
     skip: Callable[[cst.Call], bool] | None = None,
     make_planner: MakePlanner | None = None,
     verb: str = "runs",
+    instead: Callable[[Context, cst.Call], list[cst.CSTNode] | None] | None = None,
 ) -> None:
     """Report each of the script's calls that runs `what` (found by the summaries as `kind`) on every
     rank in one of its own modules, and guard it there to rank 0 where the fix may (`skip`: calls to
     leave alone; `make_planner`: how the module's edit is planned, by default a guard of each statement
-    found)."""
+    found; `instead`: the script's statements to guard where the module cannot be edited)."""
     make = make_planner or guard_statements
     facts = ctx.facts
     for call in module_calls(facts.index, facts.modules):
@@ -69,9 +71,15 @@ def guard_module_writes(
             continue  # the module's own analysis sees a rank test there (`if self.rank != 0: return`)
         head = f"{called(call)}() {verb} {what} on every rank ({where}): {harm}"
         if why is not None:
-            ctx.report(
-                call, f"{head}; guard it to rank 0 there (the fix would edit that file, and does not: {why})", fix=NONE
-            )
+            statements = instead(ctx, call) if instead is not None else None
+            if statements is None:
+                ctx.report(
+                    call,
+                    f"{head}; guard it to rank 0 there (the fix would edit that file, and does not: {why})",
+                    fix=NONE,
+                )
+            elif ctx.report(call, f"{head}; the fix builds and uses it on rank 0 only, here ({why})"):
+                guard_object(ctx, statements, call)
             continue
         if not ctx.report(call, f"{head}; the fix guards it to rank 0 there"):
             continue

@@ -585,3 +585,30 @@ def test_missing_wrap_is_shown_at_the_model_a_self_rebind_copies():
     plain = script.replace("    model = model\n", "")
     (d,) = found(plain, "DDP301")
     assert d.line == 5
+
+
+def test_self_rebind_before_the_wrap_is_not_taken_for_the_kept_module():
+    """`cnn = cnn` (left by removing `.cuda()`) right before the wrap: the plain module the conversion
+    keeps is `raw_cnn`, so the forward through `cnn(...)` in the loop is the wrapper's, not a bypass."""
+    script = src(
+        """
+        import torch
+        import torch.nn as nn
+
+        if True:
+            cnn = nn.Linear(2, 1)
+        else:
+            cnn = nn.Linear(2, 3)
+        cnn = cnn
+        opt = torch.optim.SGD(cnn.parameters(), lr=0.1)
+        for step in range(2):
+            loss = cnn(torch.randn(4, 2)).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    )
+    result = fix_source(script)
+    assert "raw_cnn = cnn\nif DISTRIBUTED:\n    cnn = DDP(" in result.code
+    assert result.incomplete == []
+    assert [d.code for d in check_source(result.code) if d.code == "DDP309"] == []

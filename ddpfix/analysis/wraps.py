@@ -42,9 +42,10 @@ class Wraps:
         def kept_before(block, stmt) -> str | None:
             body = list(block.body)
             idx = next((i for i, s in enumerate(body) if s is stmt), 0)
-            for prev in body[max(0, idx - 2) : idx]:
-                if dotted(assigned_value(prev) or cst.Name("_")) == handle and assign_targets(prev):
-                    return assign_targets(prev)[0]
+            for prev in reversed(body[max(0, idx - 2) : idx]):  # the closest first; `model = model` keeps nothing
+                targets = assign_targets(prev)
+                if dotted(assigned_value(prev) or cst.Name("_")) == handle and targets and targets[0] != handle:
+                    return targets[0]
             return None
 
         found = kept_before(site.block, site.stmt)

@@ -9,6 +9,7 @@ from ..analysis.local_writes import EVERY_RANK_LOG_FILE
 from ..edits import guard, guard_site, opens_for_writing
 from ..examples import clean, fixes, reports
 from ..module_guards import guard_module_writes
+from ..object_guards import rank0_object_statements
 from ..rule import Context, Rule
 from ..syntax import assign_targets, dotted, kwarg, mentions, method_name, positional, receiver, walk
 
@@ -42,8 +43,19 @@ errors only). A handler bound to a name there (`handler = logging.FileHandler(..
 its own statement and is reported without a fix. A file a module opens for writing (`with open(path,
 "wb") as f:` in a helper that writes sample images) is reported at the script's call
 (`solver.train()`), with the module's file and line, and the fix guards the whole `with` there the
-same way; one opened elsewhere than as the one item of a `with` or a statement of its own is
-reported without a fix.
+same way. One opened elsewhere than as the one item of a `with` or a statement of its own (`self.csv_file
+= open(filename, "w")` in a `CSVLogger.__init__`, used by its other methods) cannot be guarded there:
+the fix keeps the object to rank 0 in the script instead, its construction and every use together,
+where each use is a call that is a statement of its own after it in the same scope:
+```python
+if RANK == 0:
+    csv_logger = CSVLogger(fieldnames=["epoch", "loss"], filename="log.csv")
+for epoch in range(3):
+    ...
+    if RANK == 0:
+        csv_logger.writerow({"epoch": epoch, "loss": f"{loss.item():.4f}"})
+```
+An object handed on, stored, rebound or read in an expression is reported without a fix.
 
 ## Why
 All processes append to the same file: interleaved, duplicated or clobbered lines.
@@ -100,7 +112,15 @@ Safe. A file handler used anywhere but in plain statements of the same block get
         # `write_samples(images, f"samples_rank{rank}.pgm")`: the call names a file of its own per rank
         per_rank = lambda call: any(ranks.depends_on_rank(a.value) for a in call.args)  # noqa: E731
         guard_module_writes(
-            ctx, self, EVERY_RANK_LOG_FILE, "file for writing", harm, _opens_log_file, per_rank, verb="opens a"
+            ctx,
+            self,
+            EVERY_RANK_LOG_FILE,
+            "file for writing",
+            harm,
+            _opens_log_file,
+            per_rank,
+            verb="opens a",
+            instead=rank0_object_statements,
         )
 
     def _guard_handler(self, ctx: Context, call: cst.Call) -> bool:

@@ -1,0 +1,68 @@
+"""DDP405 for an object whose class opens its file where the module cannot be guarded (`self.csv_file =
+open(filename, "w")` in `CSVLogger.__init__`): kept to rank 0 in the script, or reported without a fix."""
+
+from __future__ import annotations
+
+from local_files import write
+
+from ddpfix import fix_source
+
+LOGGER = """
+class CSVLogger:
+    def __init__(self, filename):
+        self.csv_file = open(filename, "w")
+
+    def writerow(self, row):
+        self.csv_file.write(str(row))
+
+    def close(self):
+        self.csv_file.close()
+"""
+
+SCRIPT = """
+import torch
+import torch.nn as nn
+
+from csvlog import CSVLogger
+
+model = nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+log = CSVLogger("log.csv")
+for step in range(2):
+    loss = model(torch.randn(4, 2)).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    {use}
+log.close()
+"""
+
+
+def _run(tmp_path, use: str):
+    write(tmp_path, "csvlog.py", LOGGER)
+    path = write(tmp_path, "train.py", SCRIPT.format(use=use))
+    result = fix_source(path.read_text(), path=str(path), cross_file=True)
+    (found,) = [d for d in result.diagnostics if d.code == "DDP405"]
+    return result, found
+
+
+def test_object_built_and_used_in_statements_is_kept_to_rank_0(tmp_path):
+    result, found = _run(tmp_path, "log.writerow(loss.item())")
+    assert found.applied and "the fix builds and uses it on rank 0 only" in found.message
+    assert 'if RANK == 0:\n    log = CSVLogger("log.csv")' in result.code
+    assert "    if RANK == 0:\n        log.writerow(loss.item())" in result.code
+    assert "if RANK == 0:\n    log.close()" in result.code
+    assert result.others == {}  # csvlog.py is left as it is
+    assert result.incomplete == []
+
+
+def test_object_read_in_an_expression_gets_no_fix(tmp_path):
+    result, found = _run(tmp_path, "print(log.csv_file.name)")
+    assert not found.applied and found.fix == "none"
+    assert 'log = CSVLogger("log.csv")\n' in result.code and "    log = CSVLogger" not in result.code
+    assert [i.code for i in result.incomplete] == ["DDP405"]
+
+
+def test_object_handed_to_a_function_gets_no_fix(tmp_path):
+    result, found = _run(tmp_path, "print_row(log)")
+    assert not found.applied and found.fix == "none"
