@@ -69,7 +69,7 @@ def distributed_test(ctx: Context) -> str:
     """The run-time test for "this process is in a process group": DISTRIBUTED for scripts launched
     by torchrun (or run plain), `dist.is_initialized()` for scripts that start their own processes
     (`mp.spawn`), which torchrun's WORLD_SIZE does not describe."""
-    if ctx.facts.launch.spawn_calls:
+    if ctx.facts.launch.spawn_calls or ctx.facts.launch.process_starts:
         dist = ctx.plan.ref("torch.distributed", "dist", style="import")
         return f"{dist}.is_initialized()"
     return ctx.env("DISTRIBUTED")

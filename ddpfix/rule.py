@@ -27,6 +27,7 @@ RUNTIME = {
     "RANK": "({dist}.get_rank() if {dist}.is_initialized() else 0)",
     "LOCAL_RANK": "{torch}.cuda.current_device()",
 }
+SELF_STARTED = ("mp.spawn", "multiprocessing.Process")  # launch paths whose processes the script starts
 ENV_FALLBACK_NAMES = {
     "RANK": "GLOBAL_RANK",
     "LOCAL_RANK": "NODE_LOCAL_RANK",
@@ -162,9 +163,10 @@ class Context:
         return self._env[key]
 
     def _runtime(self, key: str) -> bool:
-        """Is `key` read at run time here (a script with its own launch path; LOCAL_RANK under mp.spawn)?"""
+        """Is `key` read at run time here (a script with its own launch path; LOCAL_RANK in processes the
+        script starts itself, which no launcher gives a LOCAL_RANK)?"""
         own = self.own_path
-        return own is not None and key in RUNTIME and (key != "LOCAL_RANK" or own == "mp.spawn")
+        return own is not None and key in RUNTIME and (key != "LOCAL_RANK" or own in SELF_STARTED)
 
     @property
     def own_path(self) -> str | None:

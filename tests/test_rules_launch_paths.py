@@ -446,3 +446,23 @@ def test_ddp003_leaves_alone_a_script_that_starts_one_process_per_worker(tmp_pat
     torchrun = text.replace("from torch.multiprocessing import Process\n", "").split('if __name__ == "__main__":')[0]
     torchrun += 'if __name__ == "__main__":\n    main_fun(0, 1, argparse.Namespace(dist_url="env://"))\n'
     assert [d.code for d in found(torchrun, "DDP003")] == ["DDP003"]
+
+
+def test_processes_the_script_starts_are_wrapped_when_their_group_exists():
+    """Workers started with `Process(target=...)` get no torchrun environment: the wrap DDP301 adds
+    asks the process group (`dist.is_initialized()`), never WORLD_SIZE, and no LOCAL_RANK is made up
+    for their set_device (DDP006 is reported, without a fix, naming the script's own Process)."""
+    text = PROCESS_WORKERS.replace("from dist_utils import dist", "import torch.distributed as dist").replace(
+        "model = DDP(nn.Linear(4, 1))", "model = nn.Linear(4, 1)"
+    )
+    result = fix_source(text)
+    assert (
+        "    if dist.is_initialized():\n        model = DDP(model, device_ids=[torch.cuda.current_device()]"
+        in result.code
+    )
+    assert "WORLD_SIZE" not in result.code and "LOCAL_RANK =" not in result.code
+    assert "set_device" not in result.code
+    on_output = [d for d in fix_source(result.code, fix=False).diagnostics if d.code == "DDP006"]
+    assert [
+        d.message.endswith("(pass the process index of the script's own Process to set_device)") for d in on_output
+    ] == [True]

@@ -162,12 +162,14 @@ class Launch:
     @cached_property
     def own_path(self) -> str | None:
         """How the script joins its process group on its own terms, when torchrun's environment does
-        not decide it: "mp.spawn", an option of its own (`--local_rank`), a flag of its own around
+        not decide it: "mp.spawn" or "multiprocessing.Process", an option of its own (`--local_rank`), a flag of its own around
         init_process_group (`args.distributed`), or a helper of its own modules (which may also not
         join: then nothing that needs the group may run). None for scripts driven by torchrun's
         environment."""
         if self.spawn_calls:
             return "mp.spawn"
+        if self.process_starts:
+            return "multiprocessing.Process"
         if not self.init_calls:
             if not self.is_program or self.joins_elsewhere is False:
                 return None

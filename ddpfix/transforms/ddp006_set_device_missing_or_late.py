@@ -12,7 +12,7 @@ from ..analysis.summaries import SET_DEVICE
 from ..edits import torch_name
 from ..examples import clean, fixes, reports
 from ..rule import NONE, Context, Order, Rule
-from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, method_name, positional
+from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, kwarg, method_name, positional
 
 
 class SetDeviceMissingOrLate(Rule):
@@ -48,7 +48,9 @@ if torch.cuda.is_available():
 dist.init_process_group("nccl")
 ```
 The device is the script's own local rank where it has one (`local_rank`, `args.local_rank` of a
-`--local_rank` option, an mp.spawn target's process index), else LOCAL_RANK. A late `set_device`
+`--local_rank` option, a `local_rank`/`gpu` parameter of an mp.spawn or `Process(target=...)` target),
+else LOCAL_RANK; a process the script starts itself has no LOCAL_RANK, so there, with no such
+parameter, the finding names the process index to pass and makes no edit. A late `set_device`
 moves up together with the assignments it reads:
 ```python
 dist.init_process_group("gloo")
@@ -109,9 +111,10 @@ reported without a fix.
                 continue
             message = self.message if helper is None else f"no torch.cuda.set_device(LOCAL_RANK) before {joins}"
             spawned = _is_spawn_target(facts, init)
-            local = _local_rank_in_scope(ctx, init, module_level=not spawned)  # mp.spawn sets no LOCAL_RANK
+            local = _local_rank_in_scope(ctx, init, module_level=not spawned)  # a started process has no LOCAL_RANK
             if local is None and spawned:
-                ctx.report(init, message + " (pass the process index of mp.spawn to set_device)", fix=NONE)
+                starter = "mp.spawn" if facts.launch.spawn_calls else "the script's own Process"
+                ctx.report(init, f"{message} (pass the process index of {starter} to set_device)", fix=NONE)
                 continue
             init_stmt = facts.index.site(init).stmt
             if local is not None and not _bound_before(facts, local, init_stmt):
@@ -276,10 +279,9 @@ def _is_spawn_target(facts, node: cst.CSTNode) -> bool:
     func = facts.index.enclosing(node, cst.FunctionDef)
     if not isinstance(func, cst.FunctionDef):
         return False
-    return any(
-        positional(c, 0) is not None and dotted(positional(c, 0).value) == func.name.value
-        for c in facts.launch.spawn_calls
-    )
+    started = [positional(c, 0) or kwarg(c, "fn") for c in facts.launch.spawn_calls]
+    started += [kwarg(c, "target") for c in facts.launch.process_starts]
+    return any(arg is not None and dotted(arg.value) == func.name.value for arg in started)
 
 
 def _local_rank_in_scope(ctx: Context, node: cst.CSTNode, *, module_level: bool = True) -> str | None:
