@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.flow import reads
+from ..analysis.meters import meter_classes, shown_meters
 from ..examples import clean, fixes, reports
 from ..metric_reduce import MetricReducer
 from ..rule import NONE, Context, Rule
@@ -100,8 +101,11 @@ out of sight (the helper reduces on the CPU).
         else:
             return
         reduced = _reduced(facts)
-        sharded = _sharded_totals(facts, loaders, reduced, cut) - reduced
-        if not sharded:
+        loops = _sharded_loops(facts, loaders, cut)
+        sharded = _sharded_totals(facts, loops, reduced) - reduced
+        classes = {k: c for k, c in meter_classes(facts.index, facts.ranks.collectives_in).items() if not c.reduces}
+        meters = shown_meters(facts.index, loops, classes, _shows)
+        if not sharded and not meters:
             return
         ranks = facts.ranks
         reducer = MetricReducer(ctx)
@@ -109,18 +113,18 @@ out of sight (the helper reduces on the CPU).
         bounds |= {count for counts in ctx.plan.cut.values() for count in counts}
         loader_names = {loader.target for loader in facts.data.loaders if loader.target}
         for call in facts.index.calls:
-            name = dotted(call.func) or ""
-            if name != "print" and not name.endswith((".info", ".log", ".add_scalar")):
+            if not _shows(call):
                 continue
             soon = _guarded_in_this_pass(ctx, call)  # DDP406 guards it to rank 0 in this pass
             if distributed and not (
-                soon or ranks.rank_guarded(call) or (name == "print" and ranks.print_silenced(call))
+                soon or ranks.rank_guarded(call) or (dotted(call.func) == "print" and ranks.print_silenced(call))
             ):
                 continue
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
-            if not used:
+            shown = [m for m in meters.get(call, []) if m.name not in reduced]
+            if not used and not shown:
                 continue
-            names = ", ".join(sorted(used))
+            names = ", ".join(sorted(used | {m.name for m in shown}))
             if distributed:
                 # reduced before the rank-0 guard around the statement (every rank reaches it there), or
                 # before the statement itself where a silenced print runs on every rank
@@ -129,22 +133,27 @@ out of sight (the helper reduces on the CPU).
                     if _reduces_on_cpu(ctx)
                     else None
                 )
-                ops = reducer.reductions(call, used, loader_names, at, bounds) if at is not None else None
-                if ctx.report(
-                    call,
-                    f"{names} summed over this rank's shard only, logged as if global: all-reduce it first",
-                    fix=None if ops else NONE,
-                ):
+                message = f"{names} summed over this rank's shard only, logged as if global: all-reduce it first"
+            else:
+                at = facts.index.site(call).stmt
+                message = (
+                    f"after the conversion, {names} would sum this rank's shard only and be logged as if global: "
+                    "all-reduce it before it is shown"
+                )
+            ops = (reducer.reductions(call, used, loader_names, at, bounds) if used else {}) if at is not None else None
+            why = reducer.meter_problem(shown, at) if shown and at is not None and ops is not None else None
+            if why is not None:
+                message += f" (no fix: {why})"
+            if ctx.report(call, message, fix=None if ops is not None and why is None else NONE):
+                if used:
                     reducer.plan(call, ops, at)  # type: ignore[arg-type]
-                continue
-            ops = reducer.reductions(call, used, loader_names, bounds=bounds)
-            if ctx.report(
-                call,
-                f"after the conversion, {names} would sum this rank's shard only and be logged as if global: "
-                "all-reduce it before it is shown",
-                fix=None if ops else NONE,
-            ):
-                reducer.plan(call, ops)
+                reducer.plan_meters(shown, at)  # type: ignore[arg-type]
+
+
+def _shows(call: cst.Call) -> bool:
+    """Does `call` print or log what it is given?"""
+    name = dotted(call.func) or ""
+    return name == "print" or name.endswith((".info", ".log", ".add_scalar"))
 
 
 def _sharded_in_this_pass(ctx: Context, loader) -> bool:
@@ -226,18 +235,21 @@ def _cut_by_rank(facts) -> list[cst.For]:
     ]
 
 
-def _sharded_totals(facts, loaders, reduced: set[str], cut: list[cst.For]) -> set[str]:
-    """Names accumulated (`total += ...`, `stats[0] += ...`) inside a loop over one of `loaders` (the
-    sharded ones) or one of the loops `cut` by rank; not a count of steps (`step += 1`: the same on
-    every rank), nor a sum of values the ranks reduced already (`dist.all_reduce(loss)`, then
-    `epoch_loss += loss.item()`)."""
-    modules = set(facts.names.aliases)
-    loops = list(cut) + [
+def _sharded_loops(facts, loaders, cut: list[cst.For]) -> list[cst.For]:
+    """The loops over one of `loaders` (the sharded ones), and the loops `cut` by rank."""
+    return list(cut) + [
         loop
         for loader in loaders
         for loop in facts.index.loops
         if isinstance(loop, cst.For) and facts.data.iterates(loop, loader)
     ]
+
+
+def _sharded_totals(facts, loops: list[cst.For], reduced: set[str]) -> set[str]:
+    """Names accumulated (`total += ...`, `stats[0] += ...`) inside one of the sharded `loops`; not a
+    count of steps (`step += 1`: the same on every rank), nor a sum of values the ranks reduced already
+    (`dist.all_reduce(loss)`, then `epoch_loss += loss.item()`)."""
+    modules = set(facts.names.aliases)
     out: set[str] = set()
     for loop in loops:
         for n in walk(loop.body):
