@@ -53,6 +53,7 @@ class MetricReducer:
         self.names: dict[tuple[str, str], str] = {}  # (total, reduction) -> the name it is shown by
         self.before: set[tuple[cst.CSTNode, str, str]] = set()  # (statement, total, reduction) planned
         self.meters_first: dict[tuple[cst.CSTNode, str], cst.CSTNode] = {}  # (binding, meter) -> where it is reduced
+        self.meters_why: dict[tuple[cst.CSTNode, str], str | None] = {}  # why a meter is not reduced (None: it is)
         self.meters_planned: set[tuple[cst.CSTNode, str]] = set()
 
     def reductions(
@@ -110,33 +111,42 @@ class MetricReducer:
         if index.in_one_line_suite(at) or not _reached_alike(facts, at):
             return "not every rank reaches the statement alike"
         for s in shown:
-            meter, key = s.meter, (s.origin, s.name)
-            if meter.stored:
-                stored = ", ".join(f"self.{a}" for a in meter.stored)
-                return f"{meter.name} also stores {stored} as it updates, which reducing its totals would leave as this rank's"
-            if not meter.numeric:
-                return f"{meter.name}'s totals do not all start as numbers in __init__"
+            key = (s.origin, s.name)
             first = self.meters_first.setdefault(key, at)
+            if key not in self.meters_why:
+                self.meters_why[key] = self._meter_problem(s, at)
+            if self.meters_why[key] is not None:
+                return self.meters_why[key]
             if first is not at and not (index.parent.get(first) is index.parent.get(at) and index.before(first, at)):
                 return f"{s.name} is shown in more than one block"
-            if first is not at:
-                continue
-            scope = index.scope_of(at)
-            if any(
-                isinstance(a, (cst.For, cst.While)) and not index.contains(a, s.origin)
-                for a in _within(index, at, scope)
+        return None
+
+    def _meter_problem(self, s, at: cst.CSTNode) -> str | None:
+        """Why the meter of `s` cannot be reduced in place before `at`, the first statement showing it."""
+        index = self.ctx.facts.index
+        meter = s.meter
+        if meter.stored:
+            stored = ", ".join(f"self.{a}" for a in meter.stored)
+            return (
+                f"{meter.name} also stores {stored} as it updates, which reducing its totals would leave as this rank's"
+            )
+        if not meter.numeric:
+            return f"{meter.name}'s totals do not all start as numbers in __init__"
+        scope = index.scope_of(at)
+        if any(
+            isinstance(a, (cst.For, cst.While)) and not index.contains(a, s.origin) for a in _within(index, at, scope)
+        ):
+            return f"{s.name} keeps accumulating over the loop around the statement that shows it"
+        for call in index.calls:
+            func = call.func
+            if (
+                index.scope_of(call) is scope
+                and index.before(at, call)
+                and isinstance(func, cst.Attribute)
+                and dotted(func.value) == s.name
+                and func.attr.value in meter.updates
             ):
-                return f"{s.name} keeps accumulating over the loop around the statement that shows it"
-            for call in index.calls:
-                func = call.func
-                if (
-                    index.scope_of(call) is scope
-                    and index.before(at, call)
-                    and isinstance(func, cst.Attribute)
-                    and dotted(func.value) == s.name
-                    and func.attr.value in meter.updates
-                ):
-                    return f"{s.name} is updated again after it is shown"
+                return f"{s.name} is updated again after it is shown"
         return None
 
     def plan_meters(self, shown: list, at: cst.CSTNode) -> None:
