@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis.flow import reads
 from ..analysis.meters import meter_classes, shown_meters
 from ..examples import clean, fixes, reports
+from ..loader_subclass_epochs import subclass_training_loops
 from ..metric_reduce import MetricReducer
 from ..rule import NONE, Context, Rule
 from ..syntax import calls_in, code_of, dotted, kwarg, positional, walk
@@ -87,8 +88,10 @@ out of sight (the helper reduces on the CPU).
         facts = ctx.facts
         distributed = facts.launch.init_calls or facts.launch.joins_elsewhere
         cut = _cut_by_rank(facts) if distributed else []  # hand-cut batches each rank takes its own of
+        own = subclass_training_loops(facts) if distributed else []  # over a DataLoader subclass's own sampler
         if distributed and (facts.data.sampler_calls or cut):
             loaders = [loader for loader in facts.data.loaders if _sampled(facts, loader)]
+            cut = cut + own
         elif not distributed and facts.training.trains and not facts.models.dp_calls:
             # a script ddpfix converts: DDP201 gives each training loader a DistributedSampler, DDP209
             # cuts hand-made batches by rank
