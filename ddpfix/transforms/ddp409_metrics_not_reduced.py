@@ -34,6 +34,12 @@ shards (DDP201), or over batches the conversion cuts by rank (DDP209), is report
 of what the conversion would do, and fixed: the total is reduced over the ranks right before the
 statement that shows it.
 
+Totals kept in a *meter* are reported the same way: an instance of a class of the script whose method
+accumulates into its own attributes (`self.sum += value * n; self.count += n`), updated inside a loop
+over a sharded loader (also a `DataLoader` subclass that builds its own `DistributedSampler`, looped
+over by the class it is handed to), and then shown: read by a print or log call in the same function,
+or returned by the function that fills it (`return train_loss, train_acc`) and shown by its caller.
+
 ## Why
 With a `DistributedSampler` each rank sees 1/N of the data; rank 0's running loss or accuracy is
 computed over its shard alone, so the number in the log is not the number the single-process run
@@ -74,6 +80,24 @@ that is distributed already gets the same fix, placed before the rank-0 guard ar
 where its process group can reduce a CPU tensor (backend left to torch, gloo, or
 `"cpu:gloo,cuda:nccl"`).
 
+A meter has every attribute its class accumulates with `+=` summed over the ranks and put back, once,
+before the first statement that shows it, so that what the class computes from them (`average =
+sum / count`, its `__str__`) is the run's value:
+```python
+for epoch in range(1, epochs + 1):
+    train_loss = train(model, loader, optimizer)  # an Average() updated over the loader, returned
+    print(f"epoch {epoch} loss {train_loss.average:.4f}")
+```
+becomes
+```python
+for epoch in range(1, epochs + 1):
+    train_loss = train(model, loader, optimizer)
+    train_loss.sum = reduce_over_ranks(train_loss.sum)
+    train_loss.count = reduce_over_ranks(train_loss.count)
+    if RANK == 0:
+        print(f"epoch {epoch} loss {train_loss.average:.4f}")
+```
+
 ## Fix safety
 Safe on a script ddpfix converts: `python train.py` prints what it printed (the helper returns the
 value itself when not distributed), and under torchrun the number covers every rank's shard. No fix
@@ -82,6 +106,15 @@ reads what the loop changes, such as `if loss < best:`): a reduction there would
 never come. On a script that is distributed already, none where the guard around the statement is
 itself rank-dependent or not reached by every rank, or where the backend is NCCL alone or set up
 out of sight (the helper reduces on the CPU).
+
+A meter is reduced in place only where that gives the run's value and happens once per instance: its
+class stores nothing else as it updates (an `AverageMeter` that keeps `self.val` and `self.avg =
+self.sum / self.count` is reported with no fix: its stored average would stay this rank's), its
+totals start as numbers in `__init__`, it is made anew inside every loop around the statement that
+shows it (one made before the epoch loop keeps accumulating, and reducing it in place each epoch
+would count the earlier epochs once per rank), it is not updated after it is shown, and a second
+statement showing it follows the first in the same block. A class that issues a collective itself is
+taken to reduce its own totals.
 """
 
     def run(self, ctx: Context) -> None:
@@ -462,6 +495,52 @@ EXAMPLES = (
         note=(
             "Rank 0's loss over its own shard, printed as the run's; reported only, for NCCL alone cannot "
             "reduce the CPU value the fix would:"
+        ),
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+
+        class AverageMeter:
+            def __init__(self):
+                self.val = self.avg = self.sum = self.count = 0
+
+            def update(self, val, n=1):
+                self.val = val
+                self.sum += val * n
+                self.count += n
+                self.avg = self.sum / self.count
+
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        losses = AverageMeter()
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.update(loss.item(), len(x))
+        if dist.get_rank() == 0:
+            print(f"mean loss {losses.avg:.4f}")
+        """,
+        message=(
+            "losses summed over this rank's shard only, logged as if global: all-reduce it first (no fix: "
+            "AverageMeter also stores self.val, self.avg as it updates, which reducing its totals would leave "
+            "as this rank's)"
+        ),
+        note=(
+            "Rank 0's meter over its own shard, printed as the run's; reported only, for the average the meter "
+            "stores as it updates would stay rank 0's if its totals were reduced:"
         ),
     ),
     clean(
