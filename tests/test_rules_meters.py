@@ -168,3 +168,86 @@ def test_meter_accumulating_over_the_epochs_is_not_reduced_in_place():
 def test_meter_that_reduces_its_own_totals_is_quiet():
     meter = AVERAGE + "\n    def synchronize(self):\n        dist.all_reduce(torch.tensor([self.sum, self.count]))\n"
     assert ddp409(distributed(meter=meter)) == []
+
+
+def test_meter_given_values_the_ranks_reduced_is_quiet():
+    """`dist.all_reduce(reduced)`, then `losses.update(reduced.item() / world, n)`: every rank's meter holds
+    the run's average already."""
+    src = distributed().replace(
+        "        losses.update(loss.item(), len(x))",
+        "        reduced = loss.detach().clone()\n"
+        "        dist.all_reduce(reduced)\n"
+        "        losses.update(reduced.item() / dist.get_world_size(), len(x))",
+    )
+    assert "dist.all_reduce(reduced)" in src
+    assert ddp409(src) == []
+    unreduced = src.replace("        dist.all_reduce(reduced)\n", "")
+    assert len(ddp409(unreduced)) == 1
+
+
+def test_class_counting_its_calls_is_no_meter():
+    counter = """
+class Steps:
+    def __init__(self):
+        self.count = 0
+
+    @property
+    def average(self):
+        return self.count
+
+    def update(self, value, n):
+        self.count += 1
+"""
+    assert ddp409(distributed(meter=counter, cls="Steps")) == []
+
+
+SUBCLASS = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+{meter}
+
+class ShardedLoader(DataLoader):
+    def __init__(self, dataset, batch_size, shard=True):
+        sampler = DistributedSampler(dataset) if shard else None
+        super().__init__(dataset, batch_size=batch_size, sampler=sampler)
+
+
+class Runner:
+    def __init__(self, model, opt, loader):
+        self.model = model
+        self.opt = opt
+        self.loader = loader
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            losses = self.epoch()
+            if dist.get_rank() == 0:
+                print(f"epoch {{epoch}} loss {{losses.average:.4f}}")
+
+    def epoch(self):
+        losses = Average()
+        for x, y in self.loader:
+            loss = nn.functional.mse_loss(self.model(x), y)
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            losses.update(loss.item(), len(x))
+        return losses
+
+
+dist.init_process_group("gloo")
+model = nn.parallel.DistributedDataParallel(nn.Linear(4, 1))
+loader = ShardedLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), 8)
+Runner(model, torch.optim.SGD(model.parameters(), lr=0.1), loader).fit(2)
+"""
+
+
+def test_meter_over_a_loader_subclass_with_its_own_sampler_handed_to_a_class():
+    src = SUBCLASS.format(meter=AVERAGE)
+    [d] = ddp409(src, select=["DDP409"])
+    assert d.line == src.splitlines().index('                print(f"epoch {epoch} loss {losses.average:.4f}")') + 1
+    out = fix_source(src, select=["DDP409"]).code
+    reduced = "            losses.sum = reduce_over_ranks(losses.sum)\n            losses.count = reduce_over_ranks(losses.count)\n"
+    assert reduced + "            if dist.get_rank() == 0:" in out

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..syntax import dotted, walk
+from .flow import reads
 from .index import TreeIndex
 
 
@@ -53,9 +54,10 @@ def meter_classes(index: TreeIndex, collectives) -> dict[str, MeterClass]:
         stored: list[str] = []
         methods = index.methods_of(cls)
         for name, method in methods.items():
-            own = [a for n in walk(method.body) if isinstance(n, cst.AugAssign) and (a := _self_attr(n.target))]
-            if not own:
-                continue
+            augs = [(a, n) for n in walk(method.body) if isinstance(n, cst.AugAssign) and (a := _self_attr(n.target))]
+            if not any(reads(n.value) for _, n in augs):
+                continue  # nothing but `self.steps += 1`: a count of calls, the same on every rank
+            own = [a for a, _ in augs]
             updates.add(name)
             summed += [a for a in own if a not in summed]
             stored += [a for a in _assigned(method) if a not in stored]
@@ -69,8 +71,12 @@ def meter_classes(index: TreeIndex, collectives) -> dict[str, MeterClass]:
     return out
 
 
-def shown_meters(index: TreeIndex, loops: list[cst.For], classes: dict[str, MeterClass], shows) -> dict:
-    """The meters filled in `loops` and shown by a call that `shows(call)` accepts: {call: [Shown, ...]}."""
+def shown_meters(
+    index: TreeIndex, loops: list[cst.For], classes: dict[str, MeterClass], shows, reduced: set[str] = frozenset()
+) -> dict:
+    """The meters filled in `loops` and shown by a call that `shows(call)` accepts: {call: [Shown, ...]}.
+    A meter given a value the ranks reduced already (`top1.update(reduced_acc.item(), len(x))` after
+    `reduced_acc = reduce_tensor(acc)`) holds the run's value and is left out."""
     out: dict[cst.Call, list[Shown]] = {}
     if not classes:
         return out
@@ -87,6 +93,9 @@ def shown_meters(index: TreeIndex, loops: list[cst.For], classes: dict[str, Mete
                 continue
             meter = classes[dotted(origin.body[0].value.func)]  # type: ignore[attr-defined]
             if func.attr.value not in meter.updates:
+                continue
+            value = {r for r in reads(call.args[0].value) if "." not in r} if call.args else set()
+            if value and value <= reduced:
                 continue
             seen.add((id(origin), name))
             for where, handle, binding in [(scope, name, origin), *_returned(index, scope, name)]:

@@ -140,7 +140,7 @@ taken to reduce its own totals.
         loops = _sharded_loops(facts, loaders, cut)
         sharded = _sharded_totals(facts, loops, reduced) - reduced
         classes = {k: c for k, c in meter_classes(facts.index, facts.ranks.collectives_in).items() if not c.reduces}
-        meters = shown_meters(facts.index, loops, classes, _shows)
+        meters = shown_meters(facts.index, loops, classes, _shows, reduced | set(facts.names.aliases))
         if not sharded and not meters:
             return
         ranks = facts.ranks
