@@ -63,6 +63,25 @@ def subclass_samplers(ctx: Context) -> None:
             break
 
 
+def subclass_training_loops(facts) -> list[cst.For]:
+    """The training loops over a loader of a DataLoader subclass that builds its own DistributedSampler,
+    kept by a class of the script it is handed to (`for data, target in self.train_loader:` in
+    `Trainer.train`): loops over a sharded loader."""
+    samplers = {c.name.value for c in facts.index.classes if _own_sampler(facts, c) is not None}
+    if not samplers:
+        return []
+    classes = {c.name.value: c for c in facts.index.classes}
+    out: list[cst.For] = []
+    for call in facts.index.calls:
+        stmt = facts.index.site(call).stmt
+        targets = assign_targets(stmt) if dotted(call.func) in samplers else []
+        if assigned_value(stmt) is not call or len(targets) != 1:
+            continue
+        for handed, param in _handed_to(facts, classes, targets[0]):
+            out += [loop for loop in _loops_over(facts, classes[handed], param) if loop not in out]
+    return out
+
+
 def _own_sampler(facts, cls: cst.ClassDef) -> cst.Call | None:
     """The DistributedSampler a DataLoader subclass builds in its `__init__`."""
     if not any((dotted(b.value) or "").endswith("DataLoader") for b in cls.bases):
@@ -99,6 +118,11 @@ def _handed_to(facts, classes: dict[str, cst.ClassDef], name: str) -> list[tuple
 
 def _trains_over(facts, cls: cst.ClassDef, param: str) -> bool:
     """Does a method of `cls` train in a loop over the attribute its `__init__` keeps `param` as?"""
+    return bool(_loops_over(facts, cls, param))
+
+
+def _loops_over(facts, cls: cst.ClassDef, param: str) -> list[cst.For]:
+    """The loops of the methods of `cls` that train over the attribute its `__init__` keeps `param` as."""
     init = facts.index.methods_of(cls).get("__init__")
     attrs = {
         f"self.{t.attr.value}"
@@ -107,11 +131,12 @@ def _trains_over(facts, cls: cst.ClassDef, param: str) -> bool:
         for t in (x.target for x in n.targets)
         if type(t) is cst.Attribute and dotted(t.value) == "self"
     }
-    for method in facts.index.methods_of(cls).values():
-        for loop in walk(method):
-            if type(loop) is cst.For and dotted(loop.iter) in attrs and facts.training.trains_in(loop.body):
-                return True
-    return False
+    return [
+        loop
+        for method in facts.index.methods_of(cls).values()
+        for loop in walk(method)
+        if type(loop) is cst.For and dotted(loop.iter) in attrs and facts.training.trains_in(loop.body)
+    ]
 
 
-__all__ = ["subclass_samplers"]
+__all__ = ["subclass_samplers", "subclass_training_loops"]

@@ -38,6 +38,8 @@ def {fn}(value, average=False):
         return total.to(value.device, value.dtype if value.is_floating_point() else total.dtype)
     if type(value).__module__ == "numpy":
         return total.numpy()
+    if isinstance(value, int) and not average:  # a count summed stays a whole number
+        return int(total.item())
     return total.item() if total.dim() == 0 else total.tolist()
 '''
 
@@ -50,6 +52,9 @@ class MetricReducer:
         self.helper: str | None = None
         self.names: dict[tuple[str, str], str] = {}  # (total, reduction) -> the name it is shown by
         self.before: set[tuple[cst.CSTNode, str, str]] = set()  # (statement, total, reduction) planned
+        self.meters_first: dict[tuple[cst.CSTNode, str], cst.CSTNode] = {}  # (binding, meter) -> where it is reduced
+        self.meters_why: dict[tuple[cst.CSTNode, str], str | None] = {}  # why a meter is not reduced (None: it is)
+        self.meters_planned: set[tuple[cst.CSTNode, str]] = set()
 
     def reductions(
         self,
@@ -95,6 +100,68 @@ class MetricReducer:
             plan.insert_before(stmt, plan.statements("\n".join(lines)), Order.REDUCED_METRIC)
         for name in _shown(self.ctx.facts.index, call, set(ops)):
             plan.replace(name, lambda n, new=reduced[name.value]: n.with_changes(value=new))
+
+    def meter_problem(self, shown: list, at: cst.CSTNode) -> str | None:
+        """Why the meters `shown` (analysis.meters.Shown) cannot have their totals reduced in place just
+        before the statement `at`; None when they can. Each meter is reduced once, before the first
+        statement that shows it; a later one is fixed by that reduction where it follows it in the same
+        block."""
+        facts = self.ctx.facts
+        index = facts.index
+        if index.in_one_line_suite(at) or not _reached_alike(facts, at):
+            return "not every rank reaches the statement alike"
+        for s in shown:
+            key = (s.origin, s.name)
+            first = self.meters_first.setdefault(key, at)
+            if key not in self.meters_why:
+                self.meters_why[key] = self._meter_problem(s, at)
+            if self.meters_why[key] is not None:
+                return self.meters_why[key]
+            if first is not at and not (index.parent.get(first) is index.parent.get(at) and index.before(first, at)):
+                return f"{s.name} is shown in more than one block"
+        return None
+
+    def _meter_problem(self, s, at: cst.CSTNode) -> str | None:
+        """Why the meter of `s` cannot be reduced in place before `at`, the first statement showing it."""
+        index = self.ctx.facts.index
+        meter = s.meter
+        if meter.stored:
+            stored = ", ".join(f"self.{a}" for a in meter.stored)
+            return (
+                f"{meter.name} also stores {stored} as it updates, which reducing its totals would leave as this rank's"
+            )
+        if not meter.numeric:
+            return f"{meter.name}'s totals do not all start as numbers in __init__"
+        scope = index.scope_of(at)
+        if any(
+            isinstance(a, (cst.For, cst.While)) and not index.contains(a, s.origin) for a in _within(index, at, scope)
+        ):
+            return f"{s.name} keeps accumulating over the loop around the statement that shows it"
+        for call in index.calls:
+            func = call.func
+            if (
+                index.scope_of(call) is scope
+                and index.before(at, call)
+                and isinstance(func, cst.Attribute)
+                and dotted(func.value) == s.name
+                and func.attr.value in meter.updates
+            ):
+                return f"{s.name} is updated again after it is shown"
+        return None
+
+    def plan_meters(self, shown: list, at: cst.CSTNode) -> None:
+        """Reduce the totals of each meter of `shown` just before `at` and put them back in the meter, once
+        per meter: what the class computes from them (`average = sum / count`) is then the global value."""
+        lines = []
+        for s in shown:
+            key = (s.origin, s.name)
+            if key in self.meters_planned:
+                continue
+            self.meters_planned.add(key)
+            fn = self._helper(at)
+            lines += [f"{s.name}.{a} = {fn}({s.name}.{a})" for a in s.meter.summed]
+        if lines:
+            self.ctx.plan.insert_before(at, self.ctx.plan.statements("\n".join(lines)), Order.REDUCED_METRIC)
 
     def _reduced_just_before(self, stmt: cst.CSTNode, v: str, op: str) -> bool:
         """Is `v` reduced (`op`) before `stmt` already, or before a statement of the same block above it
@@ -147,6 +214,16 @@ def _shown(index, call: cst.Call, totals: set[str]) -> list[cst.Name]:
         ):
             continue
         out.append(n)
+    return out
+
+
+def _within(index, node: cst.CSTNode, scope: cst.CSTNode) -> list[cst.CSTNode]:
+    """The ancestors of `node` inside `scope`."""
+    out = []
+    for anc in index.ancestors(node):
+        if anc is scope:
+            break
+        out.append(anc)
     return out
 
 

@@ -72,6 +72,65 @@ CUT = textwrap.dedent(
     """
 ).lstrip()
 
+METERS = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+
+    class Average:
+        def __init__(self):
+            self.sum = 0.0
+            self.count = 0
+
+        def __str__(self):
+            return "{:.5f}".format(self.sum / self.count)
+
+        def update(self, value, number):
+            self.sum += value * number
+            self.count += number
+
+
+    class Accuracy:
+        def __init__(self):
+            self.correct = 0
+            self.count = 0
+
+        @property
+        def accuracy(self):
+            return self.correct / self.count
+
+        def update(self, output, target):
+            self.correct += (output.argmax(1) == target).sum().item()
+            self.count += len(target)
+
+
+    def train(model, loader, optimizer):
+        losses = Average()
+        acc = Accuracy()
+        for x, y in loader:
+            out = model(x)
+            loss = nn.functional.cross_entropy(out, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.update(loss.item(), len(x))
+            acc.update(out, y)
+        return losses, acc
+
+
+    torch.manual_seed(0)
+    ds = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randint(0, 3, (64,)))
+    loader = torch.utils.data.DataLoader(ds, batch_size=8, shuffle=True)
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    for epoch in range(2):
+        losses, acc = train(model, loader, optimizer)
+        print(f"epoch {epoch} loss {losses} acc {acc.accuracy:.4f} over {acc.count}")
+        print(f"epoch {epoch} tensor {losses.count} {losses.sum / losses.count:.5f}")
+    """
+).lstrip()
+
 
 def _run(tmp_path, script, name: str, nproc: int | None) -> str:
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
@@ -111,8 +170,10 @@ def _run(tmp_path, script, name: str, nproc: int | None) -> str:
         # batches cut by rank (DDP209) in the same apply: the count of the whole run's batches divides
         # the sum over the ranks
         (CUT, ("range(RANK, num_batches, WORLD_SIZE)", "global_cost = reduce_over_ranks(cost)\n")),
+        # totals kept in meter objects that a function fills and returns: reduced back into the meters
+        (METERS, ("losses.count = reduce_over_ranks(losses.count)\n", "acc.correct = reduce_over_ranks(acc.correct)")),
     ],
-    ids=["loader", "cut-batches"],
+    ids=["loader", "cut-batches", "meters"],
 )
 def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path, script, wanted):
     result = fix_source(script)

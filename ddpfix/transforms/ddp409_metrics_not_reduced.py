@@ -5,7 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.flow import reads
+from ..analysis.meters import meter_classes, shown_meters
 from ..examples import clean, fixes, reports
+from ..loader_subclass_epochs import subclass_training_loops
 from ..metric_reduce import MetricReducer
 from ..rule import NONE, Context, Rule
 from ..syntax import calls_in, code_of, dotted, kwarg, positional, walk
@@ -31,6 +33,12 @@ On a script that is not distributed yet, the same shape over a training loader t
 shards (DDP201), or over batches the conversion cuts by rank (DDP209), is reported too, in the words
 of what the conversion would do, and fixed: the total is reduced over the ranks right before the
 statement that shows it.
+
+Totals kept in a *meter* are reported the same way: an instance of a class of the script whose method
+accumulates into its own attributes (`self.sum += value * n; self.count += n`), updated inside a loop
+over a sharded loader (also a `DataLoader` subclass that builds its own `DistributedSampler`, looped
+over by the class it is handed to), and then shown: read by a print or log call in the same function,
+or returned by the function that fills it (`return train_loss, train_acc`) and shown by its caller.
 
 ## Why
 With a `DistributedSampler` each rank sees 1/N of the data; rank 0's running loss or accuracy is
@@ -72,6 +80,24 @@ that is distributed already gets the same fix, placed before the rank-0 guard ar
 where its process group can reduce a CPU tensor (backend left to torch, gloo, or
 `"cpu:gloo,cuda:nccl"`).
 
+A meter has every attribute its class accumulates with `+=` summed over the ranks and put back, once,
+before the first statement that shows it, so that what the class computes from them (`average =
+sum / count`, its `__str__`) is the run's value:
+```python
+for epoch in range(1, epochs + 1):
+    train_loss = train(model, loader, optimizer)  # an Average() updated over the loader, returned
+    print(f"epoch {epoch} loss {train_loss.average:.4f}")
+```
+becomes
+```python
+for epoch in range(1, epochs + 1):
+    train_loss = train(model, loader, optimizer)
+    train_loss.sum = reduce_over_ranks(train_loss.sum)
+    train_loss.count = reduce_over_ranks(train_loss.count)
+    if RANK == 0:
+        print(f"epoch {epoch} loss {train_loss.average:.4f}")
+```
+
 ## Fix safety
 Safe on a script ddpfix converts: `python train.py` prints what it printed (the helper returns the
 value itself when not distributed), and under torchrun the number covers every rank's shard. No fix
@@ -80,14 +106,25 @@ reads what the loop changes, such as `if loss < best:`): a reduction there would
 never come. On a script that is distributed already, none where the guard around the statement is
 itself rank-dependent or not reached by every rank, or where the backend is NCCL alone or set up
 out of sight (the helper reduces on the CPU).
+
+A meter is reduced in place only where that gives the run's value and happens once per instance: its
+class stores nothing else as it updates (an `AverageMeter` that keeps `self.val` and `self.avg =
+self.sum / self.count` is reported with no fix: its stored average would stay this rank's), its
+totals start as numbers in `__init__`, it is made anew inside every loop around the statement that
+shows it (one made before the epoch loop keeps accumulating, and reducing it in place each epoch
+would count the earlier epochs once per rank), it is not updated after it is shown, and a second
+statement showing it follows the first in the same block. A class that issues a collective itself is
+taken to reduce its own totals.
 """
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         distributed = facts.launch.init_calls or facts.launch.joins_elsewhere
         cut = _cut_by_rank(facts) if distributed else []  # hand-cut batches each rank takes its own of
+        own = subclass_training_loops(facts) if distributed else []  # over a DataLoader subclass's own sampler
         if distributed and (facts.data.sampler_calls or cut):
             loaders = [loader for loader in facts.data.loaders if _sampled(facts, loader)]
+            cut = cut + own
         elif not distributed and facts.training.trains and not facts.models.dp_calls:
             # a script ddpfix converts: DDP201 gives each training loader a DistributedSampler, DDP209
             # cuts hand-made batches by rank
@@ -100,8 +137,11 @@ out of sight (the helper reduces on the CPU).
         else:
             return
         reduced = _reduced(facts)
-        sharded = _sharded_totals(facts, loaders, reduced, cut) - reduced
-        if not sharded:
+        loops = _sharded_loops(facts, loaders, cut)
+        sharded = _sharded_totals(facts, loops, reduced) - reduced
+        classes = {k: c for k, c in meter_classes(facts.index, facts.ranks.collectives_in).items() if not c.reduces}
+        meters = shown_meters(facts.index, loops, classes, _shows, reduced | set(facts.names.aliases))
+        if not sharded and not meters:
             return
         ranks = facts.ranks
         reducer = MetricReducer(ctx)
@@ -109,18 +149,18 @@ out of sight (the helper reduces on the CPU).
         bounds |= {count for counts in ctx.plan.cut.values() for count in counts}
         loader_names = {loader.target for loader in facts.data.loaders if loader.target}
         for call in facts.index.calls:
-            name = dotted(call.func) or ""
-            if name != "print" and not name.endswith((".info", ".log", ".add_scalar")):
+            if not _shows(call):
                 continue
             soon = _guarded_in_this_pass(ctx, call)  # DDP406 guards it to rank 0 in this pass
             if distributed and not (
-                soon or ranks.rank_guarded(call) or (name == "print" and ranks.print_silenced(call))
+                soon or ranks.rank_guarded(call) or (dotted(call.func) == "print" and ranks.print_silenced(call))
             ):
                 continue
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
-            if not used:
+            shown = [m for m in meters.get(call, []) if m.name not in reduced]
+            if not used and not shown:
                 continue
-            names = ", ".join(sorted(used))
+            names = ", ".join(sorted(used | {m.name for m in shown}))
             if distributed:
                 # reduced before the rank-0 guard around the statement (every rank reaches it there), or
                 # before the statement itself where a silenced print runs on every rank
@@ -129,22 +169,27 @@ out of sight (the helper reduces on the CPU).
                     if _reduces_on_cpu(ctx)
                     else None
                 )
-                ops = reducer.reductions(call, used, loader_names, at, bounds) if at is not None else None
-                if ctx.report(
-                    call,
-                    f"{names} summed over this rank's shard only, logged as if global: all-reduce it first",
-                    fix=None if ops else NONE,
-                ):
+                message = f"{names} summed over this rank's shard only, logged as if global: all-reduce it first"
+            else:
+                at = facts.index.site(call).stmt
+                message = (
+                    f"after the conversion, {names} would sum this rank's shard only and be logged as if global: "
+                    "all-reduce it before it is shown"
+                )
+            ops = (reducer.reductions(call, used, loader_names, at, bounds) if used else {}) if at is not None else None
+            why = reducer.meter_problem(shown, at) if shown and at is not None and ops is not None else None
+            if why is not None:
+                message += f" (no fix: {why})"
+            if ctx.report(call, message, fix=None if ops is not None and why is None else NONE):
+                if used:
                     reducer.plan(call, ops, at)  # type: ignore[arg-type]
-                continue
-            ops = reducer.reductions(call, used, loader_names, bounds=bounds)
-            if ctx.report(
-                call,
-                f"after the conversion, {names} would sum this rank's shard only and be logged as if global: "
-                "all-reduce it before it is shown",
-                fix=None if ops else NONE,
-            ):
-                reducer.plan(call, ops)
+                reducer.plan_meters(shown, at)  # type: ignore[arg-type]
+
+
+def _shows(call: cst.Call) -> bool:
+    """Does `call` print or log what it is given?"""
+    name = dotted(call.func) or ""
+    return name == "print" or name.endswith((".info", ".log", ".add_scalar"))
 
 
 def _sharded_in_this_pass(ctx: Context, loader) -> bool:
@@ -226,18 +271,21 @@ def _cut_by_rank(facts) -> list[cst.For]:
     ]
 
 
-def _sharded_totals(facts, loaders, reduced: set[str], cut: list[cst.For]) -> set[str]:
-    """Names accumulated (`total += ...`, `stats[0] += ...`) inside a loop over one of `loaders` (the
-    sharded ones) or one of the loops `cut` by rank; not a count of steps (`step += 1`: the same on
-    every rank), nor a sum of values the ranks reduced already (`dist.all_reduce(loss)`, then
-    `epoch_loss += loss.item()`)."""
-    modules = set(facts.names.aliases)
-    loops = list(cut) + [
+def _sharded_loops(facts, loaders, cut: list[cst.For]) -> list[cst.For]:
+    """The loops over one of `loaders` (the sharded ones), and the loops `cut` by rank."""
+    return list(cut) + [
         loop
         for loader in loaders
         for loop in facts.index.loops
         if isinstance(loop, cst.For) and facts.data.iterates(loop, loader)
     ]
+
+
+def _sharded_totals(facts, loops: list[cst.For], reduced: set[str]) -> set[str]:
+    """Names accumulated (`total += ...`, `stats[0] += ...`) inside one of the sharded `loops`; not a
+    count of steps (`step += 1`: the same on every rank), nor a sum of values the ranks reduced already
+    (`dist.all_reduce(loss)`, then `epoch_loss += loss.item()`)."""
+    modules = set(facts.names.aliases)
     out: set[str] = set()
     for loop in loops:
         for n in walk(loop.body):
@@ -324,6 +372,8 @@ EXAMPLES = (
                 return total.to(value.device, value.dtype if value.is_floating_point() else total.dtype)
             if type(value).__module__ == "numpy":
                 return total.numpy()
+            if isinstance(value, int) and not average:  # a count summed stays a whole number
+                return int(total.item())
             return total.item() if total.dim() == 0 else total.tolist()
 
 
@@ -405,6 +455,8 @@ EXAMPLES = (
                 return total.to(value.device, value.dtype if value.is_floating_point() else total.dtype)
             if type(value).__module__ == "numpy":
                 return total.numpy()
+            if isinstance(value, int) and not average:  # a count summed stays a whole number
+                return int(total.item())
             return total.item() if total.dim() == 0 else total.tolist()
 
 
@@ -443,6 +495,52 @@ EXAMPLES = (
         note=(
             "Rank 0's loss over its own shard, printed as the run's; reported only, for NCCL alone cannot "
             "reduce the CPU value the fix would:"
+        ),
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+
+        class AverageMeter:
+            def __init__(self):
+                self.val = self.avg = self.sum = self.count = 0
+
+            def update(self, val, n=1):
+                self.val = val
+                self.sum += val * n
+                self.count += n
+                self.avg = self.sum / self.count
+
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        losses = AverageMeter()
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.update(loss.item(), len(x))
+        if dist.get_rank() == 0:
+            print(f"mean loss {losses.avg:.4f}")
+        """,
+        message=(
+            "losses summed over this rank's shard only, logged as if global: all-reduce it first (no fix: "
+            "AverageMeter also stores self.val, self.avg as it updates, which reducing its totals would leave "
+            "as this rank's)"
+        ),
+        note=(
+            "Rank 0's meter over its own shard, printed as the run's; reported only, for the average the meter "
+            "stores as it updates would stay rank 0's if its totals were reduced:"
         ),
     ),
     clean(

@@ -34,6 +34,8 @@ def reduce_over_ranks(value, average=False):
         return total.to(value.device, value.dtype if value.is_floating_point() else total.dtype)
     if type(value).__module__ == "numpy":
         return total.numpy()
+    if isinstance(value, int) and not average:  # a count summed stays a whole number
+        return int(total.item())
     return total.item() if total.dim() == 0 else total.tolist()
 
 
