@@ -83,24 +83,32 @@ class TreeIndex:
             cst.ImportFrom: self.imports,
         }
         nodes, spans, parent, order, identifiers = self._nodes, self._spans, self.parent, self.order, self.identifiers
+        name_type = cst.Name
         stack: list = [(self.module, None)]
+        pop, push = stack.pop, stack.append
         while stack:
-            node, up = stack.pop()
+            node, up = pop()
             if up is _LEAVE:
                 spans[id(node)][1] = len(nodes)
                 continue
             if up is not None:
                 parent[node] = up
-            order[node] = len(nodes)
-            spans[id(node)] = [len(nodes), 0]
+            at = len(nodes)
+            order[node] = at
             nodes.append(node)
             kind = kinds.get(type(node))
             if kind is not None:
                 kind.append(node)
-            elif type(node) is cst.Name:
+            elif type(node) is name_type:
                 identifiers.add(node.value)  # type: ignore[attr-defined]
-            stack.append((node, _LEAVE))
-            stack.extend((child, node) for child in reversed(child_nodes(node)))
+            children = child_nodes(node)
+            if not children:  # a leaf: its span ends right after it
+                spans[id(node)] = [at, at + 1]
+                continue
+            spans[id(node)] = [at, 0]
+            push((node, _LEAVE))
+            for child in reversed(children):
+                push((child, node))
 
     # ----------------------------------------------------------------- positions
     def position(self, node: cst.CSTNode) -> CodeRange:
