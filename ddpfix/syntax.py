@@ -13,8 +13,19 @@ _EMPTY_MODULE = cst.Module(body=[])
 
 
 def code_of(node: cst.CSTNode) -> str:
-    """Source text of an expression node, without surrounding whitespace."""
-    return _EMPTY_MODULE.code_for_node(node).strip()
+    """Source text of an expression node, without surrounding whitespace. Rendered once per node
+    while its module or the one analysed before it is analysed: the rules ask for the same texts
+    many times, and a fix's output shares its unchanged statements with the input."""
+    known = _INDEX.texts.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
+    known = _INDEX.older.get(id(node))
+    if known is not None and known[0] is node:
+        _INDEX.texts[id(node)] = known
+        return known[1]
+    text = _EMPTY_MODULE.code_for_node(node).strip()
+    _INDEX.texts[id(node)] = (node, text)  # (the node is kept: its id cannot be reused meanwhile)
+    return text
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
@@ -65,8 +76,11 @@ class _Index(threading.local):
     """Pre-order node list of the module being analysed, so walks are slices instead of re-visits
     (LibCST computes `.children` by visiting). Set by the analysis; per thread."""
 
-    nodes: list = []
-    spans: dict = {}
+    def __init__(self) -> None:
+        self.nodes: list = []
+        self.spans: dict = {}
+        self.texts: dict = {}  # id(node) -> (node, code_of(node)) for the module analysed now ...
+        self.older: dict = {}  # ... and for the one before it (the nodes are kept: no id is reused)
 
 
 _INDEX = _Index()
@@ -74,6 +88,7 @@ _INDEX = _Index()
 
 def index_module(nodes: list, spans: dict) -> None:
     _INDEX.nodes, _INDEX.spans = nodes, spans
+    _INDEX.older, _INDEX.texts = _INDEX.texts, {}
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
