@@ -247,7 +247,7 @@ def string_value(node: cst.BaseExpression) -> str | None:
 
 def single_small(stmt: cst.CSTNode) -> cst.BaseSmallStatement | None:
     """The one small statement of a `SimpleStatementLine`, else None."""
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+    if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1:
         return stmt.body[0]
     return None
 
@@ -256,16 +256,16 @@ def assign_targets(stmt: cst.CSTNode) -> list[str]:
     """Spelled targets of `a = ...`, `self.a = ...`, `a: T = ...` (tuples unpacked)."""
     small = single_small(stmt)
     out: list[str] = []
-    if isinstance(small, cst.Assign):
+    if type(small) is cst.Assign:
         for t in small.targets:
             out.extend(_target_texts(t.target))
-    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+    elif type(small) is cst.AnnAssign and small.value is not None:
         out.extend(_target_texts(small.target))
     return out
 
 
 def _target_texts(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         out: list[str] = []
         for el in target.elements:
             out.extend(_target_texts(el.value))
@@ -276,7 +276,7 @@ def _target_texts(target: cst.BaseExpression) -> list[str]:
 
 def assigned_value(stmt: cst.CSTNode) -> cst.BaseExpression | None:
     small = single_small(stmt)
-    if isinstance(small, (cst.Assign, cst.AnnAssign)):
+    if type(small) in (cst.Assign, cst.AnnAssign):
         return small.value
     return None
 

@@ -215,11 +215,11 @@ class TreeIndex:
 
     def _find_callee(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             return self.func_by_name.get(func.value)
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             cls = self.enclosing(call, cst.ClassDef)
-            if isinstance(cls, cst.ClassDef):
+            if type(cls) is cst.ClassDef:
                 return self.methods_of(cls).get(func.attr.value)
         return None
 
@@ -256,7 +256,7 @@ class TreeIndex:
 
     def statement_calls(self, pred) -> list[cst.Call]:
         """Calls that are whole expression statements (`f(...)` on its own line) and match `pred`."""
-        return [c for c in self.calls if isinstance(self.parent.get(c), cst.Expr) and pred(c)]
+        return [c for c in self.calls if type(self.parent.get(c)) is cst.Expr and pred(c)]
 
     def class_calls(self, cls: cst.ClassDef) -> list[cst.Call]:
         """Calls that construct `cls` by its plain name."""
