@@ -30,8 +30,12 @@ def code_of(node: cst.CSTNode) -> str:
 
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
     kind = type(node)  # exact types: LibCST's node classes are ABCs, and isinstance on them is slow
+    if kind is cst.Name:  # the most common case, without a list and a join
+        return node.value  # type: ignore[attr-defined]
+    if kind is not cst.Attribute:
+        return None
+    parts: list[str] = []
     while kind is cst.Attribute:
         parts.append(node.attr.value)  # type: ignore[attr-defined]
         node = node.value  # type: ignore[attr-defined]
