@@ -29,7 +29,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from .analysis.local_writes import called, module_calls, shown, writes_through
+from .analysis.local_writes import called, shown, writes_through
 from .analysis.module_summary import Finding
 from .edits import guard_site
 from .object_guards import guard_object
@@ -59,7 +59,7 @@ def guard_module_writes(
     found; `instead`: the script's statements to guard where the module cannot be edited)."""
     make = make_planner or guard_statements
     facts = ctx.facts
-    for call in module_calls(facts.index, facts.modules):
+    for call in facts.module_calls:
         found = writes_through(facts.index, facts.names, facts.modules, call, kind)
         if not found or facts.ranks.rank_guarded(call) or (skip is not None and skip(call)):
             continue

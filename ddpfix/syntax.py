@@ -13,14 +13,29 @@ _EMPTY_MODULE = cst.Module(body=[])
 
 
 def code_of(node: cst.CSTNode) -> str:
-    """Source text of an expression node, without surrounding whitespace."""
-    return _EMPTY_MODULE.code_for_node(node).strip()
+    """Source text of an expression node, without surrounding whitespace. Rendered once per node
+    while its module or the one analysed before it is analysed: the rules ask for the same texts
+    many times, and a fix's output shares its unchanged statements with the input."""
+    known = _INDEX.texts.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
+    known = _INDEX.older.get(id(node))
+    if known is not None and known[0] is node:
+        _INDEX.texts[id(node)] = known
+        return known[1]
+    text = _EMPTY_MODULE.code_for_node(node).strip()
+    _INDEX.texts[id(node)] = (node, text)  # (the node is kept: its id cannot be reused meanwhile)
+    return text
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
     kind = type(node)  # exact types: LibCST's node classes are ABCs, and isinstance on them is slow
+    if kind is cst.Name:  # the most common case, without a list and a join
+        return node.value  # type: ignore[attr-defined]
+    if kind is not cst.Attribute:
+        return None
+    parts: list[str] = []
     while kind is cst.Attribute:
         parts.append(node.attr.value)  # type: ignore[attr-defined]
         node = node.value  # type: ignore[attr-defined]
@@ -65,8 +80,11 @@ class _Index(threading.local):
     """Pre-order node list of the module being analysed, so walks are slices instead of re-visits
     (LibCST computes `.children` by visiting). Set by the analysis; per thread."""
 
-    nodes: list = []
-    spans: dict = {}
+    def __init__(self) -> None:
+        self.nodes: list = []
+        self.spans: dict = {}
+        self.texts: dict = {}  # id(node) -> (node, code_of(node)) for the module analysed now ...
+        self.older: dict = {}  # ... and for the one before it (the nodes are kept: no id is reused)
 
 
 _INDEX = _Index()
@@ -74,6 +92,7 @@ _INDEX = _Index()
 
 def index_module(nodes: list, spans: dict) -> None:
     _INDEX.nodes, _INDEX.spans = nodes, spans
+    _INDEX.older, _INDEX.texts = _INDEX.texts, {}
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -137,21 +156,36 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The syntax children of `node` in source order, without layout nodes. Much cheaper than
     LibCST's `.children`, which runs a visitor."""
-    cls = type(node)
-    names = _FIELDS.get(cls)
+    names = _FIELDS.get(type(node))
     if names is None:
-        names = _SOURCE_ORDER.get(cls) or tuple(
-            f.name for f in dataclasses.fields(cls) if f.name not in _LAYOUT and not f.name.startswith("whitespace")
-        )
-        _FIELDS[cls] = names
+        names = _fields(type(node))
     out: list[cst.CSTNode] = []
+    known = _NODE_TYPE
     for name in names:
         value = getattr(node, name)
-        if _is_node(value):
-            out.append(value)
-        elif type(value) in (tuple, list):
-            out.extend(v for v in value if _is_node(v))
+        kind = type(value)
+        if kind is tuple or kind is list:
+            for v in value:
+                hit = known.get(type(v))
+                if hit is None:
+                    hit = _is_node(v)
+                if hit:
+                    out.append(v)
+        else:
+            hit = known.get(kind)
+            if hit is None:
+                hit = _is_node(value)
+            if hit:
+                out.append(value)
     return out
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    names = _SOURCE_ORDER.get(cls) or tuple(
+        f.name for f in dataclasses.fields(cls) if f.name not in _LAYOUT and not f.name.startswith("whitespace")
+    )
+    _FIELDS[cls] = names
+    return names
 
 
 _NODE_TYPE: dict[type, bool] = {}
@@ -217,7 +251,7 @@ def string_value(node: cst.BaseExpression) -> str | None:
 
 def single_small(stmt: cst.CSTNode) -> cst.BaseSmallStatement | None:
     """The one small statement of a `SimpleStatementLine`, else None."""
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+    if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1:
         return stmt.body[0]
     return None
 
@@ -226,16 +260,16 @@ def assign_targets(stmt: cst.CSTNode) -> list[str]:
     """Spelled targets of `a = ...`, `self.a = ...`, `a: T = ...` (tuples unpacked)."""
     small = single_small(stmt)
     out: list[str] = []
-    if isinstance(small, cst.Assign):
+    if type(small) is cst.Assign:
         for t in small.targets:
             out.extend(_target_texts(t.target))
-    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+    elif type(small) is cst.AnnAssign and small.value is not None:
         out.extend(_target_texts(small.target))
     return out
 
 
 def _target_texts(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         out: list[str] = []
         for el in target.elements:
             out.extend(_target_texts(el.value))
@@ -246,7 +280,7 @@ def _target_texts(target: cst.BaseExpression) -> list[str]:
 
 def assigned_value(stmt: cst.CSTNode) -> cst.BaseExpression | None:
     small = single_small(stmt)
-    if isinstance(small, (cst.Assign, cst.AnnAssign)):
+    if type(small) in (cst.Assign, cst.AnnAssign):
         return small.value
     return None
 

@@ -32,6 +32,7 @@ from .flow import Flow
 from .helpers import Helpers
 from .index import Block, Scope, Site, TreeIndex
 from .launch import Launch
+from .local_writes import module_calls
 from .models import Model, Models, WrapPoint
 from .modules import LocalModules
 from .names import Names
@@ -65,6 +66,12 @@ class ScriptFacts:
     @cached_property
     def modules(self) -> LocalModules:
         return LocalModules(self.index.imports, self.path, self.index.module)
+
+    @cached_property
+    def module_calls(self) -> list[cst.Call]:
+        """The script's calls that may run code of its own modules (local_writes.py; several rules
+        ask, each pass)."""
+        return module_calls(self.index, self.modules)
 
     @cached_property
     def flow(self) -> Flow:

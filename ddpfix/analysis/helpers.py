@@ -86,19 +86,19 @@ class Helpers:
         out: set[str] = set()
         index = self.index
         for node in walk(func.body):
-            if isinstance(node, cst.Attribute) and dotted(node.value) == param:
+            if type(node) is cst.Attribute and dotted(node.value) == param:
                 parent = index.parent.get(node)
                 attr = node.attr.value
-                called = isinstance(parent, cst.Call) and parent.func is node
+                called = type(parent) is cst.Call and parent.func is node
                 if attr == "module":
                     out.add(UNWRAPS)
                 elif attr == "state_dict" and called:
                     out.add(STATE_DICT)
                 elif attr == "load_state_dict" and called:
                     out.add(LOAD_STATE)
-                elif not isinstance(parent, (cst.AssignTarget, cst.AugAssign)) and reaches_model(attr):
+                elif type(parent) not in (cst.AssignTarget, cst.AugAssign) and reaches_model(attr):
                     out.add(CUSTOM)
-            elif isinstance(node, cst.Call):
+            elif type(node) is cst.Call:
                 if dotted(node.func) == param:
                     out.add(FORWARD)
                     continue
@@ -116,7 +116,7 @@ class Helpers:
                     elif callee is None:
                         more = self.uses(node, a) if depth < DEPTH else None
                         out |= (more or set()) - {TRAINS}
-            elif isinstance(node, cst.Return) and node.value is not None and param in _returned(node.value):
+            elif type(node) is cst.Return and node.value is not None and param in _returned(node.value):
                 out.add(RETURNS)
         return out
 
@@ -146,7 +146,7 @@ class Helpers:
         """Where `func` returns one of `names`: "" (the value itself), a tuple position or a dict key."""
         for node in walk(func.body):
             if (
-                isinstance(node, cst.Return)
+                type(node) is cst.Return
                 and node.value is not None
                 and self.index.enclosing(node, cst.FunctionDef) is func
             ):
@@ -163,9 +163,9 @@ class Helpers:
         by_func: dict[object, Slot | None] = {}
         for call in self.index.calls:
             value = self.index.parent.get(call)
-            if isinstance(value, cst.Subscript):
+            if type(value) is cst.Subscript:
                 value = self.index.parent.get(value)
-            if not isinstance(value, cst.Assign):
+            if type(value) is not cst.Assign:
                 continue  # what a builder returns is bound to a name
             func = self.index.callee_of(call)
             key: object = func if func is not None else dotted(call.func)

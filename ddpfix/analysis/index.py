@@ -52,6 +52,9 @@ class TreeIndex:
         self._text, self._tree = text, tree
         self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
         self.order: dict[cst.CSTNode, int] = {}
+        # id(node) -> its parent: `parent` without LibCST's hash, which is Python code (every node of the
+        # tree is alive as long as the index, so no other object can have a tree node's id meanwhile)
+        self._up: dict[int, cst.CSTNode] = {}
         self.calls: list[cst.Call] = []
         self.loops: list[cst.For | cst.While] = []
         self.funcs: list[cst.FunctionDef] = []
@@ -64,7 +67,7 @@ class TreeIndex:
         self._nodes: list[cst.CSTNode] = []  # pre-order
         self._spans: dict[int, list[int]] = {}  # id(node) -> [start, end) in `_nodes`
         self._positions: StatementPositions | None = None
-        self._callees: dict[cst.Call, cst.FunctionDef | None] = {}
+        self._callees: dict[int, tuple[cst.Call, cst.FunctionDef | None]] = {}  # id(call) -> (call, callee)
         self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
         self._collect()
         index_module(self._nodes, self._spans)
@@ -83,24 +86,34 @@ class TreeIndex:
             cst.ImportFrom: self.imports,
         }
         nodes, spans, parent, order, identifiers = self._nodes, self._spans, self.parent, self.order, self.identifiers
+        up_of = self._up
+        name_type = cst.Name
         stack: list = [(self.module, None)]
+        pop, push = stack.pop, stack.append
         while stack:
-            node, up = stack.pop()
+            node, up = pop()
             if up is _LEAVE:
                 spans[id(node)][1] = len(nodes)
                 continue
             if up is not None:
                 parent[node] = up
-            order[node] = len(nodes)
-            spans[id(node)] = [len(nodes), 0]
+                up_of[id(node)] = up
+            at = len(nodes)
+            order[node] = at
             nodes.append(node)
             kind = kinds.get(type(node))
             if kind is not None:
                 kind.append(node)
-            elif type(node) is cst.Name:
+            elif type(node) is name_type:
                 identifiers.add(node.value)  # type: ignore[attr-defined]
-            stack.append((node, _LEAVE))
-            stack.extend((child, node) for child in reversed(child_nodes(node)))
+            children = child_nodes(node)
+            if not children:  # a leaf: its span ends right after it
+                spans[id(node)] = [at, at + 1]
+                continue
+            spans[id(node)] = [at, 0]
+            push((node, _LEAVE))
+            for child in reversed(children):
+                push((child, node))
 
     # ----------------------------------------------------------------- positions
     def position(self, node: cst.CSTNode) -> CodeRange:
@@ -118,18 +131,20 @@ class TreeIndex:
     def indexed(self, node: cst.CSTNode) -> bool:
         """Is `node` a node of this module (not one built by a rule)?"""
         span = self._spans.get(id(node))
-        return span is not None and self.order.get(node) == span[0]
+        return span is not None and self._nodes[span[0]] is node
 
     def contains(self, scope: cst.CSTNode, node: cst.CSTNode) -> bool:
         """Is `node` inside `scope` (both nodes of this module)?"""
         start, end = self._spans[id(scope)]
-        return start <= self.order.get(node, -1) < end
+        span = self._spans.get(id(node))
+        return span is not None and self._nodes[span[0]] is node and start <= span[0] < end
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        cur = self.parent.get(node)
+        up = self._up
+        cur = up.get(id(node))
         while cur is not None:
             yield cur
-            cur = self.parent.get(cur)
+            cur = up.get(id(cur))
 
     def site(self, node: cst.CSTNode) -> Site:
         """The statement holding `node` (a direct child of a block) and its block/function/class."""
@@ -152,18 +167,18 @@ class TreeIndex:
         return Site(node, stmt, block, func, cls)  # type: ignore[arg-type]
 
     def enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
-        parent = self.parent
+        up = self._up
         memo = _KINDS.get(kind)
         if memo is None:
             memo = _KINDS[kind] = {}
-        cur = parent.get(node)
+        cur = up.get(id(node))
         while cur is not None:
             hit = memo.get(type(cur))  # isinstance per node type, remembered: the ABC check is slow
             if hit is None:
                 hit = memo[type(cur)] = isinstance(cur, kind)
             if hit:
                 return cur
-            cur = parent.get(cur)
+            cur = up.get(id(cur))
         return None
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
@@ -201,17 +216,20 @@ class TreeIndex:
 
     def callee_of(self, call: cst.Call) -> cst.FunctionDef | None:
         """The function or method of this file that `call` invokes, when that can be told by name."""
-        if call not in self._callees:
-            self._callees[call] = self._find_callee(call)
-        return self._callees[call]
+        known = self._callees.get(id(call))
+        if known is not None and known[0] is call:
+            return known[1]
+        callee = self._find_callee(call)
+        self._callees[id(call)] = (call, callee)  # (the call is kept: its id cannot be reused meanwhile)
+        return callee
 
     def _find_callee(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             return self.func_by_name.get(func.value)
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             cls = self.enclosing(call, cst.ClassDef)
-            if isinstance(cls, cst.ClassDef):
+            if type(cls) is cst.ClassDef:
                 return self.methods_of(cls).get(func.attr.value)
         return None
 
@@ -248,7 +266,7 @@ class TreeIndex:
 
     def statement_calls(self, pred) -> list[cst.Call]:
         """Calls that are whole expression statements (`f(...)` on its own line) and match `pred`."""
-        return [c for c in self.calls if isinstance(self.parent.get(c), cst.Expr) and pred(c)]
+        return [c for c in self.calls if type(self.parent.get(c)) is cst.Expr and pred(c)]
 
     def class_calls(self, cls: cst.ClassDef) -> list[cst.Call]:
         """Calls that construct `cls` by its plain name."""

@@ -19,11 +19,11 @@ def writes_through(index: TreeIndex, names: Names, modules: LocalModules, call: 
     own modules: a function of theirs, a class of theirs built (`Trainer(...)`: its `__init__`), or a
     method called on an instance of one (`trainer = Trainer(...)`, then `trainer.fit(loader)`)."""
     found = modules.findings(call, kind)
-    if found or not isinstance(call.func, cst.Attribute):
+    if found or type(call.func) is not cst.Attribute:
         return found
-    if isinstance(call.func.value, cst.Call):  # `Trainer(...).fit(2)`: the method of the instance just built
+    if type(call.func.value) is cst.Call:  # `Trainer(...).fit(2)`: the method of the instance just built
         return _method_findings(modules, call.func.value, call.func.attr.value, kind)
-    if not isinstance(call.func.value, cst.Name):
+    if type(call.func.value) is not cst.Name:
         return found
     scope = index.scope_of(call)
     owner = call.func.value.value
@@ -31,7 +31,7 @@ def writes_through(index: TreeIndex, names: Names, modules: LocalModules, call: 
         names.assignments(index.module, owner) if scope is not index.module else []
     ):
         value = assigned_value(site.stmt)
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             found = _method_findings(modules, value, call.func.attr.value, kind)
             if found:
                 return found
@@ -43,20 +43,20 @@ def method_of_instance(
 ) -> tuple[ModuleSummary, str] | None:
     """`(summary, "Class.method")` for a method called on an instance of a class of the script's own
     modules (`solver = Solver(...)`, then `solver.train()`; or `Solver(...).train()`); None otherwise."""
-    if not isinstance(call.func, cst.Attribute):
+    if type(call.func) is not cst.Attribute:
         return None
     method = call.func.attr.value
     ctors: list[cst.Call] = []
-    if isinstance(call.func.value, cst.Call):
+    if type(call.func.value) is cst.Call:
         ctors.append(call.func.value)
-    elif isinstance(call.func.value, cst.Name):
+    elif type(call.func.value) is cst.Name:
         scope = index.scope_of(call)
         owner = call.func.value.value
         for site in names.assignments(scope, owner) + (
             names.assignments(index.module, owner) if scope is not index.module else []
         ):
             value = assigned_value(site.stmt)
-            if isinstance(value, cst.Call):
+            if type(value) is cst.Call:
                 ctors.append(value)
     for ctor in ctors:
         if modules.class_of(ctor.func) is None:
@@ -81,8 +81,8 @@ def instances(index: TreeIndex, modules: LocalModules) -> set[str]:
     """Names the script binds to an instance of a class of its own modules (`trainer = Trainer(...)`)."""
     out: set[str] = set()
     for assign in index.assigns:
-        if isinstance(assign.value, cst.Call) and modules.class_of(assign.value.func) is not None:
-            out.update(t.target.value for t in assign.targets if isinstance(t.target, cst.Name))
+        if type(assign.value) is cst.Call and modules.class_of(assign.value.func) is not None:
+            out.update(t.target.value for t in assign.targets if type(t.target) is cst.Name)
     return out
 
 
@@ -93,9 +93,9 @@ def module_calls(index: TreeIndex, modules: LocalModules) -> list[cst.Call]:
     out = []
     for call in index.calls:
         head = (dotted(call.func) or "").split(".")[0]
-        if head in modules.table.imported or (isinstance(call.func, cst.Attribute) and head in bound):
+        if head in modules.table.imported or (type(call.func) is cst.Attribute and head in bound):
             out.append(call)
-        elif isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+        elif type(call.func) is cst.Attribute and type(call.func.value) is cst.Call:
             if modules.class_of(call.func.value.func) is not None:
                 out.append(call)  # `Trainer(...).fit(2)`
     return out

@@ -160,7 +160,7 @@ class Names:
         """Every statement line of the module by the targets it assigns, in source order."""
         out: dict[str, list[cst.SimpleStatementLine]] = {}
         for n in walk(self.index.module):
-            if isinstance(n, cst.SimpleStatementLine):
+            if type(n) is cst.SimpleStatementLine:
                 for target in dict.fromkeys(assign_targets(n)):
                     out.setdefault(target, []).append(n)
         return out

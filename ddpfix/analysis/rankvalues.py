@@ -99,39 +99,39 @@ class RankValues:
 
     # ------------------------------------------------------------------ evaluation
     def _eval(self, node: cst.CSTNode) -> Value:
-        if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) is not None:
+        if type(node) in (cst.Name, cst.Attribute) and dotted(node) is not None:
             return self.name(dotted(node) or "")
-        if isinstance(node, cst.Attribute):  # `f().x`: what it is read from
+        if type(node) is cst.Attribute:  # `f().x`: what it is read from
             return VARIES_VALUE if self.of(node.value).varies else SAME_VALUE
-        if isinstance(node, cst.Integer):
+        if type(node) is cst.Integer:
             return Value(CONST, node.evaluated_value)
-        if isinstance(node, cst.SimpleString):
+        if type(node) is cst.SimpleString:
             return Value(CONST, node.evaluated_value)
-        if isinstance(node, cst.UnaryOperation):
+        if type(node) is cst.UnaryOperation:
             inner = self.of(node.expression)
-            if isinstance(node.operator, cst.Not):
+            if type(node.operator) is cst.Not:
                 z, o, v = inner.truth()
                 return boolean(None if z is None else not z, None if o is None else not o, v)
-            if isinstance(node.operator, cst.Minus) and inner.kind == CONST and isinstance(inner.zero, int):
+            if type(node.operator) is cst.Minus and inner.kind == CONST and isinstance(inner.zero, int):
                 return Value(CONST, -inner.zero)
             return VARIES_VALUE if inner.varies else SAME_VALUE
-        if isinstance(node, cst.BooleanOperation):
+        if type(node) is cst.BooleanOperation:
             return self._boolean_op(node)
-        if isinstance(node, cst.Comparison):
+        if type(node) is cst.Comparison:
             return self._comparison(node)
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             left = self.of(node.left)
-            if left.kind == RANK and isinstance(node.operator, cst.Modulo):
+            if left.kind == RANK and type(node.operator) is cst.Modulo:
                 return RANK_VALUE  # `args.rank % ngpus_per_node`: the rank on its node
             return VARIES_VALUE if left.varies or self.of(node.right).varies else SAME_VALUE
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-            values = [self.of(e.value) for e in node.elements if not isinstance(e, cst.StarredElement)]
+        if type(node) in (cst.Tuple, cst.List, cst.Set):
+            values = [self.of(e.value) for e in node.elements if type(e) is not cst.StarredElement]
             if len(values) == len(node.elements) and all(v.kind == CONST for v in values):
                 return Value(CONST, tuple(v.zero for v in values))
             return VARIES_VALUE if any(v.varies for v in values) else SAME_VALUE
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             return self._call(node)
-        if isinstance(node, cst.Subscript):
+        if type(node) is cst.Subscript:
             return self._subscript(node)
         return self._generic(node)
 

@@ -51,7 +51,7 @@ def sitting_out(index: TreeIndex, names: Names, cls: cst.ClassDef) -> list[tuple
     while todo:
         m = todo.pop()
         for n in walk(m):
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and dotted(n.func.value) == "self":
+            if type(n) is cst.Call and type(n.func) is cst.Attribute and dotted(n.func.value) == "self":
                 callee = methods.get(n.func.attr.value)
                 if callee is not None and callee not in reach:
                     reach.append(callee)
@@ -61,25 +61,23 @@ def sitting_out(index: TreeIndex, names: Names, cls: cst.ClassDef) -> list[tuple
     used: dict[str, str | None] = {}  # attr -> None (used unconditionally somewhere), or the condition
     for m in reach:
         for n in walk(m):
-            if isinstance(n, cst.Name) and n.value in ("getattr", "vars"):
+            kind = type(n)  # exact types: LibCST's node classes are ABCs, and isinstance on them is slow
+            if kind is cst.Name and n.value in ("getattr", "vars"):
                 return None
-            if isinstance(n, cst.Attribute) and dotted(n.value) == "self":
+            if kind is cst.Attribute and dotted(n.value) == "self":
                 if n.attr.value in DYNAMIC:
                     return None
                 if n.attr.value in subs:
                     why = _conditional(index, n, m, params, options)
                     used[n.attr.value] = None if n.attr.value in used and used[n.attr.value] is None else why
-            if isinstance(n, cst.For) and dotted(n.iter) == "self":
+            if kind is cst.For and dotted(n.iter) == "self":
                 return None
-    frozen = {
-        a
-        for a in subs
+    frozen_chains = [
+        chain
         for n in walk(index.module)
-        if isinstance(n, cst.Attribute)
-        and n.attr.value == "requires_grad_"
-        and dotted(n.value)
-        and (dotted(n.value) or "").endswith(f".{a}")
-    }
+        if type(n) is cst.Attribute and n.attr.value == "requires_grad_" and (chain := dotted(n.value))
+    ]
+    frozen = {a for a in subs for chain in frozen_chains if chain.endswith(f".{a}")}
     out = []
     for attr, stmt in subs.items():
         if attr in frozen:

@@ -124,13 +124,13 @@ class Values:
         return out
 
     def _local_returns(self, name: str, scope: cst.CSTNode, after: cst.CSTNode, depth: int) -> list[Handle]:
-        if not isinstance(scope, cst.FunctionDef):
+        if type(scope) is not cst.FunctionDef:
             return []
         out = []
         for node in walk(scope.body):
-            if isinstance(node, cst.Return) and node.value is not None and self.index.scope_of(node) is scope:
+            if type(node) is cst.Return and node.value is not None and self.index.scope_of(node) is scope:
                 for leaf in _leaves(node.value):
-                    if isinstance(leaf, cst.Name) and leaf.value == name and self.index.before(after, leaf):
+                    if type(leaf) is cst.Name and leaf.value == name and self.index.before(after, leaf):
                         out += self._from(leaf, [], scope, depth)
         return out
 

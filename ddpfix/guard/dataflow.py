@@ -42,17 +42,17 @@ def reads_of(node: cst.CSTNode | None, out: set[str], walrus: set[str] | None = 
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.Name):
+        if type(n) is cst.Name:
             out.add(n.value)
-        elif isinstance(n, cst.Attribute):
+        elif type(n) is cst.Attribute:
             chain = _chain(n)
             if chain:
                 out.update(chain)
             else:
                 stack.append(n.value)  # `f().x`: what f() reads; `.x` names no variable
-        elif isinstance(n, cst.Arg):
+        elif type(n) is cst.Arg:
             stack.append(n.value)  # the keyword of `f(x=1)` is not a read
-        elif isinstance(n, cst.Lambda):
+        elif type(n) is cst.Lambda:
             inner = reads_of(n.body, set())
             params = {p.name.value for p in _params(n.params)}
             out.update(r for r in inner if r.split(".")[0] not in params)
@@ -61,12 +61,12 @@ def reads_of(node: cst.CSTNode | None, out: set[str], walrus: set[str] | None = 
             inner: set[str] = set()
             targets: set[str] = set()
             for part in child_nodes(n):
-                if isinstance(part, cst.CompFor):
+                if type(part) is cst.CompFor:
                     _comp_for(part, inner, targets)
                 else:
                     reads_of(part, inner)
             out.update(r for r in inner if r.split(".")[0] not in targets)
-        elif isinstance(n, cst.NamedExpr):
+        elif type(n) is cst.NamedExpr:
             if walrus is not None:
                 binds_of(n.target, walrus)
             stack.append(n.value)

@@ -141,26 +141,26 @@ def _device_uses(facts):
         q = facts.names.call_qual(call) or ""
         if q == "torch.cuda.set_device" or method_name(call) in ("to", "cuda"):
             arg = positional(call, 0)
-            if arg is not None and isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
+            if arg is not None and type(arg.value) in (cst.Name, cst.Attribute, cst.Call):
                 yield arg.value
         if q == "torch.device" and len(call.args) == 2 and isinstance(call.args[1].value, DEVICE_EXPRS):
             yield call.args[1].value
     for node in walk(facts.module):
-        if not isinstance(node, cst.FormattedString):
+        if type(node) is not cst.FormattedString:
             continue
         head = node.parts[0] if node.parts else None
-        if isinstance(head, cst.FormattedStringText) and head.value.startswith("cuda:") and len(node.parts) == 2:
+        if type(head) is cst.FormattedStringText and head.value.startswith("cuda:") and len(node.parts) == 2:
             part = node.parts[1]
-            if isinstance(part, cst.FormattedStringExpression) and isinstance(part.expression, DEVICE_EXPRS):
+            if type(part) is cst.FormattedStringExpression and isinstance(part.expression, DEVICE_EXPRS):
                 yield part.expression
     for call in facts.index.calls:
         ids = kwarg(call, "device_ids")
-        if ids is not None and isinstance(ids.value, cst.List) and len(ids.value.elements) == 1:
+        if ids is not None and type(ids.value) is cst.List and len(ids.value.elements) == 1:
             el = ids.value.elements[0].value
-            if isinstance(el, (cst.Name, cst.Attribute)):
+            if type(el) in (cst.Name, cst.Attribute):
                 yield el
         out = kwarg(call, "output_device")
-        if ids is not None and out is not None and isinstance(out.value, (cst.Name, cst.Attribute)):
+        if ids is not None and out is not None and type(out.value) in (cst.Name, cst.Attribute):
             yield out.value
 
 

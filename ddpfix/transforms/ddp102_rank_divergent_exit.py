@@ -82,7 +82,7 @@ diagnostic only: which rank's decision should win is the script's business.
         fixed: set[cst.If] = set()
         flags: dict[tuple[cst.CSTNode, str], str] = {}
         seen: set[cst.CSTNode] = set()
-        for exit_node in (n for loop in syncing for n in walk(loop.body) if isinstance(n, EXITS)):
+        for exit_node in (n for loop in syncing for n in walk(loop.body) if type(n) in EXITS):
             if exit_node in seen:
                 continue  # one exit, one finding, however many loops hold it
             seen.add(exit_node)

@@ -79,7 +79,7 @@ def _subscripts(facts):
     ranks = facts.ranks
     for assign in facts.index.assigns:
         for n in walk(assign.value):
-            if isinstance(n, cst.Subscript) and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Slice):
+            if type(n) is cst.Subscript and len(n.slice) == 1 and type(n.slice[0].slice) is cst.Slice:
                 sl = n.slice[0].slice
                 if (
                     sl.lower is not None
