@@ -154,6 +154,55 @@ def test_a_star_import_of_a_training_module_is_analysed(tmp_path):
     assert gate_and_truth(script) == (True, True)
 
 
+def test_a_training_function_of_a_module_the_script_does_not_call_lets_the_gate_close(tmp_path, monkeypatch):
+    solver = SOLVER.replace("loss.backward()", "print(loss)") + "\n\ndef unused(loss):\n    loss.backward()\n"
+    script = project(
+        tmp_path,
+        {
+            "train.py": SCRIPT.replace("from solver import Solver", "from solver import Solver\nimport helpers"),
+            "solver.py": solver,
+            "helpers.py": "def fit_other(opt):\n    opt.step()\n",
+        },
+    )
+    assert gate_and_truth(script) == (False, False)
+    assert_sound(script, monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {  # a package hands on a function of one of its modules
+            "train.py": "import torch\nfrom pkg import fit\n\nfit(torch.nn.Linear(2, 2))\n",
+            "pkg/__init__.py": "from .impl import fit\n",
+            "pkg/impl.py": "def fit(model):\n    model(x).sum().backward()\n",
+        },
+        {  # a method calling another method of its class
+            "train.py": "import torch\nfrom solver import Solver\n\nsolver = Solver()\nsolver.fit()\n",
+            "solver.py": "class Solver:\n    def fit(self):\n        self.once()\n\n    def once(self):\n"
+            "        self.optimizer.step()\n",
+        },
+        {  # a function calling another of its module, which trains
+            "train.py": "import torch\nimport loops\n\nloops.run(torch.nn.Linear(2, 2))\n",
+            "loops.py": "def run(model):\n    return inner(model)\n\ndef inner(model):\n    model(x).sum().backward()\n",
+        },
+    ],
+    ids=["package-re-export", "method-of-method", "helper-of-helper"],
+)
+def test_a_call_that_trains_through_functions_of_modules_is_analysed(tmp_path, files):
+    assert gate_and_truth(project(tmp_path, files)) == (True, True)
+
+
+def test_a_method_inherited_from_another_module_keeps_the_file_for_the_analysis(tmp_path):
+    """`self.train_step()` where `train_step` is a method of a base class imported from another
+    module: the gate keeps the file (whatever the analysis then makes of it)."""
+    files = {
+        "train.py": "import torch\nfrom solver import Solver\n\nsolver = Solver()\nsolver.fit()\n",
+        "solver.py": "from base import Base\n\nclass Solver(Base):\n    def fit(self):\n        self.train_step()\n",
+        "base.py": "class Base:\n    def train_step(self):\n        self.optimizer.step()\n",
+    }
+    assert not closed(project(tmp_path, files))
+
+
 def test_joining_the_process_group_only_through_a_local_helper(tmp_path, monkeypatch):
     """Not a training script today (its own code joins no group and trains nothing): the gate agrees."""
     script = project(

@@ -67,13 +67,15 @@ def module_names(path: Path) -> ModuleNames | None:
     return found
 
 
-def _summarised_trains(path: Path) -> bool:
-    """Does a summary of the module made earlier in this process say it trains? The analysis reuses
-    it as it is, with what the modules it read held when it was made (found, maybe, from another
-    script's folder)."""
+def _summarised_trains(path: Path, head: str | None = None) -> bool:
+    """Does a summary of the module made earlier in this process say it trains (its function or
+    class `head`, or any)? The analysis reuses it as it is, with what the modules it read held when
+    it was made (found, maybe, from another script's folder)."""
     key = stamp(path)
     summary = SUMMARIES.get(key) if key is not None else None
-    return summary is not None and any(TRAINS in effects for effects in summary.effects.values())
+    if summary is None:
+        return False
+    return any(TRAINS in e for k, e in summary.effects.items() if head is None or k.split(".")[0] == head)
 
 
 def chain(origin: tuple[str, str | None, int], name: str) -> list[str]:
@@ -136,15 +138,16 @@ class Search:
                 self.reached(self._find(folder, module), rest)
 
     def trains(self) -> bool:
-        """Does any module reached (so far, and from it on) train? Stops at the first that does."""
+        """Does any module reached (so far, and from it on) hold a training step, or a summary that
+        says it trains? Every module is reached first (the folders for the closer look)."""
         done: set[Path] = set()
+        found = False
         while self.todo:
             path, rest = self.todo.pop()
             info = module_names(path)
             if info is None:
                 continue
-            if info.trains or _summarised_trains(path):
-                return True
+            found = found or info.trains or _summarised_trains(path)
             names = set() if path in done else set(info.names)
             done.add(path)
             if rest:
@@ -153,7 +156,60 @@ class Search:
                 origin = info.imported.get(name.split(".")[0])
                 if origin is not None:
                     self.add_name(origin, name, path.parent)
+        return found
+
+    def resolve(self, origin: tuple[str, str | None, int], name: str, base: Path, script: bool = False):
+        """The (module, member) pairs `name` may resolve to (as `add_name` looks, once all is reached)."""
+        parts, level = chain(origin, name), origin[2]
+        for _ in range(max(level - 1, 0)):
+            base = base.parent
+        for k in range(1, len(parts)):  # a module and a member in it
+            module, rest = ".".join(parts[:k]), ".".join(parts[k:])
+            for folder in [base] if level or script else list(self.folders):
+                path = self._find(folder, module)
+                if path is not None:
+                    yield path, rest
+
+    def member_trains(self, starts: list[tuple[Path, str]]) -> bool:
+        """Does one of these functions or classes of modules (`(path, "Class.method")`) train: call
+        `backward()` or an optimizer's `step()`, itself or through the functions, methods and modules
+        it calls (summaries.py's `_call_effects`, more widely)?"""
+        seen: set[tuple[Path, str]] = set()
+        todo = list(starts)
+        while todo:
+            path, member = todo.pop()
+            if member.count(".") > MAX_PARTS:
+                return True  # (a name no script spells: no closer look)
+            defs, info = module_defs(path), module_names(path)
+            if defs is None or info is None:
+                continue
+            head = member.split(".")[0]
+            key = (path, head) if head in defs.trains else (path, member)  # a whole function or class
+            if key in seen:
+                continue
+            seen.add(key)
+            if _summarised_trains(path, head):
+                return True
+            if head not in defs.trains:  # a name it imports: what it hands on (a package's re-export)
+                origin = info.imported.get(head)
+                todo += self.resolve(origin, member, path.parent) if origin is not None else []
+                continue
+            if defs.trains[head]:
+                return True
+            for name in defs.calls[head]:
+                first = name.split(".")[0]
+                if first in defs.trains:
+                    todo.append((path, name))
+                if first == "self" and name.count(".") == 1:  # a method of a class here, or taken in
+                    todo += [(path, cls) for cls in defs.methods.get(name[5:], ())]
+                    todo += [(p, m) for imp in defs.top_imports for p, m in self._imported(info, imp, path)]
+                if first in info.imported:
+                    todo += self.resolve(info.imported[first], name, path.parent)
         return False
+
+    def _imported(self, info: ModuleNames, local: str, path: Path):
+        origin = info.imported.get(local)
+        return self.resolve(origin, local, path.parent) if origin is not None else ()
 
 
 def may_train_through(folder: Path | None, bindings: dict[str, list], called: set[str], stars: list) -> bool:
@@ -166,10 +222,67 @@ def may_train_through(folder: Path | None, bindings: dict[str, list], called: se
     for name in called:
         for origin in bindings.get(name.split(".")[0], ()):
             search.add_name(origin, name, folder, script=True)
+    star_paths = []
     for module, level in stars:
         if module:
             search.add_name((module, None, level), module.split(".")[0], folder, script=True)
-    return search.trains()
+            star_paths += [p for p in [search._find(_up(folder, level), module)] if p is not None]
+    if not search.trains():
+        return False
+    starts = [
+        (path, member)
+        for name in called
+        for origin in bindings.get(name.split(".")[0], ())
+        for path, member in search.resolve(origin, name, folder, script=True)
+    ]
+    starts += [(path, name) for path in star_paths for name in called if name.split(".")[0] not in bindings]
+    return search.member_trains(starts)
+
+
+def _up(folder: Path, level: int) -> Path:
+    for _ in range(max(level - 1, 0)):
+        folder = folder.parent
+    return folder
+
+
+@dataclass(frozen=True)
+class ModuleDefs:
+    """A module's top-level functions and classes, for the closer look: does each hold a training
+    step itself, what does it call, and which classes have a method of each name."""
+
+    trains: dict[str, bool]
+    calls: dict[str, set[str]]
+    methods: dict[str, set[str]]
+    top_imports: list[str]  # the names its module-level imports bind (summaries.py `_imported`)
+
+
+_DEFS: dict[Stamp, ModuleDefs] = {}
+MAX_PARTS = 32
+
+
+def module_defs(path: Path) -> ModuleDefs | None:
+    key = stamp(path)
+    if key is None:
+        return None
+    if key not in _DEFS:
+        try:
+            tree = ast.parse(read_bytes(path))
+        except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+            tree = ast.Module(body=[], type_ignores=[])
+        defs = ModuleDefs({}, {}, {}, [])
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                calls = [n for n in ast.walk(stmt) if type(n) is ast.Call]
+                defs.trains[stmt.name] = any(trains_call(c) for c in calls)
+                defs.calls[stmt.name] = {d for c in calls if (d := ast_dotted(c.func))}
+            if isinstance(stmt, ast.ClassDef):
+                for item in stmt.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        defs.methods.setdefault(item.name, set()).add(stmt.name)
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                defs.top_imports.extend(a.asname or a.name.split(".")[0] for a in stmt.names if a.name != "*")
+        _DEFS[key] = defs
+    return _DEFS[key]
 
 
 __all__ = ["ModuleNames", "may_train_through", "module_names", "trains_call"]
