@@ -14,6 +14,7 @@ of one says it trains, no call of the script trains through its modules."""
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,11 +95,22 @@ class Search:
         self.paths: dict[Path, set[str]] = {}  # module reached -> the names resolved in its imports
         self.todo: list[tuple[Path, str]] = []
         self.looked: dict[tuple[Path, str], Path | None] = {}
+        self.listed: dict[Path, set[str] | None] = {}  # a folder's entries, lower-cased
 
     def _find(self, base: Path, module: str) -> Path | None:
         key = (base, module)
         if key not in self.looked:
-            self.looked[key] = find_module(base, module)
+            names = self.listed.get(base)
+            if names is None:
+                try:
+                    names = self.listed[base] = {n.lower() for n in os.listdir(base)}
+                except OSError:
+                    names = self.listed[base] = None  # type: ignore[assignment]
+            head = module.split(".")[0].lower()  # (lower: a file system that ignores case finds it)
+            if names is not None and head not in names and head + ".py" not in names:
+                self.looked[key] = None  # neither head.py nor head/ there: find_module finds nothing
+            else:
+                self.looked[key] = find_module(base, module)
         return self.looked[key]
 
     def add_name(self, origin: tuple[str, str | None, int], name: str, base: Path, script: bool = False) -> None:
