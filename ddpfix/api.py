@@ -5,42 +5,24 @@ from __future__ import annotations
 import ast
 import functools
 import gc
-import io
-import re
-import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import libcst as cst
 
+from . import parsing
 from .analysis import ScriptFacts
 from .contract import Incomplete, breaches
 from .diagnostic import Diagnostic, FileChange, Result
 from .diff import unified_diff
 from .errors import DdpfixError
 from .guard import guarded_fix
+from .parsing import MAX_CHAIN, Source, imports_training, libcst_parse, might_need_ddp, parse, python_tree
 from .passes import plan_pass, reaches_rules, with_requirements
 from .suppress import might_have, scan, selected
 from .transforms import BY_CODE, expand
 
-# The names of the frameworks DDP008 recognises (ddpfix.analysis.names.FRAMEWORKS, TRAINER_LIBRARIES).
-FRAMEWORK_WORDS = (
-    r"accelerate|lightning|deepspeed|horovod|torch_xla|colossalai|fairscale|mmengine|mmcv|Trainer|fsdp|elastic|launcher"
-)
-_FRAMEWORK = re.compile(FRAMEWORK_WORDS)
 FRAMEWORK_RULE = "DDP008"
-
-Source = str | bytes
-
-
-_BOOL_WORDS = (re.compile(r"\b(?:and|or)\b"), re.compile(rb"\b(?:and|or)\b"))
-# A training script, a process group or a DDP wrap (ScriptFacts.is_training_script) cannot
-# be written without one of these words; a script a framework distributes names the framework.
-_MIGHT_TRAIN = re.compile(r"parameters|backward|init_process_group|DistributedDataParallel|" + FRAMEWORK_WORDS)
-_MIGHT_TRAIN_BYTES = re.compile(FRAMEWORK_WORDS.encode())
-_IMPORTED = re.compile(r"^[ \t]*(?:from[ \t]+\.*([\w.]+)[ \t]+import|import[ \t]+([\w.]+))", re.M)
-MAX_CHAIN = 300  # and/or terms LibCST can parse and render without exhausting its stack
 
 
 PAUSE_GC_FROM = 20_000  # characters of source
@@ -65,90 +47,6 @@ def gc_paused(fn):
             gc.enable()
 
     return paused
-
-
-def parse(source: Source, path: str = "<string>") -> cst.Module:
-    """Parse with LibCST; a syntax error or an undecodable file becomes a one-line DdpfixError.
-
-    Python's own parser looks first: it refuses nesting deeper than CPython allows (which LibCST's
-    native parser can crash on, taking the process with it) at a fraction of LibCST's cost. Its
-    other complaints are left to LibCST, which may know newer syntax than the running Python.
-    """
-    return _parse(source, path)[0]
-
-
-def _parse(source: Source, path: str) -> tuple[cst.Module, ast.Module | None]:
-    """`parse`, also returning Python's tree of the source when Python could parse it."""
-    tree = None
-    try:
-        tree = ast.parse(source)
-        words = _BOOL_WORDS[isinstance(source, bytes)]
-        longest = 0
-        if len(words.findall(source)) > MAX_CHAIN:  # a long chain needs that many `and`/`or` words
-            longest = max((len(n.values) for n in ast.walk(tree) if isinstance(n, ast.BoolOp)), default=0)
-        if longest > MAX_CHAIN:  # flat for Python, one nesting level a term for LibCST
-            raise DdpfixError(f"{path}: too deeply nested to analyse (an and/or chain of {longest} terms)")
-    except SyntaxError as exc:
-        if "too many nested" in exc.msg or "too many levels" in exc.msg:
-            raise DdpfixError(f"{path}:{exc.lineno or 1}:{exc.offset or 1}: syntax error: {exc.msg}") from None
-    except (RecursionError, MemoryError):
-        raise DdpfixError(f"{path}: too deeply nested to analyse") from None
-    except (ValueError, UnicodeDecodeError, LookupError):
-        pass  # LibCST reports decoding problems in its own words below
-    try:
-        return cst.parse_module(source), tree
-    except cst.ParserSyntaxError as exc:
-        _check_syntax_only(source, path)  # Python's own message is clearer when it also fails
-        raise DdpfixError(
-            f"{path}:{exc.raw_line}:{exc.raw_column + 1}: syntax error: {exc.message.splitlines()[0]}"
-        ) from None
-    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
-        raise DdpfixError(f"{path}: cannot decode: {exc}") from None
-
-
-def might_need_ddp(source: Source) -> bool:
-    """Cheap pre-filter: a file that never mentions torch (nor a framework that distributes it, whose
-    scripts get DDP008's information line) is skipped without parsing."""
-    if isinstance(source, bytes):
-        return b"torch" in source or _MIGHT_TRAIN_BYTES.search(source) is not None
-    return "torch" in source or _FRAMEWORK.search(source) is not None
-
-
-def _imports_training(text: str, path: str | None) -> bool:
-    """Does the script import a module of its own folder that names one of `_MIGHT_TRAIN`'s words? A
-    script that trains only through its modules (`Solver(loader, config).train()`, the networks and
-    optimizers built in solver.py) need not name any of them itself."""
-    if "torch" not in text or path is None or path.startswith("<"):
-        return False
-    folder = Path(path).parent
-    for match in _IMPORTED.finditer(text):
-        base = folder.joinpath(*(match.group(1) or match.group(2)).split("."))
-        for candidate in (base.with_name(base.name + ".py"), base / "__init__.py"):
-            try:
-                if candidate.is_file() and _MIGHT_TRAIN.search(candidate.read_text(errors="replace")):
-                    return True
-            except OSError:
-                continue
-    return False
-
-
-def _check_syntax_only(source: Source, path: str) -> str:
-    """For files the pre-filter skips: still refuse undecodable or syntactically broken input (fast, C parser)."""
-    try:
-        text = source if isinstance(source, str) else _decode(source)
-        ast.parse(source)
-    except SyntaxError as exc:
-        if "encoding" in exc.msg:
-            raise DdpfixError(f"{path}: cannot decode: {exc.msg}") from None
-        raise DdpfixError(f"{path}:{exc.lineno or 1}:{(exc.offset or 0) or 1}: syntax error: {exc.msg}") from None
-    except (UnicodeDecodeError, LookupError, ValueError) as exc:
-        raise DdpfixError(f"{path}: cannot decode: {exc}") from None
-    return text
-
-
-def _decode(data: bytes) -> str:
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return data.decode(encoding)
 
 
 def run_rules(
@@ -197,7 +95,7 @@ def _run(
     script's own modules the fix edits too."""
     suppressions = scan(module.code) if might_have(source) else None
     text = source.decode(module.encoding) if isinstance(source, bytes) else source
-    if text is not None and not _MIGHT_TRAIN.search(text) and not _imports_training(text, path):
+    if text is not None and not parsing.MIGHT_TRAIN.search(text) and not imports_training(text, path):
         # what the test below needs is not even in the text, nor in a module of its folder it imports
         return module, None, _unused(suppressions, [], select, ignore), [], {}
     facts = ScriptFacts(module, text, tree, path, cross_file=cross_file)
@@ -263,16 +161,28 @@ class Parsed:
     source: Source
     path: str
     text: str
-    module: cst.Module | None  # None: the text never mentions torch, so no rule has anything to say
+    # None: no rule has anything to say (the text never mentions torch, or it is no training script)
+    module: cst.Module | None
     tree: ast.Module | None = None
+    # the file is no training script (`cannot_train`): left unparsed by LibCST, it gets only DDP000
+    # for its suppression comments, as a parsed one would
+    not_training: bool = False
 
 
 @gc_paused
 def parse_source(source: Source, path: str = "<string>") -> Parsed:
     """Parse `source` for `fix_parsed`. Raises `DdpfixError` on a syntax error or undecodable input."""
     if not might_need_ddp(source):
-        return Parsed(source, path, _check_syntax_only(source, path), None)
-    module, tree = _parse(source, path)
+        return Parsed(source, path, parsing.check_syntax_only(source, path), None)
+    tree = python_tree(source, path)
+    if tree is not None and parsing.GATE:
+        try:
+            text = source.decode(parsing.encoding_of(source)) if isinstance(source, bytes) else source
+        except (UnicodeDecodeError, LookupError, SyntaxError):
+            text = None  # LibCST words the complaint
+        if text is not None and parsing.not_training(text, tree, path):
+            return Parsed(source, path, text, None, tree, not_training=True)
+    module = libcst_parse(source, path)
     # LibCST round-trips exactly, so the original text is the source itself: no re-render.
     text = source.decode(module.encoding) if isinstance(source, bytes) else source
     return Parsed(source, path, text, module, tree)
@@ -339,7 +249,11 @@ def fix_parsed(
     """`fix_source` on a source already parsed by `parse_source`."""
     source, module, old_text = parsed.source, parsed.module, parsed.text
     if module is None:
-        return Result(source=old_text, code=old_text, data=source if isinstance(source, bytes) else None)
+        diagnostics = []
+        if parsed.not_training:  # what `_run` returns for a file that is no training script
+            diagnostics = _unused(scan(old_text) if might_have(old_text) else None, [], select, ignore)
+        data = source if isinstance(source, bytes) else None
+        return Result(source=old_text, code=old_text, diagnostics=diagnostics, data=data)
     new, new_text, diagnostics, incomplete, others = _run(
         module,
         select=select,
@@ -371,3 +285,20 @@ def check_source(
     """Diagnostics only; nothing is rewritten. `cross_file`: the fix levels are those of a fix that may
     edit the script's own modules (as `fix_project` and the command line make)."""
     return fix_source(source, path=path, select=select, ignore=ignore, fix=False, cross_file=cross_file).diagnostics
+
+
+__all__ = [
+    "MAX_CHAIN",
+    "PAUSE_GC_FROM",
+    "Parsed",
+    "Source",
+    "check_source",
+    "fix_parsed",
+    "fix_project",
+    "fix_source",
+    "gc_paused",
+    "might_need_ddp",
+    "parse",
+    "parse_source",
+    "run_rules",
+]

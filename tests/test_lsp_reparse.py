@@ -11,6 +11,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from ddpfix import parsing
 from ddpfix.api import parse_source
 from ddpfix.errors import DdpfixError
 from ddpfix.lsp.reparse import reparse, statements_of
@@ -103,8 +104,14 @@ def same(a: cst.Module, b: cst.Module) -> bool:
     )
 
 
+@pytest.fixture
+def parse_all(monkeypatch):
+    """Every text parsed by LibCST, training script or not (the gate in front of it is off)."""
+    monkeypatch.setattr(parsing, "GATE", False)
+
+
 @pytest.mark.parametrize("name,text", corpus(), ids=[n for n, _ in corpus()])
-def test_reparse_equals_a_whole_parse(name: str, text: str):
+def test_reparse_equals_a_whole_parse(name: str, text: str, parse_all):
     first = parse_source(text, "train.py")
     state = statements_of(first)
     reused = 0
@@ -131,13 +138,25 @@ def test_reparse_equals_a_whole_parse(name: str, text: str):
         assert reused > 0  # the pieces an edit leaves alone were reused
 
 
+def test_a_version_that_is_no_training_script_is_not_parsed_by_libcst(monkeypatch):
+    """The gate decides as for a whole parse: an edit that leaves no training in the script."""
+    text = training_script(100)
+    state = statements_of(parse_source(text, "train.py"))
+    assert state is not None
+    new = re.sub(r"(?m)^.*(backward|optimizer|\.parameters\(\)).*$", "", text)
+    assert parse_source(new, "train.py").module is None
+    monkeypatch.setattr(cst, "parse_module", lambda *a, **k: pytest.fail("parsed"))
+    got, after = reparse(new, "train.py", state)
+    assert got.module is None and got.not_training and after is None
+
+
 def ast_dump(tree) -> str:
     import ast
 
     return ast.dump(tree) if tree is not None else ""
 
 
-def test_what_is_parsed_whole():
+def test_what_is_parsed_whole(parse_all):
     two = "import torch\n\ndef f():\n  return 1\n"
     assert statements_of(parse_source(two)) is None  # a 2-space file: no pieces kept
     four = "import torch\n\ndef f():\n    return 1\n"
@@ -185,7 +204,7 @@ def test_the_server_reuses_the_statements_of_the_last_version(tmp_path):
         assert codes == [(d.code, d.line) for d in ddpfix.check_source(new, path=str(path), cross_file=True)]
 
 
-def test_a_statement_met_twice_is_two_nodes():
+def test_a_statement_met_twice_is_two_nodes(parse_all):
     """The engine tells nodes apart by identity (positions, edits): two pieces of the same text must
     not become one node twice."""
     from ddpfix.syntax import _walk

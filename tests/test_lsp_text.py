@@ -215,7 +215,8 @@ def test_code_action_fixes_reuse_the_diagnostics_parse(monkeypatch):
     def no_parse(*args, **kwargs):
         raise AssertionError("parsed again")
 
-    monkeypatch.setattr(api, "_parse", no_parse)
+    monkeypatch.setattr(api, "python_tree", no_parse)
+    monkeypatch.setattr(api, "libcst_parse", no_parse)
     every = analysis.fixed(None, False)
     one = analysis.fixed(("DDP406",), False)
     assert every is not None and one is not None

@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from ddpfix import api, check_source, fix_source
+from ddpfix import api, check_source, fix_source, parsing
 from ddpfix.errors import DdpfixError
 
 
@@ -37,7 +37,8 @@ GOLDEN = sorted((Path(__file__).parent / "golden").glob("*/input.py"))
 @pytest.mark.parametrize("source", NOT_TRAINING + [p.read_bytes() for p in GOLDEN])
 def test_the_screen_changes_no_result(monkeypatch, source):
     screened = fix_source(source, unsafe_fixes=True)
-    monkeypatch.setattr(api, "_MIGHT_TRAIN", re.compile(""))  # matches every text
+    monkeypatch.setattr(parsing, "MIGHT_TRAIN", re.compile(""))  # matches every text
+    monkeypatch.setattr(parsing, "GATE", False)  # and no file is passed over unparsed
     full = fix_source(source, unsafe_fixes=True)
     assert (screened.code, screened.diagnostics) == (full.code, full.diagnostics)
 

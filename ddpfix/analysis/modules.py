@@ -40,7 +40,7 @@ class LocalModules:
         self, imports: list[cst.Import | cst.ImportFrom], path: str | None, module: cst.Module | None = None
     ) -> None:
         fresh_stamps()  # the script's modules as they are now
-        self.folder = _script_folder(path)
+        self.folder = script_folder(path)
         self.table = ImportTable(_imported_cst(imports), self._find)
         self._targets: dict[str, Target | None] = {}
         self._by_node: dict[int, tuple[cst.BaseExpression, Target | None]] = {}  # id -> (node, its target)
@@ -98,7 +98,7 @@ class LocalModules:
                 continue  # `import utils`: a module of the script, read through its attributes
             origin, path, inner = self.table.resolve(local)
             if origin is Origin.LOCAL and path is not None and inner is not None:
-                library = _library_import(path, inner, self._find)
+                library = library_import(path, inner, self._find)
                 if library is not None:
                     out[local] = library
         return out
@@ -222,7 +222,7 @@ def _imported_cst(imports: list[cst.Import | cst.ImportFrom]) -> Imported:
     return out
 
 
-def _script_folder(path: str | None) -> Path | None:
+def script_folder(path: str | None) -> Path | None:
     if not path or path in ("-", "<string>") or path.startswith("<"):
         return None
     p = Path(path)
@@ -230,7 +230,7 @@ def _script_folder(path: str | None) -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def _library_import(path: Path, name: str, outer_find, hops: int = 3) -> str | None:
+def library_import(path: Path, name: str, outer_find, hops: int = 3) -> str | None:
     """What `name` is in the module at `path` when that module (or a module it hands the name on
     from, `hops` deep) imports it from a library: its qualified name; None otherwise."""
     for _ in range(hops):
@@ -263,4 +263,4 @@ def _imports_of(path: Path) -> Imported:
 _IMPORTS: dict[tuple[str, int, int], Imported] = {}
 
 
-__all__ = ["LocalModules", "Target"]
+__all__ = ["LocalModules", "Target", "library_import", "script_folder"]

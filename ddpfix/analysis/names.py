@@ -143,7 +143,7 @@ class Names:
     def _launcher(self) -> tuple[str, cst.Import | cst.ImportFrom] | None:
         for node in self.index.imports:
             for full in _imported(node):
-                name = _framework(full)
+                name = framework_of(full)
                 if name is not None:
                     return name, node
         for call in self.calls_matching(lambda q: q.split(".")[0] in TRAINER_LIBRARIES and q.endswith("Trainer")):
@@ -215,7 +215,7 @@ def _imported(node: cst.Import | cst.ImportFrom) -> list[str]:
     return [f"{module}.{dotted(a.name)}" for a in node.names]
 
 
-def _framework(full: str) -> str | None:
+def framework_of(full: str) -> str | None:
     """The framework an imported name hands the training to, if any."""
     top = full.split(".")[0]
     if top in TRAINER_LIBRARIES:
@@ -228,4 +228,4 @@ def _framework(full: str) -> str | None:
 
 ENV_LOOKUP = re.compile(r"environ(?:\.get\(|\[)\s*['\"](RANK|LOCAL_RANK|WORLD_SIZE)['\"]")
 
-__all__ = ["ENV_LOOKUP", "FRAMEWORKS", "Names"]
+__all__ = ["ENV_LOOKUP", "FRAMEWORKS", "Names", "framework_of"]

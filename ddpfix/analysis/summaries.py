@@ -73,7 +73,7 @@ _DIRECT = {
 DEPTH = 4  # how far calls between local functions (and local modules) are followed
 
 
-_CACHE: dict[Stamp, ModuleSummary] = {}
+CACHE: dict[Stamp, ModuleSummary] = {}
 # the other modules a cached summary read (stamped as they were then): a change to any of them, not
 # only to the module itself, makes the summary stale (a package's `__init__.py` hands on what it reads)
 _READ: dict[Stamp, frozenset[Stamp]] = {}
@@ -90,7 +90,7 @@ def summarise(path: Path, find, _seen: frozenset[Path] = frozenset()) -> ModuleS
     key = stamp(path)
     if key is None:
         return ModuleSummary(path)
-    cached = _CACHE.get(key)
+    cached = CACHE.get(key)
     if cached is not None and _current(key):
         return cached
     summary = ModuleSummary(path)
@@ -99,12 +99,12 @@ def summarise(path: Path, find, _seen: frozenset[Path] = frozenset()) -> ModuleS
     try:
         tree = ast.parse(read_bytes(path))
     except (SyntaxError, ValueError, OSError, RecursionError):
-        _CACHE[key] = summary
+        CACHE[key] = summary
         return summary
     summary.imported = imported_names(tree)
     summariser = _Summariser(summary, tree, ImportTable(summary.imported, find), _seen | {path})
     summariser.run()
-    _CACHE[key] = summary
+    CACHE[key] = summary
     _READ[key] = frozenset(summariser.read)
     return summary
 

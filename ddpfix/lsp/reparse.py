@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..api import MAX_CHAIN, Parsed, gc_paused, might_need_ddp, parse_source
+from ..parsing import not_training
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # Python's lines: \n, \r\n and \r end one
 _LOOSE = re.compile(r"(?:#[^\r\n]*)?(?:\r\n|\r|\n)?\Z")  # a line between statements that may be cut at
@@ -106,6 +107,8 @@ def reparse(text: str, path: str, previous: Statements | None) -> tuple[Parsed, 
     if pieces is None or len(_BOOL.findall(text)) > MAX_CHAIN:
         parsed = parse_source(text, path)  # the engine's own checks and messages
         return parsed, statements_of(parsed)
+    if not_training(text, tree, path):  # as `parse_source` decides: no LibCST parse, no pieces
+        return Parsed(text, path, text, None, tree, not_training=True), None
     out = Statements(previous.newline, previous.encoding)
     body: list[cst.BaseStatement] = []
     header: tuple[cst.EmptyLine, ...] = ()
