@@ -451,7 +451,9 @@ def test_ddp003_leaves_alone_a_script_that_starts_one_process_per_worker(tmp_pat
 def test_processes_the_script_starts_are_wrapped_when_their_group_exists():
     """Workers started with `Process(target=...)` get no torchrun environment: the wrap DDP301 adds
     asks the process group (`dist.is_initialized()`), never WORLD_SIZE, and no LOCAL_RANK is made up
-    for their set_device (DDP006 is reported, without a fix, naming the script's own Process)."""
+    for their set_device. On a CPU script the wrap's own device choice (`... if
+    next(model.parameters()).is_cuda else None`) is no GPU use: the output checks clean of DDP006; with
+    the model moved to a GPU, DDP006 names the process index to pass to set_device."""
     text = PROCESS_WORKERS.replace("from dist_utils import dist", "import torch.distributed as dist").replace(
         "model = DDP(nn.Linear(4, 1))", "model = nn.Linear(4, 1)"
     )
@@ -462,7 +464,11 @@ def test_processes_the_script_starts_are_wrapped_when_their_group_exists():
     )
     assert "WORLD_SIZE" not in result.code and "LOCAL_RANK =" not in result.code
     assert "set_device" not in result.code
-    on_output = [d for d in fix_source(result.code, fix=False).diagnostics if d.code == "DDP006"]
+    assert result.incomplete == []
+    assert [d for d in fix_source(result.code, fix=False).diagnostics if d.code == "DDP006"] == []
+    on_gpu = text.replace("model = nn.Linear(4, 1)", "model = nn.Linear(4, 1).cuda(rank)")
+    out = fix_source(on_gpu).code
+    on_output = [d for d in fix_source(out, fix=False).diagnostics if d.code == "DDP006"]
     assert [
         d.message.endswith("(pass the process index of the script's own Process to set_device)") for d in on_output
     ] == [True]

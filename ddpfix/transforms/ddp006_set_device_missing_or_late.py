@@ -12,7 +12,17 @@ from ..analysis.summaries import SET_DEVICE
 from ..edits import torch_name
 from ..examples import clean, fixes, reports
 from ..rule import NONE, Context, Order, Rule
-from ..syntax import assign_targets, assigned_value, calls_in, code_of, dotted, kwarg, method_name, positional
+from ..syntax import (
+    assign_targets,
+    assigned_value,
+    calls_in,
+    code_of,
+    dotted,
+    kwarg,
+    method_name,
+    positional,
+    walk,
+)
 
 
 class SetDeviceMissingOrLate(Rule):
@@ -320,16 +330,34 @@ def _never_on_cuda(facts) -> bool:
     if any(table.resolve(name)[0] is not Origin.LIBRARY for name in table.imported):
         return False
     index = facts.index
-    if "cuda" in index.identifiers or any(CUDA_WORDS.search(s.value) for s in index.strings):
+    if any(CUDA_WORDS.search(s.value) for s in index.strings):
         return False
+    chosen = []  # `device_ids=[...] if next(model.parameters()).is_cuda else None`: a GPU only if the model is on one
     for call in index.calls:
-        if any(a.keyword is not None and a.keyword.value in ("device_ids", "output_device") for a in call.args):
-            return False
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value in ("device_ids", "output_device"):
+                if not _only_for_a_cuda_model(a.value):
+                    return False
+                chosen.append(a.value)
         if method_name(call) == "to" and call.args:
             first = call.args[0].value
             if isinstance(first, cst.Integer) or (isinstance(first, cst.Name) and DEVICE_INDEX.search(first.value)):
                 return False
+    if "cuda" in index.identifiers:
+        cuda = (n for n in walk(facts.module) if type(n) is cst.Name and n.value == "cuda")
+        return all(any(index.contains(c, n) for c in chosen) for n in cuda)
     return True
+
+
+def _only_for_a_cuda_model(value: cst.BaseExpression) -> bool:
+    """`[...] if X.is_cuda else None`: devices named only when the model is on a GPU already."""
+    return (
+        type(value) is cst.IfExp
+        and type(value.test) is cst.Attribute
+        and value.test.attr.value == "is_cuda"
+        and type(value.orelse) is cst.Name
+        and value.orelse.value == "None"
+    )
 
 
 EXAMPLES = (
