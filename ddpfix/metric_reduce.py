@@ -160,6 +160,7 @@ class MetricReducer:
             self.meters_planned.add(key)
             fn = self._helper(at)
             lines += [f"{s.name}.{a} = {fn}({s.name}.{a})" for a in s.meter.summed]
+            lines += [f"{s.name}.{a} = {_on(s.name, value)}" for a, value in s.meter.derived]
         if lines:
             self.ctx.plan.insert_before(at, self.ctx.plan.statements("\n".join(lines)), Order.REDUCED_METRIC)
 
@@ -295,6 +296,17 @@ def _dataset_size(expr: cst.BaseExpression, loaders: set[str]) -> bool:
         return False
     arg = dotted(expr.args[0].value) or ""
     return bool(arg) and arg not in loaders
+
+
+def _on(name: str, formula: cst.BaseExpression) -> str:
+    """A meter's formula over its totals (`self.sum / self.count`) as the script reads it (`losses.sum /
+    losses.count`)."""
+
+    class Receiver(cst.CSTTransformer):
+        def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+            return updated.with_changes(value=name) if updated.value == "self" else updated
+
+    return code_of(formula.visit(Receiver()))
 
 
 __all__ = ["MetricReducer"]

@@ -105,9 +105,27 @@ METERS = textwrap.dedent(
             self.count += len(target)
 
 
+    class AverageMeter:
+        def __init__(self):
+            self.reset()
+
+        def reset(self):
+            self.val = 0
+            self.avg = 0
+            self.sum = 0
+            self.count = 0
+
+        def update(self, val, n=1):
+            self.val = val
+            self.sum += val * n
+            self.count += n
+            self.avg = self.sum / self.count
+
+
     def train(model, loader, optimizer):
         losses = Average()
         acc = Accuracy()
+        meter = AverageMeter()
         for x, y in loader:
             out = model(x)
             loss = nn.functional.cross_entropy(out, y)
@@ -116,7 +134,8 @@ METERS = textwrap.dedent(
             optimizer.step()
             losses.update(loss.item(), len(x))
             acc.update(out, y)
-        return losses, acc
+            meter.update(loss.item(), len(x))
+        return losses, acc, meter
 
 
     torch.manual_seed(0)
@@ -125,8 +144,9 @@ METERS = textwrap.dedent(
     model = nn.Linear(4, 3)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     for epoch in range(2):
-        losses, acc = train(model, loader, optimizer)
+        losses, acc, meter = train(model, loader, optimizer)
         print(f"epoch {epoch} loss {losses} acc {acc.accuracy:.4f} over {acc.count}")
+        print(f"epoch {epoch} meter {meter.avg:.5f} over {meter.count}")
         print(f"epoch {epoch} tensor {losses.count} {losses.sum / losses.count:.5f}")
     """
 ).lstrip()

@@ -136,11 +136,28 @@ def test_meter_over_an_unsharded_loader_is_quiet():
     assert ddp409(distributed(sampler="None")) == []
 
 
-def test_meter_that_stores_a_derived_average_is_reported_without_a_fix():
+def test_meter_average_computed_from_its_totals_is_computed_again_after_the_reduction():
+    """AverageMeter: totals set by `reset()` (called from `__init__`), `self.avg = self.sum / self.count`
+    recomputed from the reduced totals, the last value `self.val = val` left as it is."""
     src = converted(AVERAGE_METER, "AverageMeter", shown="avg")
     found = ddp409(src)
+    assert [d.fix for d in found] == ["safe", "safe"]
+    result = fix_source(src)
+    reduced = (
+        "losses.sum = reduce_over_ranks(losses.sum)\n"
+        "    losses.count = reduce_over_ranks(losses.count)\n"
+        "    losses.avg = losses.sum / losses.count\n"
+    )
+    assert reduced in result.code and "losses.val = " not in result.code
+    assert [b.code for b in result.incomplete] == []
+
+
+def test_meter_that_keeps_other_state_is_reported_without_a_fix():
+    peak = AVERAGE_METER.replace("        self.val = val\n", "        self.val = max(self.val, val)\n")
+    src = converted(peak, "AverageMeter", shown="avg")
+    found = ddp409(src)
     assert [d.fix for d in found] == ["none", "none"]
-    assert "AverageMeter also stores self.val, self.avg as it updates" in found[0].message
+    assert "AverageMeter also stores self.val as it updates" in found[0].message
     out = fix_source(src).code
     assert "losses.sum = " not in out and "reduce_over_ranks" not in out
     assert [b.code for b in fix_source(src).incomplete] == ["DDP409", "DDP409"]

@@ -11,11 +11,12 @@ self.train()` and `print(train_loss)`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import libcst as cst
 
-from ..syntax import dotted, walk
+from ..syntax import code_of, dotted, walk
 from .flow import reads
 from .index import TreeIndex
 
@@ -25,9 +26,13 @@ class MeterClass:
     cls: cst.ClassDef
     summed: list[str]  # the attributes its methods accumulate into with `+=`, in source order
     updates: set[str]  # the methods that accumulate
-    stored: list[str]  # other attributes those methods assign (`self.avg = self.sum / self.count`)
-    numeric: bool  # every summed attribute starts as a number (`self.sum = 0`) in `__init__`
+    stored: list[str]  # other attributes those methods assign from the meter's own state
+    numeric: bool  # every summed attribute starts as a number (`self.sum = 0`) in `__init__` (or what it calls)
     reduces: bool  # a method issues a collective: the class reduces its own totals
+    # what the update methods compute from the totals alone (`self.avg = self.sum / self.count`), in order:
+    # recomputed from the reduced totals; an attribute set from the update's arguments alone (`self.val =
+    # val`, the last value given) is no total and is left as it is
+    derived: list[tuple[str, cst.BaseExpression]] = dataclasses.field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -51,7 +56,7 @@ def meter_classes(index: TreeIndex, collectives) -> dict[str, MeterClass]:
     for cls in index.classes:
         summed: list[str] = []
         updates: set[str] = set()
-        stored: list[str] = []
+        assigned: list[tuple[str, cst.BaseExpression]] = []
         methods = index.methods_of(cls)
         for name, method in methods.items():
             augs = [(a, n) for n in walk(method.body) if isinstance(n, cst.AugAssign) and (a := _self_attr(n.target))]
@@ -60,15 +65,51 @@ def meter_classes(index: TreeIndex, collectives) -> dict[str, MeterClass]:
             own = [a for a, _ in augs]
             updates.add(name)
             summed += [a for a in own if a not in summed]
-            stored += [a for a in _assigned(method) if a not in stored]
+            assigned += _assigned_values(method)
         if not summed:
             continue
-        init = methods.get("__init__")
-        starts = {a: v for a, v in _assigned_values(init)} if init is not None else {}
+        starts = dict(_starts(methods))
         numeric = all(isinstance(starts.get(a), (cst.Integer, cst.Float)) for a in summed)
-        stored = [a for a in stored if a not in summed]
-        out[cls.name.value] = MeterClass(cls, summed, updates, stored, numeric, bool(collectives(cls)))
+        derived, stored = _derived(summed, assigned)
+        out[cls.name.value] = MeterClass(cls, summed, updates, stored, numeric, bool(collectives(cls)), derived)
     return out
+
+
+def _starts(methods: dict) -> list[tuple[str, cst.BaseExpression]]:
+    """`(attr, value)` set by `__init__`, and by the methods it calls on `self` first (`self.reset()`)."""
+    init = methods.get("__init__")
+    if init is None:
+        return []
+    out = []
+    for n in walk(init.body):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and _self_attr(n.func) in methods:
+            out += _assigned_values(methods[_self_attr(n.func)])
+    return out + _assigned_values(init)
+
+
+FORMULA_CALLS = {"max", "min", "float", "int", "abs", "round"}  # what a formula over the totals may call
+
+
+def _derived(summed: list[str], assigned: list[tuple[str, cst.BaseExpression]]):
+    """Split what the update methods assign into formulas over the totals (recomputed after the
+    reduction) and the attributes that keep other state of the meter (`stored`: no fix). An attribute set
+    from the update's own arguments (`self.val = val`) is neither."""
+    totals = {f"self.{a}" for a in summed}
+    derived: dict[str, cst.BaseExpression] = {}
+    stored: list[str] = []
+    for attr, value in assigned:
+        if attr in summed:
+            stored.append(attr)  # a total also set outright
+            continue
+        names = reads(value) - {"self"}
+        if not any(n == "self" or n.startswith("self.") for n in reads(value)):
+            continue  # the last value given: no total
+        formula = names & totals and names <= totals | FORMULA_CALLS
+        if formula and code_of(derived.setdefault(attr, value)) == code_of(value):
+            continue
+        stored.append(attr)
+    stored = list(dict.fromkeys(stored))
+    return [(a, v) for a, v in derived.items() if a not in stored], stored
 
 
 def shown_meters(
@@ -183,10 +224,6 @@ def _assigned_values(method: cst.FunctionDef) -> list[tuple[str, cst.BaseExpress
         if isinstance(n, cst.Assign):
             out += [(a, n.value) for t in n.targets if (a := _self_attr(t.target))]
     return out
-
-
-def _assigned(method: cst.FunctionDef) -> list[str]:
-    return [a for a, _ in _assigned_values(method)]
 
 
 __all__ = ["MeterClass", "Shown", "meter_classes", "shown_meters"]

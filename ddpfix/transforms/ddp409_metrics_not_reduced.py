@@ -108,9 +108,11 @@ itself rank-dependent or not reached by every rank, or where the backend is NCCL
 out of sight (the helper reduces on the CPU).
 
 A meter is reduced in place only where that gives the run's value and happens once per instance: its
-class stores nothing else as it updates (an `AverageMeter` that keeps `self.val` and `self.avg =
-self.sum / self.count` is reported with no fix: its stored average would stay this rank's), its
-totals start as numbers in `__init__`, it is made anew inside every loop around the statement that
+class keeps no other state as it updates (what it computes from its totals alone, such as an
+`AverageMeter`'s `self.avg = self.sum / self.count`, is computed again from the reduced totals right
+after them; the last value given, `self.val = val`, is no total and stays as it is; anything else it
+keeps, such as `self.peak = max(self.peak, val)`, leaves the meter reported with no fix), its totals
+start as numbers in `__init__` (or in a method it calls, `self.reset()`), it is made anew inside every loop around the statement that
 shows it (one made before the epoch loop keeps accumulating, and reducing it in place each epoch
 would count the earlier epochs once per rank), it is not updated after it is shown, and a second
 statement showing it follows the first in the same block. A class that issues a collective itself is
@@ -507,15 +509,14 @@ EXAMPLES = (
         from torch.utils.data.distributed import DistributedSampler
 
 
-        class AverageMeter:
+        class PeakMeter:
             def __init__(self):
-                self.val = self.avg = self.sum = self.count = 0
+                self.sum = self.count = self.peak = 0
 
             def update(self, val, n=1):
-                self.val = val
                 self.sum += val * n
                 self.count += n
-                self.avg = self.sum / self.count
+                self.peak = max(self.peak, val)
 
 
         dist.init_process_group("gloo")
@@ -523,7 +524,7 @@ EXAMPLES = (
         loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
         model = DDP(nn.Linear(4, 1))
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        losses = AverageMeter()
+        losses = PeakMeter()
         for x, y in loader:
             loss = nn.functional.mse_loss(model(x), y)
             opt.zero_grad()
@@ -531,16 +532,15 @@ EXAMPLES = (
             opt.step()
             losses.update(loss.item(), len(x))
         if dist.get_rank() == 0:
-            print(f"mean loss {losses.avg:.4f}")
+            print(f"mean loss {losses.sum / losses.count:.4f}, peak {losses.peak:.4f}")
         """,
         message=(
             "losses summed over this rank's shard only, logged as if global: all-reduce it first (no fix: "
-            "AverageMeter also stores self.val, self.avg as it updates, which reducing its totals would leave "
-            "as this rank's)"
+            "PeakMeter also stores self.peak as it updates, which reducing its totals would leave as this rank's)"
         ),
         note=(
-            "Rank 0's meter over its own shard, printed as the run's; reported only, for the average the meter "
-            "stores as it updates would stay rank 0's if its totals were reduced:"
+            "Rank 0's meter over its own shard, printed as the run's; reported only, for the peak the meter keeps "
+            "as it updates is no total, and would stay rank 0's if its totals were reduced:"
         ),
     ),
     clean(
