@@ -268,3 +268,16 @@ def test_meter_over_a_loader_subclass_with_its_own_sampler_handed_to_a_class():
     out = fix_source(src, select=["DDP409"]).code
     reduced = "            losses.sum = reduce_over_ranks(losses.sum)\n            losses.count = reduce_over_ranks(losses.count)\n"
     assert reduced + "            if dist.get_rank() == 0:" in out
+
+
+def test_meter_average_computed_before_its_totals_move_gets_no_fix():
+    """`self.avg = self.sum / self.count` before the `+=`: the class shows the previous update's average, so
+    computing it again from the totals would change what `python train.py` prints."""
+    stale = AVERAGE_METER.replace(
+        "        self.val = val\n        self.sum += val * n\n        self.count += n\n        self.avg = self.sum / self.count\n",
+        "        self.avg = self.sum / max(self.count, 1)\n        self.sum += val * n\n        self.count += n\n",
+    )
+    assert stale != AVERAGE_METER
+    found = ddp409(converted(stale, "AverageMeter", shown="avg"))
+    assert [d.fix for d in found] == ["none", "none"]
+    assert "AverageMeter also stores self.avg as it updates" in found[0].message

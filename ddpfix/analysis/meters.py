@@ -56,7 +56,7 @@ def meter_classes(index: TreeIndex, collectives) -> dict[str, MeterClass]:
     for cls in index.classes:
         summed: list[str] = []
         updates: set[str] = set()
-        assigned: list[tuple[str, cst.BaseExpression]] = []
+        assigned: list[tuple[str, cst.BaseExpression | None]] = []
         methods = index.methods_of(cls)
         for name, method in methods.items():
             augs = [(a, n) for n in walk(method.body) if isinstance(n, cst.AugAssign) and (a := _self_attr(n.target))]
@@ -65,7 +65,7 @@ def meter_classes(index: TreeIndex, collectives) -> dict[str, MeterClass]:
             own = [a for a, _ in augs]
             updates.add(name)
             summed += [a for a in own if a not in summed]
-            assigned += _assigned_values(method)
+            assigned += _after_totals(method)
         if not summed:
             continue
         starts = dict(_starts(methods))
@@ -73,6 +73,24 @@ def meter_classes(index: TreeIndex, collectives) -> dict[str, MeterClass]:
         derived, stored = _derived(summed, assigned)
         out[cls.name.value] = MeterClass(cls, summed, updates, stored, numeric, bool(collectives(cls)), derived)
     return out
+
+
+def _after_totals(method: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression | None]]:
+    """`(attr, value)` for each `self.attr = value` of an update method; the value is None for one set
+    before the method's last `self.x += ...` (a formula computed before the totals move is no formula
+    over the totals it shows)."""
+    nodes = list(walk(method.body))
+    last = max((i for i, n in enumerate(nodes) if isinstance(n, cst.AugAssign) and _self_attr(n.target)), default=-1)
+    out: list[tuple[str, cst.BaseExpression | None]] = []
+    for i, n in enumerate(nodes):
+        if isinstance(n, cst.Assign):
+            keeps = i > last or not _reads_self(n.value)  # `self.val = val` anywhere: the last value given
+            out += [(a, n.value if keeps else None) for t in n.targets if (a := _self_attr(t.target))]
+    return out
+
+
+def _reads_self(value: cst.BaseExpression) -> bool:
+    return any(n == "self" or n.startswith("self.") for n in reads(value))
 
 
 def _starts(methods: dict) -> list[tuple[str, cst.BaseExpression]]:
@@ -90,7 +108,7 @@ def _starts(methods: dict) -> list[tuple[str, cst.BaseExpression]]:
 FORMULA_CALLS = {"max", "min", "float", "int", "abs", "round"}  # what a formula over the totals may call
 
 
-def _derived(summed: list[str], assigned: list[tuple[str, cst.BaseExpression]]):
+def _derived(summed: list[str], assigned: list[tuple[str, cst.BaseExpression | None]]):
     """Split what the update methods assign into formulas over the totals (recomputed after the
     reduction) and the attributes that keep other state of the meter (`stored`: no fix). An attribute set
     from the update's own arguments (`self.val = val`) is neither."""
@@ -98,11 +116,11 @@ def _derived(summed: list[str], assigned: list[tuple[str, cst.BaseExpression]]):
     derived: dict[str, cst.BaseExpression] = {}
     stored: list[str] = []
     for attr, value in assigned:
-        if attr in summed:
-            stored.append(attr)  # a total also set outright
+        if attr in summed or value is None:
+            stored.append(attr)  # a total also set outright, or a value computed before the totals move
             continue
         names = reads(value) - {"self"}
-        if not any(n == "self" or n.startswith("self.") for n in reads(value)):
+        if not _reads_self(value):
             continue  # the last value given: no total
         formula = names & totals and names <= totals | FORMULA_CALLS
         if formula and code_of(derived.setdefault(attr, value)) == code_of(value):
