@@ -110,10 +110,11 @@ out of sight (the helper reduces on the CPU).
 A meter is reduced in place only where that gives the run's value and happens once per instance: its
 class keeps no other state as it updates (what it computes from its totals alone, such as an
 `AverageMeter`'s `self.avg = self.sum / self.count` after its `+=`, is computed again from the reduced
-totals right after them; one computed before the totals move is kept state; the last value given, `self.val = val`, is no total and stays as it is; anything else it
-keeps, such as `self.peak = max(self.peak, val)`, leaves the meter reported with no fix), its totals
-start as numbers in `__init__` (or in a method it calls, `self.reset()`), it is made anew inside every loop around the statement that
-shows it (one made before the epoch loop keeps accumulating, and reducing it in place each epoch
+totals right after them; one computed before the totals move is kept state; the last value given,
+`self.val = val`, is no total and stays as it is; anything else it keeps, such as `self.peak =
+max(self.peak, val)`, leaves the meter reported with no fix), its totals start as numbers in
+`__init__` (or in a method it calls, `self.reset()`), it is made anew inside every loop around the
+statement that shows it (one made before the epoch loop keeps accumulating, and reducing it in place each epoch
 would count the earlier epochs once per rank), it is not updated after it is shown, and a second
 statement showing it follows the first in the same block. A class that issues a collective itself is
 taken to reduce its own totals.
