@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 from teardown import run_plain
+from test_rules_meters import AVERAGE_METER
 
 from ddpfix import fix_source
 
@@ -72,8 +73,9 @@ CUT = textwrap.dedent(
     """
 ).lstrip()
 
-METERS = textwrap.dedent(
-    """
+METERS = (
+    textwrap.dedent(
+        """
     import torch
     import torch.nn as nn
 
@@ -105,22 +107,7 @@ METERS = textwrap.dedent(
             self.count += len(target)
 
 
-    class AverageMeter:
-        def __init__(self):
-            self.reset()
-
-        def reset(self):
-            self.val = 0
-            self.avg = 0
-            self.sum = 0
-            self.count = 0
-
-        def update(self, val, n=1):
-            self.val = val
-            self.sum += val * n
-            self.count += n
-            self.avg = self.sum / self.count
-
+    {average_meter}
 
     def train(model, loader, optimizer):
         losses = Average()
@@ -149,7 +136,10 @@ METERS = textwrap.dedent(
         print(f"epoch {epoch} meter {meter.avg:.5f} over {meter.count}")
         print(f"epoch {epoch} tensor {losses.count} {losses.sum / losses.count:.5f}")
     """
-).lstrip()
+    )
+    .lstrip()
+    .replace("{average_meter}\n", AVERAGE_METER.lstrip("\n"))
+)
 
 
 def _run(tmp_path, script, name: str, nproc: int | None) -> str:
