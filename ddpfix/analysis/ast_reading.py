@@ -46,14 +46,21 @@ def parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
 def imported_names(tree: ast.Module) -> Imported:
     out: Imported = {}
     for node in nodes(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                out[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None, 0)
-        elif isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                if a.name != "*":
-                    out[a.asname or a.name] = (node.module or "", a.name, node.level)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update(import_origins(node))
     return out
+
+
+def import_origins(node: ast.Import | ast.ImportFrom) -> list[tuple[str, tuple[str, str | None, int]]]:
+    """(local name, (module, member, level)) for each name an import binds (a star import binds none
+    it names)."""
+    if isinstance(node, ast.Import):
+        return [
+            (a.asname, (a.name, None, 0)) if a.asname else (head, (head, None, 0))
+            for a in node.names
+            for head in [a.name.split(".")[0]]
+        ]
+    return [(a.asname or a.name, (node.module or "", a.name, node.level)) for a in node.names if a.name != "*"]
 
 
 def ast_dotted(node: ast.AST) -> str | None:
@@ -109,6 +116,7 @@ __all__ = [
     "ast_dotted",
     "calls",
     "cuda_fstring_of",
+    "import_origins",
     "imported_names",
     "is_main_test",
     "is_rank_test",

@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .ast_reading import ast_dotted, nodes
+from .ast_reading import ast_dotted, import_origins, nodes
 from .classes import DDP_NAMES
-from .imports import ImportTable, Origin
+from .imports import ImportTable, Origin, find_module, package_base
 from .modules import library_import, script_folder
 from .names import TRAINER_LIBRARIES, framework_of
 from .reach import may_train_through
@@ -46,7 +46,7 @@ class _Gate:
                 self.aliases.setdefault(local, set()).add(full)
         self.bindings: dict[str, list[tuple[str, str | None, int]]] = {}  # as modules.py reads imports
         for node in self.imports:
-            for local, origin in _origins(node):
+            for local, origin in import_origins(node):
                 self.bindings.setdefault(local, []).append(origin)
 
     def may_reach_rules(self) -> bool:
@@ -99,12 +99,7 @@ class _Gate:
                         self.aliases.setdefault(local, set()).add(library)
 
     def _find(self, module: str, level: int) -> Path | None:
-        from .imports import find_module
-
-        base = self.folder
-        for _ in range(max(level - 1, 0)):
-            base = base.parent  # type: ignore[union-attr]
-        return find_module(base, module)
+        return find_module(package_base(self.folder, level), module)  # type: ignore[arg-type]
 
     def _optimizer_sites(self, quals: dict[int, set[str]]) -> bool:
         """Training.optimizer_sites: a call handed some model's parameters (also through a name bound
@@ -169,19 +164,6 @@ def _aliases(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
     if node.level or node.module is None or _star(node):
         return []
     return [(a.asname or a.name, f"{node.module}.{a.name}") for a in node.names]
-
-
-def _origins(node: ast.Import | ast.ImportFrom) -> list[tuple[str, tuple[str, str | None, int]]]:
-    """(local name, (module, member, level)) as modules.py's `_imported_cst` reads an import."""
-    if isinstance(node, ast.Import):
-        out = []
-        for a in node.names:
-            head = a.name.split(".")[0]
-            out.append((a.asname, (a.name, None, 0)) if a.asname else (head, (head, None, 0)))
-        return out
-    if _star(node):
-        return []
-    return [(a.asname or a.name, (node.module or "", a.name, node.level)) for a in node.names]
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:

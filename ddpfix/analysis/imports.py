@@ -80,6 +80,14 @@ class ImportTable:
         return self._shadowed[top]
 
 
+def package_base(folder: Path, level: int) -> Path:
+    """The folder a relative import of `level` dots looks in, from the importing module's folder (one
+    dot: that folder itself)."""
+    for _ in range(max(level - 1, 0)):
+        folder = folder.parent
+    return folder
+
+
 def find_module(base: Path | None, module: str) -> Path | None:
     """`utils.dist` under `base`: utils/dist.py or utils/dist/__init__.py."""
     if base is None or not module:

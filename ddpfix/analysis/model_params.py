@@ -124,14 +124,19 @@ def ast_uses(
     return uses, passes
 
 
+def trains_call(node: ast.Call) -> bool:
+    """`loss.backward()`, `optimizer.step()`: what makes a summarised function TRAINS (the gate's
+    search for such calls in the script's modules asks the same, reach.py)."""
+    func = node.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    return func.attr == "backward" or (
+        func.attr == "step" and bool(OPTIMIZER_NAMES.search(ast_dotted(func.value) or ""))
+    )
+
+
 def ast_trains(func: ast.AST) -> bool:
-    for node in nodes(func):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr == "backward":
-                return True
-            if node.func.attr == "step" and OPTIMIZER_NAMES.search(ast_dotted(node.func.value) or ""):
-                return True
-    return False
+    return any(isinstance(node, ast.Call) and trains_call(node) for node in nodes(func))
 
 
 def ast_model_return(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Slot | None:

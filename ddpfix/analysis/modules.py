@@ -18,7 +18,7 @@ import libcst as cst
 from ..syntax import dotted
 from .ast_reading import imported_names
 from .flow import binds
-from .imports import Imported, ImportTable, Origin, find_module
+from .imports import Imported, ImportTable, Origin, find_module, package_base
 from .stamps import fresh_stamps, read_bytes, stamp
 from .summaries import ClassSummary, Finding, ModuleSummary, finder, summarise
 
@@ -54,10 +54,7 @@ class LocalModules:
     def _find(self, module: str, level: int) -> Path | None:
         if self.folder is None:
             return None
-        base = self.folder
-        for _ in range(max(level - 1, 0)):
-            base = base.parent
-        return find_module(base, module)
+        return find_module(package_base(self.folder, level), module)
 
     def finder_for(self, path: Path):
         """How the module at `path` finds the modules it imports (a relative import: beside it)."""

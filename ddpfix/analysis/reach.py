@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .ast_reading import ast_dotted, imported_names, nodes
-from .imports import Imported, find_module
-from .model_params import OPTIMIZER_NAMES, TRAINS
+from .imports import Imported, find_module, package_base
+from .model_params import TRAINS, trains_call
 from .stamps import Stamp, read_bytes, stamp
 from .summaries import CACHE as SUMMARIES
 
@@ -36,16 +36,6 @@ class ModuleNames:
 
 
 _MODULES: dict[Stamp, ModuleNames] = {}
-
-
-def trains_call(node: ast.Call) -> bool:
-    """`loss.backward()`, `optimizer.step()`: what makes a summarised function TRAINS."""
-    func = node.func
-    if not isinstance(func, ast.Attribute):
-        return False
-    return func.attr == "backward" or (
-        func.attr == "step" and bool(OPTIMIZER_NAMES.search(ast_dotted(func.value) or ""))
-    )
 
 
 def module_names(path: Path) -> ModuleNames | None:
@@ -117,8 +107,7 @@ class Search:
         """`name` bound by an import `origin` in the module (or the `script`) whose folder is `base`."""
         parts = chain(origin, name)
         level = origin[2]
-        for _ in range(max(level - 1, 0)):
-            base = base.parent
+        base = package_base(base, level)
         for k in range(1, len(parts) + 1):
             module, rest = ".".join(parts[:k]), ".".join(parts[k:])
             if level or script:  # the script's own imports are looked up beside it only
@@ -173,8 +162,7 @@ class Search:
     def resolve(self, origin: tuple[str, str | None, int], name: str, base: Path, script: bool = False):
         """The (module, member) pairs `name` may resolve to (as `add_name` looks, once all is reached)."""
         parts, level = chain(origin, name), origin[2]
-        for _ in range(max(level - 1, 0)):
-            base = base.parent
+        base = package_base(base, level)
         for k in range(1, len(parts)):  # a module and a member in it
             module, rest = ".".join(parts[:k]), ".".join(parts[k:])
             for folder in [base] if level or script else list(self.folders):
@@ -238,7 +226,7 @@ def may_train_through(folder: Path | None, bindings: dict[str, list], called: se
     for module, level in stars:
         if module:
             search.add_name((module, None, level), module.split(".")[0], folder, script=True)
-            star_paths += [p for p in [search._find(_up(folder, level), module)] if p is not None]
+            star_paths += [p for p in [search._find(package_base(folder, level), module)] if p is not None]
     if not search.trains():
         return False
     starts = [
@@ -249,12 +237,6 @@ def may_train_through(folder: Path | None, bindings: dict[str, list], called: se
     ]
     starts += [(path, name) for path in star_paths for name in called if name.split(".")[0] not in bindings]
     return search.member_trains(starts)
-
-
-def _up(folder: Path, level: int) -> Path:
-    for _ in range(max(level - 1, 0)):
-        folder = folder.parent
-    return folder
 
 
 @dataclass(frozen=True)
@@ -297,4 +279,4 @@ def module_defs(path: Path) -> ModuleDefs | None:
     return _DEFS[key]
 
 
-__all__ = ["ModuleNames", "may_train_through", "module_names", "trains_call"]
+__all__ = ["ModuleNames", "may_train_through", "module_names"]
