@@ -11,10 +11,13 @@ import textwrap
 from types import SimpleNamespace
 
 import pytest
+from local_files import write
 from teardown import run_plain
+from test_rules_imported_meters import NAMED_METER
+from test_rules_imported_meters import SCRIPT as IMPORTED
 from test_rules_meters import AVERAGE_METER
 
-from ddpfix import fix_source
+from ddpfix import fix_project, fix_source
 
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
@@ -142,7 +145,7 @@ METERS = (
 )
 
 
-def _run(tmp_path, script, name: str, nproc: int | None) -> str:
+def _run(tmp_path, script, name: str, nproc: int | None, last: str = "epoch 1 tensor") -> str:
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
     cmd = [sys.executable, str(script)]
     if nproc is not None:
@@ -156,7 +159,7 @@ def _run(tmp_path, script, name: str, nproc: int | None) -> str:
             returncode=done.returncode,
             stdout=done.stdout,
             stderr=done.stderr,
-            reached_end=sum(line.startswith("epoch 1 tensor") for line in lines) == 1,
+            reached_end=sum(line.startswith(last) for line in lines) == 1,
         )
 
     done = run_plain(once, tmp_path / name, name)
@@ -196,5 +199,24 @@ def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path, script, wanted):
     plain = _run(tmp_path, before, "plain", None)
     assert _run(tmp_path, after, "plain_out", None) == plain  # a plain run of the output prints the same
     assert [line for line in _run(tmp_path, after, "ddp", 2).splitlines() if line.startswith("epoch")] == [
+        line for line in plain.splitlines() if line.startswith("epoch")
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_meters_of_a_class_imported_from_the_scripts_module_print_the_plain_runs_numbers(tmp_path):
+    """`from utils import AverageMeter`: the class is read from utils.py, the totals reduced in the script."""
+    write(tmp_path, "utils.py", NAMED_METER.lstrip("\n"))
+    before = write(tmp_path, "train.py", IMPORTED.replace("lr=0.1", "lr=0.0"))
+    result = fix_project(str(before))
+    assert result.incomplete == [] and result.others == {}, [b.format() for b in result.incomplete]
+    assert "top1.avg = top1.sum / top1.count\n" in result.code
+    after = write(tmp_path, "train_ddp.py", result.code)
+    plain = _run(tmp_path, before, "plain", None, last="epoch 1 loss")
+    assert plain.count("epoch") == 2
+    assert _run(tmp_path, after, "plain_out", None, last="epoch 1 loss") == plain
+    ddp = _run(tmp_path, after, "ddp", 2, last="epoch 1 loss")
+    assert [line for line in ddp.splitlines() if line.startswith("epoch")] == [
         line for line in plain.splitlines() if line.startswith("epoch")
     ]

@@ -1,7 +1,8 @@
 """Meters: objects of the script's own classes that keep running totals (`self.sum += value * n`), filled
 in a loop over a sharded loader and shown afterwards (`print(f"{losses.average:.4f}")`, `print(meter)`).
 
-A *meter class* is a class of this file with a method that accumulates into `self.<attr>` with `+=`
+A *meter class* is a class of this file (or of a module of the script's own it imports:
+imported_meters.py) with a method that accumulates into `self.<attr>` with `+=`
 (its *update* method). A meter is *filled* where a loop calls an update method of a name bound to an
 instance of one (`train_loss = Average()`, then `train_loss.update(loss.item(), len(x))`), and *shown*
 where a print or log call reads that name after it is bound: in the same function, or in a caller of
@@ -54,25 +55,32 @@ def meter_classes(index: TreeIndex, collectives) -> dict[str, MeterClass]:
     lists the collective calls inside a node."""
     out: dict[str, MeterClass] = {}
     for cls in index.classes:
-        summed: list[str] = []
-        updates: set[str] = set()
-        assigned: list[tuple[str, cst.BaseExpression | None]] = []
-        methods = index.methods_of(cls)
-        for name, method in methods.items():
-            augs = [(a, n) for n in walk(method.body) if isinstance(n, cst.AugAssign) and (a := _self_attr(n.target))]
-            if not any(reads(n.value) for _, n in augs):
-                continue  # nothing but `self.steps += 1`: a count of calls, the same on every rank
-            own = [a for a, _ in augs]
-            updates.add(name)
-            summed += [a for a in own if a not in summed]
-            assigned += _after_totals(method)
-        if not summed:
-            continue
-        starts = dict(_starts(methods))
-        numeric = all(isinstance(starts.get(a), (cst.Integer, cst.Float)) for a in summed)
-        derived, stored = _derived(summed, assigned)
-        out[cls.name.value] = MeterClass(cls, summed, updates, stored, numeric, bool(collectives(cls)), derived)
+        meter = meter_class(cls, index.methods_of(cls), bool(collectives(cls)))
+        if meter is not None:
+            out[cls.name.value] = meter
     return out
+
+
+def meter_class(cls: cst.ClassDef, methods: dict[str, cst.FunctionDef], reduces: bool) -> MeterClass | None:
+    """`cls` as a meter (its `methods` by name; `reduces`: a method issues a collective), or None when no
+    method accumulates a value into its attributes."""
+    summed: list[str] = []
+    updates: set[str] = set()
+    assigned: list[tuple[str, cst.BaseExpression | None]] = []
+    for name, method in methods.items():
+        augs = [(a, n) for n in walk(method.body) if isinstance(n, cst.AugAssign) and (a := _self_attr(n.target))]
+        if not any(reads(n.value) for _, n in augs):
+            continue  # nothing but `self.steps += 1`: a count of calls, the same on every rank
+        own = [a for a, _ in augs]
+        updates.add(name)
+        summed += [a for a in own if a not in summed]
+        assigned += _after_totals(method)
+    if not summed:
+        return None
+    starts = dict(_starts(methods))
+    numeric = all(isinstance(starts.get(a), (cst.Integer, cst.Float)) for a in summed)
+    derived, stored = _derived(summed, assigned)
+    return MeterClass(cls, summed, updates, stored, numeric, reduces, derived)
 
 
 def _after_totals(method: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression | None]]:
@@ -176,7 +184,7 @@ def _instance(index: TreeIndex, scope, name: str, loop: cst.CSTNode, classes) ->
         if assign.targets[0].target.value != name:
             continue
         value = assign.value
-        ok = isinstance(value, cst.Call) and dotted(value.func) in classes and not value.args
+        ok = isinstance(value, cst.Call) and dotted(value.func) in classes
         stmt = index.parent.get(assign)
         found = stmt if ok and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     return found
@@ -244,4 +252,4 @@ def _assigned_values(method: cst.FunctionDef) -> list[tuple[str, cst.BaseExpress
     return out
 
 
-__all__ = ["MeterClass", "Shown", "meter_classes", "shown_meters"]
+__all__ = ["MeterClass", "Shown", "meter_class", "meter_classes", "shown_meters"]

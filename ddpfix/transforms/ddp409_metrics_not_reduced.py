@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.flow import reads
+from ..analysis.imported_meters import imported_meter_classes
 from ..analysis.meters import meter_classes, shown_meters
 from ..examples import clean, fixes, reports
 from ..loader_subclass_epochs import subclass_training_loops
@@ -34,8 +35,10 @@ shards (DDP201), or over batches the conversion cuts by rank (DDP209), is report
 of what the conversion would do, and fixed: the total is reduced over the ranks right before the
 statement that shows it.
 
-Totals kept in a *meter* are reported the same way: an instance of a class of the script whose method
-accumulates into its own attributes (`self.sum += value * n; self.count += n`), updated inside a loop
+Totals kept in a *meter* are reported the same way: an instance of a class of the script, or of a module
+of its own it imports (`from utils import AverageMeter`; the class is read there, the fix is made in
+the script), whose method accumulates into its own attributes (`self.sum += value * n; self.count +=
+n`), updated inside a loop
 over a sharded loader (also a `DataLoader` subclass that builds its own `DistributedSampler`, looped
 over by the class it is handed to), and then shown: read by a print or log call in the same function,
 or returned by the function that fills it (`return train_loss, train_acc`) and shown by its caller.
@@ -142,7 +145,9 @@ taken to reduce its own totals.
         reduced = _reduced(facts)
         loops = _sharded_loops(facts, loaders, cut)
         sharded = _sharded_totals(facts, loops, reduced) - reduced
-        classes = {k: c for k, c in meter_classes(facts.index, facts.ranks.collectives_in).items() if not c.reduces}
+        classes = meter_classes(facts.index, facts.ranks.collectives_in)
+        classes.update(imported_meter_classes(facts, classes))
+        classes = {k: c for k, c in classes.items() if not c.reduces}
         meters = shown_meters(facts.index, loops, classes, _shows, reduced | set(facts.names.aliases))
         if not sharded and not meters:
             return
