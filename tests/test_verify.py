@@ -567,6 +567,7 @@ def test_torchrun_commands():
         "--standalone",
         "--nproc-per-node=2",
         str(ROOT / "ddpfix/verify/probe.py"),
+        "--",
         "train.py",
         "--epochs",
         "1",
@@ -575,7 +576,7 @@ def test_torchrun_commands():
     assert len(two) == 2
     for i, cmd in enumerate(two):
         assert f"--node-rank={i}" in cmd and "--nnodes=2" in cmd and "--master-addr=127.0.0.1" in cmd
-        assert "--master-port=29999" in cmd and cmd[-2:] == [str(ROOT / "ddpfix/verify/probe.py"), "train.py"]
+        assert "--master-port=29999" in cmd and cmd[-3:] == [str(ROOT / "ddpfix/verify/probe.py"), "--", "train.py"]
 
 
 def test_probe_env_adds_one_variable():

@@ -182,6 +182,14 @@ def test_forward_called_as_a_method_of_the_wrapper_is_synchronised(tmp_path):
     assert "Net's forward" in report["shards"].evidence[0] and "8/8 digested" in report["shards"].evidence[0]
 
 
+def test_script_options_that_abbreviate_torchruns_own_reach_the_script(tmp_path):
+    """`--s 1` is a prefix of torchrun's `--standalone`, `--start-method`, ...: argparse would refuse it as
+    ambiguous before the script ever ran, were it not after `--`."""
+    report = run_case("direct_forward.py", tmp_path, args=["--s", "1", "--no-ddp"])
+    assert failing(report) == {"ddp"}, describe(report)  # `--no-ddp` reached the script, behind `--s 1`
+    assert report["completes"].status == "pass", describe(report)
+
+
 def test_forward_called_as_a_method_without_the_wrapper_fails_ddp(tmp_path):
     report = run_case("direct_forward.py", tmp_path, args=["--no-ddp"])
     assert failing(report) == {"ddp"}, describe(report)

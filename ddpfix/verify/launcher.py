@@ -1,7 +1,8 @@
 """Build and run the torchrun command(s) for ``ddpfix verify``, and the plain single-process run.
 
 One node: ``python -m torch.distributed.run --standalone --nproc-per-node=N .../ddpfix/verify/probe.py
-SCRIPT ARGS``: torchrun starts the probe file by path (not ``-m ddpfix.verify.probe``), so neither the
+-- SCRIPT ARGS`` (after ``--`` torchrun takes none of the script's options for its own). torchrun
+starts the probe file by path (not ``-m ddpfix.verify.probe``), so neither the
 ``ddpfix`` package nor a ``PYTHONPATH`` entry reaches the user's processes. Several nodes on one
 host: one torchrun agent per node (``--nnodes=K --node-rank=i``, static rendezvous on 127.0.0.1) so
 that ``RANK`` differs from ``LOCAL_RANK``.
@@ -92,7 +93,8 @@ def torchrun_commands(
     script: str, args, *, nproc: int, nnodes: int, python: str, log_dir: str | None = None, port: int | None = None
 ) -> list[list[str]]:
     """The agent command lines: one for a single node, one per simulated node otherwise."""
-    tail = [PROBE_FILE, script, *args]
+    # `--`: the script's own options are never read as torchrun's (`--s` would abbreviate `--standalone`)
+    tail = [PROBE_FILE, "--", script, *args]
     base = [python, "-m", "torch.distributed.run"]
     if nnodes == 1:
         cmd = [*base, "--standalone", f"--nproc-per-node={nproc}"]

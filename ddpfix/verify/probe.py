@@ -1391,6 +1391,8 @@ def _run_script(path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--"]:  # torchrun hands on the `--` that keeps the script's options from its own parser
+        argv = argv[1:]
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python -m ddpfix.verify.probe SCRIPT [ARGS...]", file=sys.stderr)
         return 2
