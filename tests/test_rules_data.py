@@ -254,6 +254,66 @@ def test_ddp208_download_in_a_helper_called_after_init():
     assert WAIT + '    ds = datasets.MNIST("data", download=True)\n' + RELEASE in out
 
 
+SOLVER = """
+
+class Solver:
+    def __init__(self, root):
+        self.root = root{init}
+
+    def load_data(self):
+        self.train_set = datasets.MNIST(self.root, train=True, download=True)
+
+    def run(self):
+        self.load_data()
+"""
+
+
+def test_ddp208_download_in_a_method_run_through_an_instance_after_init():
+    """`solver = Solver(root)`, then `solver.run()` -> `self.load_data()`: reached after the join DDP001
+    puts at the top of main()."""
+    src = download("solver = Solver('data')\nsolver.run()\n", top=SOLVER.format(init=""))
+    out = fix_source(src).code
+    wait, release = (textwrap.indent(b, "    ") for b in (WAIT, RELEASE))
+    assert wait + "        self.train_set = datasets.MNIST(" in out and "download=True)\n" + release in out, out
+    assert found(out, "DDP208") == []
+    # `Solver('data').run()` and an instance bound at module level, run from main(), are the same
+    for body, top in (("Solver('data').run()\n", ""), ("SOLVER.run()\n", "SOLVER = Solver('data')\n")):
+        again = fix_source(download(body, top=SOLVER.format(init="") + top)).code
+        assert wait + "        self.train_set = datasets.MNIST(" in again, again
+
+
+def test_ddp208_download_in_a_constructor_called_after_init():
+    src = download(
+        "solver = Solver('data')\n",
+        top=SOLVER.format(init="\n        self.test_set = datasets.MNIST(root, train=False, download=True)"),
+    )
+    out = fix_source(src).code
+    assert "dist.barrier()  # the other ranks wait while local rank 0 downloads\n        self.test_set" in out, out
+
+
+def test_ddp208_method_run_through_an_instance_before_init_is_reported():
+    """The instance's method runs at import time, before main() joins: no barrier can go there."""
+    src = download("pass\n", top=SOLVER.format(init="") + "SOLVER = Solver('data')\nSOLVER.run()\n")
+    [d] = found(src, "DDP208")
+    assert d.fix == "none" and "before the process group" in d.message
+
+
+def test_ddp208_unchecked_urlretrieve_runs_on_local_rank_0_only():
+    """It writes the file again on every call: a second rank's would rewrite it as rank 0 reads it."""
+    top = "import urllib.request\nURL = 'https://example.com/w.csv'\n"
+    out = fix_source(download('urllib.request.urlretrieve(URL, "w.csv")\n', top=top)).code
+    assert (WAIT + '    if LOCAL_RANK == 0:\n        urllib.request.urlretrieve(URL, "w.csv")\n' + RELEASE) in out, out
+    assert fix_source(out).code == out
+    checked = fix_source(
+        download(
+            'if not os.path.exists("w.csv"):\n    urllib.request.urlretrieve(URL, "w.csv")\n', top=top + "import os\n"
+        )
+    ).code
+    assert "if LOCAL_RANK == 0:" not in checked  # the others find the file and skip it
+    [d] = found(download('path, _ = urllib.request.urlretrieve(URL, "w.csv")\n', top=top), "DDP208")
+    assert d.fix == "none" and "its result is kept" in d.message
+
+
 def test_ddp208_already_ordered_downloads_are_left_alone():
     assert (
         found(

@@ -12,6 +12,7 @@ import libcst as cst
 from ..syntax import assign_targets, assigned_value, calls_in, dotted
 from .index import TreeIndex
 from .names import Names
+from .own_instances import instance_of
 from .values import handle_of
 
 
@@ -40,7 +41,7 @@ def drawing_loops(index: TreeIndex, names: Names, iter_call: cst.Call, it: str) 
     for call in index.calls:
         func = call.func
         if not (
-            isinstance(func, cst.Attribute) and func.attr.value in drawing and _instance_of(index, names, call, cls)
+            isinstance(func, cst.Attribute) and func.attr.value in drawing and instance_of(index, names, call, cls)
         ):
             continue
         loop = next((a for a in index.ancestors(call) if isinstance(a, (cst.For, cst.While))), None)
@@ -50,18 +51,6 @@ def drawing_loops(index: TreeIndex, names: Names, iter_call: cst.Call, it: str) 
 
 def _draws(node: cst.CSTNode, it: str) -> bool:
     return any(dotted(c.func) == "next" and c.args and handle_of(c.args[0].value) == it for c in calls_in(node))
-
-
-def _instance_of(index: TreeIndex, names: Names, call: cst.Call, cls: cst.ClassDef) -> bool:
-    """Is the receiver of the method call `call` bound, in its scope, to `cls(...)`?"""
-    receiver = dotted(call.func.value)  # type: ignore[attr-defined]
-    if receiver is None:
-        return False
-    for site in names.assignments(index.scope_of(call), receiver):
-        value = assigned_value(site.stmt)
-        if isinstance(value, cst.Call) and dotted(value.func) == cls.name.value:
-            return True
-    return False
 
 
 __all__ = ["drawing_loops", "iterator_calls"]

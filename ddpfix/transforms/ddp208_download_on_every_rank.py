@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.own_instances import method_callers
 from ..analysis.spawn_parent import runs_before_spawn
 from ..analysis.summaries import INIT
 from ..examples import clean, fixes
@@ -24,6 +25,9 @@ DOWNLOADS = {
     "torchvision.datasets.utils.download_url",
     "torchvision.datasets.utils.download_and_extract_archive",
 }
+# Downloads that write their file again on every call (no check of what is on disk): after rank 0's,
+# another rank's would rewrite the file while rank 0 reads it, so they run on local rank 0 only.
+OVERWRITES = {"urllib.request.urlretrieve", "wget.download"}
 CHECKS = ("exists", "isfile", "isdir", "is_file", "is_dir")
 HELPER_DEPTH = 3
 
@@ -67,14 +71,20 @@ if DISTRIBUTED and LOCAL_RANK == 0:
 Local rank 0 of each node downloads while the others wait at a barrier; then it joins the barrier and
 the others load what is now on disk. Adjacent downloads share one pair of barriers; an `if` that
 checks for the file first (`if not os.path.exists(path): urlretrieve(url, path)`) is kept inside
-them. A plain run (`DISTRIBUTED` false) runs exactly as before. Several nodes that share one file
+them. A download that writes its file again on every call, with no such check (`urlretrieve(url,
+path)`, `wget.download(url, path)` on a line of their own), runs on local rank 0 only (`if LOCAL_RANK ==
+0:` around it, inside the barriers): after rank 0's, another rank's would rewrite the file while rank 0
+reads it. The download may be in a function or method the entry point reaches after the join, also
+through an instance (`solver = Solver(args)`, then `solver.run()` calling `self.load_data()`). A
+plain run (`DISTRIBUTED` false) runs exactly as before. Several nodes that share one file
 system still download once per node at the same time: there, test `RANK` instead of `LOCAL_RANK`.
 
 ## Fix safety
 Safe where the download is one statement of its own (or one existence-checked `if`) that runs after
 the process group is joined, on every rank. Otherwise the diagnostic says why there is no fix: the
 download runs before the process group exists (at import time, say), is returned straight out of a
-function (`return datasets.MNIST(...)`: assign it first), or shares a line with other code. Downloads
+function (`return datasets.MNIST(...)`: assign it first), shares a line with other code, or is an
+unchecked `urlretrieve` whose result the script keeps (`path, _ = urlretrieve(...)`). Downloads
 already under a rank condition, after a barrier or inside a "main process first" context manager are
 not reported, nor are those a script launched with `mp.spawn` makes in the launching process before it
 starts the workers (once per machine).
@@ -102,8 +112,17 @@ starts the workers (once per machine).
             if why is not None:
                 ctx.report(call, f"{self.message}; {why}", fix="none")
                 continue
+            overwrites = (facts.names.call_qual(call) or "") in OVERWRITES and stmt is facts.index.site(call).stmt
+            if overwrites and not _bare_call(stmt, call):
+                why = (
+                    "its result is kept, and a second download would rewrite the file: download on local rank 0 by hand"
+                )
+                ctx.report(call, f"{self.message}; {why}", fix="none")
+                continue
             if not ctx.report(call):
                 continue
+            if overwrites:
+                ctx.plan.guard(stmt, f"{ctx.env('LOCAL_RANK')} == 0")  # the others find the file on disk
             if groups and _adjacent(facts, groups[-1][-1], stmt):
                 groups[-1].append(stmt)
             else:
@@ -146,6 +165,13 @@ def _statement(facts, call: cst.Call) -> tuple[cst.BaseStatement | None, str | N
     if facts.ranks.collectives_in(stmt):
         return None, "the statement holding it also issues collectives: download it in a statement of its own"
     return stmt, None
+
+
+def _bare_call(stmt: cst.BaseStatement, call: cst.Call) -> bool:
+    """Is `stmt` the call alone (`urlretrieve(url, path)`), its result unused?"""
+    return (
+        isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) and stmt.body[0].value is call
+    )
 
 
 def _is_existence_check(node: cst.If) -> bool:
@@ -227,7 +253,9 @@ def _reached_after(facts, stmt: cst.CSTNode, points: list[cst.CSTNode], depth: i
         if isinstance(point, cst.Call) and index.scope_of(point) is scope and index.before(point, stmt):
             return True
     if isinstance(scope, cst.FunctionDef) and depth < HELPER_DEPTH:
-        callers = index.callers_of(scope)
+        # called by name, by `self.` in its class, or through an instance (`solver = Solver(args)`, then
+        # `solver.run()` after the join)
+        callers = index.callers_of(scope) + method_callers(index, facts.names, scope)
         return bool(callers) and all(_reached_after(facts, index.site(c).stmt, points, depth + 1) for c in callers)
     return False
 
