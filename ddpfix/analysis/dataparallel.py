@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, code_of, is_main_guard, kwarg, mentions, positional
+from ..syntax import assign_targets, assigned_value, code_of, dotted, is_main_guard, kwarg, mentions, positional
 from .index import TreeIndex
 from .models import DP_NAMES, Models
 from .names import Names
@@ -169,9 +169,39 @@ def _chain_holds(value: cst.BaseExpression, call: cst.Call) -> bool:
     return True
 
 
+def dataparallel_trains(index: TreeIndex, models: Models) -> bool:
+    """Is a trained model in nn.DataParallel (a DataParallel call not beside the script's own DDP): one
+    the call wraps (`nn.DataParallel(model)`), a part of one (`model.encoder = nn.DataParallel(model.
+    encoder)`), one it gives its value (`model = nn.DataParallel(model_single)`, `wrapper = nn.
+    DataParallel(model).cuda()`), or, where the analysis sees no trained model (built and returned by a
+    helper), any? A process group or sampler beside it would train one unsynchronised copy per rank."""
+    live = [c for c in models.dp_calls if not models.beside_ddp(c)]
+    if not live:
+        return False
+    if not models.trained or any(models.dataparallel(m) is not None for m in models.trained):
+        return True
+    trained = {m.handle.split(".")[0] for m in models.trained} | {m.each for m in models.trained if m.each}
+    for call in live:
+        arg = positional(call, 0) or kwarg(call, "module")
+        heads = {(dotted(arg.value) or "").split(".")[0]} if arg is not None else set()
+        stmt = index.site(call).stmt
+        if assigned_value(stmt) is not None:
+            heads |= {t.split(".")[0] for t in assign_targets(stmt)}
+        if heads & trained:
+            return True
+    return False
+
+
 def conversion_blocked(index: TreeIndex, names: Names, models: Models) -> bool:
     """Some DataParallel line cannot be converted to DDP automatically (DDP302 leaves it as it is)."""
     return any(c.blocker is not None for c in dataparallel_conversions(index, names, models))
 
 
-__all__ = ["DpConversion", "DpLine", "conversion_blocked", "dataparallel_conversions", "later_device_move"]
+__all__ = [
+    "DpConversion",
+    "DpLine",
+    "conversion_blocked",
+    "dataparallel_conversions",
+    "dataparallel_trains",
+    "later_device_move",
+]

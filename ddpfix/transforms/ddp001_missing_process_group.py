@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.dataparallel import conversion_blocked
+from ..analysis.dataparallel import conversion_blocked, dataparallel_trains
 from ..analysis.flow import binds
 from ..edits import backend_choice, torch_name
 from ..examples import clean, fixes
@@ -183,8 +183,8 @@ def process_group_needs(facts) -> list[cst.CSTNode]:
 
 
 def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
-    """Every trained model is in nn.DataParallel: a process group is right only together with its
-    conversion to DDP (DDP302, an unsafe fix; none where that conversion cannot be made). A process
+    """A trained model is in nn.DataParallel (`dataparallel_trains`): a process group is right only
+    together with its conversion to DDP (DDP302, an unsafe fix; none where that conversion cannot be made). A process
     group beside the DataParallel would run N unsynchronised copies. (None, None) otherwise."""
     facts = ctx.facts
     models = facts.models
@@ -194,7 +194,7 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
             f"{built}: wrap them there first; a process group without the wrap would train one unsynchronised "
             "copy per rank"
         )
-    if not models.trained or any(models.dataparallel(m) is None for m in models.trained):
+    if not dataparallel_trains(facts.index, models):
         return None, None
     if conversion_blocked(facts.index, facts.names, models):
         return (

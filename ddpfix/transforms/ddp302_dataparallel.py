@@ -71,6 +71,12 @@ plain `python train.py` now runs on one GPU only. Diagnostic only, and then DDP2
 (no process group and sampler without the wrap): a DataParallel line inside a loop, alone in a branch
 of an `if`/`else`, followed in its `if` block by code that uses the DataParallel model, or wrapping
 the same model in several places.
+
+The rest of the conversion never comes without the wrap: wherever a trained model is in
+DataParallel (also a part of it, `model.encoder = nn.DataParallel(model.encoder)`; a wrapper under
+another name, `wrapper = nn.DataParallel(model)`; or a model a helper builds and returns), the
+process group (DDP001), the sampler (DDP201) and the rank-0 guards are made only together with this
+fix, so a safe apply leaves the script whole rather than half converted.
 """
 
     def run(self, ctx: Context) -> None:
