@@ -1,7 +1,8 @@
 """DDP201's fix for a training DataLoader that has a sampler of its own: a `RandomSampler` or
 `SequentialSampler` (inline or through a variable) still draws from the whole dataset on every rank,
 so distributed runs get a DistributedSampler in its place; a stream drawn with replacement gets a
-random generator seeded per rank instead."""
+random generator seeded per rank instead. A sampler variable that is None on every path (a slot the
+script keeps for one) is filled with a DistributedSampler when distributed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from .analysis import Loader
 from .edits import epoch_name, with_kwarg
 from .order import Order
 from .rule import Context
-from .syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional
+from .syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional, walk
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -35,6 +36,9 @@ def swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, ar
         built = {id(facts.index.site(c).stmt) for c in facts.data.sampler_calls}
         if any(id(s.stmt) in built for s in sites):
             return  # `if args.distributed: DistributedSampler(...) else: RandomSampler(...)`: picked per path
+        if sites and all(is_literal(assigned_value(s.stmt), None) for s in sites):
+            _fill_placeholder(ctx, loader, batch_loop, var, sites[-1].stmt)  # type: ignore[arg-type]
+            return
         value = assigned_value(sites[-1].stmt) if sites else None
         ctor = value if isinstance(value, cst.Call) else None
     if ctor is None or facts.names.call_qual(ctor) not in LOCAL_SAMPLERS:
@@ -56,6 +60,59 @@ def swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, ar
     ctx.plan.replace(
         ctor, lambda n: cst.parse_expression(f"{cls}({code_of(ds.value)}{extra}) if {dist_flag} else {code_of(n)}")
     )
+    _set_epoch(ctx, loader, batch_loop, var)
+
+
+def _fill_placeholder(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, var: str, stmt: cst.CSTNode) -> None:
+    """`train_sampler = None`, then `DataLoader(train_set, shuffle=(train_sampler is None),
+    sampler=train_sampler)`: the slot the script keeps for a sampler is empty on every path, so every
+    rank draws from the whole dataset. Distributed runs fill it with a DistributedSampler."""
+    facts = ctx.facts
+    call = loader.site.node
+    assert isinstance(call, cst.Call)
+    message = f"training DataLoader's sampler is `{var} = None` on every path: every rank trains on the whole dataset"
+    ds = positional(call, 0) or kwarg(call, "dataset")
+    shuffle = kwarg(call, "shuffle") or positional(call, 2)
+    why = None
+    if ds is None or type(ds.value) is not cst.Name:
+        why = "its dataset is no plain name"
+    elif not all(
+        facts.index.before(site.stmt, stmt)
+        for site in facts.names.assignments(facts.index.scope_of(stmt), ds.value.value)
+    ):
+        why = f"{ds.value.value} is bound after `{var} = None`: build the dataset first"
+    elif (
+        shuffle is not None
+        and not is_literal(shuffle.value, False)
+        and var not in {dotted(n) for n in _names(shuffle.value)}
+    ):
+        why = f"it also passes shuffle={code_of(shuffle.value)}, which a sampler excludes: pass shuffle=({var} is None)"
+    if why is not None:
+        ctx.report(call, f"{message}; {why}, then give it a DistributedSampler when distributed", fix="none")
+        return
+    if not ctx.report(call, message):
+        return
+    order = "" if shuffle is not None and not is_literal(shuffle.value, False) else ", shuffle=False"
+    value = ctx.plan.expression(
+        "{cls}({ds}{order}) if {d} else None",
+        cls=ctx.plan.ref(SAMPLER, "DistributedSampler"),
+        ds=code_of(ds.value),  # type: ignore[union-attr]
+        order=order,
+        d=ctx.env("DISTRIBUTED"),
+    )
+    ctx.plan.replace(assigned_value(stmt), lambda n: value)  # type: ignore[arg-type]
+    _set_epoch(ctx, loader, batch_loop, var)
+
+
+def _names(node: cst.CSTNode) -> list[cst.CSTNode]:
+    return [n for n in walk(node) if isinstance(n, (cst.Name, cst.Attribute))]
+
+
+def _set_epoch(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, var: str | None) -> None:
+    """`set_epoch` at the top of the epoch loop, through `var` where that loop sees it, else through the
+    loader (`train_loader.sampler`)."""
+    facts = ctx.facts
+    dist_flag = ctx.env("DISTRIBUTED")
     epoch_loop = facts.data.epoch_loop_for(batch_loop)
     epoch = epoch_name(ctx, epoch_loop) if epoch_loop is not None else None
     if epoch is None:

@@ -26,7 +26,11 @@ class MissingDistributedSampler(Rule):
     docs = """
 ## What
 A DataLoader over a map-style dataset that feeds training steps, with no `sampler=` (or with a plain
-`RandomSampler` / `SequentialSampler`). Training draws from it in one of these ways:
+`RandomSampler` / `SequentialSampler`, or a slot the script keeps for one and leaves empty on every
+path: `train_sampler = None`, then `sampler=train_sampler`; distributed runs fill that slot,
+`train_sampler = DistributedSampler(train_dataset) if DISTRIBUTED else None`, where the dataset is
+bound before it and the loader's `shuffle` is false or reads the slot, `shuffle=(train_sampler is
+None)`). Training draws from it in one of these ways:
 - a `for` loop over it (or over `tqdm(loader)`, `enumerate(loader)`, a parameter or class attribute
   holding it) with a training step inside;
 - `next(it)` on `it = iter(loader)` in a loop that trains, in the same function or through a method
