@@ -66,3 +66,48 @@ def test_object_read_in_an_expression_gets_no_fix(tmp_path):
 def test_object_handed_to_a_function_gets_no_fix(tmp_path):
     result, found = _run(tmp_path, "print_row(log)")
     assert not found.applied and found.fix == "none"
+
+
+HANDLE = """
+import json
+
+import torch
+import torch.nn as nn
+
+model = nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+log = open({path}, "w")
+log.write(json.dumps({{"lr": 0.1}}) + "\\n")
+for step in range(2):
+    loss = model(torch.randn(4, 2)).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    {use}
+log.close()
+"""
+
+
+def test_a_file_kept_open_and_written_is_opened_and_written_on_rank_0_only():
+    """`log = open(path, "w")`, then `log.write(...)` as the run goes: every rank truncated and wrote the
+    same file; the opening and each use become rank 0's together."""
+    src = HANDLE.format(path='"log.txt"', use="log.write(str(loss.item()))\n    log.flush()")
+    result = fix_source(src)
+    assert [d.fix for d in result.diagnostics if d.code == "DDP405"] == ["safe"]
+    out = result.code
+    assert '\nif RANK == 0:\n    log = open("log.txt", "w")\n' in out, out
+    assert "    if RANK == 0:\n        log.write(str(loss.item()))\n        log.flush()\n" in out, out
+    assert "\nif RANK == 0:\n    log.close()\n" in out, out
+    assert fix_source(out).code == out
+
+
+def test_a_file_handle_used_in_an_expression_is_reported_without_a_fix():
+    src = HANDLE.format(path='"log.txt"', use="print(loss.item(), file=log)")
+    [d] = [d for d in fix_source(src).diagnostics if d.code == "DDP405"]
+    assert d.fix == "none" and "log is a file every rank opens for writing" in d.message
+
+
+def test_a_file_named_per_rank_is_left_alone():
+    src = HANDLE.format(path="f\"log_{os.environ.get('RANK', 0)}.txt\"", use="log.write(str(loss.item()))")
+    src = "import os\n" + src
+    assert [d for d in fix_source(src).diagnostics if d.code == "DDP405"] == []

@@ -9,9 +9,9 @@ from ..analysis.local_writes import EVERY_RANK_LOG_FILE
 from ..edits import guard, guard_site, opens_for_writing
 from ..examples import clean, fixes, reports
 from ..module_guards import guard_module_writes
-from ..object_guards import rank0_object_statements
+from ..object_guards import guard_object, rank0_object_statements
 from ..rule import Context, Rule
-from ..syntax import assign_targets, dotted, kwarg, mentions, method_name, positional, receiver, walk
+from ..syntax import assign_targets, assigned_value, dotted, kwarg, mentions, method_name, positional, receiver, walk
 
 
 class UnguardedLogFile(Rule):
@@ -21,8 +21,12 @@ class UnguardedLogFile(Rule):
     message = "log file opened on every rank: all processes write the same file"
     docs = """
 ## What
-`logging.basicConfig(filename=...)`, a `logging.FileHandler`, a log record, or a write-mode
-`with open(...)` executed by every rank. Left alone: a file named per rank
+`logging.basicConfig(filename=...)`, a `logging.FileHandler`, a log record, a write-mode
+`with open(...)`, or a file kept open and written as the run goes (`log = open(path, "w")`, then
+`log.write(...)`, `log.flush()`, `log.close()`) executed by every rank. The kept-open file is opened
+and used on rank 0 only, each statement that uses it guarded, where every use is a call of its own
+on it in the same scope; used any other way (`print(..., file=log)`, handed to a function) it is
+reported without a fix. Left alone: a file named per rank
 (`f"log_rank{rank}.txt"`, `os.path.join(out, f"train_{rank}.log")`, also through a variable), a
 handler created or added on rank 0 only (`if is_main_process(): logger.addHandler(handler)`), code
 after an early return on the other ranks, and the records of a logger the script quiets on the
@@ -108,6 +112,15 @@ Safe. A file handler used anywhere but in plain statements of the same block get
                 guard_site(ctx, call, "log record emitted on every rank: the log file gets one copy per process")
         for stmt in _write_opens(facts):
             guard_site(ctx, stmt, "file opened for writing on every rank: all processes write the same file")
+        for call in _handle_opens(facts):  # `log = open(path, "w")`, then `log.write(...)` as the run goes
+            statements = rank0_object_statements(ctx, call)
+            if statements is None:
+                name = assign_targets(facts.index.site(call).stmt)[0]
+                ctx.report(
+                    call, f"{name} is a file every rank opens for writing: open and use it on rank 0 only", fix="none"
+                )
+            elif ctx.report(call, "file opened for writing on every rank: all processes write the same file"):
+                guard_object(ctx, statements, call)
         harm = "all processes write the same file"
         # `write_samples(images, f"samples_rank{rank}.pgm")`: the call names a file of its own per rank
         per_rank = lambda call: any(ranks.depends_on_rank(a.value) for a in call.args)  # noqa: E731
@@ -211,6 +224,27 @@ def _is_log_record(facts, call: cst.Call) -> bool:
         return True
     base = name.split(".")[-1].lower()
     return "log" in base
+
+
+def _handle_opens(facts) -> list[cst.Call]:
+    """`name = open(path, "w")` (a file kept open and written as the run goes) that every rank runs,
+    its path the same on every rank, outside a class (its callers decide which rank runs a method)."""
+    out = []
+    index = facts.index
+    for call in index.calls:
+        if dotted(call.func) != "open" or not opens_for_writing(call):
+            continue
+        stmt = index.site(call).stmt
+        targets = assign_targets(stmt)
+        if assigned_value(stmt) is not call or len(targets) != 1 or "." in targets[0]:
+            continue
+        path = positional(call, 0) or kwarg(call, "file")
+        if path is not None and facts.ranks.depends_on_rank(path.value):
+            continue  # per-rank file name
+        if index.enclosing(call, cst.ClassDef) is not None or facts.ranks.rank_guarded(call):
+            continue
+        out.append(call)
+    return out
 
 
 def _write_opens(facts) -> list[cst.With]:
