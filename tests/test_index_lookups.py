@@ -71,3 +71,60 @@ def test_collector_is_left_as_found() -> None:
     with pytest.raises(DdpfixError):
         fix_source(source + "def (:\n")
     assert gc.isenabled()  # also after an error
+
+
+CALLEES = """
+def helper():
+    pass
+
+
+def outer():
+    def inner():
+        pass
+
+    inner()
+    helper()
+
+
+class Model:
+    def step(self):
+        pass
+
+    def run(self):
+        step()
+
+
+if __name__ == "__main__":
+    def train():
+        pass
+
+    def twice():
+        pass
+
+    def twice():
+        pass
+
+    train()
+    twice()
+    outer()
+"""
+
+
+def test_a_call_by_name_finds_the_function_its_scope_sees() -> None:
+    """A closure of the calling function, a function in a block at module level (`if __name__ ==
+    "__main__":`), a module-level one; never a method (`step()` in a method is no `self.step()`), nor a
+    name its scope defines twice."""
+    module = cst.parse_module(CALLEES)
+    index = TreeIndex(module)
+    callee = {c.func.value: index.callee_of(c) for c in index.calls if isinstance(c.func, cst.Name)}
+    names = {k: v.name.value if v is not None else None for k, v in callee.items()}
+    assert names == {
+        "inner": "inner",
+        "helper": "helper",
+        "step": None,
+        "train": "train",
+        "twice": None,
+        "outer": "outer",
+    }
+    train = next(f for f in index.funcs if f.name.value == "train")
+    assert [c.func.value for c in index.callers_of(train)] == ["train"]

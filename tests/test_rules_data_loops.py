@@ -621,3 +621,36 @@ def test_ddp206_says_the_metric_may_be_off():
         """)
     [d] = found(src, "DDP206")
     assert "may count twice" in d.message and "multiple of the world size" in d.message
+
+
+def test_ddp201_set_epoch_reaches_an_epoch_loop_calling_a_closure_of_the_main_block():
+    """`def train(): for x, y in loader: ...` inside `if __name__ == "__main__":`, called once per epoch
+    by the loop below it: the sampler's epoch is set in that loop (it was left out, each epoch drawing the
+    same order on every rank)."""
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        if __name__ == "__main__":
+            loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8, shuffle=True)
+            net = nn.Linear(4, 1)
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+
+            def train():
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(net(x), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+
+            for epoch in range(2):
+                train()
+        """
+    ).lstrip()
+    out = fix_source(src).code
+    assert (
+        "    for epoch in range(2):\n        if sampler is not None:\n            sampler.set_epoch(epoch)\n" in out
+    ), out
+    assert [d for d in check_source(out) if d.code == "DDP204"] == []

@@ -226,12 +226,36 @@ class TreeIndex:
     def _find_callee(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func
         if type(func) is cst.Name:
-            return self.func_by_name.get(func.value)
+            return self._named_function(call, func.value)
         if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
             cls = self.enclosing(call, cst.ClassDef)
             if type(cls) is cst.ClassDef:
                 return self.methods_of(cls).get(func.attr.value)
         return None
+
+    def _named_function(self, call: cst.Call, name: str) -> cst.FunctionDef | None:
+        """The function `name` called at `call` names: one defined in the functions around the call
+        (innermost first), at module level, or in a block at module level (`if __name__ == "__main__":`)."""
+        scope = self.scope_of(call)
+        while scope is not self.module:
+            found = self._scoped_funcs.get((id(scope), name))
+            if found is not None:
+                return found
+            scope = self.scope_of(scope)
+        return self.func_by_name.get(name) or self._scoped_funcs.get((id(self.module), name))
+
+    @cached_property
+    def _scoped_funcs(self) -> dict[tuple[int, str], cst.FunctionDef | None]:
+        """Functions that are no methods, by the scope that binds their name (a function, or the module
+        for one in a block at module level); None where that scope defines the name more than once."""
+        out: dict[tuple[int, str], cst.FunctionDef | None] = {}
+        for f in self.funcs:
+            cls, outer = self.enclosing(f, cst.ClassDef), self.enclosing(f, cst.FunctionDef)
+            if cls is not None and (outer is None or self.contains(outer, cls)):
+                continue  # a method (of a class, or of a class inside a function)
+            key = (id(outer or self.module), f.name.value)
+            out[key] = None if key in out else f
+        return out
 
     @cached_property
     def _callers(self) -> dict[cst.FunctionDef, list[cst.Call]]:
