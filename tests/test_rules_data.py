@@ -75,6 +75,62 @@ def race(body: str) -> str:
     return script("\ndef main(out):\n" + textwrap.indent(textwrap.dedent(body), "    ") + TRAIN_TAIL)
 
 
+FRESH = """
+import os
+import shutil
+
+import torch
+import torch.nn as nn
+
+
+def main(log_dir):
+{clear}    os.makedirs(log_dir)
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(4, 2)).sum().backward()
+    opt.step()
+    with open(os.path.join(log_dir, "done.txt"), "w") as f:
+        f.write("done")
+
+
+if __name__ == "__main__":
+    main("logs")
+"""
+CLEAR = "    if os.path.isdir(log_dir):\n        shutil.rmtree(log_dir)\n"
+
+
+def test_ddp420_a_folder_removed_and_made_again_is_made_on_rank_0_before_the_others_go_on():
+    """`if os.path.isdir(d): shutil.rmtree(d)` then `os.makedirs(d)`: on every rank, one rank deletes what
+    another has just made (and written into)."""
+    src = FRESH.format(clear=CLEAR).lstrip()
+    [d] = found(src, "DDP420")
+    assert d.fix == "safe" and "removed and made again on every rank" in d.message
+    out = fix_source(src).code
+    made = (
+        "    if RANK == 0:\n        if os.path.isdir(log_dir):\n            shutil.rmtree(log_dir)\n"
+        "        os.makedirs(log_dir)\n    if DISTRIBUTED:\n"
+        "        dist.barrier()  # the others wait until rank 0 has made the folder\n"
+    )
+    assert made in out, out
+    assert found(out, "DDP420") == [] and fix_source(out).code == out
+    # without the removal first, a makedirs with no exist_ok stays reported only (it may refuse reuse)
+    [plain] = found(FRESH.format(clear="").lstrip(), "DDP420")
+    assert plain.fix == "none"
+
+
+def test_ddp420_a_fresh_folder_made_before_the_join_is_reported_without_a_fix():
+    src = (
+        FRESH.format(clear="")
+        .lstrip()
+        .replace(
+            'if __name__ == "__main__":\n',
+            'if os.path.isdir("logs"):\n    shutil.rmtree("logs")\nos.makedirs("logs")\n\nif __name__ == "__main__":\n',
+        )
+    )
+    fresh = [d for d in found(src, "DDP420") if "removed and made again" in d.message]
+    assert [d.fix for d in fresh] == ["none"] and "before the process group is joined" in fresh[0].message
+
+
 def test_ddp420_check_then_makedirs_becomes_one_call():
     src = race("""
         # checkpoints go here

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.own_instances import method_callers
+from ..analysis.after_join import why_not_after_join
 from ..analysis.spawn_parent import runs_before_spawn
-from ..analysis.summaries import INIT
 from ..examples import clean, fixes
 from ..rule import Context, Order, Rule
 from ..syntax import calls_in, dotted, is_literal, kwarg, walk
@@ -29,7 +28,6 @@ DOWNLOADS = {
 # another rank's would rewrite the file while rank 0 reads it, so they run on local rank 0 only.
 OVERWRITES = {"urllib.request.urlretrieve", "wget.download"}
 CHECKS = ("exists", "isfile", "isdir", "is_file", "is_dir")
-HELPER_DEPTH = 3
 
 
 class DownloadOnEveryRank(Rule):
@@ -106,7 +104,7 @@ starts the workers (once per machine).
                 seen.add(id(stmt))
                 if _after_barrier(facts, stmt):
                     continue  # the script already orders the ranks here
-                why = why or _why_not_after_init(facts, stmt)
+                why = why or why_not_after_join(facts, stmt)
             if why is None and facts.launch.spawn_calls:
                 why = "mp.spawn starts the ranks: let the worker's rank 0 download first, behind a barrier, by hand"
             if why is not None:
@@ -203,60 +201,6 @@ def _after_barrier(facts, stmt: cst.BaseStatement) -> bool:
             rank0_waits, _ = facts.ranks.takes(prev.test)
             return rank0_waits is False
         return False
-    return False
-
-
-def _why_not_after_init(facts, stmt: cst.BaseStatement) -> str | None:
-    """None when every rank reaches `stmt` after joining the process group (one the script joins, or
-    the one DDP001 sets up at the top of the entry point); else why not."""
-    launch = facts.launch
-    joins = list(launch.init_calls) + [c for c in facts.index.calls if facts.modules.call_does(c, INIT)]
-    if not joins and launch.joins_elsewhere is None:
-        return "where the script joins its process group cannot be told: put a barrier around it by hand"
-    if joins:
-        points = _join_points(facts, joins)
-        return None if _reached_after(facts, stmt, points, 0) else _BEFORE_INIT
-    entry = launch.entry
-    if isinstance(entry, cst.Module):
-        points = [facts.module]
-    else:
-        points = [entry]
-    return None if _reached_after(facts, stmt, points, 0) else _BEFORE_INIT
-
-
-_BEFORE_INIT = "it runs before the process group is joined, so it cannot wait at a barrier: move it after"
-
-
-def _join_points(facts, joins: list[cst.Call]) -> list[cst.CSTNode]:
-    """The calls after which the process group exists: the joins, and calls of this file's functions
-    that make them."""
-    index = facts.index
-    points: list[cst.CSTNode] = list(joins)
-    frontier = list(joins)
-    for _ in range(HELPER_DEPTH):
-        funcs = {index.scope_of(c) for c in frontier}
-        frontier = [c for f in funcs if isinstance(f, cst.FunctionDef) for c in index.callers_of(f)]
-        points += frontier
-    return points
-
-
-def _reached_after(facts, stmt: cst.CSTNode, points: list[cst.CSTNode], depth: int) -> bool:
-    index = facts.index
-    scope = index.scope_of(stmt)
-    for point in points:
-        if point is scope and not isinstance(point, cst.Module):
-            return True  # the entry function: DDP001 joins at its top
-        if isinstance(point, cst.If) and index.contains(point, stmt):
-            return True  # the __main__ block
-        if point is facts.module and scope is facts.module:
-            return True  # a module-level script: DDP001 joins after the imports
-        if isinstance(point, cst.Call) and index.scope_of(point) is scope and index.before(point, stmt):
-            return True
-    if isinstance(scope, cst.FunctionDef) and depth < HELPER_DEPTH:
-        # called by name, by `self.` in its class, or through an instance (`solver = Solver(args)`, then
-        # `solver.run()` after the join)
-        callers = index.callers_of(scope) + method_callers(index, facts.names, scope)
-        return bool(callers) and all(_reached_after(facts, index.site(c).stmt, points, depth + 1) for c in callers)
     return False
 
 

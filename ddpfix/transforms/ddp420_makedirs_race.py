@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.after_join import why_not_after_join
 from ..analysis.spawn_parent import runs_before_spawn
-from ..edits import with_kwarg
+from ..edits import guard, with_kwarg
 from ..examples import clean, fixes
-from ..rule import Context, Rule
-from ..syntax import code_of, is_literal, kwarg, method_name, positional, receiver
+from ..rule import Context, Order, Rule
+from ..syntax import code_of, dotted, is_literal, kwarg, method_name, positional, receiver
 
 EXISTS_CHECKS = {"os.path.exists", "os.path.isdir", "os.path.lexists"}
 PATH_CHECKS = {"exists", "is_dir"}
@@ -27,7 +28,9 @@ class MakedirsRace(Rule):
 ## What
 A folder made on every rank after checking that it is missing:
 `if not os.path.exists(d): os.makedirs(d)` (also `os.path.isdir`, `os.mkdir`, and pathlib's
-`if not p.exists(): p.mkdir()`), or made without `exist_ok=True` and no check at all.
+`if not p.exists(): p.mkdir()`), or made without `exist_ok=True` and no check at all. Also a fresh
+folder each run, `if os.path.isdir(d): shutil.rmtree(d)` right before `os.makedirs(d)`: there one rank
+deletes what another has just made and written.
 
 ## Why
 Every process runs the check before any of them creates the folder: all see it missing, all try to
@@ -56,7 +59,10 @@ it becomes `os.makedirs(d, exist_ok=True)`, which also creates missing parent fo
 raised: an unsafe fix. A creation with no check and no `exist_ok`
 (`os.makedirs(d)`) is reported only: it fails on a second plain run too, which may be on purpose
 (refusing to reuse a folder); pass `exist_ok=True`, or create it on rank 0 before the other ranks
-use it. Creations under a rank-0 guard or inside `try: ... except FileExistsError:` are not reported,
+use it. The fresh folder (removed, then made again) is removed and made on rank 0 only, and the others
+wait at a barrier until it exists (`if DISTRIBUTED: dist.barrier()` after it; safe: a plain run does
+what it did); where it runs before the process group is joined, it is reported without a fix.
+Creations under a rank-0 guard or inside `try: ... except FileExistsError:` are not reported,
 nor are those a script launched with `mp.spawn` makes in the launching process before it starts the
 workers (`if __name__ == "__main__":` ... `os.makedirs(d)` ... `mp.spawn(main, ...)`): one process
 per machine runs them.
@@ -84,6 +90,8 @@ per machine runs them.
             check = _existence_check(facts, call, path_code)
             if check is None and qual not in ("os.makedirs", "os.mkdir") and not _evidently_path(facts, call):
                 continue  # `x.mkdir()` of something that may not be a pathlib path
+            if check is None and qual == "os.makedirs" and self._fresh_folder(ctx, call, path_code):
+                continue
             if check is None:
                 ctx.report(
                     call,
@@ -104,6 +112,41 @@ per machine runs them.
             self._fix(ctx, call, check, mkdir)
 
     @staticmethod
+    def _fresh_folder(ctx: Context, call: cst.Call, path_code: str) -> bool:
+        """`if os.path.isdir(d): shutil.rmtree(d)` right before `os.makedirs(d)`: a fresh folder each run.
+        On every rank, one rank would delete what another has just made and written. Rank 0 makes it and
+        the others wait at a barrier until it exists. True when this shape is reported (fixed or not)."""
+        facts = ctx.facts
+        line = _own_line(facts, call)
+        block = facts.index.parent.get(line) if line is not None else None
+        body = list(getattr(block, "body", ()))
+        i = next((k for k, s in enumerate(body) if s is line), None)
+        clear = body[i - 1] if i else None
+        if not (isinstance(clear, cst.If) and clear.orelse is None and _removes(facts, clear, path_code)):
+            return False
+        message = (
+            f"folder {path_code} removed and made again on every rank: one rank deletes what another has "
+            "just made and written"
+        )
+        why = why_not_after_join(facts, line)  # type: ignore[arg-type]
+        if why is not None:
+            ctx.report(call, f"{message}; {why}", fix="none")
+            return True
+        if not ctx.report(call, message):
+            return True
+        condition = ctx.rank0(call)
+        guard(ctx, clear, condition)
+        guard(ctx, line, condition)  # type: ignore[arg-type]
+        plan = ctx.plan
+        barrier = plan.statements(
+            "if {D}:\n    {dist}.barrier()  # the others wait until rank 0 has made the folder",
+            D=ctx.env("DISTRIBUTED"),
+            dist=plan.ref("torch.distributed", "dist", style="import"),
+        )
+        plan.insert_after(line, barrier, order=Order.DOWNLOAD)  # type: ignore[arg-type]
+        return True
+
+    @staticmethod
     def _fix(ctx: Context, call: cst.Call, check: cst.If, mkdir: bool) -> None:
         positional_flag = positional(call, 2) if kwarg(call, "exist_ok") is None else None
 
@@ -120,6 +163,30 @@ per machine runs them.
         ctx.plan.replace(call, rewrite)
         if _collapsible(ctx.facts, check):
             ctx.plan.replace(check, _collapse)
+
+
+def _removes(facts, clear: cst.If, path_code: str) -> bool:
+    """`if os.path.isdir(d): shutil.rmtree(d)` (or `exists`): an existence test of `d` whose body only
+    removes `d`."""
+    test = clear.test
+    if not (
+        isinstance(test, cst.Call)
+        and (dotted(test.func) or "").rsplit(".", 1)[-1] in ("exists", "isdir")
+        and test.args
+        and code_of(test.args[0].value) == path_code
+    ):
+        return False
+    body = list(getattr(clear.body, "body", ()))
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+        return False
+    expr = body[0].body[0]
+    call = expr.value if isinstance(expr, cst.Expr) else None
+    return (
+        isinstance(call, cst.Call)
+        and facts.names.call_qual(call) == "shutil.rmtree"
+        and bool(call.args)
+        and code_of(call.args[0].value) == path_code
+    )
 
 
 def _own_line(facts, call: cst.Call) -> cst.SimpleStatementLine | None:
