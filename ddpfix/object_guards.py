@@ -40,6 +40,10 @@ def rank0_object_statements(ctx: Context, call: cst.Call) -> list[cst.CSTNode] |
         if not isinstance(node, cst.Name) or node.value != name:
             continue
         parent = index.parent.get(node)
+        if (isinstance(parent, cst.Attribute) and parent.attr is node) or (
+            isinstance(parent, cst.Arg) and parent.keyword is node
+        ):
+            continue  # `args.log`, `f(log=...)`: another name spelled the same
         if isinstance(parent, cst.AssignTarget) and parent.target is node:
             if index.site(node).stmt is not site.stmt:
                 return None  # bound again

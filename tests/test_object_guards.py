@@ -101,6 +101,16 @@ def test_a_file_kept_open_and_written_is_opened_and_written_on_rank_0_only():
     assert fix_source(out).code == out
 
 
+def test_an_attribute_or_keyword_spelled_like_the_handle_is_no_use_of_it():
+    """`args.log` (the folder option) and `f(log=...)` beside `log = open(...)`: other names."""
+    src = "import argparse\nargs = argparse.Namespace(log='.')\n" + HANDLE.format(
+        path="args.log + '/log.txt'", use="log.write(str(dict(log=1)))"
+    )
+    result = fix_source(src)
+    assert [d.fix for d in result.diagnostics if d.code == "DDP405"] == ["safe"], result.diagnostics
+    assert "if RANK == 0:\n    log = open(args.log + '/log.txt', \"w\")\n" in result.code, result.code
+
+
 def test_a_file_handle_used_in_an_expression_is_reported_without_a_fix():
     src = HANDLE.format(path='"log.txt"', use="print(loss.item(), file=log)")
     [d] = [d for d in fix_source(src).diagnostics if d.code == "DDP405"]
