@@ -9,10 +9,11 @@ from __future__ import annotations
 import libcst as cst
 
 from .analysis import Loader
+from .analysis.flow import reads
 from .edits import epoch_name, with_kwarg
 from .order import Order
 from .rule import Context
-from .syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional, walk
+from .syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -81,11 +82,7 @@ def _fill_placeholder(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, var
         for site in facts.names.assignments(facts.index.scope_of(stmt), ds.value.value)
     ):
         why = f"{ds.value.value} is bound after `{var} = None`: build the dataset first"
-    elif (
-        shuffle is not None
-        and not is_literal(shuffle.value, False)
-        and var not in {dotted(n) for n in _names(shuffle.value)}
-    ):
+    elif shuffle is not None and not is_literal(shuffle.value, False) and var not in reads(shuffle.value):
         why = f"it also passes shuffle={code_of(shuffle.value)}, which a sampler excludes: pass shuffle=({var} is None)"
     if why is not None:
         ctx.report(call, f"{message}; {why}, then give it a DistributedSampler when distributed", fix="none")
@@ -102,10 +99,6 @@ def _fill_placeholder(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, var
     )
     ctx.plan.replace(assigned_value(stmt), lambda n: value)  # type: ignore[arg-type]
     _set_epoch(ctx, loader, batch_loop, var)
-
-
-def _names(node: cst.CSTNode) -> list[cst.CSTNode]:
-    return [n for n in walk(node) if isinstance(n, (cst.Name, cst.Attribute))]
 
 
 def _set_epoch(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, var: str | None) -> None:
