@@ -15,11 +15,7 @@ def instance_of(index: TreeIndex, names: Names, call: cst.Call, cls: cst.ClassDe
     receiver = dotted(call.func.value)  # type: ignore[attr-defined]
     if receiver is None:
         return False
-    for site in names.assignments(index.scope_of(call), receiver):
-        value = assigned_value(site.stmt)
-        if isinstance(value, cst.Call) and dotted(value.func) == cls.name.value:
-            return True
-    return False
+    return any(_constructs(assigned_value(s.stmt), cls) for s in names.assignments(index.scope_of(call), receiver))
 
 
 def method_callers(index: TreeIndex, names: Names, method: cst.FunctionDef) -> list[cst.Call]:
