@@ -10,7 +10,7 @@ from ..analysis.spawn_parent import runs_before_spawn
 from ..edits import guard, with_kwarg
 from ..examples import clean, fixes
 from ..rule import Context, Order, Rule
-from ..syntax import code_of, dotted, is_literal, kwarg, method_name, positional, receiver
+from ..syntax import code_of, is_literal, kwarg, method_name, positional, receiver
 
 EXISTS_CHECKS = {"os.path.exists", "os.path.isdir", "os.path.lexists"}
 PATH_CHECKS = {"exists", "is_dir"}
@@ -166,15 +166,9 @@ per machine runs them.
 
 
 def _removes(facts, clear: cst.If, path_code: str) -> bool:
-    """`if os.path.isdir(d): shutil.rmtree(d)` (or `exists`): an existence test of `d` whose body only
+    """`if os.path.isdir(d): shutil.rmtree(d)`: an existence test of `d` (`_checked_path`) whose body only
     removes `d`."""
-    test = clear.test
-    if not (
-        isinstance(test, cst.Call)
-        and (dotted(test.func) or "").rsplit(".", 1)[-1] in ("exists", "isdir")
-        and test.args
-        and code_of(test.args[0].value) == path_code
-    ):
+    if _checked_path(facts, clear.test) != path_code:
         return False
     body = list(getattr(clear.body, "body", ()))
     if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
@@ -224,17 +218,20 @@ def _existence_check(facts, call: cst.Call, path_code: str) -> cst.If | None:
     test = owner.test
     if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
         return None
-    inner = test.expression
-    if not isinstance(inner, cst.Call):
+    return owner if _checked_path(facts, test.expression) == path_code else None
+
+
+def _checked_path(facts, test: cst.BaseExpression) -> str | None:
+    """The path `test` asks about when it is an existence test (`os.path.exists(d)`, `os.path.isdir(d)`,
+    `p.exists()`), as written; else None."""
+    if not isinstance(test, cst.Call):
         return None
-    if facts.names.call_qual(inner) in EXISTS_CHECKS:
-        arg = positional(inner, 0) or kwarg(inner, "path")
-        checked = code_of(arg.value) if arg is not None else None
-    elif method_name(inner) in PATH_CHECKS and receiver(inner) is not None and not inner.args:
-        checked = code_of(receiver(inner))  # type: ignore[arg-type]
-    else:
-        return None
-    return owner if checked == path_code else None
+    if facts.names.call_qual(test) in EXISTS_CHECKS:
+        arg = positional(test, 0) or kwarg(test, "path")
+        return code_of(arg.value) if arg is not None else None
+    if method_name(test) in PATH_CHECKS and receiver(test) is not None and not test.args:
+        return code_of(receiver(test))  # type: ignore[arg-type]
+    return None
 
 
 def _path_mkdir(call: cst.Call) -> bool:
