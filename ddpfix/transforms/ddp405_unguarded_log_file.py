@@ -226,41 +226,41 @@ def _is_log_record(facts, call: cst.Call) -> bool:
     return "log" in base
 
 
-def _handle_opens(facts) -> list[cst.Call]:
-    """`name = open(path, "w")` (a file kept open and written as the run goes) that every rank runs,
-    its path the same on every rank, outside a class (its callers decide which rank runs a method)."""
-    out = []
-    index = facts.index
-    for call in index.calls:
-        if dotted(call.func) != "open" or not opens_for_writing(call):
-            continue
-        stmt = index.site(call).stmt
-        targets = assign_targets(stmt)
-        if assigned_value(stmt) is not call or len(targets) != 1 or "." in targets[0]:
-            continue
-        path = positional(call, 0) or kwarg(call, "file")
-        if path is not None and facts.ranks.depends_on_rank(path.value):
-            continue  # per-rank file name
-        if index.enclosing(call, cst.ClassDef) is not None or facts.ranks.rank_guarded(call):
-            continue
-        out.append(call)
-    return out
-
-
-def _write_opens(facts) -> list[cst.With]:
+def _shared_write_opens(facts) -> list[cst.Call]:
+    """`open(path, "w")` calls whose path is the same on every rank, outside a class (its callers
+    decide which rank runs a method)."""
     out = []
     for call in facts.index.calls:
         if dotted(call.func) != "open" or not opens_for_writing(call):
             continue
+        path = positional(call, 0) or kwarg(call, "file")
+        if path is not None and facts.ranks.depends_on_rank(path.value):
+            continue  # per-rank file name
+        if facts.index.enclosing(call, cst.ClassDef) is None:
+            out.append(call)
+    return out
+
+
+def _handle_opens(facts) -> list[cst.Call]:
+    """`name = open(path, "w")`: a file kept open and written as the run goes, by every rank."""
+    out = []
+    for call in _shared_write_opens(facts):
+        stmt = facts.index.site(call).stmt
+        targets = assign_targets(stmt)
+        if assigned_value(stmt) is call and len(targets) == 1 and "." not in targets[0]:
+            if not facts.ranks.rank_guarded(call):
+                out.append(call)
+    return out
+
+
+def _write_opens(facts) -> list[cst.With]:
+    """`with open(path, "w") as f:` around a block that neither trains, synchronises nor saves."""
+    out = []
+    for call in _shared_write_opens(facts):
         parent = facts.index.parent.get(call)
         with_node = facts.index.parent.get(parent) if isinstance(parent, cst.WithItem) else None
         if not isinstance(with_node, cst.With) or len(with_node.items) != 1:
             continue
-        path = positional(call, 0) or kwarg(call, "file")
-        if path is not None and facts.ranks.depends_on_rank(path.value):
-            continue  # per-rank file name
-        if facts.index.enclosing(call, cst.ClassDef) is not None:
-            continue  # a method of a helper class: its callers decide which rank runs it
         body_calls = [c for c in walk(with_node.body) if isinstance(c, cst.Call)]
         if any(
             method_name(c) == "backward" or (facts.names.call_qual(c) or "").startswith("torch.distributed")
