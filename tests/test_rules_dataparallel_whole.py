@@ -98,3 +98,12 @@ def test_a_model_trained_by_an_optimizer_of_the_scripts_module_is_not_half_conve
     result = fix_project(str(path))
     assert result.code == path.read_text() and result.others == {}, result.full_diff
     assert {d.code: d.fix for d in result.diagnostics if d.code == "DDP001"} == {"DDP001": "unsafe"}
+
+
+@pytest.mark.parametrize("shape", ["a wrapper rebound to the trained name", "a wrapper bound to another name"])
+def test_unsafe_fixes_wrap_a_rebound_dataparallel_model_once(shape):
+    """DDP302 converts the DataParallel; DDP301 must not wrap the same model a second time (DDP of DDP,
+    whose `raw_model` would be the first wrapper)."""
+    out = fix_source(script(*SHAPES[shape]), unsafe_fixes=True).code
+    assert out.count(" = DDP(") == 1, out
+    assert "DataParallel(" not in out

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, code_of, dotted, is_main_guard, kwarg, mentions, positional
+from ..syntax import assign_targets, assigned_value, code_of, is_main_guard, kwarg, mentions, positional
 from .index import TreeIndex
 from .models import DP_NAMES, Models
 from .names import Names
@@ -169,27 +169,16 @@ def _chain_holds(value: cst.BaseExpression, call: cst.Call) -> bool:
     return True
 
 
-def dataparallel_trains(index: TreeIndex, models: Models) -> bool:
+def dataparallel_trains(models: Models) -> bool:
     """Is a trained model in nn.DataParallel (a DataParallel call not beside the script's own DDP): one
-    the call wraps (`nn.DataParallel(model)`), a part of one (`model.encoder = nn.DataParallel(model.
-    encoder)`), one it gives its value (`model = nn.DataParallel(model_single)`, `wrapper = nn.
-    DataParallel(model).cuda()`), or, where the analysis sees no trained model (built and returned by a
-    helper), any? A process group or sampler beside it would train one unsynchronised copy per rank."""
-    live = [c for c in models.dp_calls if not models.beside_ddp(c)]
-    if not live:
+    the call wraps (`nn.DataParallel(model)`, also a part of it, `model.encoder = nn.DataParallel(model.
+    encoder)`) or gives its value (`model = nn.DataParallel(net)`, `wrapper = nn.DataParallel(model)`;
+    `Models.dataparallel`), or, where the analysis sees no trained model (built and returned by a helper,
+    its optimizer made in another module), any? A process group or sampler beside it would train one
+    unsynchronised copy per rank."""
+    if not any(not models.beside_ddp(c) for c in models.dp_calls):
         return False
-    if not models.trained or any(models.dataparallel(m) is not None for m in models.trained):
-        return True
-    trained = {m.handle.split(".")[0] for m in models.trained} | {m.each for m in models.trained if m.each}
-    for call in live:
-        arg = positional(call, 0) or kwarg(call, "module")
-        heads = {(dotted(arg.value) or "").split(".")[0]} if arg is not None else set()
-        stmt = index.site(call).stmt
-        if assigned_value(stmt) is not None:
-            heads |= {t.split(".")[0] for t in assign_targets(stmt)}
-        if heads & trained:
-            return True
-    return False
+    return not models.trained or any(models.dataparallel(m) is not None for m in models.trained)
 
 
 def conversion_blocked(index: TreeIndex, names: Names, models: Models) -> bool:

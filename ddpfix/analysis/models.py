@@ -265,7 +265,11 @@ class Models:
         found = self._wrap_in(assigned_value(model.definition.stmt), DP_NAMES)
         if found is not None:
             return found
-        return self._wrapper_call(model, self.dp_calls)
+        found = self._wrapper_call(model, self.dp_calls)
+        if found is not None:
+            return found
+        # `model = nn.DataParallel(net)`, then `model = model.to(device)`: the handle bound from one
+        return next((c for c in self.dp_calls if model.handle in assign_targets(self.index.site(c).stmt)), None)
 
     def _wrapper_call(self, model: Model, calls: list[cst.Call]) -> cst.Call | None:
         bases = {model.handle.split(".")[-1], model.each}

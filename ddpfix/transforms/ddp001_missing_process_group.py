@@ -194,7 +194,7 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
             f"{built}: wrap them there first; a process group without the wrap would train one unsynchronised "
             "copy per rank"
         )
-    if not dataparallel_trains(facts.index, models):
+    if not dataparallel_trains(models):
         return None, None
     if conversion_blocked(facts.index, facts.names, models):
         return (

@@ -192,7 +192,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
         # Sharding the data is only right once gradients are synchronised: a model left in
         # nn.DataParallel (its conversion, DDP302, is an unsafe fix) would train per-rank copies.
         # So with a DataParallel model the sampler is as unsafe as that conversion, in check and fix alike.
-        dataparallel = dataparallel_trains(facts.index, facts.models)
+        dataparallel = dataparallel_trains(facts.models)
         # A DataParallel that DDP302 cannot convert stays: sharding the data then trains N unsynchronised copies.
         stuck = dataparallel and conversion_blocked(facts.index, facts.names, facts.models)
         # Models a class of the script's own modules builds and trains, unwrapped: no sampler before the wrap.
