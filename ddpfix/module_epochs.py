@@ -133,28 +133,50 @@ def next_drawn_set_epoch(ctx: Context, func: cst.FunctionDef, reach: str, lines:
     counter of the passes starts at 0 where the iterator is first made and counts up where it is made
     again; the sampler's epoch is set from it before each `iter()`, so the shards are reshuffled per
     pass and stay disjoint across the ranks. Why not, or None (planned; `lines` gets the first line)."""
-    index = ctx.facts.index
+    passes = drawn_passes(ctx.facts.index, func, reach)
+    if isinstance(passes, str) or passes is None:
+        return drawn_how(func, reach, passes or "made once in the method's body before the loop, and again inside it")
+    plan_drawn_passes(ctx, reach, *passes)
+    lines.append(ctx.facts.index.position(passes[0]).start.line)
+    return None
+
+
+def drawn_how(func: cst.FunctionDef, reach: str, why: str) -> str:
+    return (
+        f"{func.name.value}() draws its batches with next() from iter({reach}), made again when it runs out: "
+        f"set the epoch where it makes the iterator, with a count of the passes ({why})"
+    )
+
+
+Passes = tuple[cst.SimpleStatementLine, list[cst.SimpleStatementLine]]
+
+
+def drawn_passes(index, func: cst.FunctionDef, reach: str) -> Passes | str | None:
+    """Where `func` makes `iter(reach)`: once in its body, then again in a loop (each pass an epoch).
+    None: no iterator made again (one pass); a string: why the passes cannot be counted."""
     makes = [c for c in walk(func.body) if isinstance(c, cst.Call) and dotted(c.func) == "iter" and _over(c, reach)]
     stmts = [_own_statement(index, c) for c in makes]
-    how = (
-        f"{func.name.value}() draws its batches with next() from iter({reach}), made again when it runs out: "
-        "set the epoch where it makes the iterator, with a count of the passes"
-    )
     if any(s is None for s in stmts):
-        return f"{how} (an iter({reach}) is not a statement of its own)"
+        return f"an iter({reach}) is not a statement of its own"
     first = [s for s in stmts if index.parent.get(s) is func.body]
     again = [s for s in stmts if s not in first and _loop_around(index, func, s) is not None]
+    if not again and len(stmts) <= 1:
+        return None
     if len(first) != 1 or len(first) + len(again) != len(stmts) or not again:
-        return f"{how} (made once in the method's body before the loop, and again inside it)"
+        return "made once in the method's body before the loop, and again inside it"
     start = index.position(first[0]).start.line
     if any(index.position(s).start.line < start for s in again):
-        return f"{how} (made again before it is first made)"
+        return "made again before it is first made"
+    return first[0], again  # type: ignore[return-value]
+
+
+def plan_drawn_passes(ctx: Context, reach: str, first: cst.CSTNode, again: list[cst.SimpleStatementLine]) -> None:
+    """A count of the passes from 0 before the first `iter(reach)`, up by one before each other one,
+    and the loader's sampler set to it each time."""
     epoch = ctx.plan.fresh("epoch")
-    ctx.plan.insert_before(first[0], through_loader(ctx, reach, epoch, "= 0"), order=Order.SET_EPOCH)
+    ctx.plan.insert_before(first, through_loader(ctx, reach, epoch, "= 0"), order=Order.SET_EPOCH)
     for stmt in again:
         ctx.plan.insert_before(stmt, through_loader(ctx, reach, epoch, "+= 1"), order=Order.SET_EPOCH)
-    lines.append(start)
-    return None
 
 
 def _over(call: cst.Call, reach: str) -> bool:
@@ -246,4 +268,13 @@ def _inside(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
     return any(n is node for n in walk(tree))
 
 
-__all__ = ["epoch_loop_planner", "function_of", "keep_set_epoch", "set_epoch_blocker", "through_loader"]
+__all__ = [
+    "drawn_how",
+    "drawn_passes",
+    "epoch_loop_planner",
+    "function_of",
+    "plan_drawn_passes",
+    "keep_set_epoch",
+    "set_epoch_blocker",
+    "through_loader",
+]

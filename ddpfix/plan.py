@@ -65,6 +65,7 @@ class Plan:
         self._handed: set[int] = set()  # template statements this plan inserts (each once)
         # what one rule's fix tells a later one
         self.wraps: dict[str, PlannedWrap] = {}  # model handle -> the wrap planned for it (fixed or not)
+        self.counted: set[tuple[int, str]] = set()  # (function, loader) whose passes set the epoch (drawn_epochs)
         self.raw_names: dict[str, str] = {}  # model handle -> the name chosen for its plain module
         self.hoisted: list[cst.Call] = []  # collectives moved out of a rank guard
         self.cut: dict[cst.CSTNode, set[str]] = {}  # training loop cut by rank -> the whole run's counts it spans

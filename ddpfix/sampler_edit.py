@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .analysis import Loader
+from .drawn_epochs import count_passes
 from .edits import engine_set_epoch, epoch_name, set_epoch_statements, with_kwarg
 from .loader_kwargs import dataset_name, prefix
 from .local_samplers import SAMPLER
@@ -91,6 +92,8 @@ def add_set_epoch(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, sampler
         if handoff is not None and handoff.epochs_there and not handoff.sets_epoch and ctx.rule is not None:
             if set_epoch_blocker(ctx, ctx.rule, handoff)[0] is None:  # a function of the script's own modules
                 keep_set_epoch(ctx, ctx.rule, handoff)
+        elif handoff is None:  # batches drawn with next() from an iterator made again when it runs out
+            count_passes(ctx, batch_loop)
         return
     epoch = epoch_name(ctx, epoch_loop)
     if epoch is None:

@@ -12,6 +12,7 @@ import libcst as cst
 from ..syntax import assign_targets, assigned_value, dotted, walk
 from .dicts import Contents, Dicts
 from .epochs import epoch_counter
+from .generators import consuming_loops, yielding_function
 from .handoffs import Handoff, Handoffs
 from .index import Site, TreeIndex
 from .iterators import drawing_loops, iterator_calls
@@ -173,7 +174,7 @@ class Data:
         if loader.target is None:
             return None
         for loop in self.index.loops:
-            if isinstance(loop, cst.For) and self.iterates(loop, loader) and self.training.trains_in(loop):
+            if isinstance(loop, cst.For) and self.iterates(loop, loader) and self.trains_on(loop):
                 return loop
         drawn = self._drawing_loop(loader)
         if drawn is not None:
@@ -184,6 +185,16 @@ class Data:
                 self._handed[id(handoff.call)] = handoff
                 return handoff.call
         return None
+
+    def trains_on(self, loop: cst.CSTNode) -> bool:
+        """Does the model train on what `loop` draws: in the loop, or in a loop that takes what it
+        yields (a generator of batches, generators.py)?"""
+        if self.training.trains_in(loop):
+            return True
+        func = yielding_function(self.index, loop)
+        return func is not None and any(
+            self.training.trains_in(c) for c in consuming_loops(self.index, self.names, func)
+        )
 
     def handoff(self, node: cst.CSTNode) -> Handoff | None:
         """The hand-off behind a node `training_loop_of` returned, if it is one."""
@@ -202,13 +213,17 @@ class Data:
         """batch loop -> the `iter(loader)` call whose iterator it draws from (see `_drawing_loop`)."""
         return {}
 
+    def iterator_of(self, batch_loop: cst.CSTNode) -> cst.Call | None:
+        """The `iter(loader)` call whose iterator `batch_loop` draws its batches from with next()."""
+        return self._iterators.get(id(batch_loop))
+
     def _drawing_loop(self, loader: Loader) -> cst.CSTNode | None:
         """`it = iter(loader)`, then a loop that trains on `next(it)` (iterators.py)."""
         for call, it in iterator_calls(self.index):
             if not self._names(call, loader):
                 continue
             for loop in drawing_loops(self.index, self.names, call, it):
-                if self.training.trains_in(loop):
+                if self.trains_on(loop):
                     self._iterators[id(loop)] = call
                     return loop
         return None

@@ -35,6 +35,9 @@ None)`). Training draws from it in one of these ways:
   holding it) with a training step inside;
 - `next(it)` on `it = iter(loader)` in a loop that trains, in the same function or through a method
   of the loader's own class (`batch = stream.next()`);
+- a generator of the script that draws from it and yields its batches (`yield next(it)`, or
+  `for batch in loader: yield batch`), consumed by a loop that trains (`for x, y in sample_data(...)`,
+  or `batches = iter(sample_data(...))` then `next(batches)`);
 - a call that hands it to code iterating it elsewhere: a function or method of the script's own
   modules that trains over that argument (`trainer.train(train_loader)`, `Trainer` from
   `trainer.py`), or an ignite trainer (`trainer.run(train_loader, max_epochs=n)` with
@@ -113,7 +116,8 @@ skip it:
                 train_loader.sampler.set_epoch(epoch_counter)
             for images, _ in tqdm(train_loader):
 ```
-A method that draws its batches with `next()` from an iterator it makes once before its loop and
+A function or method (in the script or in one of its modules, also a generator that yields the
+batches) that draws its batches with `next()` from an iterator it makes once before its loop and
 again when it runs out (`except StopIteration: data_iter = iter(self.data_loader)`) has no epoch
 loop: each pass over the loader is an epoch. The fix counts the passes and sets the epoch before
 each `iter()`, so every pass is reshuffled and the ranks' shards stay disjoint:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.values import handle_of
+from ..drawn_epochs import report_passes
 from ..edits import engine_set_epoch, epoch_name, set_epoch_statements
 from ..examples import clean, fixes, reports
 from ..loader_subclass_epochs import subclass_samplers
@@ -58,9 +59,12 @@ own modules (`simclr.train(train_loader)`) gets the call at the start of that mo
 through the parameter it arrives as (or the attribute a class keeps it in, `self.train_loader`) and
 only when its sampler is a `DistributedSampler`
 (`if isinstance(getattr(train_loader, "sampler", None), DistributedSampler):`), so the module keeps
-working for a plain run and for any other caller; the message names the file and line. A method
-that draws its batches with `next()` from `iter(loader)`, made once before its loop and again when
-it runs out, gets a count of the passes and the call before each `iter()` (see DDP201). Reported
+working for a plain run and for any other caller; the message names the file and line. A function
+or method (here or in a module; also a generator that yields the batches to the training loop) that
+draws its batches with `next()` from `iter(loader)`, made once in its body before its loop and again
+when it runs out, gets a count of the passes and the call before each `iter()` (see DDP201); one
+that makes it otherwise is reported without a fix, and one that makes it once runs one pass and
+needs no epoch. Reported
 without a fix: an epoch loop with no epoch number to pass (`while not done:`, a `for _` loop that
 reads `_`), a sampler the epoch loop cannot name, and a module the fix may not edit (the message says
 why).
@@ -108,6 +112,7 @@ why).
                 _handed(ctx, loader, handoff, site, called, sampler if not inline else None, optional)
                 continue
             if epoch_loop is None:
+                report_passes(ctx, batch_loop, site, called)
                 continue
             epoch = epoch_name(ctx, epoch_loop, plan=False)
             if epoch is None or sampler is None:
