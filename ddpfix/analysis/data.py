@@ -246,19 +246,20 @@ class Data:
         target = loader.target or ""
         if target in names:
             return True
-        for name in names:  # `pbar = tqdm(train_loader)` ... `for batch in pbar:`
-            if name and any(
-                _refers(assigned_value(s.stmt) or cst.Name("_"), target)
-                for s in self.names.assignments(index.scope_of(loop), name)
-                if index.before(s.stmt, loop)
-            ):
-                return True
         # reached through a parameter: f(model, train_loader) -> def f(model, loader): for b in loader
         func = index.enclosing(loop, cst.FunctionDef)
+        params = self.params_bound_to(func, target) if isinstance(func, cst.FunctionDef) else []
+        if any(p in names for p in params):
+            return True
+        for name in names:  # `pbar = tqdm(train_loader)` (or of that parameter) ... `for batch in pbar:`
+            if name and any(
+                _refers(assigned_value(s.stmt) or cst.Name("_"), held)
+                for s in self.names.assignments(index.scope_of(loop), name)
+                if index.before(s.stmt, loop)
+                for held in (target, *params)
+            ):
+                return True
         if isinstance(func, cst.FunctionDef):
-            for pname in self.params_bound_to(func, target):
-                if pname in names:
-                    return True
             base = target.split(".")[-1]
             if f"self.{base}" in names and target.startswith("self."):
                 return True

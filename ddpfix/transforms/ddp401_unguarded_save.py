@@ -23,7 +23,8 @@ class UnguardedSave(Rule):
     docs = """
 ## What
 `torch.save(...)` (and `np.save`, `save_image`, `savefig`, `imageio.mimsave`/`imwrite`,
-`cv2.imwrite`, `torchaudio.save`, `save_pretrained`) on every rank, and a `shutil.copyfile` /
+`cv2.imwrite`, `torchaudio.save`, `save_pretrained`, a pandas frame's `to_csv(path)` / `to_json` /
+`to_pickle` / `to_parquet` / `to_excel`, a figure's `fig.savefig(path)`) on every rank, and a `shutil.copyfile` /
 `shutil.copy` / `shutil.move` / `os.replace` / `os.rename` of a file such a save writes. Code only
 rank 0 runs is left alone: inside `if rank == 0:` (or any rank-0 test the rank detector knows),
 after `if rank != 0: return`, in `save_on_master`-style helpers, or in a function only called from
@@ -171,13 +172,31 @@ WRITERS = {
 FILE_MOVES = {"shutil.copyfile", "shutil.copy", "shutil.copy2", "shutil.move", "os.replace", "os.rename"}
 
 
+# methods that write the file they are given: a model's save_pretrained, a pandas frame's to_csv and
+# the like (which return text without a path), a matplotlib figure's savefig
+METHOD_WRITERS = {
+    "save_pretrained": (0, "save_directory"),
+    "to_csv": (0, "path_or_buf"),
+    "to_json": (0, "path_or_buf"),
+    "to_pickle": (0, "path"),
+    "to_parquet": (0, "path"),
+    "to_excel": (0, "excel_writer"),
+    "savefig": (0, "fname"),
+}
+
+
 def _writes_file(facts, call) -> bool:
-    """torch.save and the other common writers of checkpoints and artefacts (`save_pretrained` too),
-    not into an in-memory buffer (`buf = io.BytesIO(); torch.save(state, buf)`)."""
+    """torch.save and the other common writers of checkpoints and artefacts (`save_pretrained`,
+    `df.to_csv(path)`, `fig.savefig(path)` too), not into an in-memory buffer (`buf = io.BytesIO();
+    torch.save(state, buf)`)."""
     if facts.names.call_qual(call) in WRITERS:
         path = _path_of(facts, call)
         return path is None or not _in_memory(facts, path.value)
-    return method_name(call) == "save_pretrained"
+    method = method_name(call)
+    if method not in METHOD_WRITERS or not isinstance(call.func, cst.Attribute):
+        return False
+    path = _path_of(facts, call)
+    return method == "save_pretrained" or (path is not None and not _in_memory(facts, path.value))
 
 
 def _in_memory(facts, value: cst.BaseExpression) -> bool:
@@ -193,7 +212,8 @@ def _in_memory(facts, value: cst.BaseExpression) -> bool:
 
 
 def _path_of(facts, call: cst.Call) -> cst.Arg | None:
-    index, keyword = WRITERS.get(facts.names.call_qual(call) or "", (0, "save_directory"))
+    spec = WRITERS.get(facts.names.call_qual(call) or "") or METHOD_WRITERS.get(method_name(call) or "")
+    index, keyword = spec or (0, "save_directory")
     return positional(call, index) or kwarg(call, keyword)
 
 
