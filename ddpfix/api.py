@@ -172,7 +172,7 @@ class Parsed:
 @gc_paused
 def parse_source(source: Source, path: str = "<string>") -> Parsed:
     """Parse `source` for `fix_parsed`. Raises `DdpfixError` on a syntax error or undecodable input."""
-    if not might_need_ddp(source):
+    if not might_need_ddp(source, path):
         return Parsed(source, path, parsing.check_syntax_only(source, path), None)
     tree = python_tree(source, path)
     if tree is not None and parsing.GATE:

@@ -34,8 +34,9 @@ HAND_FIX = (
 )
 
 
-def shard_factories(ctx: Context, rule: Rule) -> None:
-    """Report (and fix, where allowed) each training loader a factory of the script's modules builds."""
+def shard_factories(ctx: Context, rule: Rule, unwrapped: str | None = None) -> None:
+    """Report (and fix, where allowed) each training loader a factory of the script's modules builds;
+    `unwrapped`: why the models it feeds stay unwrapped (module_wraps.withheld), so no sampler goes in."""
     facts = ctx.facts
     groups: dict[tuple, list] = {}
     for foreign, loop in facts.data.foreign_loaders():
@@ -47,10 +48,18 @@ def shard_factories(ctx: Context, rule: Rule) -> None:
     for (path, func), members in groups.items():
         lines = sorted({f.built.line for f, _ in members if not f.built.sampled})
         where_is = shown(facts.modules.folder, path)
-        why = _why_not(ctx, rule, path, func, lines) if lines else None
+        why = _why_not(ctx, rule, path, func, lines) if lines and unwrapped is None else None
         kept = False
         for foreign, loop in members:
             where = f"{where_is}:{foreign.built.line}"
+            if unwrapped is not None:
+                ctx.report(
+                    foreign.call,
+                    f"training DataLoader without a DistributedSampler, built by {func}() at {where}; {unwrapped}: "
+                    "wrap them there first, then shard the data",
+                    fix="none",
+                )
+                continue
             if why is not None:
                 if id(foreign.call) not in reported:
                     ctx.report(

@@ -87,19 +87,24 @@ def libcst_parse(source: Source, path: str) -> cst.Module:
         raise DdpfixError(f"{path}: cannot decode: {exc}") from None
 
 
-def might_need_ddp(source: Source) -> bool:
+def might_need_ddp(source: Source, path: str | None = None) -> bool:
     """Cheap pre-filter: a file that never mentions torch (nor a framework that distributes it, whose
-    scripts get DDP008's information line) is skipped without parsing."""
+    scripts get DDP008's information line), and imports no module of its own folder that trains, is
+    skipped without parsing."""
     if isinstance(source, bytes):
-        return b"torch" in source or _MIGHT_TRAIN_BYTES.search(source) is not None
-    return "torch" in source or _FRAMEWORK.search(source) is not None
+        if b"torch" in source or _MIGHT_TRAIN_BYTES.search(source) is not None:
+            return True
+        return b"import" in source and imports_training(source.decode("utf-8", "replace"), path)
+    if "torch" in source or _FRAMEWORK.search(source) is not None:
+        return True
+    return "import" in source and imports_training(source, path)
 
 
 def imports_training(text: str, path: str | None) -> bool:
     """Does the script import a module of its own folder that names one of `MIGHT_TRAIN`'s words? A
     script that trains only through its modules (`Solver(loader, config).train()`, the networks and
-    optimizers built in solver.py) need not name any of them itself."""
-    if "torch" not in text or path is None or path.startswith("<"):
+    optimizers built in solver.py) need not name any of them, nor torch, itself."""
+    if path is None or path.startswith("<"):
         return False
     folder = Path(path).parent
     for match in _IMPORTED.finditer(text):

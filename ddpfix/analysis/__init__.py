@@ -117,10 +117,13 @@ class ScriptFacts:
         return Helpers(self.index, self.names, self.training, self.modules)
 
     def is_training_script(self) -> bool:
-        """Is this a script whose DDP form the rules are about: it uses torch, no other library
-        distributes it, and it trains, joins a process group or wraps a model."""
-        if not self.names.uses_torch or self.names.other_launcher:
+        """Is this a script whose DDP form the rules are about: it uses torch (or trains through its own
+        modules alone), no other library distributes it, and it trains, joins a process group or wraps
+        a model."""
+        if self.names.other_launcher:
             return False
+        if not self.names.uses_torch:
+            return bool(self.training.module_training_calls)
         return bool(self.training.trains or self.launch.init_calls or self.models.ddp_calls)
 
 

@@ -15,8 +15,8 @@ OPTIMIZER_WORDS = ("optim", "Adam", "SGD", "RMSprop", "Adagrad", "LBFGS", "Lion"
 
 def ast_trained_attributes(cls: ast.ClassDef) -> list[tuple[str, int]]:
     """(attribute, line where the class builds it) for each model attribute an optimizer of the class
-    is built over, in that order: not one it is handed (`self.model = model`), and [] when the class
-    wraps a model in DDP itself."""
+    is built over, in that order: not one it is handed (`self.model = model`; a `self.model = None`
+    slot hands nothing), and [] when the class wraps a model in DDP itself."""
     trained: list[str] = []
     for node in nodes(cls):
         name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
@@ -41,6 +41,8 @@ def ast_trained_attributes(cls: ast.ClassDef) -> list[tuple[str, int]]:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Attribute) and ast_dotted(t.value) == "self" and t.attr in trained:
+                    if isinstance(node.value, ast.Constant) and node.value.value is None:
+                        continue  # `self.unet = None` in __init__: a slot for the model a method builds
                     if isinstance(node.value, ast.Call):
                         lines.setdefault(t.attr, node.lineno)
                     else:

@@ -1,7 +1,8 @@
 """Could this file be a training script? Decided from Python's `ast` alone, before LibCST parses it.
 
-`ScriptFacts.is_training_script()` needs a script that uses torch, that no other library distributes
-(Accelerate, Lightning...: DDP008's information line), and that trains (an optimizer over some
+`ScriptFacts.is_training_script()` needs a script that uses torch (or trains through its own modules
+alone: a `main.py` that only imports `Solver` and calls `solver.train()`), that no other library
+distributes (Accelerate, Lightning...: DDP008's information line), and that trains (an optimizer over some
 parameters, `backward()`, a call that trains through the script's own modules), joins a process
 group (`init_process_group`) or wraps a model in DDP. `cannot_train(tree, path)` is True only where
 each of those is certainly absent, so a file it passes over would get no finding and no fix: it is
@@ -59,8 +60,11 @@ class _Gate:
         quals = {id(c): self.quals(c.func) for c in self.calls}
         if any(q.split(".")[0] in TRAINER_LIBRARIES and q.endswith("Trainer") for qs in quals.values() for q in qs):
             return True  # a Hugging Face or TRL trainer: DDP008's line
+        called = {d for c in self.calls if (d := ast_dotted(c.func))}
+        stars = [(n.module or "", n.level) for n in self.imports if isinstance(n, ast.ImportFrom) and _star(n)]
         if not any(v == "torch" or v.startswith("torch.") for vs in self.aliases.values() for v in vs):
-            return False  # no torch: not a script the rules are about
+            # no torch here: only a script that trains through its own modules (`Solver(...).train()`)
+            return may_train_through(self.folder, self.bindings, called, stars)
         for call in self.calls:
             if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
                 return True
@@ -69,8 +73,6 @@ class _Gate:
                     return True
         if self._optimizer_sites(quals):
             return True
-        called = {d for c in self.calls if (d := ast_dotted(c.func))}
-        stars = [(n.module or "", n.level) for n in self.imports if isinstance(n, ast.ImportFrom) and _star(n)]
         return may_train_through(self.folder, self.bindings, called, stars)
 
     def quals(self, func: ast.AST) -> set[str]:

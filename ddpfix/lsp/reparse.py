@@ -96,7 +96,7 @@ def statements_of(parsed: Parsed) -> Statements | None:
 def reparse(text: str, path: str, previous: Statements | None) -> tuple[Parsed, Statements | None]:
     """`parse_source(text, path)`, reusing `previous`'s statements where the text of their piece is
     unchanged; also returns this version's statements for the next edit."""
-    if previous is None or not might_need_ddp(text):
+    if previous is None or not might_need_ddp(text, path):
         parsed = parse_source(text, path)
         return parsed, statements_of(parsed)
     try:

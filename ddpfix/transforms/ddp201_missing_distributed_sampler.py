@@ -137,7 +137,8 @@ each `iter()`, so every pass is reshuffled and the ranks' shards stay disjoint:
                 (real,) = next(data_iter)
 ```
 The training loader of a class that builds the models it trains itself (`Solver(loader,
-config).train()`) gets its sampler only where the fix also wraps those models in that class (DDP301);
+config).train()`) gets its sampler only where the fix also wraps those models in that class (DDP301),
+also when a factory of the script's modules builds that loader (`get_loader(...)`);
 where it cannot, no sampler is added, since sharded data without the wrap would train one
 unsynchronised copy per rank.
 Where that module may not be edited (outside the script's folder, an installed package, read-only,
@@ -286,7 +287,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
             if not ctx.report(call, message, fix="unsafe" if dataparallel else None):
                 continue
             add_set_epoch(ctx, loader, batch_loop, add_sampler(ctx, loader, ds_arg))
-        shard_factories(ctx, self)
+        shard_factories(ctx, self, built)
         report_factory_loaders(ctx, "training DataLoader without a DistributedSampler")
 
 
