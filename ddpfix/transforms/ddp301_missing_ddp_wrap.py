@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.global_rebinds import rebound_after
 from ..analysis.unused import sitting_out
 from ..edits import cuda_test
 from ..examples import clean, fixes
@@ -37,6 +38,18 @@ trains it (`Trainer(model, loader).fit(2)` with `self.opt = torch.optim.SGD(mode
 the wrapper's parameters), and models kept in a list with one optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
 An optimizer over parameter groups of submodules (`{"params": model.head.parameters()}`) trains the
 model that owns them: it is wrapped, and the groups then come from the unwrapped model (DDP308).
+
+A loss module the optimizer is also given (`params = list(model.parameters()) +
+list(criterion.parameters())`) is a module to wrap only if it holds parameters: a loss of torch.nn
+holds none (all but `AdaptiveLogSoftmaxWithLoss`) and is not wrapped; one of the script's own (a
+class named `...Loss`/`...Criterion`, or kept as `criterion`/`loss_fn`) may hold some or none by its
+configuration, so the wrap is decided at run time, `if DISTRIBUTED and any(p.requires_grad for p in
+criterion.parameters()):` (DDP refuses a module without parameters that need gradients).
+
+A module-level model that a function rebinds through `global` (`def model_load(fn): global model;
+model = torch.load(fn)`), called after the wrap, is reported without a fix: from that call on the
+name holds what was loaded, while the kept plain module (`raw_model`) still holds the trained one.
+No process group or sampler is added then either (DDP001, DDP201).
 
 ## Why
 Without the wrap each rank trains its own copy: gradients are never averaged, parameters drift
@@ -124,15 +137,28 @@ Safe: a plain run skips the wrap, in the script and in a class of its modules al
         for model in facts.models.trained:
             if facts.models.wrapped(model) is not None or facts.models.dataparallel(model) is not None:
                 continue
+            holds = _holds_parameters(facts, model)
+            if holds is False:
+                continue  # a loss of torch.nn whose parameters() an optimizer is given: it has none to sync
             raw = raw_handle(ctx, model)
             ctx.plan.wraps[model.handle] = PlannedWrap(raw)  # later rules see the wrap, fixed or not
+            point = facts.models.wrap_point(model)
+            rebound = rebound_after(facts.index, model.handle, point.anchor)
+            if rebound is not None:
+                ctx.report(
+                    anchor_of(_reported_binding(facts, model)),
+                    f"{self.message} ({rebound[0]}() rebinds the global {model.handle} after the wrap, at line "
+                    f"{rebound[1]}: the plain module and the wrapper would no longer be the model it loads; keep "
+                    "what it loads apart from the trained model, or wrap by hand)",
+                    fix="none",
+                )
+                continue
             if not ctx.report(anchor_of(_reported_binding(facts, model))):
                 continue
-            point = facts.models.wrap_point(model)
             ddp = ctx.plan.ref(DDP, "DDP")
             template = """
                 {raw} = {m}
-                if {D}:
+                if {D}{some}:
                     {m} = {ddp}({m}, device_ids=[{L}] if {cuda} else None{unused})
                 """
             if model.each is not None:  # a list of models trained side by side: wrap each one
@@ -147,6 +173,8 @@ Safe: a plain run skips the wrap, in the script and in a class of its modules al
                 m=model.handle,
                 e=model.each or "",
                 D=ctx.env("DISTRIBUTED"),
+                # a loss module may hold no parameters (DDP refuses such a module): decided at run time
+                some=f" and any(p.requires_grad for p in {model.handle}.parameters())" if holds is None else "",
                 ddp=ddp,
                 L=ctx.env("LOCAL_RANK"),
                 cuda=_cuda(ctx, model, point.anchor),
@@ -172,6 +200,21 @@ def _reported_binding(facts, model) -> cst.CSTNode:
 def _self_rebind(stmt: cst.CSTNode, handle: str) -> bool:
     value = assigned_value(stmt)
     return value is not None and dotted(value) == handle and assign_targets(stmt) == [handle]
+
+
+def _holds_parameters(facts, model) -> bool | None:
+    """False for a loss of torch.nn (`criterion = nn.MSELoss()`, all but AdaptiveLogSoftmaxWithLoss
+    hold no parameters); None for a module named or built as a loss or criterion of the script's own
+    (`criterion = SplitCrossEntropyLoss(...)`: it may hold some or none); True for the rest."""
+    value = assigned_value(model.definition.stmt)
+    built = facts.names.call_qual(value) if isinstance(value, cst.Call) else None
+    if built is not None and built.startswith("torch.nn.") and built.endswith("Loss"):
+        return "AdaptiveLogSoftmax" in built
+    leaf = (built or "").split(".")[-1]
+    name = model.handle.split(".")[-1].lower()
+    if "Loss" in leaf or "Criterion" in leaf or "criterion" in name or "loss" in name:
+        return None
+    return True
 
 
 def _sits_out(facts, model) -> bool:

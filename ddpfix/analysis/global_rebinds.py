@@ -1,0 +1,57 @@
+"""A module-level model that a function rebinds through `global` (`def model_load(fn): global model;
+model, criterion, optimizer = torch.load(f)`), called after the model is wrapped: from that call on
+`model` is whatever was loaded, while every route to the plain module (`raw_model.decoder`) still
+reads the old one."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..syntax import assign_targets, walk
+from .index import TreeIndex
+
+
+def rebinding_functions(index: TreeIndex, handle: str) -> list[cst.FunctionDef]:
+    """Functions that declare `global handle` and assign it."""
+    out = []
+    for func in index.funcs:
+        declared = any(
+            isinstance(n, cst.Global) and any(g.name.value == handle for g in n.names) for n in walk(func.body)
+        )
+        if declared and any(
+            isinstance(n, cst.SimpleStatementLine) and handle in assign_targets(n) for n in walk(func.body)
+        ):
+            out.append(func)
+    return out
+
+
+def rebound_after(index: TreeIndex, handle: str, anchor: cst.CSTNode) -> tuple[str, int] | None:
+    """(function, line of its call) for the first call, after `anchor`, of a function that rebinds the
+    module-level `handle` through `global`; None where there is none."""
+    if "." in handle:
+        return None
+    start = index.position(anchor).end.line
+    for func in rebinding_functions(index, handle):
+        for call in index.callers_of(func):
+            line = index.position(call).start.line
+            if line > start:
+                return func.name.value, line
+    return None
+
+
+def blocked_wrap(models, index: TreeIndex) -> str | None:
+    """Why the fix cannot wrap a trained model of the script, as a clause ("the fix cannot wrap model
+    (...)"): no process group and no sampler then either (no half conversion); None when it can."""
+    for model in models.trained:
+        if models.wrapped(model) is not None or models.dataparallel(model) is not None:
+            continue
+        found = rebound_after(index, model.handle, models.wrap_point(model).anchor)
+        if found is not None:
+            return (
+                f"the fix cannot wrap {model.handle} ({found[0]}() rebinds the global {model.handle} after the "
+                f"wrap, at line {found[1]}: the plain module and the wrapper would no longer be the model it loads)"
+            )
+    return None
+
+
+__all__ = ["blocked_wrap", "rebinding_functions", "rebound_after"]
