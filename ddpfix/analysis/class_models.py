@@ -50,4 +50,13 @@ def ast_trained_attributes(cls: ast.ClassDef) -> list[tuple[str, int]]:
     return [(attr, lines[attr]) for attr in trained if attr in lines and attr not in handed]
 
 
-__all__ = ["ast_trained_attributes"]
+def ast_wraps(cls: ast.ClassDef) -> bool:
+    """Does the class wrap a model in DDP itself (`self.G = DDP(self.G)`, under any test)?"""
+    return any(
+        isinstance(node, ast.Call)
+        and (ast_dotted(node.func) or "").split(".")[-1] in ("DistributedDataParallel", "DDP")
+        for node in nodes(cls)
+    )
+
+
+__all__ = ["ast_trained_attributes", "ast_wraps"]

@@ -49,6 +49,10 @@ class _Gate:
         for node in self.imports:
             for local, origin in import_origins(node):
                 self.bindings.setdefault(local, []).append(origin)
+        for node in tree.body:  # `Exp = Exp_Informer` at module level: the alias of an imported name
+            if type(node) is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+                if type(node.value) is ast.Name and node.value.id in self.bindings:
+                    self.bindings.setdefault(node.targets[0].id, []).extend(self.bindings[node.value.id])
 
     def may_reach_rules(self) -> bool:
         if any(framework_of(full) for node in self.imports for full in _imported(node)):

@@ -59,12 +59,23 @@ def method_of_instance(
             if type(value) is cst.Call:
                 ctors.append(value)
     for ctor in ctors:
-        if modules.class_of(ctor.func) is None:
+        func = _class_alias(index, names, ctor.func)
+        if modules.class_of(func) is None:
             continue
-        target = modules.target_of(ctor.func)
+        target = modules.target_of(func)
         if target is not None and target.summary is not None and target.member is not None:
             return target.summary, f"{target.member}.{method}"
     return None
+
+
+def _class_alias(index: TreeIndex, names: Names, func: cst.BaseExpression) -> cst.BaseExpression:
+    """`Exp_Informer` where the class is called through a name bound to it once at module level
+    (`Exp = Exp_Informer`, then `exp = Exp(args)`); `func` itself otherwise."""
+    if type(func) is not cst.Name:
+        return func
+    sites = names.assignments(index.module, func.value)
+    value = assigned_value(sites[0].stmt) if len(sites) == 1 else None
+    return value if isinstance(value, (cst.Name, cst.Attribute)) else func
 
 
 def _method_findings(modules: LocalModules, ctor: cst.Call, method: str, kind: str) -> list[Finding]:

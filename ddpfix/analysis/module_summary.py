@@ -48,6 +48,7 @@ class ClassSummary:
     attributes: set[str] = field(default_factory=set)  # set on self in any method
     forward_like: set[str] = field(default_factory=set)  # methods that run a forward (model_params.py)
     trained: list[tuple[str, int]] = field(default_factory=list)  # models it trains itself (class_models.py)
+    wraps: bool = False  # wraps a model in DistributedDataParallel itself (class_models.py)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from .ast_reading import (
     nodes,
     string_constant,
 )
-from .class_models import ast_trained_attributes
+from .class_models import ast_trained_attributes, ast_wraps
 from .imports import ImportTable, Origin, find_module
 from .kept_models import kept_uses
 from .loader_params import ast_loader_uses
@@ -311,7 +311,8 @@ class _Summariser:
         return False
 
     def _class(self, node: ast.ClassDef) -> None:
-        cls = ClassSummary(node.name, [ast_dotted(b) or "" for b in node.bases], trained=ast_trained_attributes(node))
+        trained, wraps = ast_trained_attributes(node), ast_wraps(node)
+        cls = ClassSummary(node.name, [ast_dotted(b) or "" for b in node.bases], trained=trained, wraps=wraps)
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 cls.methods.add(item.name)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..analysis.dataparallel import conversion_blocked, dataparallel_trains
 from ..analysis.flow import binds
-from ..analysis.global_rebinds import blocked_wrap
+from ..analysis.unseen_models import why_no_wrap
 from ..edits import backend_choice, torch_name
 from ..examples import clean, fixes
 from ..module_wraps import withheld
@@ -195,7 +195,7 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
             f"{built}: wrap them there first; a process group without the wrap would train one unsynchronised "
             "copy per rank"
         )
-    blocked = blocked_wrap(models, facts.index)
+    blocked = why_no_wrap(facts)
     if blocked is not None:
         return NONE, f"{blocked}; a process group without the wrap would train one unsynchronised copy per rank"
     if not dataparallel_trains(models):

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..analysis import Loader
 from ..analysis.dataparallel import conversion_blocked, dataparallel_trains
-from ..analysis.global_rebinds import blocked_wrap
+from ..analysis.unseen_models import why_no_wrap
 from ..examples import clean, fixes, reports
 from ..factory_reports import report_factory_loaders
 from ..loader_factory import shard_factories
@@ -203,7 +203,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
         stuck = dataparallel and conversion_blocked(facts.index, facts.names, facts.models)
         # Models a class of the script's own modules builds and trains, unwrapped: no sampler before the wrap.
         built = None if facts.models.trained else withheld(ctx)
-        blocked = blocked_wrap(facts.models, facts.index)
+        blocked = why_no_wrap(facts)
         for loader, batch_loop in facts.data.training_loaders:
             if built is not None or blocked is not None:
                 why = f"{built}: wrap them there first" if built is not None else f"{blocked}: wrap it first"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.global_rebinds import rebound_after
+from ..analysis.unseen_models import unseen_clause, unseen_training
 from ..analysis.unused import sitting_out
 from ..edits import cuda_test
 from ..examples import clean, fixes
@@ -50,6 +51,12 @@ A module-level model that a function rebinds through `global` (`def model_load(f
 model = torch.load(fn)`), called after the wrap, is reported without a fix: from that call on the
 name holds what was loaded, while the kept plain module (`raw_model`) still holds the trained one.
 No process group or sampler is added then either (DDP001, DDP201).
+
+Training the script reaches only through its own modules, on a model it never holds, is reported at
+the call without a fix, and withholds the rest of the conversion the same way: a function that builds
+and trains its model (`run(5)`), or a method of a class whose model the fix cannot place (built in a
+base class of another module; also a class called through an alias, `Exp = Exp_Informer`). A
+function or class there that wraps its model in DDP itself is left to do so.
 
 ## Why
 Without the wrap each rank trains its own copy: gradients are never averaged, parameters drift
@@ -182,6 +189,14 @@ Safe: a plain run skips the wrap, in the script and in a class of its modules al
             )
             ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)
         wraps_in_modules(ctx, self)
+        unseen = unseen_training(facts)
+        if unseen is not None:
+            ctx.report(
+                unseen,
+                f"{unseen_clause(unseen)}: wrap it in DistributedDataParallel where it is built, after it is moved "
+                "to its device and before its optimizer",
+                fix="none",
+            )
 
 
 def _reported_binding(facts, model) -> cst.CSTNode:

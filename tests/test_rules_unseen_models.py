@@ -1,0 +1,115 @@
+"""Training through the script's own modules on a model the script never holds: a function that
+builds and trains its model (`run(5)`), or a class called through an alias whose model a base class
+of another module builds (`Exp = Exp_Informer; exp = Exp(args); exp.train()`). No rule can wrap that
+model, so DDP301 says where to, and no process group, sampler or guard goes in (each rank would train
+its own copy while `apply` reported success)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from ddpfix import check_source, fix_source
+
+ENGINE = """
+import torch
+import torch.nn as nn
+
+
+def run(steps):
+    model = nn.Linear(4, 1)
+    {wrap}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(steps):
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print("done")
+"""
+
+MAIN = """
+from engine import run
+
+if __name__ == "__main__":
+    run(5)
+"""
+
+BASIC = """
+import torch.nn as nn
+
+
+class ExpBasic:
+    def __init__(self, args):
+        self.args = args
+        self.model = nn.Linear(4, 1)
+"""
+
+EXP = """
+import torch
+from torch import optim
+
+from basic import ExpBasic
+
+
+class ExpLinear(ExpBasic):
+    def _select_optimizer(self):
+        return optim.Adam(self.model.parameters(), lr=0.01)
+
+    def train(self, setting):
+        model_optim = self._select_optimizer()
+        for step in range(3):
+            loss = self.model(torch.randn(8, 4)).pow(2).mean()
+            model_optim.zero_grad()
+            loss.backward()
+            model_optim.step()
+"""
+
+EXP_MAIN = """
+import argparse
+
+from exp import ExpLinear
+
+parser = argparse.ArgumentParser()
+args = parser.parse_args()
+Exp = ExpLinear
+for ii in range(2):
+    exp = Exp(args)
+    exp.train(f"run{ii}")
+"""
+
+
+def write(folder, **files) -> str:
+    for name, text in files.items():
+        (folder / f"{name}.py").write_text(textwrap.dedent(text).lstrip())
+    return str(folder / "main.py")
+
+
+def found(path: str) -> dict:
+    out: dict = {}
+    for d in check_source(open(path).read(), path=path, cross_file=True):
+        out.setdefault(d.code, []).append(d)
+    return out
+
+
+def test_a_model_built_and_trained_inside_a_module_function(tmp_path):
+    path = write(tmp_path, main=MAIN, engine=ENGINE.replace("{wrap}", ""))
+    by = found(path)
+    [wrap] = by["DDP301"]
+    assert wrap.fix == "none" and "run() trains a model the script never holds" in wrap.message
+    assert [d.fix for d in by["DDP001"]] == ["none"] and "which the fix cannot wrap" in by["DDP001"][0].message
+    result = fix_source(open(path).read(), path=path, cross_file=True)
+    assert result.code == open(path).read() and not result.others
+
+
+def test_a_module_function_that_wraps_its_model_is_not_reported(tmp_path):
+    wrap = "model = torch.nn.parallel.DistributedDataParallel(model)"
+    path = write(tmp_path, main=MAIN, engine=ENGINE.replace("{wrap}", wrap))
+    assert "DDP301" not in found(path)
+
+
+def test_a_class_called_through_an_alias_with_its_model_in_a_base_class(tmp_path):
+    path = write(tmp_path, main=EXP_MAIN, exp=EXP, basic=BASIC)
+    by = found(path)
+    [wrap] = by["DDP301"]
+    assert wrap.fix == "none" and wrap.message.startswith("exp.train() trains a model the script never holds")
+    assert [d.fix for d in by["DDP001"]] == ["none"]
