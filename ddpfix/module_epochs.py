@@ -273,8 +273,8 @@ __all__ = [
     "drawn_passes",
     "epoch_loop_planner",
     "function_of",
-    "plan_drawn_passes",
     "keep_set_epoch",
+    "plan_drawn_passes",
     "set_epoch_blocker",
     "through_loader",
 ]
