@@ -11,7 +11,18 @@ from ..examples import clean, fixes, reports
 from ..module_guards import guard_module_writes
 from ..object_guards import guard_object, rank0_object_statements
 from ..rule import Context, Rule
-from ..syntax import assign_targets, assigned_value, dotted, kwarg, mentions, method_name, positional, receiver, walk
+from ..syntax import (
+    assign_targets,
+    assigned_value,
+    code_of,
+    dotted,
+    kwarg,
+    mentions,
+    method_name,
+    positional,
+    receiver,
+    walk,
+)
 
 
 class UnguardedLogFile(Rule):
@@ -26,7 +37,11 @@ class UnguardedLogFile(Rule):
 `log.write(...)`, `log.flush()`, `log.close()`) executed by every rank. The kept-open file is opened
 and used on rank 0 only, each statement that uses it guarded, where every use is a call of its own
 on it in the same scope; used any other way (`print(..., file=log)`, handed to a function) it is
-reported without a fix. Left alone: a file named per rank
+reported without a fix. A file opened inside the one call of a statement (`pickle.dump(vocab,
+open(path, "wb"))`, `json.dump(history, open(path, "w"))`, `open(path, "w").write(text)`) is written
+there: the statement runs on rank 0, or, where the script reads that path back (`pickle.load(open(path,
+"rb"))`), it is reported without a fix (the others would read before rank 0 has written; a barrier
+between is for the author to place). Left alone: a file named per rank
 (`f"log_rank{rank}.txt"`, `os.path.join(out, f"train_{rank}.log")`, also through a variable), a
 handler created or added on rank 0 only (`if is_main_process(): logger.addHandler(handler)`), code
 after an early return on the other ranks, and the records of a logger the script quiets on the
@@ -112,6 +127,18 @@ Safe. A file handler used anywhere but in plain statements of the same block get
                 guard_site(ctx, call, "log record emitted on every rank: the log file gets one copy per process")
         for stmt in _write_opens(facts):
             guard_site(ctx, stmt, "file opened for writing on every rank: all processes write the same file")
+        for call in _inline_opens(facts):  # `pickle.dump(vocab, open(path, "wb"))`: written where it is opened
+            message = "file opened for writing on every rank: all processes write the same file"
+            read = _read_back(facts, call)
+            if read is not None:  # rank 0 alone writing it, the others could read it before it is there
+                ctx.report(
+                    call,
+                    f"{message}; it is read back at line {read}: write it on rank 0 and let the others "
+                    "wait at a barrier before they read it (by hand)",
+                    fix="none",
+                )
+            else:
+                guard_site(ctx, call, message)
         for call in _handle_opens(facts):  # `log = open(path, "w")`, then `log.write(...)` as the run goes
             statements = rank0_object_statements(ctx, call)
             if statements is None:
@@ -251,6 +278,36 @@ def _handle_opens(facts) -> list[cst.Call]:
             if not facts.ranks.rank_guarded(call):
                 out.append(call)
     return out
+
+
+def _inline_opens(facts) -> list[cst.Call]:
+    """`pickle.dump(vocab, open(path, "wb"))`, `json.dump(cfg, open(path, "w"))`, `open(path,
+    "w").write(text)`: a file opened inside the one call of an expression statement, written and
+    left to close there."""
+    out = []
+    for call in _shared_write_opens(facts):
+        stmt = facts.index.site(call).stmt
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and small.value is not call:
+            out.append(call)
+    return out
+
+
+def _read_back(facts, call: cst.Call) -> int | None:
+    """The line of a call that reads the file `call` opens for writing (`pickle.load(open(path,
+    "rb"))`, `json.load(open(path))`, `np.load(path)`: its path spelled alike), if there is one."""
+    path = positional(call, 0) or kwarg(call, "file")
+    if path is None:
+        return None
+    spelled = code_of(path.value)
+    for other in facts.index.calls:
+        first = positional(other, 0)
+        if other is call or first is None or code_of(first.value) != spelled:
+            continue
+        if dotted(other.func) == "open" and opens_for_writing(other):
+            continue
+        return facts.index.position(other).start.line
+    return None
 
 
 def _write_opens(facts) -> list[cst.With]:
