@@ -180,7 +180,7 @@ class Data:
         if drawn is not None:
             return drawn
         if loader.binding is not None:
-            handoff = self._handoffs.of(loader.target, loader.binding)
+            handoff = self.handoffs.of(loader.target, loader.binding)
             if handoff is not None:
                 self._handed[id(handoff.call)] = handoff
                 return handoff.call
@@ -201,7 +201,7 @@ class Data:
         return self._handed.get(id(node))
 
     @cached_property
-    def _handoffs(self) -> Handoffs:
+    def handoffs(self) -> Handoffs:
         return Handoffs(self.index, self.names, self.training, self.modules)
 
     @cached_property

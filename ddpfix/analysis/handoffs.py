@@ -62,6 +62,16 @@ class Handoffs:
                     return found
         return None
 
+    def trained_over(self, call: cst.Call) -> list[tuple[cst.Arg, Handoff]]:
+        """The arguments of `call` that a function or method of the script's own modules trains over."""
+        scope = self.index.scope_of(call)
+        out = []
+        for slot, arg in _slots(call):
+            found = self._module(call, slot, scope)
+            if found is not None:
+                out.append((arg, found))
+        return out
+
     def _engine(self, call: cst.Call, slot: int | str, scope) -> Handoff | None:
         """`trainer.run(train_loader, max_epochs=n)` with `trainer = create_supervised_trainer(...)`."""
         func = call.func

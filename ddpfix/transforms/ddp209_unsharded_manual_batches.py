@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.handed_streams import unsharded_handoffs
 from ..analysis.helpers import param_for
+from ..analysis.random_batches import draws_batch, seeds_random_alike
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, assigned_value, code_of, dotted, is_literal, kwarg, positional, single_small, walk
@@ -34,6 +36,8 @@ Training batches taken from tensors without a DataLoader, in one of these shapes
 - samples taken one by one from a list the script builds (`trigrams = [...]`, then `for context,
   target in trigrams:`): each rank takes every WORLD_SIZE-th sample from its own, as many on every
   rank (`trigrams[RANK::WORLD_SIZE][: len(trigrams) // WORLD_SIZE]`);
+- batches a function of its own modules trains over, from an object another returns that is no
+  DataLoader (`it = build_iterator(data)`, then `train(model, it)`): reported, no rule splits it;
 - batch starts drawn one at a time from Python's `random` after `random.seed(...)` (`start =
   random.randint(0, len(text) - n)`, then `text[start:start + n]`): reported, with what to change.
 
@@ -121,14 +125,16 @@ Loops that already depend on the rank are left alone.
                     fix="none",
                 )
         for call in facts.names.calls_matching(lambda q: q in RANDOM_INDICES):
-            if _draws_batch(facts, call, loops) and not facts.ranks.depends_on_rank(call):
+            if draws_batch(facts, call, loops) and not facts.ranks.depends_on_rank(call):
                 if spawned:
                     ctx.report(call, f"{self.message}; {SPAWNED}", fix="none")
                 else:
                     self._draw(ctx, call)
-        if _seeds_random_alike(facts):
+        for arg, message in unsharded_handoffs(facts):
+            ctx.report(arg, message, fix="none")
+        if seeds_random_alike(facts):
             for call in facts.names.calls_matching(lambda q: q in RANDOM_STARTS):
-                if _draws_batch(facts, call, loops) and not facts.ranks.depends_on_rank(call):
+                if draws_batch(facts, call, loops) and not facts.ranks.depends_on_rank(call):
                     ctx.report(
                         call,
                         f"training batches cut at {code_of(call)}, drawn from `random` seeded alike on every rank: "
@@ -340,47 +346,6 @@ def _split_iter(loop: cst.For) -> cst.Call | None:
 
 def _uses_target(loop: cst.For) -> bool:
     return isinstance(loop.target, (cst.Name, cst.Tuple))
-
-
-def _seeds_random_alike(facts) -> bool:
-    """Does the script seed Python's `random` with a value that is the same on every rank? (Unseeded,
-    each process draws from its own stream.)"""
-    return any(not facts.ranks.mentions_rank(c) for c in facts.names.calls_matching(lambda q: q == "random.seed"))
-
-
-def _draws_batch(facts, call: cst.Call, loops: list[cst.For]) -> bool:
-    """A draw of batch indices: bound to a name the same function then indexes data with, in a
-    training loop or in a function such a loop calls."""
-    stmt = facts.index.site(call).stmt
-    if assigned_value(stmt) is not call:
-        return False
-    small = single_small(stmt)
-    target = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
-    if not isinstance(target, cst.Name):
-        return False
-    scope = facts.index.scope_of(call)
-    if not _indexes_with(facts, scope, target.value, stmt):
-        return False
-    if any(facts.index.contains(loop.body, call) for loop in loops):
-        return True
-    if isinstance(scope, cst.FunctionDef):
-        return any(any(facts.index.contains(loop.body, c) for loop in loops) for c in facts.index.callers_of(scope))
-    return False
-
-
-def _indexes_with(facts, scope: cst.CSTNode, name: str, after: cst.CSTNode) -> bool:
-    """Is `name` used after `after` as an index (`x[ix]`) or as what a loop or comprehension walks
-    (`[data[i:i + n] for i in ix]`)?"""
-    for node in walk(scope):
-        if isinstance(node, cst.SubscriptElement) and any(
-            isinstance(n, cst.Name) and n.value == name for n in walk(node)
-        ):
-            if facts.index.before(after, node):
-                return True
-        if isinstance(node, (cst.CompFor, cst.For)) and isinstance(node.iter, cst.Name) and node.iter.value == name:
-            if facts.index.before(after, node):
-                return True
-    return False
 
 
 def _cuts(ctx: Context, loop: cst.For, node: cst.CSTNode, counts: set[str], message: str | None = None) -> bool:
