@@ -36,7 +36,8 @@ HAND_FIX = (
 
 def shard_factories(ctx: Context, rule: Rule, unwrapped: str | None = None) -> None:
     """Report (and fix, where allowed) each training loader a factory of the script's modules builds;
-    `unwrapped`: why the models it feeds stay unwrapped (module_wraps.withheld), so no sampler goes in."""
+    `unwrapped`: why the models it feeds stay unwrapped and where to wrap them (module_wraps.withheld,
+    unseen_models.why_no_wrap), so no sampler goes in."""
     facts = ctx.facts
     groups: dict[tuple, list] = {}
     for foreign, loop in facts.data.foreign_loaders():
@@ -55,8 +56,8 @@ def shard_factories(ctx: Context, rule: Rule, unwrapped: str | None = None) -> N
             if unwrapped is not None:
                 ctx.report(
                     foreign.call,
-                    f"training DataLoader without a DistributedSampler, built by {func}() at {where}; {unwrapped}: "
-                    "wrap them there first, then shard the data",
+                    f"training DataLoader without a DistributedSampler, built by {func}() at {where}; {unwrapped}, "
+                    "then shard the data",
                     fix="none",
                 )
                 continue

@@ -21,8 +21,8 @@ from ..syntax import (
     walk,
 )
 from .classes import DDP_NAMES, DP_NAMES, SELF_RETURNING, Classes
+from .handed_models import handed_to_trainers
 from .index import Site, TreeIndex
-from .model_params import FORWARD, PARAMETERS, TRAINS
 from .names import Names
 from .trained import element_of, manual_updates, receiver_of
 from .training import Training
@@ -141,28 +141,11 @@ class Models:
         return name, definition
 
     def _handed_to_trainers(self) -> list[tuple[cst.Call, str, Site]]:
-        """Models the script hands to a function of its own modules that runs their forward, takes
-        their parameters (for its optimizer, for gradient clipping) and trains (`fit(model, loader)`
-        from a local package), or to a class of theirs that keeps them, builds its optimizer over
-        them and trains them (`Trainer(model, loader)`: kept_models.py), with where each gets its
-        final handle."""
-        out: list[tuple[cst.Call, str, Site]] = []
+        """Models handed to code of the script's own modules that trains them (handed_models.py)."""
         if self.helpers is None:
-            return out
-        for call in self.index.calls:
-            if self.index.callee_of(call) is not None or self.helpers.modules.target_of(call.func) is None:
-                continue
-            for arg in call.args:
-                name = dotted(arg.value)
-                if arg.star or not name:
-                    continue
-                uses = self.helpers.uses(call, arg) or self.helpers.constructor_uses(call, arg)
-                if not uses or not {FORWARD, TRAINS, PARAMETERS} <= uses:
-                    continue  # a loss module it also runs (`criterion(out, y)`) has no parameters it trains
-                definition = self._local_definition(name, call, self.index.enclosing(call, cst.FunctionDef), depth=0)  # type: ignore[arg-type]
-                if definition is not None:
-                    out.append((call, name, definition))
-        return out
+            return []
+        local = lambda name, call: self._local_definition(name, call, self.index.enclosing(call, cst.FunctionDef), 0)  # noqa: E731
+        return handed_to_trainers(self.index, self.helpers, local)
 
     def _lifted(self, handle: str, definition: Site) -> list[tuple[str, Site, cst.Call | None]]:
         """A model a function of this file builds and returns (`return model, optimizer`) is wrapped

@@ -204,9 +204,9 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
         # Models a class of the script's own modules builds and trains, unwrapped: no sampler before the wrap.
         built = None if facts.models.trained else withheld(ctx)
         blocked = why_no_wrap(facts)
+        why = f"{built}: wrap them there first" if built is not None else f"{blocked}: wrap it first"
         for loader, batch_loop in facts.data.training_loaders:
             if built is not None or blocked is not None:
-                why = f"{built}: wrap them there first" if built is not None else f"{blocked}: wrap it first"
                 ctx.report(
                     loader.site.node,
                     f"training DataLoader without a DistributedSampler; {why}, then shard the data",
@@ -289,7 +289,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
             if not ctx.report(call, message, fix="unsafe" if dataparallel else None):
                 continue
             add_set_epoch(ctx, loader, batch_loop, add_sampler(ctx, loader, ds_arg))
-        shard_factories(ctx, self, built)
+        shard_factories(ctx, self, why if built is not None or blocked is not None else None)
         report_factory_loaders(ctx, "training DataLoader without a DistributedSampler")
 
 

@@ -1,0 +1,45 @@
+"""Models the script hands to code of its own modules that trains them (`fit(model, loader)` from a
+local package, `Trainer(model, loader)`), read from what that code does with each argument."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..syntax import dotted
+from .index import Site, TreeIndex
+from .model_params import FORWARD, PARAMETERS, TRAINS
+
+
+def handed_to_trainers(index: TreeIndex, helpers, local_definition) -> list[tuple[cst.Call, str, Site]]:
+    """Models the script hands to a function of its own modules that runs their forward, takes
+    their parameters (for its optimizer, for gradient clipping) and trains (`fit(model, loader)`
+    from a local package), or to a class of theirs that keeps them, builds its optimizer over
+    them and trains them (`Trainer(model, loader)`: kept_models.py), with where each gets its
+    final handle."""
+    out: list[tuple[cst.Call, str, Site]] = []
+    handed: list[tuple[cst.Call, str, set]] = []
+    parameters: set[tuple[int, str]] = set()  # (scope, name) whose parameters some call of the modules takes
+    for call in index.calls:
+        if index.callee_of(call) is not None or helpers.modules.target_of(call.func) is None:
+            continue
+        for arg in call.args:
+            name = dotted(arg.value)
+            if arg.star or not name:
+                continue
+            uses = helpers.uses(call, arg) or helpers.constructor_uses(call, arg)
+            if uses:
+                handed.append((call, name, uses))
+                if PARAMETERS in uses:
+                    parameters.add((id(index.scope_of(call)), name))
+    for call, name, uses in handed:
+        # the optimizer over its parameters may come from another function of the modules
+        # (`optimizer = build_optimizer(model)`, then `train(model, optimizer, loader)`)
+        given = PARAMETERS in uses or (id(index.scope_of(call)), name) in parameters
+        if {FORWARD, TRAINS} <= uses and given:
+            definition = local_definition(name, call)
+            if definition is not None:
+                out.append((call, name, definition))
+    return out
+
+
+__all__ = ["handed_to_trainers"]
