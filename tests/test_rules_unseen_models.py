@@ -113,3 +113,56 @@ def test_a_class_called_through_an_alias_with_its_model_in_a_base_class(tmp_path
     [wrap] = by["DDP301"]
     assert wrap.fix == "none" and wrap.message.startswith("exp.train() trains a model the script never holds")
     assert [d.fix for d in by["DDP001"]] == ["none"]
+
+
+LOADER_LIB = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def build_loader():
+    return DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8, shuffle=True)
+
+
+def run(loader, epochs):
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(epochs):
+        for x, y in loader:
+            loss = nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+
+LOADER_MAIN = """
+from lib import build_loader, run
+
+loader = build_loader()
+run(loader, 2)
+"""
+
+
+def test_a_factory_loader_gets_no_sampler_beside_an_unseen_model(tmp_path):
+    path = write(tmp_path, main=LOADER_MAIN, lib=LOADER_LIB)
+    by = found(path)
+    [shard] = by["DDP201"]
+    assert shard.fix == "none" and "built by build_loader()" in shard.message
+    assert "run() trains a model the script never holds" in shard.message
+    result = fix_source(open(path).read(), path=path, cross_file=True)
+    assert result.code == open(path).read() and not result.others
+
+
+def test_a_model_whose_optimizer_another_helper_builds_is_wrapped(tmp_path):
+    lib = LOADER_LIB.replace(
+        "def run(loader, epochs):\n    model = nn.Linear(4, 1)\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n",
+        "def build_optimizer(model):\n    return torch.optim.SGD(model.parameters(), lr=0.1)\n\n\n"
+        "def run(model, opt, loader, epochs):\n",
+    )
+    main = "from lib import build_loader, build_optimizer, run\nimport torch.nn as nn\n\nmodel = nn.Linear(4, 1)\n"
+    main += "opt = build_optimizer(model)\nloader = build_loader()\nrun(model, opt, loader, 2)\n"
+    path = write(tmp_path, main=main, lib=lib)
+    by = found(path)
+    assert [d.fix for d in by["DDP301"]] == ["safe"] and by["DDP301"][0].line == 4
+    assert "model = DDP(model" in fix_source(open(path).read(), path=path, cross_file=True).code
