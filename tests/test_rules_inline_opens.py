@@ -64,3 +64,10 @@ def test_a_file_named_per_rank_or_opened_for_reading_is_left_alone():
         'print(json.load(open("vocab.json")))',
     ):
         assert ddp405(script(write)) == [], write
+
+
+def test_a_check_that_the_file_exists_is_no_read():
+    src = script('pickle.dump(vocab, open("vocab.pkl", "wb"))', 'print(os.path.exists("vocab.pkl"))')
+    src = "import os\n" + src
+    [d] = ddp405(src)
+    assert d.fix == "safe"

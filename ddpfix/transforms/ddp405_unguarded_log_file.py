@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.effects import FILE_HANDLERS, LOGGER_METHODS
+from ..analysis.file_paths import READERS, path_shapes
 from ..analysis.local_writes import EVERY_RANK_LOG_FILE
 from ..edits import guard, guard_site, opens_for_writing
 from ..examples import clean, fixes, reports
@@ -14,7 +15,6 @@ from ..rule import Context, Rule
 from ..syntax import (
     assign_targets,
     assigned_value,
-    code_of,
     dotted,
     kwarg,
     mentions,
@@ -294,20 +294,29 @@ def _inline_opens(facts) -> list[cst.Call]:
 
 
 def _read_back(facts, call: cst.Call) -> int | None:
-    """The line of a call that reads the file `call` opens for writing (`pickle.load(open(path,
-    "rb"))`, `json.load(open(path))`, `np.load(path)`: its path spelled alike), if there is one."""
-    path = positional(call, 0) or kwarg(call, "file")
-    if path is None:
-        return None
-    spelled = code_of(path.value)
+    """The line of a read of the file `call` opens for writing: an `open` not for writing
+    (`pickle.load(open(path, "rb"))`) or a common reader (`np.load(path)`, file_paths.READERS), its
+    path compared as DDP410 compares them (`path_shapes`); None if there is none."""
+    written = _path_shapes_of(facts, call, (0, "file"))
     for other in facts.index.calls:
-        first = positional(other, 0)
-        if other is call or first is None or code_of(first.value) != spelled:
+        if other is call:
             continue
-        if dotted(other.func) == "open" and opens_for_writing(other):
-            continue
-        return facts.index.position(other).start.line
+        if dotted(other.func) == "open":
+            if opens_for_writing(other):
+                continue
+            slot = (0, "file")
+        else:
+            slot = READERS.get(facts.names.call_qual(other) or "")
+            if slot is None:
+                continue
+        if written & _path_shapes_of(facts, other, slot):
+            return facts.index.position(other).start.line
     return None
+
+
+def _path_shapes_of(facts, call: cst.Call, slot: tuple[int, str]) -> set[str]:
+    path = positional(call, slot[0]) or kwarg(call, slot[1])
+    return path_shapes(facts, path.value) if path is not None else set()
 
 
 def _write_opens(facts) -> list[cst.With]:
