@@ -1,0 +1,88 @@
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+RANK = int(os.environ.get("RANK", 0))
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+DISTRIBUTED = WORLD_SIZE > 1
+
+PRINT_FREQ = 2
+
+
+class AverageMeter(object):
+    """Keeps the last value and a running average."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.val = 0
+        self.avg = 0
+        self.sum = 0
+        self.count = 0
+
+    def update(self, val, n=1):
+        self.val = val
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count
+
+
+def train(loader, model, criterion, optimizer, epoch):
+    batch_time = AverageMeter()
+    losses = AverageMeter()
+    model.train()
+    end = time.time()
+    for i, (inputs, target) in enumerate(loader):
+        loss = criterion(model(inputs), target)
+        losses.update(loss.item(), inputs.size(0))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        batch_time.update(time.time() - end)
+        end = time.time()
+        # running averages so far in this epoch
+        if i % PRINT_FREQ == 0:
+            if RANK == 0:
+                print(
+                    "Epoch: [{0}][{1}/{2}]\t"
+                    "Loss {loss.val:.4f} ({loss.avg:.4f})".format(epoch, i, len(loader), loss=losses)
+                )
+    if RANK == 0:
+        print("epoch {} done: loss {:.5f} over {} samples".format(epoch, losses.avg, losses.count))
+
+
+def main():
+    if DISTRIBUTED:
+        if torch.cuda.is_available():
+            torch.cuda.set_device(LOCAL_RANK)
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+
+    torch.manual_seed(0)
+    dataset = TensorDataset(torch.randn(64, 8), torch.randint(0, 4, (64,)))
+    sampler = DistributedSampler(dataset) if DISTRIBUTED else None
+    loader = DataLoader(dataset, batch_size=4, shuffle=(sampler is None), sampler=sampler)
+    model = nn.Linear(8, 4)
+    raw_model = model
+    if DISTRIBUTED:
+        model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    for epoch in range(2):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        train(loader, model, criterion, optimizer, epoch)
+
+    if DISTRIBUTED:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
