@@ -55,6 +55,9 @@ class MetricReducer:
         self.meters_first: dict[tuple[cst.CSTNode, str], cst.CSTNode] = {}  # (binding, meter) -> where it is reduced
         self.meters_why: dict[tuple[cst.CSTNode, str], str | None] = {}  # why a meter is not reduced (None: it is)
         self.meters_planned: set[tuple[cst.CSTNode, str]] = set()
+        self.meters_copied: set[tuple[cst.CSTNode, tuple[cst.CSTNode, str]]] = (
+            set()
+        )  # (statement, meter) shown by a copy
 
     def reductions(
         self,
@@ -102,41 +105,43 @@ class MetricReducer:
             plan.replace(name, lambda n, new=reduced[name.value]: n.with_changes(value=new))
 
     def meter_problem(self, shown: list, at: cst.CSTNode) -> str | None:
-        """Why the meters `shown` (analysis.meters.Shown) cannot have their totals reduced in place just
-        before the statement `at`; None when they can. Each meter is reduced once, before the first
-        statement that shows it; a later one is fixed by that reduction where it follows it in the same
-        block."""
+        """Why the meters `shown` (analysis.meters.Shown) cannot have their totals reduced just before the
+        statement `at`; None when they can. A meter that keeps accumulating over a loop around `at` (a
+        running average printed every few steps) is shown through a copy with the totals reduced, so
+        that the meter itself goes on counting this rank's shard. Any other is reduced in place once,
+        before the first statement that shows it; a later one is fixed by that reduction where it
+        follows it in the same block."""
         facts = self.ctx.facts
         index = facts.index
         if index.in_one_line_suite(at) or not _reached_alike(facts, at):
             return "not every rank reaches the statement alike"
         for s in shown:
             key = (s.origin, s.name)
+            why = _class_problem(s.meter)
+            if why is not None:
+                return why
+            if self._accumulates(s, at):
+                self.meters_copied.add((at, key))
+                continue
             first = self.meters_first.setdefault(key, at)
             if key not in self.meters_why:
-                self.meters_why[key] = self._meter_problem(s, at)
+                self.meters_why[key] = self._updated_after(s, at)
             if self.meters_why[key] is not None:
                 return self.meters_why[key]
             if first is not at and not (index.parent.get(first) is index.parent.get(at) and index.before(first, at)):
                 return f"{s.name} is shown in more than one block"
         return None
 
-    def _meter_problem(self, s, at: cst.CSTNode) -> str | None:
-        """Why the meter of `s` cannot be reduced in place before `at`, the first statement showing it."""
+    def _accumulates(self, s, at: cst.CSTNode) -> bool:
+        """Does the meter of `s` go on accumulating over a loop around `at` (made before that loop)?"""
         index = self.ctx.facts.index
-        meter = s.meter
-        if meter.stored:
-            stored = ", ".join(f"self.{a}" for a in meter.stored)
-            return (
-                f"{meter.name} also stores {stored} as it updates, which reducing its totals would leave as this rank's"
-            )
-        if not meter.numeric:
-            return f"{meter.name}'s totals do not all start as numbers in __init__"
+        loops = (a for a in _within(index, at, index.scope_of(at)) if isinstance(a, (cst.For, cst.While)))
+        return any(not index.contains(a, s.origin) for a in loops)
+
+    def _updated_after(self, s, at: cst.CSTNode) -> str | None:
+        """Why the meter of `s` cannot be reduced in place before `at`: it is updated again after it."""
+        index = self.ctx.facts.index
         scope = index.scope_of(at)
-        if any(
-            isinstance(a, (cst.For, cst.While)) and not index.contains(a, s.origin) for a in _within(index, at, scope)
-        ):
-            return f"{s.name} keeps accumulating over the loop around the statement that shows it"
         for call in index.calls:
             func = call.func
             if (
@@ -144,29 +149,45 @@ class MetricReducer:
                 and index.before(at, call)
                 and isinstance(func, cst.Attribute)
                 and dotted(func.value) == s.name
-                and func.attr.value in meter.updates
+                and func.attr.value in s.meter.updates
             ):
                 return f"{s.name} is updated again after it is shown"
         return None
 
-    def plan_meters(self, shown: list, at: cst.CSTNode) -> None:
+    def plan_meters(self, shown: list, at: cst.CSTNode, call: cst.Call | None = None) -> None:
         """Reduce the totals of each meter of `shown` just before `at` and put them back in the meter, once
-        per meter: what the class computes from them (`average = sum / count`) is then the global value."""
-        lines = []
+        per meter: what the class computes from them (`average = sum / count`) is then the global value.
+        A meter that keeps accumulating is copied (`copy.copy`) and the copy, reduced, is what `call`
+        shows."""
+        lines, shown_as = [], {}
         for s in shown:
             key = (s.origin, s.name)
+            fn = self._helper(at)
+            if (at, key) in self.meters_copied:
+                new = self.names.setdefault((s.name, "meter"), self.ctx.plan.fresh(f"global_{s.name}"))
+                shown_as[s.name] = new
+                done = self._reduced_just_before(at, s.name, "meter", s.meter.updates)
+                self.before.add((at, s.name, "meter"))
+                if done:  # two prints in a row: one copy before the first
+                    continue
+                lines.append(f"{new} = {self.ctx.plan.ref('copy', 'copy', style='import')}.copy({s.name})")
+                lines += [f"{new}.{a} = {fn}({s.name}.{a})" for a in s.meter.summed]
+                lines += [f"{new}.{a} = {_on(new, value)}" for a, value in s.meter.derived]
+                continue
             if key in self.meters_planned:
                 continue
             self.meters_planned.add(key)
-            fn = self._helper(at)
             lines += [f"{s.name}.{a} = {fn}({s.name}.{a})" for a in s.meter.summed]
             lines += [f"{s.name}.{a} = {_on(s.name, value)}" for a, value in s.meter.derived]
         if lines:
             self.ctx.plan.insert_before(at, self.ctx.plan.statements("\n".join(lines)), Order.REDUCED_METRIC)
+        if call is not None:
+            for name in _shown(self.ctx.facts.index, call, set(shown_as)):
+                self.ctx.plan.replace(name, lambda n, new=shown_as[name.value]: n.with_changes(value=new))
 
-    def _reduced_just_before(self, stmt: cst.CSTNode, v: str, op: str) -> bool:
+    def _reduced_just_before(self, stmt: cst.CSTNode, v: str, op: str, updates=()) -> bool:
         """Is `v` reduced (`op`) before `stmt` already, or before a statement of the same block above it
-        with nothing in between that changes `v`?"""
+        with nothing in between that changes `v` (binds it, or calls one of its `updates` methods)?"""
         if (stmt, v, op) in self.before:
             return True
         block = self.ctx.facts.index.parent.get(stmt)
@@ -176,7 +197,9 @@ class MetricReducer:
         for prev in reversed(body[: body.index(stmt)]):
             if (prev, v, op) in self.before:
                 return True
-            if v in binds(prev):
+            if v in binds(prev) or any(
+                isinstance(c, cst.Call) and dotted(c.func) in {f"{v}.{u}" for u in updates} for c in walk(prev)
+            ):
                 return False
         return False
 
@@ -216,6 +239,17 @@ def _shown(index, call: cst.Call, totals: set[str]) -> list[cst.Name]:
             continue
         out.append(n)
     return out
+
+
+def _class_problem(meter) -> str | None:
+    """Why no meter of this class can have its totals reduced: it keeps other state as it updates, or its
+    totals do not start as numbers."""
+    if meter.stored:
+        stored = ", ".join(f"self.{a}" for a in meter.stored)
+        return f"{meter.name} also stores {stored} as it updates, which reducing its totals would leave as this rank's"
+    if not meter.numeric:
+        return f"{meter.name}'s totals do not all start as numbers in __init__"
+    return None
 
 
 def _within(index, node: cst.CSTNode, scope: cst.CSTNode) -> list[cst.CSTNode]:

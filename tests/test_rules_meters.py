@@ -172,14 +172,67 @@ def test_meter_shown_twice_is_reduced_once():
     assert fix_source(src).incomplete == []
 
 
-def test_meter_accumulating_over_the_epochs_is_not_reduced_in_place():
+def test_meter_accumulating_over_the_epochs_is_shown_through_a_reduced_copy():
     """Made once before the epoch loop: reduced into itself each epoch, it would add up every rank's
-    earlier epochs once per rank."""
-    src = converted(fresh=False)
+    earlier epochs once per rank. A copy with the totals reduced is what the prints show (both prints of
+    one block through one copy); the meter goes on counting this rank's shard."""
+    src = converted(AVERAGE_METER, "AverageMeter", shown="avg", fresh=False)
     found = ddp409(src)
-    assert [d.fix for d in found] == ["none", "none"]
-    assert "keeps accumulating over the loop" in found[0].message
-    assert "reduce_over_ranks" not in fix_source(src).code
+    assert [d.fix for d in found] == ["safe", "safe"]
+    result = fix_source(src)
+    copied = (
+        "    global_losses = copy.copy(losses)\n"
+        "    global_losses.sum = reduce_over_ranks(losses.sum)\n"
+        "    global_losses.count = reduce_over_ranks(losses.count)\n"
+        "    global_losses.avg = global_losses.sum / global_losses.count\n"
+        "    if RANK == 0:\n"
+        '        print(f"epoch {epoch} loss {global_losses.avg:.4f}")\n'
+        '        print(f"epoch {epoch} samples {global_losses.count}")\n'
+    )
+    assert copied in result.code and result.code.count("copy.copy(") == 1
+    assert "losses.sum = reduce" not in result.code.replace("global_losses.sum = reduce", "")
+    assert result.incomplete == [] and ddp409(result.code) == []
+
+
+def test_running_average_inside_the_loop_is_shown_through_a_copy_and_reduced_in_place_after_it():
+    """Printed every few steps inside the loop that fills it (the meter keeps accumulating there), then
+    once after the loop: a reduced copy inside, the meter itself reduced after the loop."""
+    src = (
+        converted(AVERAGE_METER, "AverageMeter", shown="avg")
+        .replace(
+            "        losses.update(loss.item(), len(x))\n",
+            "        losses.update(loss.item(), len(x))\n"
+            "        if step % 2 == 0:\n"
+            '            print(f"step {step} running loss {losses.avg:.4f}")\n'
+            "        losses.update(0.0, 0)\n"
+            "        if step % 2 == 0:\n"
+            '            print(f"step {step} samples {losses.count}")\n',
+        )
+        .replace("for x, y in loader:", "for step, (x, y) in enumerate(loader):")
+    )
+    found = ddp409(src)
+    assert [d.fix for d in found] == ["safe"] * 4
+    result = fix_source(src)
+    # an update between the two prints: each shows its own copy
+    assert result.code.count("global_losses = copy.copy(losses)") == 2
+    assert result.code.count("    losses.sum = reduce_over_ranks(losses.sum)\n") == 1
+    assert result.incomplete == [] and ddp409(result.code) == []
+
+
+def test_running_average_in_a_while_loop_is_not_reduced():
+    """A `while` that ranks may leave apart: no collective inside it, copy or not."""
+    src = converted(AVERAGE_METER, "AverageMeter", shown="avg", fresh=False).replace(
+        "        losses.update(loss.item(), len(x))\n",
+        "        losses.update(loss.item(), len(x))\n"
+        "        while losses.count > 1000:\n"
+        '            print(f"running loss {losses.avg:.4f}")\n'
+        "            break\n",
+    )
+    found = [d for d in ddp409(src) if "running loss" in src.splitlines()[d.line - 1]]
+    assert [d.fix for d in found] == ["none"]
+    out = fix_source(src).code
+    assert "while losses.count > 1000:\n" in out
+    assert out.index("global_losses = copy.copy") > out.index("while losses.count > 1000:\n            ")
 
 
 def test_meter_that_reduces_its_own_totals_is_quiet():

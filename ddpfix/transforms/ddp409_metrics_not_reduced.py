@@ -100,6 +100,19 @@ for epoch in range(1, epochs + 1):
     if RANK == 0:
         print(f"epoch {epoch} loss {train_loss.average:.4f}")
 ```
+A meter that keeps accumulating over a loop around the statement that shows it (a running average
+printed every few steps inside the loop that updates it, or one made before the epoch loop) is shown
+through a copy whose totals are reduced, so the meter itself goes on counting this rank's shard:
+```python
+        if i % print_freq == 0:
+            global_losses = copy.copy(losses)
+            global_losses.sum = reduce_over_ranks(losses.sum)
+            global_losses.count = reduce_over_ranks(losses.count)
+            global_losses.avg = global_losses.sum / global_losses.count
+            if RANK == 0:
+                print(f"[{i}] loss {global_losses.val:.4f} ({global_losses.avg:.4f})")
+```
+(`val`, the last value given, stays rank 0's.)
 
 ## Fix safety
 Safe on a script ddpfix converts: `python train.py` prints what it printed (the helper returns the
@@ -116,10 +129,12 @@ class keeps no other state as it updates (what it computes from its totals alone
 totals right after them; one computed before the totals move is kept state; the last value given,
 `self.val = val`, is no total and stays as it is; anything else it keeps, such as `self.peak =
 max(self.peak, val)`, leaves the meter reported with no fix), its totals start as numbers in
-`__init__` (or in a method it calls, `self.reset()`), it is made anew inside every loop around the
-statement that shows it (one made before the epoch loop keeps accumulating, and reducing it in place each epoch
-would count the earlier epochs once per rank), it is not updated after it is shown, and a second
-statement showing it follows the first in the same block. A class that issues a collective itself is
+`__init__` (or in a method it calls, `self.reset()`), and, reduced in place, it is made anew inside
+every loop around the statement that shows it, it is not updated after it is shown, and a second
+statement showing it follows the first in the same block. One that keeps accumulating is shown
+through a reduced copy instead (reducing it in place each epoch would count the earlier epochs once
+per rank); a copy is made before each statement that shows it, one for consecutive ones with no
+update between them. A class that issues a collective itself is
 taken to reduce its own totals.
 """
 
@@ -191,7 +206,7 @@ taken to reduce its own totals.
             if ctx.report(call, message, fix=None if ops is not None and why is None else NONE):
                 if used:
                     reducer.plan(call, ops, at)  # type: ignore[arg-type]
-                reducer.plan_meters(shown, at)  # type: ignore[arg-type]
+                reducer.plan_meters(shown, at, call)  # type: ignore[arg-type]
 
 
 def _shows(call: cst.Call) -> bool:

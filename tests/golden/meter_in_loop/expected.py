@@ -1,3 +1,4 @@
+import copy
 import os
 import time
 
@@ -35,6 +36,23 @@ class AverageMeter(object):
         self.avg = self.sum / self.count
 
 
+def reduce_over_ranks(value, average=False):
+    """`value` summed over every rank (averaged with `average=True`); `value` itself in a single process."""
+    if not DISTRIBUTED:
+        return value
+    total = torch.as_tensor(value, dtype=torch.float64).detach().cpu().clone()
+    dist.all_reduce(total)
+    if average:
+        total /= WORLD_SIZE
+    if isinstance(value, torch.Tensor):  # the same kind of value back: `.item()` still works on it
+        return total.to(value.device, value.dtype if value.is_floating_point() else total.dtype)
+    if type(value).__module__ == "numpy":
+        return total.numpy()
+    if isinstance(value, int) and not average:  # a count summed stays a whole number
+        return int(total.item())
+    return total.item() if total.dim() == 0 else total.tolist()
+
+
 def train(loader, model, criterion, optimizer, epoch):
     batch_time = AverageMeter()
     losses = AverageMeter()
@@ -50,11 +68,18 @@ def train(loader, model, criterion, optimizer, epoch):
         end = time.time()
         # running averages so far in this epoch
         if i % PRINT_FREQ == 0:
+            global_losses = copy.copy(losses)
+            global_losses.sum = reduce_over_ranks(losses.sum)
+            global_losses.count = reduce_over_ranks(losses.count)
+            global_losses.avg = global_losses.sum / global_losses.count
             if RANK == 0:
                 print(
                     "Epoch: [{0}][{1}/{2}]\t"
-                    "Loss {loss.val:.4f} ({loss.avg:.4f})".format(epoch, i, len(loader), loss=losses)
+                    "Loss {loss.val:.4f} ({loss.avg:.4f})".format(epoch, i, len(loader), loss=global_losses)
                 )
+    losses.sum = reduce_over_ranks(losses.sum)
+    losses.count = reduce_over_ranks(losses.count)
+    losses.avg = losses.sum / losses.count
     if RANK == 0:
         print("epoch {} done: loss {:.5f} over {} samples".format(epoch, losses.avg, losses.count))
 
