@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import gc
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -170,8 +171,10 @@ class Parsed:
 
 
 @gc_paused
-def parse_source(source: Source, path: str = "<string>") -> Parsed:
-    """Parse `source` for `fix_parsed`. Raises `DdpfixError` on a syntax error or undecodable input."""
+def parse_source(source: Source, path: str | os.PathLike[str] = "<string>") -> Parsed:
+    """Parse `source` for `fix_parsed`. Raises `DdpfixError` on a syntax error or undecodable input.
+    `path` may be a `str` or any path-like object (`pathlib.Path`)."""
+    path = os.fspath(path)
     if not might_need_ddp(source, path):
         return Parsed(source, path, parsing.check_syntax_only(source, path), None)
     tree = python_tree(source, path)
@@ -192,7 +195,7 @@ def parse_source(source: Source, path: str = "<string>") -> Parsed:
 def fix_source(
     source: Source,
     *,
-    path: str = "<string>",
+    path: str | os.PathLike[str] = "<string>",
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
     unsafe_fixes: bool = False,
@@ -210,7 +213,7 @@ def fix_source(
 
 
 def fix_project(
-    path: str,
+    path: str | os.PathLike[str],
     *,
     source: Source | None = None,
     select: Iterable[str] | None = None,
@@ -225,6 +228,7 @@ def fix_project(
     `Result.full_diff` is one diff over all of them. `source` is the script's text when it is not
     the file's (an editor's unsaved buffer). Nothing is written. Raises `DdpfixError` on a file that
     cannot be read or parsed."""
+    path = os.fspath(path)
     if source is None:
         try:
             with open(path, "rb") as f:
@@ -277,7 +281,7 @@ def fix_parsed(
 def check_source(
     source: Source,
     *,
-    path: str = "<string>",
+    path: str | os.PathLike[str] = "<string>",
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
     cross_file: bool = False,

@@ -50,6 +50,18 @@ def test_fix_project_returns_the_module_edit_and_fix_source_stays_one_text(proje
     assert [i.code for i in alone.incomplete] == ["DDP201"]
 
 
+def test_paths_may_be_path_objects(project):
+    """`pathlib.Path` where the API takes a path: the same result as its string, no AttributeError."""
+    by_str = ddpfix.fix_project("train.py")
+    by_path = ddpfix.fix_project(Path("train.py"))
+    assert by_path.code == by_str.code and list(by_path.others) == list(by_str.others) == ["data_utils.py"]
+    data = Path("train.py").read_bytes()
+    assert ddpfix.fix_source(data, path=Path("train.py")).code == ddpfix.fix_source(data, path="train.py").code
+    assert ddpfix.check_source(data, path=project / "train.py") == ddpfix.check_source(
+        data, path=str(project / "train.py")
+    )
+
+
 def test_diff_prints_one_multi_file_diff_and_writes_nothing(project):
     before = {p.name: p.read_bytes() for p in project.glob("*.py")}
     result = invoke("diff", "train.py")
