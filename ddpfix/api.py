@@ -174,7 +174,7 @@ class Parsed:
 def parse_source(source: Source, path: str | os.PathLike[str] = "<string>") -> Parsed:
     """Parse `source` for `fix_parsed`. Raises `DdpfixError` on a syntax error or undecodable input.
     `path` may be a `str` or any path-like object (`pathlib.Path`)."""
-    path = os.fspath(path)
+    path = os.fspath(path) if path is not None else path
     if not might_need_ddp(source, path):
         return Parsed(source, path, parsing.check_syntax_only(source, path), None)
     tree = python_tree(source, path)
@@ -228,7 +228,7 @@ def fix_project(
     `Result.full_diff` is one diff over all of them. `source` is the script's text when it is not
     the file's (an editor's unsaved buffer). Nothing is written. Raises `DdpfixError` on a file that
     cannot be read or parsed."""
-    path = os.fspath(path)
+    path = os.fspath(path) if path is not None else path
     if source is None:
         try:
             with open(path, "rb") as f:
