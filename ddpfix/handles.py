@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from .analysis.model_params import CUSTOM, FORWARD, INSPECTS, LOAD_STATE, RETURNS, STATE_DICT, TRAINS, UNWRAPS
+from .diagnostic import NONE, SAFE, UNSAFE
 from .syntax import assign_targets, calls_in, code_of, dotted, kwarg, mentions, method_name, positional, receiver, walk
 
 if TYPE_CHECKING:
@@ -71,6 +72,18 @@ def once_wrapped(ctx: Context, handle: str, now: str, then: str) -> str:
     """A finding's words for a wrapper the script has (`now`), or for one only this conversion adds
     (`then`, after "after the DDP wrap, "): a script that is not distributed yet has no wrapper to speak of."""
     return f"after the DDP wrap, {then}" if handle in ctx.plan.wraps else now
+
+
+def wrap_level(ctx: Context, handle: str) -> tuple[str | None, str]:
+    """The fix level of a finding routed through the wrap this plan would make of `handle` (None: the
+    rule's own), and the words saying why, when that wrap is offered at a weaker level (DDP301 cannot
+    make it here, or only with --unsafe-fixes): `check` then promises no fix `apply` does not make."""
+    planned = ctx.plan.wraps.get(handle)
+    if planned is None or planned.level == SAFE:
+        return None, ""
+    if planned.level == UNSAFE:
+        return UNSAFE, f" (made only with --unsafe-fixes, with the wrap of {handle}: see DDP301)"
+    return NONE, f" (no fix: {handle} is not wrapped here, see DDP301)"
 
 
 def raw_at(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode, at: cst.CSTNode) -> str | None:
@@ -313,4 +326,5 @@ __all__ = [
     "raw_handle",
     "raw_handles",
     "wrappers",
+    "wrap_level",
 ]

@@ -38,6 +38,7 @@ class PlannedWrap:
 
     raw: str
     stmt: cst.CSTNode | None = None
+    level: str = "safe"  # the fix level its finding offers: what is routed through it is fixed at no better one
 
 
 class Plan:

@@ -56,6 +56,12 @@ class Rule:
     # device): no fix where DDP001 finds a script to set up but cannot make it distributed here
     distributed_only: ClassVar[bool] = False
 
+    @property
+    def needs_distributed(self) -> bool:
+        """Is its fix made at no better level than the script becomes distributed at: it means something
+        only in a distributed script, or it needs DDP001's process group (a DDP wrap, a sampler)?"""
+        return self.distributed_only or "DDP001" in self.requires
+
     def run(self, ctx: "Context") -> None:  # pragma: no cover - every rule overrides
         raise NotImplementedError
 
@@ -109,7 +115,7 @@ class Context:
         elif blocked and level != NONE:  # what this fix needs cannot be made: a finding without a fix
             level = NONE
             message = f"{message or rule.message} (no fix: it needs the fix of {blocked[0]}, which is not made here)"
-        elif rule.distributed_only and _WEAKER[self.distributed_fix] > _WEAKER[level]:
+        elif rule.needs_distributed and _WEAKER[self.distributed_fix] > _WEAKER[level]:
             level = self.distributed_fix
             why = "made only with --unsafe-fixes" if level == UNSAFE else "no fix"
             message = f"{message or rule.message} ({why}: the script becomes distributed only so, see DDP001)"

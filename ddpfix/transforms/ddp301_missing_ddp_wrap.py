@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis.global_rebinds import rebound_after
 from ..analysis.unseen_models import unseen_clause, unseen_training
 from ..analysis.unused import sitting_out
+from ..diagnostic import NONE
 from ..edits import cuda_test
 from ..examples import clean, fixes
 from ..handles import raw_handle
@@ -136,7 +137,9 @@ says why.
 
 ## Fix safety
 Safe: a plain run skips the wrap, in the script and in a class of its modules alike, and
-`getattr(self.G, "module", self.G)` is then the model itself.
+`getattr(self.G, "module", self.G)` is then the model itself. The wrap needs the process group
+(DDP001), so it is offered at no better level than DDP001's fix: only with `--unsafe-fixes` where the
+script becomes distributed only so (another trained model is in `nn.DataParallel`).
 """
 
     def run(self, ctx: Context) -> None:
@@ -148,10 +151,12 @@ Safe: a plain run skips the wrap, in the script and in a class of its modules al
             if holds is False:
                 continue  # a loss of torch.nn whose parameters() an optimizer is given: it has none to sync
             raw = raw_handle(ctx, model)
-            ctx.plan.wraps[model.handle] = PlannedWrap(raw)  # later rules see the wrap, fixed or not
+            planned = ctx.plan.wraps[model.handle] = PlannedWrap(raw)  # later rules see the wrap, fixed or not
             point = facts.models.wrap_point(model)
             rebound = rebound_after(facts.index, model.handle, point.anchor)
+            before = len(ctx.diagnostics)
             if rebound is not None:
+                planned.level = NONE
                 ctx.report(
                     anchor_of(_reported_binding(facts, model)),
                     f"{self.message} ({rebound[0]}() rebinds the global {model.handle} after the wrap, at line "
@@ -160,7 +165,10 @@ Safe: a plain run skips the wrap, in the script and in a class of its modules al
                     fix="none",
                 )
                 continue
-            if not ctx.report(anchor_of(_reported_binding(facts, model))):
+            made = ctx.report(anchor_of(_reported_binding(facts, model)))
+            # what its finding offers (DDP001 may set up the process group only unsafely, or not); silenced: none
+            planned.level = ctx.diagnostics[-1].fix if len(ctx.diagnostics) > before else NONE
+            if not made:
                 continue
             ddp = ctx.plan.ref(DDP, "DDP")
             template = """

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..analysis.model_params import CUSTOM, reaches_model
 from ..examples import clean, fixes
-from ..handles import handoffs, in_training_step, once_wrapped, raw_at, wrappers
+from ..handles import handoffs, in_training_step, once_wrapped, raw_at, wrap_level, wrappers
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, walk
 
@@ -67,6 +67,9 @@ takes the plain module), where the plain module would bypass DDP's gradient aver
 `forward()`); a helper that trains through the handed-in model; and a use where no name reaches the
 plain module (keep one before wrapping). A name bound again after the wrap (`model = Net()`) is no
 longer the wrapper.
+
+For a wrap that this conversion adds (DDP301), the fix comes at that wrap's level: none where DDP301
+cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fixes`.
 """
 
     def run(self, ctx: Context) -> None:
@@ -107,7 +110,8 @@ longer the wrapper.
                     f"{handle}.{name}: the DDP wrapper has no attribute '{name}'",
                     f"{handle}.{name} would fail: the wrapper has no attribute '{name}'",
                 )
-                if ctx.report(node, f"{said}; use {spelled}.{name}"):
+                level, why = wrap_level(ctx, handle)
+                if ctx.report(node, f"{said}; use {spelled}.{name}{why}", fix=level):
                     ctx.plan.replace(node, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
         for hand in handoffs(ctx):
             if hand.code != self.code:

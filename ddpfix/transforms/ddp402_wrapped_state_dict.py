@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..examples import clean, fixes
 from ..factory_reports import report_factory_state_dicts
-from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrappers
+from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrap_level, wrappers
 from ..module_unwrap import unwrap_built_models, unwrap_in_classes
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, method_name, receiver
@@ -64,6 +64,9 @@ plain run; the class's loads into the model reach the plain module too (DDP301),
 saves is one it can load back, under DDP and in a plain run. The finding is reported at the script's
 call, naming the module's lines. The same edit serves a class handed the wrapper (`Trainer(model,
 ...)` keeping `self.model = model`), unless that class loads into the wrapper itself.
+
+For a wrap that this conversion adds (DDP301), the fix comes at that wrap's level: none where DDP301
+cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fixes`.
 """
 
     def run(self, ctx: Context) -> None:
@@ -92,7 +95,8 @@ call, naming the module's lines. The same edit serves a class handed the wrapper
                     f"{handle}.state_dict() saves the DDP wrapper ('module.' keys)",
                     f"{handle}.state_dict() would save the wrapper's 'module.'-prefixed keys",
                 )
-                if ctx.report(call, f"{said}: use {spelled}.state_dict()"):
+                level, why = wrap_level(ctx, handle)
+                if ctx.report(call, f"{said}: use {spelled}.state_dict(){why}", fix=level):
                     ctx.plan.replace(call.func, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
             for call in facts.names.calls_to("torch.save"):
                 first = call.args[0].value if call.args and call.args[0].keyword is None else None

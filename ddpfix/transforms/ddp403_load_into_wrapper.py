@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..examples import clean, fixes, reports
-from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrappers
+from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrap_level, wrappers
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, receiver
 
@@ -60,6 +60,9 @@ helper that hands the model back where the script keeps what it returns (`model 
 load_checkpoint(model, path)`: passing the plain module would put it in the wrapper's place), and a
 use where no name reaches the plain module. A name bound again after the wrap (`model = Net()`,
 `model = load_model(path)`) is no longer the wrapper and is left alone.
+
+For a wrap that this conversion adds (DDP301), the fix comes at that wrap's level: none where DDP301
+cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fixes`.
 """
 
     def run(self, ctx: Context) -> None:
@@ -98,8 +101,8 @@ use where no name reaches the plain module. A name bound again after the wrap (`
                 f"{handle}.load_state_dict() loads into the DDP wrapper ('module.' keys expected)",
                 f"{handle}.load_state_dict() would load into the wrapper, which expects 'module.' keys",
             )
-            message = f"{said}: use {spelled}.load_state_dict()"
-            if ctx.report(call, message):
+            level, why = wrap_level(ctx, handle)
+            if ctx.report(call, f"{said}: use {spelled}.load_state_dict(){why}", fix=level):
                 ctx.plan.replace(call.func, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
         for hand in handoffs(ctx):
             if hand.code != self.code:
