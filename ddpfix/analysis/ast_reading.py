@@ -11,21 +11,25 @@ from .imports import Imported
 _RANK_CALLS = ("get_rank", "get_local_rank", "is_main_process", "is_master", "is_primary")
 
 
-# Nodes whose walks are listed once: the summaries read each function's nodes about ten times.
+# Nodes whose walks are listed once: the summaries read each function's nodes about ten times. The
+# cached values never hold their key (a value that does keeps its key alive, and the entry with it:
+# every tree analysed would stay in memory for the life of the process).
 _LISTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)
-_NODES: weakref.WeakKeyDictionary[ast.AST, list[ast.AST]] = weakref.WeakKeyDictionary()
+_NODES: weakref.WeakKeyDictionary[ast.AST, list[ast.AST]] = weakref.WeakKeyDictionary()  # tree -> nodes under it
 _PARENTS: weakref.WeakKeyDictionary[ast.AST, dict[ast.AST, ast.AST]] = weakref.WeakKeyDictionary()
 
 
 def nodes(tree: ast.AST) -> list[ast.AST]:
-    """Every node of `tree` in `ast.walk`'s order, `tree` first; listed once for a function, a class
-    or a module while it lives (do not change the list)."""
+    """Every node of `tree` in `ast.walk`'s order, `tree` first; the nodes under a function, a class or
+    a module are listed once while it lives."""
     if not isinstance(tree, _LISTED):
         return list(ast.walk(tree))
-    found = _NODES.get(tree)
-    if found is None:
-        found = _NODES[tree] = list(ast.walk(tree))
-    return found
+    under = _NODES.get(tree)
+    if under is None:
+        walked = ast.walk(tree)
+        next(walked)  # `tree` itself
+        under = _NODES[tree] = list(walked)
+    return [tree, *under]
 
 
 def calls(tree: ast.AST) -> list[ast.Call]:
@@ -34,10 +38,11 @@ def calls(tree: ast.AST) -> list[ast.Call]:
 
 
 def parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    """node -> its parent, for the nodes under `tree` (listed once, like `nodes`)."""
+    """node -> its parent, for the nodes under `tree` whose parent is under `tree` too (listed once, like
+    `nodes`): `tree`'s own children map to nothing, as `tree` does (`.get(child)` is None)."""
     found = _PARENTS.get(tree) if isinstance(tree, _LISTED) else None
     if found is None:
-        found = {child: node for node in nodes(tree) for child in ast.iter_child_nodes(node)}
+        found = {child: node for node in nodes(tree)[1:] for child in ast.iter_child_nodes(node)}
         if isinstance(tree, _LISTED):
             _PARENTS[tree] = found
     return found
