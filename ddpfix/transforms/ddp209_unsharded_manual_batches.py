@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.foreign_streams import unknown_streams
 from ..analysis.handed_streams import unsharded_handoffs
 from ..analysis.helpers import param_for
 from ..analysis.random_batches import draws_batch, seeds_random_alike
@@ -40,6 +41,11 @@ Training batches taken from tensors without a DataLoader, in one of these shapes
   DataLoader (`it = build_iterator(data)`, then `train(model, it)`): reported, no rule splits it;
 - batch starts drawn one at a time from Python's `random` after `random.seed(...)` (`start =
   random.randint(0, len(text) - n)`, then `text[start:start + n]`): reported, with what to change.
+- batches a training loop of the script draws from an object of its own code that never builds a
+  DataLoader: an instance of a batch-iterator class (`train_loader = TextClassDataLoader(path, bs)`,
+  handed to `train()`), or what a method of such an object yields (`for X, Y in
+  data.get_batches(X, Y, bs, True)`): reported, no rule splits it (an object built from a loader the
+  rules know, or from data the caller cut by rank, is not).
 
 ## Why
 DDP does not shard input. Every process cuts the same batches (the same offsets; the same random
@@ -132,6 +138,8 @@ Loops that already depend on the rank are left alone.
                     self._draw(ctx, call)
         for arg, message in unsharded_handoffs(facts):
             ctx.report(arg, message, fix="none")
+        for node, message in unknown_streams(facts):
+            ctx.report(node, message, fix="none")
         if seeds_random_alike(facts):
             for call in facts.names.calls_matching(lambda q: q in RANDOM_STARTS):
                 if draws_batch(facts, call, loops) and not facts.ranks.depends_on_rank(call):

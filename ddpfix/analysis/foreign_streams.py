@@ -1,0 +1,183 @@
+"""Training loops of a script that draw their batches from an object no rule
+shards: an instance of a batch-iterator class, or what a method or function of the script's own code
+returns, where that code never builds a DataLoader (`train_loader = TextClassDataLoader(path, ...)`
+handed to `train()`, `for X, Y in data.get_batches(X, Y, batch_size, True)` over a class of utils.py
+that cuts batches from a `torch.randperm` itself). After the conversion every rank would train on
+the same batches (as it does already in a distributed script), and no rule knows how to split such an object: DDP209 says so (the contract's
+invariant 3) rather than report a conversion done.
+
+What is read: the loop's iterable (through `enumerate`, `tqdm`, `iter`), a name bound to it before the
+loop in the same function, or, for a parameter, the argument each caller of the function in this file
+hands it. What is left alone: anything that reaches a DataLoader (a DataLoader or a loader factory of
+the rules, a class or function whose code names `DataLoader`, an object built from a known loader),
+a value that depends on the rank, and code out of sight (a library's).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ..syntax import assigned_value, code_of, dotted, walk
+from .config_factory import parsed
+
+UNWRAPPED = ("enumerate", "tqdm", "tqdm.tqdm", "iter")
+
+
+def unknown_streams(facts) -> Iterator[tuple[cst.CSTNode, str]]:
+    """(the loop's iterable, DDP209's message) for each training loop over such an object."""
+    distributed = facts.launch.init_calls or facts.launch.joins_elsewhere
+    data = facts.data
+    known = {loader.target for loader in data.loaders} | {f.target for f in data.foreign}
+    for loop in facts.index.loops:
+        if not isinstance(loop, cst.For) or not facts.training.trains_in(loop.body):
+            continue
+        scope = facts.index.scope_of(loop)
+        if isinstance(scope, cst.FunctionDef) and any(
+            facts.ranks.depends_on_rank(a.value) for c in facts.index.callers_of(scope) for a in c.args
+        ):
+            continue  # handed data cut by rank
+        for value, name in _values(facts, loop):
+            if any(facts.ranks.depends_on_rank(a.value) for a in value.args) or _mentions(value, known):
+                continue
+            built = _builder(facts, value)
+            if built is None:
+                continue
+            what = f"{name}, which {built} builds" if name else f"{code_of(value)} ({built})"
+            same = (
+                "every rank trains on the same batches"
+                if distributed
+                else "after the conversion every rank would train on the same batches"
+            )
+            yield (
+                loop.iter,
+                f"training batches come from {what}: not a DataLoader, and no rule shards it, so {same}; give each "
+                "rank its own part of the data before it is built (its samples [RANK::WORLD_SIZE], the same number "
+                "of batches on every rank)",
+            )
+            break
+
+
+def _values(facts, loop: cst.For) -> list[tuple[cst.Call, str | None]]:
+    """The calls whose result the loop iterates, with the name it is known by in the loop (None: the
+    loop iterates the call itself)."""
+    it = loop.iter
+    while isinstance(it, cst.Call) and dotted(it.func) in UNWRAPPED and it.args:
+        it = it.args[0].value
+    if isinstance(it, cst.Call):
+        return [(it, None)]
+    name = dotted(it)
+    if name is None or "." in name:
+        return []
+    return [(value, name) for value in _resolved(facts, name, loop)]
+
+
+def _resolved(facts, name: str, at: cst.CSTNode) -> list[cst.Call]:
+    """The calls whose result `name` holds at `at`: its binding before `at` in the same function, or, for
+    a parameter of that function, what each caller in this file hands it (by the caller's binding)."""
+    index = facts.index
+    scope = index.scope_of(at)
+    value = _bound_before(facts, scope, name, at)
+    if value is not None:
+        return [value] if isinstance(value, cst.Call) else []
+    if not isinstance(scope, cst.FunctionDef):
+        return []
+    params = [p.name.value for p in scope.params.params]
+    if name not in params:
+        return []
+    out = []
+    for call in index.callers_of(scope):
+        arg = _argument(call, params.index(name), name)
+        handed = dotted(arg) if arg is not None else None
+        if isinstance(arg, cst.Call):
+            out.append(arg)
+        elif handed is not None and "." not in handed:
+            value = _bound_before(facts, index.scope_of(call), handed, call)
+            if isinstance(value, cst.Call):
+                out.append(value)
+    return out
+
+
+def _bound_before(facts, scope, name: str, at: cst.CSTNode) -> cst.BaseExpression | None:
+    sites = [s for s in facts.names.assignments(scope, name) if facts.index.before(s.stmt, at)]
+    return assigned_value(sites[-1].stmt) if sites else None
+
+
+def _argument(call: cst.Call, position: int, name: str) -> cst.BaseExpression | None:
+    for i, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            if arg.keyword.value == name:
+                return arg.value
+        elif i == position:
+            return arg.value
+    return None
+
+
+def _mentions(value: cst.Call, known: set[str | None]) -> bool:
+    """Is the object built from a loader the rules know (`BatchIterator(train_loader)`)?"""
+    return any(isinstance(n, cst.Name) and n.value in known for n in walk(value))
+
+
+def _builder(facts, value: cst.Call) -> str | None:
+    """`Class()` or `module.py's function()` where the code that makes the batches is the script's own
+    and names no DataLoader; None otherwise (a library's, a loader factory, code that builds a loader)."""
+    func = value.func
+    target = facts.modules.target_of(func)
+    if target is not None and target.summary is not None and target.member is not None:
+        summary, member = target.summary, target.member
+        if member not in summary.classes and summary.returns.get(member) is not None:
+            return None  # a loader factory: DDP201's
+        return _unless_loader(parsed(summary.path), member, f"{member}() of {summary.path.name}")
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        # a method of an instance of a class of the script or its modules: `data.get_batches(...)`
+        for owner in _resolved(facts, func.value.value, value):
+            if any(facts.ranks.depends_on_rank(a.value) for a in owner.args):
+                return None
+            target = facts.modules.target_of(owner.func)
+            if target is not None and target.summary is not None and target.member in target.summary.classes:
+                where = f"{target.member}.{func.attr.value}() of {target.summary.path.name}"
+                return _unless_loader(parsed(target.summary.path), target.member, where)
+            own = _own(facts, dotted(owner.func))
+            if isinstance(own, cst.ClassDef):
+                return f"{own.name.value}.{func.attr.value}()"
+        return None
+    own = _own(facts, dotted(func))
+    return f"{own.name.value}()" if own is not None else None
+
+
+def _own(facts, name: str | None) -> cst.ClassDef | cst.FunctionDef | None:
+    """The script's own module-level class or function `name`, unless its code names DataLoader."""
+    for stmt in facts.module.body:
+        if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)) and stmt.name.value == name:
+            if any(isinstance(n, cst.Name) and n.value == "DataLoader" for n in walk(stmt)):
+                return None
+            return stmt
+    return None
+
+
+def _unless_loader(tree: ast.Module | None, member: str, where: str) -> str | None:
+    if tree is None:
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name == member:
+            if any(isinstance(n, (ast.Name, ast.Attribute)) and _named(n) == "DataLoader" for n in ast.walk(node)):
+                return None
+            if isinstance(node, ast.ClassDef) and any(_named(b) and "Loader" in _named(b) for b in node.bases):
+                return None  # a subclass of a loader
+            return where
+    return None
+
+
+def _named(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+__all__ = ["unknown_streams"]

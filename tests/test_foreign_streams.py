@@ -1,0 +1,106 @@
+"""DDP209 on training batches from an object no rule shards: a batch-iterator class or a method of
+the script's own code that never builds a DataLoader (analysis/foreign_streams.py)."""
+
+from __future__ import annotations
+
+from ddpfix import fix_project
+
+UTILS = """
+import torch
+
+
+class Windows:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def get_batches(self, x, y, batch_size, shuffle):
+        order = torch.randperm(len(x)) if shuffle else torch.arange(len(x))
+        for start in range(0, len(x), batch_size):
+            picked = order[start : start + batch_size]
+            yield x[picked], y[picked]
+"""
+
+LOADERS = """
+from torch.utils.data import DataLoader
+
+
+class Batches:
+    def __init__(self, dataset, batch_size):
+        self.loader = DataLoader(dataset, batch_size=batch_size, shuffle=True)
+
+    def __iter__(self):
+        return iter(self.loader)
+"""
+
+SCRIPT = """
+import torch
+import torch.nn as nn
+
+from utils import *
+
+
+def train(data, x, y, model, optimizer, batch_size):
+    for xb, yb in data.get_batches(x, y, batch_size, True):
+        loss = nn.functional.mse_loss(model(xb), yb)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def main():
+    x, y = torch.randn(64, 4), torch.randn(64, 1)
+    data = Windows(x, y)
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        train(data, x, y, model, optimizer, 8)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def ddp209(tmp_path, script, **modules):
+    for name, text in modules.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    (tmp_path / "train.py").write_text(script)
+    result = fix_project(str(tmp_path / "train.py"))
+    return [d for d in result.diagnostics if d.code == "DDP209"], result
+
+
+def test_method_of_a_module_class_reached_through_a_parameter_is_reported(tmp_path):
+    """`data` is a parameter: the caller's `Windows(x, y)` (a star import of utils.py) builds it."""
+    [d], result = ddp209(tmp_path, SCRIPT, utils=UTILS)
+    assert (
+        d.fix == "none"
+        and d.line == SCRIPT.splitlines().index("    for xb, yb in data.get_batches(x, y, batch_size, True):") + 1
+    )
+    assert "Windows.get_batches() of utils.py" in d.message
+    assert "after the conversion every rank would train on the same batches" in d.message
+    assert [b.code for b in result.incomplete if b.code == "DDP209"] == ["DDP209"]
+    assert "init_process_group" in result.code  # the rest converts; the summary says what is missing
+
+
+def test_script_class_cutting_batches_is_reported_and_one_built_over_a_loader_is_not(tmp_path):
+    own = SCRIPT.replace("from utils import *\n", UTILS.replace("import torch\n", ""))
+    [d], _ = ddp209(tmp_path, own)
+    assert "(Windows.get_batches())" in d.message
+    over_loader = (
+        SCRIPT.replace("from utils import *", "from loaders import Batches")
+        .replace("    for xb, yb in data.get_batches(x, y, batch_size, True):", "    for xb, yb in data:")
+        .replace("    data = Windows(x, y)", "    data = Batches(torch.utils.data.TensorDataset(x, y), 8)")
+    )
+    found, _ = ddp209(tmp_path, over_loader, loaders=LOADERS)
+    assert found == []  # its code builds a DataLoader: DDP201's to shard, not an unknown stream
+
+
+def test_batches_cut_by_rank_are_not_reported(tmp_path):
+    ranked = SCRIPT.replace(
+        "        train(data, x, y, model, optimizer, 8)",
+        "        train(data, x[RANK::2], y[RANK::2], model, optimizer, 8)",
+    )
+    ranked = ranked.replace("\n\ndef train", "\nRANK = int(os.environ.get('RANK', 0))\n\n\ndef train", 1)
+    ranked = "import os\n" + ranked
+    found, _ = ddp209(tmp_path, ranked, utils=UTILS)
+    assert found == []
