@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
-from ..syntax import anchor_of, assign_targets, mentions
+from ..syntax import anchor_of, assign_targets, code_of, dotted, mentions, walk
 
 
 class OptimizerBeforeWrap(Rule):
@@ -52,6 +52,10 @@ Before a wrap ddpfix adds: safe when the optimizer sits in the same block as the
 the lines after it that use it (the scheduler built on it, `optimizer.load_state_dict(ckpt["opt"])`),
 in their order. When a statement that also prepares the model uses it (a resume block loading both)
 and the model still moves device afterwards, the diagnostic only.
+
+The order of what a plain run prints is kept: where the move would take a statement that prints or
+logs (`print(optimizer)`) below another one (`print(criterion)`), the finding has no fix; in a conversion
+the rank-0 guards then put those prints in one block, and a later pass moves the block whole.
 """
 
     def run(self, ctx: Context) -> None:
@@ -73,6 +77,16 @@ and the model still moves device afterwards, the diagnostic only.
             if not point.moves:
                 continue
             first = point.moves[0]
+            passed = _reordered_output(facts.index, point.moves, point.anchor)
+            if passed is not None:
+                ctx.report(
+                    anchor_of(first),
+                    f"{self.message} (no fix: moving `{code_of(passed[0]).strip()}` below "
+                    f"`{code_of(passed[1]).strip()}` would change the order of what the script prints; "
+                    "move that output yourself, or build the optimizer after the wrap by hand)",
+                    fix="none",
+                )
+                continue
             if not ctx.report(anchor_of(first)):
                 continue
             for i, stmt in enumerate(point.moves):
@@ -106,6 +120,38 @@ and the model still moves device afterwards, the diagnostic only.
             if ctx.report(anchor_of(opt.stmt), "optimizer built before the DDP wrap: build it after the wrap"):
                 for i, stmt in enumerate(moving):
                     ctx.plan.move_after(stmt, anchor, order=Order.OPTIMIZER + i)
+
+
+SHOWS = (".info", ".warning", ".debug", ".log", ".write", ".add_scalar")
+
+
+def _shows(stmt: cst.CSTNode) -> cst.Call | None:
+    """A call in `stmt` that prints or logs (what a plain run shows, in order)."""
+    for node in walk(stmt):
+        if isinstance(node, cst.Call):
+            name = dotted(node.func) or ""
+            if name == "print" or name.endswith(SHOWS):
+                return node
+    return None
+
+
+def _reordered_output(index, moves: list, anchor: cst.CSTNode) -> tuple[cst.Call, cst.Call] | None:
+    """(a call a moved statement shows, one it would move below) when the move below `anchor` would
+    change the order of the script's output; None when it would not."""
+    shown = next((c for c in map(_shows, moves) if c is not None), None)
+    if shown is None:
+        return None
+    block = index.parent.get(moves[0])
+    body = list(getattr(block, "body", ()))
+    if moves[0] not in body:
+        return None
+    moving = {id(m) for m in moves}
+    for stmt in body[body.index(moves[0]) + 1 :]:
+        if id(stmt) not in moving and (passed := _shows(stmt)) is not None:
+            return shown, passed
+        if stmt is anchor or index.contains(stmt, anchor):
+            break
+    return None
 
 
 def _holding(index, node: cst.CSTNode, block) -> cst.BaseStatement | None:
