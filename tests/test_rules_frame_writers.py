@@ -73,3 +73,19 @@ def test_a_frame_turned_into_text_writes_no_file():
             'results = {"seen": []}', 'results = {"seen": []}\n    import io\n    buf = io.StringIO()'
         )
         assert found(src, "DDP401") == [], write
+
+
+def test_joblib_dump_to_a_path_is_rank_zeros_and_its_load_waits_for_it():
+    """`joblib.dump(obj, path)` writes a file like torch.save; `joblib.load(path)` after it, on every
+    rank, reads what rank 0 wrote (DDP410's barrier)."""
+    src = SCRIPT.replace("import pandas as pd\n", "import joblib\n").replace(
+        "        frame = pd.DataFrame(data=results, index=range(1, epoch + 1))\n        frame.{write}",
+        "        joblib.dump(results, 'results.pkl', compress=3)\n        seen = joblib.load('results.pkl')",
+    )
+    [d] = found(src, "DDP401")
+    assert d.fix == "safe" and src.splitlines()[d.line - 1].strip().startswith("joblib.dump(")
+    [race] = found(src, "DDP410")
+    assert race.fix == "safe"
+    out = fix_source(src).code
+    assert "        if RANK == 0:\n            joblib.dump(results, 'results.pkl', compress=3)" in out
+    assert out.index("dist.barrier()") < out.index("seen = joblib.load('results.pkl')")

@@ -31,6 +31,7 @@ READERS = {
     "torchaudio.load": (0, "uri"),
     "soundfile.read": (0, "file"),
     "pandas.read_csv": (0, "filepath_or_buffer"),
+    "joblib.load": (0, "filename"),
 }
 
 

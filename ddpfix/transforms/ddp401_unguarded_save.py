@@ -23,7 +23,7 @@ class UnguardedSave(Rule):
     docs = """
 ## What
 `torch.save(...)` (and `np.save`, `save_image`, `savefig`, `imageio.mimsave`/`imwrite`,
-`cv2.imwrite`, `torchaudio.save`, `save_pretrained`, a pandas frame's `to_csv(path)` / `to_json` /
+`cv2.imwrite`, `torchaudio.save`, `joblib.dump`, `save_pretrained`, a pandas frame's `to_csv(path)` / `to_json` /
 `to_pickle` / `to_parquet` / `to_excel`, a figure's `fig.savefig(path)`) on every rank, and a `shutil.copyfile` /
 `shutil.copy` / `shutil.move` / `os.replace` / `os.rename` of a file such a save writes. Code only
 rank 0 runs is left alone: inside `if rank == 0:` (or any rank-0 test the rank detector knows),
@@ -168,6 +168,7 @@ WRITERS = {
     "torchvision.io.write_jpeg": (1, "filename"),
     "torchaudio.save": (0, "uri"),
     "soundfile.write": (0, "file"),
+    "joblib.dump": (1, "filename"),
 }
 FILE_MOVES = {"shutil.copyfile", "shutil.copy", "shutil.copy2", "shutil.move", "os.replace", "os.rename"}
 

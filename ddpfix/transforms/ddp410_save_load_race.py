@@ -25,7 +25,7 @@ class SaveLoadRace(Rule):
 ## What
 A file saved on rank 0, then loaded by every rank in the same function with no collective in
 between that every rank reaches. Saves and loads are `torch.save` / `torch.load` and the other
-common writers and readers of files (`np.save`/`np.load`, `plt.savefig`/`plt.imread`,
+common writers and readers of files (`np.save`/`np.load`, `joblib.dump`/`joblib.load`, `plt.savefig`/`plt.imread`,
 `imageio.mimsave`/`imageio.imread`, `cv2.imwrite`/`cv2.imread`, `PIL.Image.open`, ...), or a helper that
 does one, of this file (`save_checkpoint(state, path)`, matched by a path-like argument or the file
 the helper names itself) or of the script's own modules (`utils.save_on_master(state, path)`).
