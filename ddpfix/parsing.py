@@ -100,21 +100,40 @@ def might_need_ddp(source: Source, path: str | None = None) -> bool:
     return "import" in source and imports_training(source, path)
 
 
+IMPORT_DEPTH = 3  # how far `imports_training` follows the script's own modules through theirs
+IMPORT_FILES = 50  # and how many of them it reads at most
+
+
 def imports_training(text: str, path: str | None) -> bool:
-    """Does the script import a module of its own folder that names one of `MIGHT_TRAIN`'s words? A
-    script that trains only through its modules (`Solver(loader, config).train()`, the networks and
-    optimizers built in solver.py) need not name any of them, nor torch, itself."""
+    """Does the script import a module of its own folder that names one of `MIGHT_TRAIN`'s words, itself
+    or through the modules of that folder it imports in turn (up to `IMPORT_DEPTH` levels)? A script
+    that trains only through its modules (`Solver(loader, config).train()`, the networks and optimizers
+    built in solver.py; `GMFEngine(config)` of gmf.py over an `Engine` of engine.py) need not name any
+    of them, nor torch, itself."""
     if path is None or path.startswith("<"):
         return False
     folder = Path(path).parent
-    for match in _IMPORTED.finditer(text):
-        base = folder.joinpath(*(match.group(1) or match.group(2)).split("."))
-        for candidate in (base.with_name(base.name + ".py"), base / "__init__.py"):
-            try:
-                if candidate.is_file() and MIGHT_TRAIN.search(candidate.read_text(errors="replace")):
-                    return True
-            except OSError:
-                continue
+    seen: set[Path] = set()
+    texts = [text]
+    for _ in range(IMPORT_DEPTH):
+        found = []
+        for source in texts:
+            for match in _IMPORTED.finditer(source):
+                base = folder.joinpath(*(match.group(1) or match.group(2)).split("."))
+                for candidate in (base.with_name(base.name + ".py"), base / "__init__.py"):
+                    if candidate in seen or len(seen) >= IMPORT_FILES:
+                        continue
+                    seen.add(candidate)
+                    try:
+                        if not candidate.is_file():
+                            continue
+                        module = candidate.read_text(errors="replace")
+                    except OSError:
+                        continue
+                    if MIGHT_TRAIN.search(module):
+                        return True
+                    found.append(module)
+        texts = found
     return False
 
 

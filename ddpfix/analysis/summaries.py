@@ -1,8 +1,8 @@
-"""Summaries of the script's local modules, read with Python's `ast` and cached by path, size and
-modification time: which of a module's functions join or leave a process group, return a rank test,
-silence `print` on other ranks, build samplers, loaders or DDP wrappers, save or load checkpoints, issue
-collectives or train (following the calls between functions and local modules), what each does with a
-model it receives and which model it returns (model_params.py), and its classes. See module_summary.py."""
+"""Summaries of the script's local modules, read with Python's `ast` and cached by path, size and modification
+time: which of a module's functions join or leave a process group, return a rank test, silence `print` on other
+ranks, build samplers, loaders or DDP wrappers, save or load checkpoints, issue collectives or train (following the
+calls between functions and local modules), what each does with a model it receives and which model it returns
+(model_params.py), and its classes, with the methods they take from their bases (class_bases.py)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from .ast_reading import (
     calls,
     cuda_fstring_of,
     imported_names,
-    is_main_test,
     is_rank_test,
     nodes,
     string_constant,
 )
+from .class_bases import inherit_methods, is_main_block
 from .class_models import ast_trained_attributes, ast_wraps
 from .imports import ImportTable, Origin, find_module
 from .kept_models import kept_uses
@@ -150,18 +150,17 @@ class _Summariser:
                 self._function(node.name, node)
             elif isinstance(node, ast.ClassDef):
                 self._class(node)
-            elif isinstance(node, ast.If) and is_main_test(node.test):
+            elif is_main_block(node):
                 self.summary.runs_as_program = True
         self._propagate()
         resolve_passes(self.summary.param_uses, self.passes, self.summary.params)
         for stmt in self.tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(stmt, ast.If) and is_main_test(stmt.test):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or is_main_block(stmt):
                 continue
             for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
                 self.summary.at_import |= self._call_effects(call, self.summary.effects)
         self._imported()
+        inherit_methods(self.summary, self.tree)
 
     def _imported(self) -> None:
         """What the module's own imports make of its names: a library module or function it imports
