@@ -21,6 +21,7 @@ from ..syntax import (
     method_name,
     positional,
     receiver,
+    string_value,
     walk,
 )
 
@@ -36,8 +37,10 @@ class UnguardedLogFile(Rule):
 `with open(...)`, or a file kept open and written as the run goes (`log = open(path, "w")`, then
 `log.write(...)`, `log.flush()`, `log.close()`) executed by every rank. The kept-open file is opened
 and used on rank 0 only, each statement that uses it guarded, where every use is a call of its own
-on it in the same scope; used any other way (`print(..., file=log)`, handed to a function) it is
-reported without a fix. A file opened inside the one call of a statement (`pickle.dump(vocab,
+on it in the same scope; used any other way (`print(..., file=log)`, handed to a function that
+writes it) it is opened on rank 0 and the other ranks write theirs to `os.devnull` (`log =
+open(path, "w") if RANK == 0 else open(os.devnull, "w")`), unless it is read as well (`"a+"`) or
+the script reads that path back: then it is reported without a fix. A file opened inside the one call of a statement (`pickle.dump(vocab,
 open(path, "wb"))`, `json.dump(history, open(path, "w"))`, `open(path, "w").write(text)`) is written
 there: the statement runs on rank 0, or, where the script reads that path back (`pickle.load(open(path,
 "rb"))`), it is reported without a fix (the others would read before rank 0 has written; a barrier
@@ -141,11 +144,22 @@ Safe. A file handler used anywhere but in plain statements of the same block get
                 guard_site(ctx, call, message)
         for call in _handle_opens(facts):  # `log = open(path, "w")`, then `log.write(...)` as the run goes
             statements = rank0_object_statements(ctx, call)
-            if statements is None:
+            if statements is None:  # handed on, or used in ways no guard can follow: the others write nowhere
                 name = assign_targets(facts.index.site(call).stmt)[0]
-                ctx.report(
-                    call, f"{name} is a file every rank opens for writing: open and use it on rank 0 only", fix="none"
-                )
+                message = f"{name} is a file every rank opens for writing"
+                if _read_back(facts, call) is not None or _reads_too(call):
+                    ctx.report(call, f"{message}: open and use it on rank 0 only", fix="none")
+                elif ctx.report(call, f"{message}: the other ranks write theirs to os.devnull"):
+                    nowhere = call.with_changes(
+                        args=[
+                            call.args[0].with_changes(
+                                value=cst.parse_expression(ctx.plan.ref("os", "os", style="import") + ".devnull")
+                            ),
+                            *call.args[1:],
+                        ]
+                    )
+                    test = cst.parse_expression(ctx.rank0(call))
+                    ctx.plan.replace(call, lambda n, t=test, o=nowhere: cst.IfExp(test=t, body=n, orelse=o))
             elif ctx.report(call, "file opened for writing on every rank: all processes write the same file"):
                 guard_object(ctx, statements, call)
         harm = "all processes write the same file"
@@ -312,6 +326,14 @@ def _read_back(facts, call: cst.Call) -> int | None:
         if written & _path_shapes_of(facts, other, slot):
             return facts.index.position(other).start.line
     return None
+
+
+def _reads_too(call: cst.Call) -> bool:
+    """`open(path, "r+")`, `open(path, "a+")`: a file read as well as written (or one whose path is
+    not the first argument)."""
+    mode = positional(call, 1) or kwarg(call, "mode")
+    text = string_value(mode.value) if mode is not None else "r"
+    return not call.args or call.args[0].keyword is not None or text is None or "+" in text
 
 
 def _path_shapes_of(facts, call: cst.Call, slot: tuple[int, str]) -> set[str]:
