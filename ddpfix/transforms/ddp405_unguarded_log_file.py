@@ -40,9 +40,9 @@ and used on rank 0 only, each statement that uses it guarded, where every use is
 on it in the same scope; used any other way (`print(..., file=log)`, handed to a function that
 writes it) it is opened on rank 0 and the other ranks write theirs to `os.devnull` (`log =
 open(path, "w") if RANK == 0 else open(os.devnull, "w")`), unless it is read as well (`"a+"`) or
-the script reads that path back: then it is reported without a fix. A file opened inside the one call of a statement (`pickle.dump(vocab,
-open(path, "wb"))`, `json.dump(history, open(path, "w"))`, `open(path, "w").write(text)`) is written
-there: the statement runs on rank 0, or, where the script reads that path back (`pickle.load(open(path,
+the script reads that path back: then it is reported without a fix. A file opened inside the one
+call of a statement (`pickle.dump(vocab, open(path, "wb"))`, `json.dump(history, open(path, "w"))`,
+`open(path, "w").write(text)`) is written there: the statement runs on rank 0, or, where the script reads that path back (`pickle.load(open(path,
 "rb"))`), it is reported without a fix (the others would read before rank 0 has written; a barrier
 between is for the author to place). Left alone: a file named per rank
 (`f"log_rank{rank}.txt"`, `os.path.join(out, f"train_{rank}.log")`, also through a variable), a
