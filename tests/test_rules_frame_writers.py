@@ -89,3 +89,35 @@ def test_joblib_dump_to_a_path_is_rank_zeros_and_its_load_waits_for_it():
     out = fix_source(src).code
     assert "        if RANK == 0:\n            joblib.dump(results, 'results.pkl', compress=3)" in out
     assert out.index("dist.barrier()") < out.index("seen = joblib.load('results.pkl')")
+
+
+FORMATTED = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    best, best_epoch = 1e9, 0
+    for epoch in range(3):
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        torch.save(model.state_dict(), '{}.pkl'.format(epoch))
+        if loss.item() < best:
+            best, best_epoch = loss.item(), epoch
+    model.load_state_dict(torch.load('{}.pkl'.format(best_epoch)))
+    """
+).lstrip()
+
+
+def test_paths_built_by_a_template_format_are_the_same_file():
+    """`'{}.pkl'.format(epoch)` saved on rank 0 and `'{}.pkl'.format(best_epoch)` loaded on every rank:
+    one file, so the load waits at a barrier (DDP410); another template is another file."""
+    [d] = found(FORMATTED, "DDP410")
+    assert d.fix == "safe" and "torch.load" in FORMATTED.splitlines()[d.line - 1]
+    out = fix_source(FORMATTED).code
+    assert out.index("dist.barrier()") < out.index("torch.load('{}.pkl'.format(best_epoch)")
+    other = FORMATTED.replace("torch.load('{}.pkl'.format(best_epoch))", "torch.load('best_{}.pt'.format(best_epoch))")
+    assert found(other, "DDP410") == []

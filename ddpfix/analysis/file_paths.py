@@ -12,6 +12,8 @@ so a file saved per epoch under one loop variable and read back under another is
 
 from __future__ import annotations
 
+import string
+
 import libcst as cst
 
 from ..syntax import assigned_value, code_of, dotted
@@ -58,7 +60,7 @@ def _followed(facts, expr: cst.BaseExpression) -> cst.BaseExpression:
 
 def _parts(expr: cst.BaseExpression) -> list[str] | None:
     """`expr` as its literal parts and `*` for each computed one: string concatenation, an f-string,
-    `os.path.join`; None for anything else."""
+    a literal template's `.format(...)`, `os.path.join`; None for anything else."""
     if type(expr) is cst.SimpleString:
         return [repr(expr.evaluated_value)]
     if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Add:
@@ -70,6 +72,20 @@ def _parts(expr: cst.BaseExpression) -> list[str] | None:
         out = []
         for part in expr.parts:
             out.append(repr(part.value) if type(part) is cst.FormattedStringText else "*")
+        return _merged(out)
+    if (
+        type(expr) is cst.Call
+        and type(expr.func) is cst.Attribute
+        and expr.func.attr.value == "format"
+        and type(expr.func.value) is cst.SimpleString
+    ):  # `"{}.pkl".format(epoch)`: the template's text around its fields
+        try:
+            fields = list(string.Formatter().parse(expr.func.value.evaluated_value))
+        except ValueError:
+            return None
+        out = []
+        for text, field, _, _ in fields:
+            out += ([repr(text)] if text else []) + (["*"] if field is not None else [])
         return _merged(out)
     if type(expr) is cst.Call and (dotted(expr.func) or "").endswith("path.join"):
         out = []

@@ -34,7 +34,8 @@ The collective may come through a module of the script that imports torch.distri
 
 A path built around a loop's number is compared by its literal parts: a sample saved each epoch
 as `"out/epoch_" + str(epoch + 1) + ".png"` is the file read back later as
-`"out/epoch_" + str(e + 1) + ".png"`, names followed to the value they were assigned.
+`"out/epoch_" + str(e + 1) + ".png"`, names followed to the value they were assigned; so is one made
+from a literal template (`'{}.pkl'.format(epoch)`, read back as `'{}.pkl'.format(best_epoch)`).
 
 ## Why
 The other ranks reach the load while rank 0 is still writing: they read a missing or truncated
