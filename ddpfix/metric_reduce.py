@@ -164,7 +164,9 @@ class MetricReducer:
             key = (s.origin, s.name)
             fn = self._helper(at)
             if (at, key) in self.meters_copied:
-                new = self.names.setdefault((s.name, "meter"), self.ctx.plan.fresh(f"global_{s.name}"))
+                if (s.name, "meter") not in self.names:  # (fresh() reserves the name it gives)
+                    self.names[s.name, "meter"] = self.ctx.plan.fresh(f"global_{s.name}")
+                new = self.names[s.name, "meter"]
                 shown_as[s.name] = new
                 done = self._reduced_just_before(at, s.name, "meter", s.meter.updates)
                 self.before.add((at, s.name, "meter"))

@@ -22,19 +22,25 @@ _PARENTS: weakref.WeakKeyDictionary[ast.AST, dict[ast.AST, ast.AST]] = weakref.W
 def nodes(tree: ast.AST) -> list[ast.AST]:
     """Every node of `tree` in `ast.walk`'s order, `tree` first; the nodes under a function, a class or
     a module are listed once while it lives."""
+    return [tree, *_under(tree)]
+
+
+def _under(tree: ast.AST) -> list[ast.AST]:
+    """The nodes under `tree`, in `ast.walk`'s order (listed once for a function, a class or a module:
+    do not change the list)."""
     if not isinstance(tree, _LISTED):
-        return list(ast.walk(tree))
+        return list(ast.walk(tree))[1:]
     under = _NODES.get(tree)
     if under is None:
         walked = ast.walk(tree)
         next(walked)  # `tree` itself
         under = _NODES[tree] = list(walked)
-    return [tree, *under]
+    return under
 
 
 def calls(tree: ast.AST) -> list[ast.Call]:
     """The calls in `tree`, in `ast.walk`'s order."""
-    return [n for n in nodes(tree) if isinstance(n, ast.Call)]
+    return [n for n in (tree, *_under(tree)) if isinstance(n, ast.Call)]
 
 
 def parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
@@ -42,7 +48,7 @@ def parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     `nodes`): `tree`'s own children map to nothing, as `tree` does (`.get(child)` is None)."""
     found = _PARENTS.get(tree) if isinstance(tree, _LISTED) else None
     if found is None:
-        found = {child: node for node in nodes(tree)[1:] for child in ast.iter_child_nodes(node)}
+        found = {child: node for node in _under(tree) for child in ast.iter_child_nodes(node)}
         if isinstance(tree, _LISTED):
             _PARENTS[tree] = found
     return found

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ..syntax import assigned_value, code_of, dotted, walk
+from ..syntax import code_of, dotted, kwarg, positional, walk
 from .config_factory import parsed
 
 UNWRAPPED = ("enumerate", "tqdm", "tqdm.tqdm", "iter")
@@ -79,7 +79,7 @@ def _resolved(facts, name: str, at: cst.CSTNode) -> list[cst.Call]:
     a parameter of that function, what each caller in this file hands it (by the caller's binding)."""
     index = facts.index
     scope = index.scope_of(at)
-    value = _bound_before(facts, scope, name, at)
+    value = facts.names.value_before(scope, name, at)
     if value is not None:
         return [value] if isinstance(value, cst.Call) else []
     if not isinstance(scope, cst.FunctionDef):
@@ -89,32 +89,16 @@ def _resolved(facts, name: str, at: cst.CSTNode) -> list[cst.Call]:
         return []
     out = []
     for call in index.callers_of(scope):
-        arg = _argument(call, params.index(name), name)
+        given = positional(call, params.index(name)) or kwarg(call, name)
+        arg = given.value if given is not None else None
         handed = dotted(arg) if arg is not None else None
         if isinstance(arg, cst.Call):
             out.append(arg)
         elif handed is not None and "." not in handed:
-            value = _bound_before(facts, index.scope_of(call), handed, call)
+            value = facts.names.value_before(index.scope_of(call), handed, call)
             if isinstance(value, cst.Call):
                 out.append(value)
     return out
-
-
-def _bound_before(facts, scope, name: str, at: cst.CSTNode) -> cst.BaseExpression | None:
-    sites = [s for s in facts.names.assignments(scope, name) if facts.index.before(s.stmt, at)]
-    return assigned_value(sites[-1].stmt) if sites else None
-
-
-def _argument(call: cst.Call, position: int, name: str) -> cst.BaseExpression | None:
-    for i, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if arg.keyword is not None:
-            if arg.keyword.value == name:
-                return arg.value
-        elif i == position:
-            return arg.value
-    return None
 
 
 def _mentions(value: cst.Call, known: set[str | None]) -> bool:
@@ -164,20 +148,19 @@ def _unless_loader(tree: ast.Module | None, member: str, where: str) -> str | No
         return None
     for node in tree.body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name == member:
-            if any(isinstance(n, (ast.Name, ast.Attribute)) and _named(n) == "DataLoader" for n in ast.walk(node)):
+            if any(_last(n) == "DataLoader" for n in ast.walk(node)):
                 return None
-            if isinstance(node, ast.ClassDef) and any(_named(b) and "Loader" in _named(b) for b in node.bases):
+            if isinstance(node, ast.ClassDef) and any("Loader" in _last(b) for b in node.bases):
                 return None  # a subclass of a loader
             return where
     return None
 
 
-def _named(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
+def _last(node: ast.AST) -> str:
+    """The name a node ends with (`data.DataLoader`, `DataLoader`: "DataLoader"); "" for anything else."""
     if isinstance(node, ast.Attribute):
         return node.attr
-    return ""
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 __all__ = ["unknown_streams"]

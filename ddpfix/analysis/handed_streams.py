@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ..syntax import assigned_value, dotted
+from ..syntax import dotted
 from .values import handle_of
 
 
@@ -25,8 +25,7 @@ def unsharded_handoffs(facts) -> Iterator[tuple[cst.Arg, str]]:
             if name is None or name in known or "." in name:
                 continue
             scope = index.scope_of(call)
-            sites = [s for s in facts.names.assignments(scope, name) if index.before(s.stmt, call)]
-            value = assigned_value(sites[-1].stmt) if sites else None
+            value = facts.names.value_before(scope, name, call)
             if not isinstance(value, cst.Call) or facts.ranks.depends_on_rank(value):
                 continue
             target = facts.modules.target_of(value.func)

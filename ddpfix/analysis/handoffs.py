@@ -80,7 +80,7 @@ class Handoffs:
         engine = dotted(func.value)
         if engine is None or "." in engine:
             return None
-        sites = [s for s in self.names.assignments(scope, engine) if self.index.before(s.stmt, call)]
+        sites = self.names.assignments_before(scope, engine, call)
         if not sites:
             return None
         value = assigned_value(sites[-1].stmt)
@@ -138,8 +138,7 @@ class Handoffs:
         obj = dotted(func.value)
         if obj is None or "." in obj:
             return None, None
-        sites = [s for s in self.names.assignments(scope, obj) if self.index.before(s.stmt, call)]
-        ctor = assigned_value(sites[-1].stmt) if sites else None
+        ctor = self.names.value_before(scope, obj, call)
         if not isinstance(ctor, cst.Call):
             return None, None
         made = self.modules.target_of(ctor.func)

@@ -189,7 +189,7 @@ class Models:
         definition of the argument its caller passes (`train(args, model)` -> `model = Net()` in main)."""
         index = self.index
         scope = func or index.module
-        before = [s for s in self.names.assignments(scope, name) if index.before(s.stmt, at)]
+        before = self.names.assignments_before(scope, name, at)
         if not before and isinstance(func, cst.FunctionDef) and depth < 2 and "." not in name:
             for call in index.callers_of(func):
                 arg = argument_for(func, call, name)

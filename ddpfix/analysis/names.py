@@ -9,7 +9,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from ..syntax import assign_targets, dotted, method_name, walk
+from ..syntax import assign_targets, assigned_value, dotted, method_name, walk
 from .index import Site, TreeIndex
 
 # Libraries that distribute a script themselves, by the import that hands them the job (the longest
@@ -173,6 +173,16 @@ class Names:
         else:
             lines = [n for n in walk(scope) if isinstance(n, cst.SimpleStatementLine) and target in assign_targets(n)]
         return [index.site(n) for n in lines if isinstance(scope, cst.ClassDef) or index.scope_of(n) is scope]
+
+    def assignments_before(self, scope: cst.CSTNode, target: str, at: cst.CSTNode) -> list[Site]:
+        """`assignments(scope, target)` that come before `at`."""
+        return [s for s in self.assignments(scope, target) if self.index.before(s.stmt, at)]
+
+    def value_before(self, scope: cst.CSTNode, target: str, at: cst.CSTNode) -> cst.BaseExpression | None:
+        """The value the last of `assignments_before(scope, target, at)` gives (None: none, or not a plain
+        assignment)."""
+        sites = self.assignments_before(scope, target, at)
+        return assigned_value(sites[-1].stmt) if sites else None
 
     # ----------------------------------------------------------------- strings
     def string_literals(self, needle: str) -> list[tuple[cst.SimpleString, str]]:

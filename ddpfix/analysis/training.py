@@ -71,7 +71,7 @@ class Training:
             return out
         scope = self.index.scope_of(call)
         for name in names:
-            bound = [s for s in self.names.assignments(scope, name) if self.index.before(s.stmt, call)]
+            bound = self.names.assignments_before(scope, name, call)
             value = assigned_value(bound[-1].stmt) if bound else None
             if value is not None and name in assign_targets(bound[-1].stmt):
                 out += _receivers([value])

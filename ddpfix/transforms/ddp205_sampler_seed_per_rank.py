@@ -7,7 +7,7 @@ import libcst as cst
 from ..edits import without_kwarg
 from ..examples import clean, fixes, reports
 from ..rule import Context, Rule
-from ..syntax import assigned_value, dotted, kwarg
+from ..syntax import dotted, kwarg
 
 
 class SamplerSeedPerRank(Rule):
@@ -75,8 +75,7 @@ Safe: a plain run has rank 0, so its seed is unchanged. A seed whose rank term c
 
 def _value_of(facts, name: str, at: cst.CSTNode) -> cst.BaseExpression | None:
     """The value `name` last had before `at`, from a plain assignment in the same scope."""
-    defs = [s for s in facts.names.assignments(facts.index.scope_of(at), name) if facts.index.before(s.stmt, at)]
-    return assigned_value(defs[-1].stmt) if defs else None
+    return facts.names.value_before(facts.index.scope_of(at), name, at)
 
 
 def _without_rank(facts, expr: cst.BaseExpression):

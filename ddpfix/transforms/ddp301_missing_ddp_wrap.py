@@ -213,7 +213,7 @@ def _reported_binding(facts, model) -> cst.CSTNode:
     stmt = model.definition.stmt
     while _self_rebind(stmt, model.handle):
         scope = facts.index.scope_of(stmt)
-        earlier = [s.stmt for s in facts.names.assignments(scope, model.handle) if facts.index.before(s.stmt, stmt)]
+        earlier = [s.stmt for s in facts.names.assignments_before(scope, model.handle, stmt)]
         if not earlier:
             break
         stmt = earlier[-1]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.effects import LOGGER_METHODS
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
-from ..syntax import anchor_of, assign_targets, code_of, dotted, mentions, walk
+from ..syntax import anchor_of, assign_targets, code_of, dotted, mentions, method_name, walk
 
 
 class OptimizerBeforeWrap(Rule):
@@ -122,16 +123,14 @@ the rank-0 guards then put those prints in one block, and a later pass moves the
                     ctx.plan.move_after(stmt, anchor, order=Order.OPTIMIZER + i)
 
 
-SHOWS = (".info", ".warning", ".debug", ".log", ".write", ".add_scalar")
+SHOWS = LOGGER_METHODS | {"write", "add_scalar"}  # methods that show or record output, as `print` does
 
 
 def _shows(stmt: cst.CSTNode) -> cst.Call | None:
     """A call in `stmt` that prints or logs (what a plain run shows, in order)."""
     for node in walk(stmt):
-        if isinstance(node, cst.Call):
-            name = dotted(node.func) or ""
-            if name == "print" or name.endswith(SHOWS):
-                return node
+        if isinstance(node, cst.Call) and (dotted(node.func) == "print" or method_name(node) in SHOWS):
+            return node
     return None
 
 
