@@ -125,6 +125,19 @@ def test_every_rank_saves(tmp_path):
     ]
 
 
+def test_every_rank_deletes_the_run_folder(tmp_path):
+    """A deletion is a write: a folder every rank empties has two writers (the race in which one rank
+    deletes what another has just written there)."""
+    report = run_case("all_ranks_remove.py", tmp_path)
+    assert failing(report) == {"files"}, describe(report)
+    rmtree, save, remove = (line_of("all_ranks_remove.py", s) for s in ("shutil.rmtree(", "torch.save(", "os.remove("))
+    assert report["files"].evidence == [
+        f"runs written by ranks [0, 1] (shutil.rmtree at all_ranks_remove.py:{rmtree})",
+        f"runs/checkpoint.pt written by ranks [0, 1] (torch.save at all_ranks_remove.py:{save} on rank 0; "
+        f"os.remove at all_ranks_remove.py:{remove} on rank 1)",
+    ]
+
+
 def test_barrier_on_rank0_hangs_and_names_the_lines(tmp_path):
     t0 = time.monotonic()
     report = run_case("barrier_rank0.py", tmp_path, timeout=HANG_TIMEOUT)

@@ -11,7 +11,8 @@ script starts.
 
 What it records, per rank: the dataset indices every DataLoader pass draws, optimizer steps with a
 digest of the parameters of every DDP-wrapped module, files written (``torch.save``,
-``logging.FileHandler``, TensorBoard writers, ``wandb.init``, write-mode ``open``), collectives issued
+``logging.FileHandler``, TensorBoard writers, ``wandb.init``, write-mode ``open``, and the paths the
+script deletes with ``os.remove``/``os.unlink``/``os.rmdir``/``shutil.rmtree``), collectives issued
 (including DDP's gradient all-reduce, observed through a comm hook that delegates to the default
 all-reduce hook), process-group set-up, training forwards (a digest of the inputs of the outermost
 forward of a module in training mode, and which modules outside a DDP wrapper trained), backward
@@ -220,9 +221,29 @@ def _patched_open(file, mode="r", *args, **kwargs):
     return f
 
 
+def _patched_remover(module, name: str):
+    """`module.name` (a deletion of a path) recording the path as written when the script's own code
+    calls it: a file rank 0 saves and another rank deletes, or a folder every rank empties, has more
+    than one writer. Deletions inside libraries (tempfile's clean-up, shutil.rmtree's own calls) are
+    not the script's."""
+    orig = getattr(module, name)
+
+    @functools.wraps(orig)  # (shutil.rmtree.avoids_symlink_attacks is read by some libraries)
+    def remover(path, *args, **kwargs):
+        if not _depth() and _is_user_file(sys._getframe(1).f_code.co_filename):
+            _record_write(f"{module.__name__}.{name}", path)
+        return orig(path, *args, **kwargs)
+
+    return remover
+
+
 def _install_stdlib_patches() -> None:
+    import shutil
+
     builtins.open = _patched_open
     io.open = _patched_open
+    for module, name in ((os, "remove"), (os, "unlink"), (os, "rmdir"), (shutil, "rmtree")):
+        setattr(module, name, _patched_remover(module, name))
 
 
 def _patch_logging(logging) -> None:
