@@ -12,6 +12,7 @@ from ..factory_reports import report_factory_writes
 from ..module_guards import guard_module_writes, guard_statements, is_save
 from ..rule import Context, Rule
 from ..syntax import assigned_value, calls_in, code_of, dotted, kwarg, method_name, positional, walk
+from .ddp420_makedirs_race import clears_a_fresh_folder
 
 
 class UnguardedSave(Rule):
@@ -25,14 +26,18 @@ class UnguardedSave(Rule):
 `torch.save(...)` (and `np.save`, `save_image`, `savefig`, `imageio.mimsave`/`imwrite`,
 `cv2.imwrite`, `torchaudio.save`, `joblib.dump`, `save_pretrained`, a pandas frame's `to_csv(path)` / `to_json` /
 `to_pickle` / `to_parquet` / `to_excel`, a figure's `fig.savefig(path)`) on every rank, and a `shutil.copyfile` /
-`shutil.copy` / `shutil.move` / `os.replace` / `os.rename` of a file such a save writes. Code only
+`shutil.copy` / `shutil.move` / `os.replace` / `os.rename` of a file such a save writes. A deletion
+is a write too: `os.remove` / `os.unlink` / `os.rmdir` / `shutil.rmtree` / `Path(p).unlink()` of a
+path shared by the ranks (the old checkpoints a `glob` lists, a log folder emptied before
+`os.makedirs`), not of one made per rank or per process (`tempfile.mkstemp()`, `os.getpid()`). Code only
 rank 0 runs is left alone: inside `if rank == 0:` (or any rank-0 test the rank detector knows),
 after `if rank != 0: return`, in `save_on_master`-style helpers, or in a function only called from
 such places. A file named per rank (`f"ckpt_rank{rank}.pt"`) is not shared.
 
 ## Why
 Every process writes the same path at the same time: the checkpoint is clobbered or torn, and N
-processes do the I/O of one. A copy of the checkpoint on every rank reads a file rank 0 may still be
+processes do the I/O of one. Every process deleting the same path fails on all ranks but the first with
+`FileNotFoundError`, or deletes what another rank has just written there. A copy of the checkpoint on every rank reads a file rank 0 may still be
 writing, and every rank writes the copy.
 
 ## Example
@@ -103,6 +108,7 @@ step; otherwise the copy gets its own guard.
                 None if name == "torch.save" else f"{name} runs on every rank: all processes write the same file",
             )
         _guard_copies(ctx, saved)
+        _guard_removals(ctx)
         harm = "all processes write the same file"
         guard_module_writes(ctx, self, EVERY_RANK_SAVE, "torch.save", harm, is_save, None, _module_planner)
         report_factory_writes(ctx, EVERY_RANK_SAVE, "torch.save", harm, is_save, _module_planner)
@@ -123,6 +129,34 @@ def _guard_copies(ctx: Context, saved: dict[cst.CSTNode, set[str]]) -> None:
             guard_site(ctx, call, message)
         elif ctx.report(call, message):
             guard(ctx, stmt, ctx.rank0(call))
+
+
+def _guard_removals(ctx: Context) -> None:
+    """Guard the deletions of a shared path (`os.remove(name)` of the files a `glob` lists,
+    `shutil.rmtree(log_dir)` before `os.makedirs(log_dir)`): on every rank, all but one rank fail on a
+    file already gone, and a rank can delete what another has just written there. A path made per
+    rank or per process (`tempfile.mkstemp()`, `f"tmp_{os.getpid()}"`) is left alone."""
+    facts = ctx.facts
+    for call in facts.index.statement_calls(lambda c: _removes(facts, c)):
+        arg = positional(call, 0) or kwarg(call, "path")
+        value = call.func.value if arg is None and isinstance(call.func, cst.Attribute) else arg and arg.value
+        if value is None or facts.ranks.depends_on_rank(value) or _every_value(facts, value, _per_process(facts)):
+            continue
+        if clears_a_fresh_folder(facts, call):
+            continue  # DDP420's: rank 0 makes the folder afresh, and the others wait for it
+        name = dotted(call.func) or "this call"
+        guard_site(
+            ctx,
+            call,
+            f"{name} runs on every rank: every process deletes the same path, and a rank can delete what another has just written there",
+        )
+
+
+def _removes(facts, call: cst.Call) -> bool:
+    """`os.remove(p)` and the other deletions of a path, `Path(p).unlink()` / `.rmdir()` too."""
+    if facts.names.call_qual(call) in REMOVERS:
+        return True
+    return isinstance(call.func, cst.Attribute) and method_name(call) in ("unlink", "rmdir") and not call.args[1:]
 
 
 def _module_planner(lines: list[int], what: str, match, where: str, guarded: list[int]):
@@ -170,6 +204,8 @@ WRITERS = {
     "soundfile.write": (0, "file"),
     "joblib.dump": (1, "filename"),
 }
+REMOVERS = {"os.remove", "os.unlink", "os.rmdir", "os.removedirs", "shutil.rmtree"}
+PER_PROCESS = {"tempfile.mkstemp", "tempfile.mkdtemp", "tempfile.mktemp", "tempfile.gettempdir", "os.getpid"}
 FILE_MOVES = {"shutil.copyfile", "shutil.copy", "shutil.copy2", "shutil.move", "os.replace", "os.rename"}
 
 
@@ -202,14 +238,25 @@ def _writes_file(facts, call) -> bool:
 
 def _in_memory(facts, value: cst.BaseExpression) -> bool:
     """`io.BytesIO()`, or a name every assignment of which in its scope is one."""
-    if isinstance(value, cst.Call):
-        return facts.names.call_qual(value) in IN_MEMORY_FILES
+    return _every_value(facts, value, lambda v: isinstance(v, cst.Call) and facts.names.call_qual(v) in IN_MEMORY_FILES)
+
+
+def _per_process(facts):
+    """A test of a path made for this process alone (by `tempfile`, or naming `os.getpid()`)."""
+    return lambda v: v is not None and any(facts.names.call_qual(c) in PER_PROCESS for c in calls_in(v))
+
+
+def _every_value(facts, value: cst.BaseExpression, test) -> bool:
+    """Does `test` hold for `value`, or, for a name, for the value of every assignment of it in its
+    scope (at least one)?"""
+    if test(value):
+        return True
     name = dotted(value)
-    if name is None:
+    if name is None or isinstance(value, cst.Call):
         return False
     sites = facts.names.assignments(facts.index.scope_of(value), name)
     values = [assigned_value(site.stmt) for site in sites]
-    return bool(values) and all(isinstance(v, cst.Call) and facts.names.call_qual(v) in IN_MEMORY_FILES for v in values)
+    return bool(values) and all(test(v) for v in values)
 
 
 def _path_of(facts, call: cst.Call) -> cst.Arg | None:

@@ -29,8 +29,8 @@ class MakedirsRace(Rule):
 A folder made on every rank after checking that it is missing:
 `if not os.path.exists(d): os.makedirs(d)` (also `os.path.isdir`, `os.mkdir`, and pathlib's
 `if not p.exists(): p.mkdir()`), or made without `exist_ok=True` and no check at all. Also a fresh
-folder each run, `if os.path.isdir(d): shutil.rmtree(d)` right before `os.makedirs(d)`: there one rank
-deletes what another has just made and written.
+folder each run, `if os.path.isdir(d): shutil.rmtree(d)` right before `os.makedirs(d)` (with
+`exist_ok=True` too): there one rank deletes what another has just made and written.
 
 ## Why
 Every process runs the check before any of them creates the folder: all see it missing, all try to
@@ -81,17 +81,17 @@ per machine runs them.
                 exist_ok = kwarg(call, "exist_ok") or positional(call, 2)  # Path.mkdir(mode, parents, exist_ok)
             else:
                 continue
-            if path_code is None or (exist_ok is not None and not is_literal(exist_ok.value, False)):
-                continue
-            if facts.ranks.rank_guarded(call) or _caught(facts, call):
+            if path_code is None or facts.ranks.rank_guarded(call) or _caught(facts, call):
                 continue
             if runs_before_spawn(facts.index, facts.launch, call):
                 continue  # the launching process makes it once, before it starts the workers
             check = _existence_check(facts, call, path_code)
+            if check is None and qual == "os.makedirs" and self._fresh_folder(ctx, call, path_code):
+                continue  # (with exist_ok=True too: a rank still deletes what another has made)
+            if exist_ok is not None and not is_literal(exist_ok.value, False):
+                continue
             if check is None and qual not in ("os.makedirs", "os.mkdir") and not _evidently_path(facts, call):
                 continue  # `x.mkdir()` of something that may not be a pathlib path
-            if check is None and qual == "os.makedirs" and self._fresh_folder(ctx, call, path_code):
-                continue
             if check is None:
                 ctx.report(
                     call,
@@ -118,11 +118,8 @@ per machine runs them.
         the others wait at a barrier until it exists. True when this shape is reported (fixed or not)."""
         facts = ctx.facts
         line = _own_line(facts, call)
-        block = facts.index.parent.get(line) if line is not None else None
-        body = list(getattr(block, "body", ()))
-        i = next((k for k, s in enumerate(body) if s is line), None)
-        clear = body[i - 1] if i else None
-        if not (isinstance(clear, cst.If) and clear.orelse is None and _removes(facts, clear, path_code)):
+        clear = _clearing(facts, line, path_code)
+        if clear is None:
             return False
         message = (
             f"folder {path_code} removed and made again on every rank: one rank deletes what another has "
@@ -163,6 +160,35 @@ per machine runs them.
         ctx.plan.replace(call, rewrite)
         if _collapsible(ctx.facts, check):
             ctx.plan.replace(check, _collapse)
+
+
+def _clearing(facts, line: cst.SimpleStatementLine | None, path_code: str) -> cst.If | None:
+    """The `if os.path.isdir(d): shutil.rmtree(d)` right before `line` (`os.makedirs(d)`), if any."""
+    block = facts.index.parent.get(line) if line is not None else None
+    body = list(getattr(block, "body", ()))
+    i = next((k for k, s in enumerate(body) if s is line), None)
+    clear = body[i - 1] if i else None
+    if isinstance(clear, cst.If) and clear.orelse is None and _removes(facts, clear, path_code):
+        return clear
+    return None
+
+
+def clears_a_fresh_folder(facts, call: cst.Call) -> bool:
+    """Is `call` the `shutil.rmtree(d)` of a fresh folder (`if os.path.isdir(d): shutil.rmtree(d)` right
+    before `os.makedirs(d)`), which this rule makes rank 0's with the folder?"""
+    clear = facts.index.enclosing(call, cst.If)
+    block = facts.index.parent.get(clear) if clear is not None else None
+    body = list(getattr(block, "body", ()))
+    i = next((k for k, s in enumerate(body) if s is clear), None)
+    after = body[i + 1] if i is not None and i + 1 < len(body) else None
+    made = (
+        after.body[0].value
+        if isinstance(after, cst.SimpleStatementLine) and isinstance(after.body[0], cst.Expr)
+        else None
+    )
+    if not (isinstance(made, cst.Call) and facts.names.call_qual(made) == "os.makedirs" and made.args):
+        return False
+    return _clearing(facts, after, code_of(made.args[0].value)) is clear
 
 
 def _removes(facts, clear: cst.If, path_code: str) -> bool:
