@@ -34,6 +34,18 @@ SELF_RETURNING = {
 }
 
 
+def module_under(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`value` without the calls of `SELF_RETURNING` methods on it: `model` for `model.float()` or
+    `model.cpu().eval()`, `value` itself otherwise."""
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in SELF_RETURNING
+    ):
+        value = value.func.value
+    return value
+
+
 class Classes:
     """Classes of the models."""
 
@@ -126,4 +138,4 @@ class Classes:
         return close_over(found, calls)
 
 
-__all__ = ["DDP_NAMES", "DP_NAMES", "SELF_RETURNING", "Classes"]
+__all__ = ["DDP_NAMES", "DP_NAMES", "SELF_RETURNING", "Classes", "module_under"]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, dotted, walk
+from .classes import module_under
 from .index import TreeIndex
-from .models import SELF_RETURNING, Models
+from .models import Models
 from .names import Names
 
 
@@ -159,11 +160,7 @@ class Wraps:
 
 def _same_module(value: cst.BaseExpression | None, handle: str) -> bool:
     """`model.to(device)`, `model.train()`: the value is the module `handle` already holds."""
-    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
-        if value.func.attr.value not in SELF_RETURNING:
-            return False
-        value = value.func.value
-    return value is not None and dotted(value) == handle
+    return value is not None and dotted(module_under(value)) == handle
 
 
 __all__ = ["Wraps"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.classes import module_under
 from ..examples import clean, fixes
 from ..factory_reports import report_factory_state_dicts
 from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrap_level, wrappers
@@ -23,7 +24,11 @@ class WrappedStateDict(Rule):
 `model.state_dict()` where `model` is (or becomes) the `DistributedDataParallel` wrapper, the
 wrapper handed to a helper of the script (of this file or of its own modules) that saves its
 `state_dict()` (`save_checkpoint(model, path)`), or the whole wrapper pickled (`torch.save(model,
-path)`: loading it needs a process group).
+path)`, `joblib.dump`, `pickle.dump`: loading it needs a process group). The methods that return the
+module they are called on return the wrapper itself: `model.float().state_dict()` and
+`torch.save(model.cpu().eval(), path)` become `raw_model.float().state_dict()` and
+`torch.save(raw_model.cpu().eval(), path)` (the same calls on the plain module, which the wrapper's
+would have moved or cast anyway).
 
 ## Why
 The wrapper's keys are `module.conv.weight`, ...; loading such a checkpoint into a plain model fails
@@ -74,7 +79,8 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
         for handle, (raw, wrap_stmt) in wrappers(ctx).items():
             for call in facts.names.method_calls("state_dict"):
                 recv = receiver(call)
-                if recv is None or dotted(recv) != handle or _inside_load(facts, call):
+                base = module_under(recv) if recv is not None else None  # `model.float().state_dict()`
+                if base is None or dotted(base) != handle or _inside_load(facts, call):
                     continue
                 if not facts.wraps.after_wrap(call, handle, wrap_stmt):
                     continue
@@ -96,25 +102,30 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                     f"{handle}.state_dict() would save the wrapper's 'module.'-prefixed keys",
                 )
                 level, why = wrap_level(ctx, handle)
-                if ctx.report(call, f"{said}: use {spelled}.state_dict(){why}", fix=level):
-                    ctx.plan.replace(call.func, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
-            for call in facts.names.calls_to("torch.save"):
+                if base is not recv:  # through the methods that return the module: the same wrapper
+                    said = f"{said} (`{code_of(recv)}` is the wrapper itself)"
+                if ctx.report(call, f"{said}: use {_through(spelled, base, recv)}.state_dict(){why}", fix=level):
+                    ctx.plan.replace(base, lambda n, s=spelled: cst.parse_expression(s))
+            for call in (c for qual in PICKLERS for c in facts.names.calls_to(qual)):
                 first = call.args[0].value if call.args and call.args[0].keyword is None else None
-                if first is None or dotted(first) != handle or not facts.wraps.after_wrap(call, handle, wrap_stmt):
+                base = module_under(first) if first is not None else None  # `joblib.dump(model.float(), path)`
+                if base is None or dotted(base) != handle or not facts.wraps.after_wrap(call, handle, wrap_stmt):
                     continue
+                saved, how = f"{dotted(call.func)}({code_of(first)})", "" if base is first else " itself"
                 spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
                 if spelled is None:
                     ctx.report(
                         first,
-                        f"torch.save({handle}) pickles the DDP wrapper, and no name reaches the plain module here: "
+                        f"{saved} pickles the DDP wrapper{how}, and no name reaches the plain module here: "
                         "keep one before wrapping and save it",
                         fix="none",
                     )
                 elif ctx.report(
                     first,
-                    f"torch.save({handle}) pickles the DDP wrapper (loading it needs a process group): save {spelled}",
+                    f"{saved} pickles the DDP wrapper{how} (loading it needs a process group): save "
+                    f"{_through(spelled, base, first)}",
                 ):
-                    ctx.plan.replace(first, lambda n, s=spelled: cst.parse_expression(s))
+                    ctx.plan.replace(base, lambda n, s=spelled: cst.parse_expression(s))
         for hand in handoffs(ctx):
             if hand.code != self.code:
                 continue
@@ -136,6 +147,16 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
         unwrap_in_classes(ctx, self)
         unwrap_built_models(ctx, self)
         report_factory_state_dicts(ctx)
+
+
+# what pickles its first argument whole (a module pickled whole keeps its class: the wrapper's needs a
+# process group to load)
+PICKLERS = ("torch.save", "joblib.dump", "pickle.dump", "dill.dump")
+
+
+def _through(spelled: str, base: cst.BaseExpression, value: cst.BaseExpression) -> str:
+    """`value` (`model.float()`) with its module `base` spelled `spelled` (`raw_model.float()`)."""
+    return spelled + code_of(value)[len(code_of(base)) :]
 
 
 def _inside_load(facts, call: cst.CSTNode) -> bool:

@@ -1,0 +1,81 @@
+"""DDP402 through the methods that return the module they are called on: `torch.save(model.cpu())`,
+`joblib.dump(model.float(), path)` and `model.float().state_dict()` all reach the DDP wrapper itself,
+so they save the plain module (`raw_model.cpu()`), and what the converted script saves under torchrun
+loads in a plain process as the plain module."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ddpfix import check_source, fix_source
+
+GOLDEN = Path(__file__).parent / "golden" / "whole_model_pickle"
+TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+SCRIPT = textwrap.dedent(
+    """
+    import joblib
+    import pickle
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=4, shuffle=True)
+    model = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    {save}
+    """
+).lstrip()
+
+
+@pytest.mark.parametrize(
+    "save, saved",
+    [
+        (
+            "joblib.dump(model.float(), 'model.pkl', compress=2)",
+            "joblib.dump(raw_model.float(), 'model.pkl', compress=2)",
+        ),
+        ("torch.save(model.to('cpu').eval(), 'model.pt')", "torch.save(raw_model.to('cpu').eval(), 'model.pt')"),
+        ("pickle.dump(model.cpu(), open('model.pkl', 'wb'))", "pickle.dump(raw_model.cpu(), open('model.pkl', 'wb'))"),
+        ("torch.save(model.half().state_dict(), 'w.pt')", "torch.save(raw_model.half().state_dict(), 'w.pt')"),
+    ],
+)
+def test_the_wrapper_reached_through_its_own_methods_is_saved_plain(save, saved):
+    src = SCRIPT.replace("{save}", save)
+    [d] = [d for d in check_source(src) if d.code == "DDP402"]
+    assert d.fix == "safe" and "raw_model." in d.message, d.message
+    out = fix_source(src).code
+    assert saved in out, out
+    assert fix_source(out).code == out
+
+
+def test_a_method_returning_something_else_is_not_the_wrapper():
+    """`model.parameters()` is no module: nothing to route."""
+    src = SCRIPT.replace("{save}", "torch.save(list(model.named_parameters()), 'p.pt')")
+    assert [d for d in check_source(src) if d.code == "DDP402"] == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_what_two_ranks_save_loads_as_the_plain_module(tmp_path):
+    import torch
+
+    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
+    script = GOLDEN / "expected.py"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(script)]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    model = torch.load(tmp_path / "model.pt", weights_only=False)
+    assert type(model) is torch.nn.Linear
+    assert sorted(torch.load(tmp_path / "weights.pt")) == ["bias", "weight"]
