@@ -24,7 +24,7 @@ def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> b
     """Report `node` and guard the statement holding it to rank 0, when that is possible. Code only
     some ranks run already (see `Ranks.rank_guarded`) is left alone. True when the guard is planned."""
     facts = ctx.facts
-    if facts.ranks.rank_guarded(node):
+    if facts.ranks.rank_guarded(node) or _plain_only(ctx, node):
         return False
     stmt = facts.index.site(node).stmt
     stmt = _enclosing_write_with(facts, stmt)
@@ -58,11 +58,17 @@ def guard(ctx: Context, stmt: cst.CSTNode, condition: str) -> None:
     statement is guarded already keeps no guard of its own, and guarding a statement drops the guards
     planned inside it."""
     plan, index = ctx.plan, ctx.facts.index
-    if any(a in plan.guards for a in index.ancestors(stmt)):
+    if any(a in plan.guards for a in index.ancestors(stmt)) or _plain_only(ctx, stmt):
         return
     for inner in [s for s in plan.guards if s is not stmt and index.contains(stmt, s)]:
         del plan.guards[inner]
     plan.guard(stmt, condition)
+
+
+def _plain_only(ctx: Context, node: cst.CSTNode) -> bool:
+    """Will `node` run only in a plain process once the plan is applied (`Plan.plain_only`)?"""
+    plain = ctx.plan.plain_only
+    return bool(plain) and any(a in plain for a in ctx.facts.index.ancestors(node))
 
 
 def distributed_test(ctx: Context) -> str:

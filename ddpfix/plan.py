@@ -53,6 +53,9 @@ class Plan:
         self.prepends: dict[cst.CSTNode, list[Insert]] = {}
         self.guards: dict[cst.CSTNode, str] = {}
         self.guard_rules: dict[cst.CSTNode, str | None] = {}  # guarded statement -> the rule that guarded it
+        # code that runs only in a plain process once the plan is applied (the branch of a DataParallel line
+        # that torchrun's ranks no longer take): no rank guard goes inside it
+        self.plain_only: set[cst.CSTNode] = set()
         self.unmade_guards: set[cst.CSTNode] = set()  # a check's findings: what a fix run would guard
         self.moved: set[cst.CSTNode] = set()
         self.splits: dict[cst.CSTNode, list[cst.CSTNode]] = {}  # an `if` -> statements of its body that leave it

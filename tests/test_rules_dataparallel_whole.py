@@ -1,7 +1,9 @@
 """A trained model in nn.DataParallel in shapes DDP302's own model lookup does not name (a part of the
 model, a wrapper bound to another name, a model a helper builds and returns): the conversion is made
-whole with `--unsafe-fixes` or not at all; a safe apply never joins a process group or shards the data
-beside the DataParallel (each rank would train its own copy)."""
+whole or not at all. A wrapper bound to another name converts safely (the plain run keeps its
+DataParallel); a part of the model or a model a helper builds only with `--unsafe-fixes`, and a safe
+apply then never joins a process group or shards the data beside the DataParallel (each rank would
+train its own copy)."""
 
 from __future__ import annotations
 
@@ -64,7 +66,11 @@ def script(build: str, trained: str) -> str:
     return textwrap.dedent(LOOP).format(build=build, trained=trained)
 
 
-@pytest.mark.parametrize("shape", list(SHAPES))
+WITHHELD = ["part of the model", "a model a helper builds"]  # no DDP302 fix keeps the plain run here
+KEPT = ["a wrapper bound to another name", "a wrapper rebound to the trained name"]
+
+
+@pytest.mark.parametrize("shape", WITHHELD)
 def test_a_safe_apply_leaves_a_dataparallel_script_whole(shape):
     src = script(*SHAPES[shape])
     fixes = {d.code: d.fix for d in check_source(src) if d.code in ("DDP001", "DDP201")}
@@ -100,10 +106,18 @@ def test_a_model_trained_by_an_optimizer_of_the_scripts_module_is_not_half_conve
     assert {d.code: d.fix for d in result.diagnostics if d.code == "DDP001"} == {"DDP001": "unsafe"}
 
 
-@pytest.mark.parametrize("shape", ["a wrapper rebound to the trained name", "a wrapper bound to another name"])
-def test_unsafe_fixes_wrap_a_rebound_dataparallel_model_once(shape):
-    """DDP302 converts the DataParallel; DDP301 must not wrap the same model a second time (DDP of DDP,
-    whose `raw_model` would be the first wrapper)."""
-    out = fix_source(script(*SHAPES[shape]), unsafe_fixes=True).code
+@pytest.mark.parametrize("shape", KEPT)
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_a_rebound_dataparallel_model_is_wrapped_once_and_kept_for_the_plain_run(shape, unsafe):
+    """DDP302 converts the DataParallel (safe: the plain run keeps it, `if not DISTRIBUTED:`); DDP301
+    must not wrap the same model a second time (DDP of DDP, whose `raw_model` would be the first
+    wrapper), and the conversion is whole: process group, sampler, nothing left incomplete."""
+    src = script(*SHAPES[shape]).replace("loader = DataLoader", "torch.manual_seed(0)\nloader = DataLoader", 1)
+    fixes = {d.code: d.fix for d in check_source(src) if d.code in ("DDP001", "DDP201", "DDP302")}
+    assert fixes == {"DDP001": "safe", "DDP201": "safe", "DDP302": "safe"}, fixes
+    result = fix_source(src, unsafe_fixes=unsafe)
+    out, trained = result.code, SHAPES[shape][1]
     assert out.count(" = DDP(") == 1, out
-    assert "DataParallel(" not in out
+    assert f"if not DISTRIBUTED:\n    {trained} = nn.DataParallel({trained})\n" in out, out
+    assert "DistributedSampler(" in out and "init_process_group(" in out
+    assert result.incomplete == [], [b.format() for b in result.incomplete]

@@ -200,42 +200,80 @@ if __name__ == "__main__":
 """
 
 
-def test_ddp302_device_count_guard_is_replaced_whole():
+def test_ddp302_device_count_guard_becomes_the_plain_runs_branch():
+    """A plain run keeps its DataParallel; under torchrun DDP takes its place, on a CPU machine too."""
     src = script(DP.format(wrap="    if torch.cuda.device_count() > 1:\n        model = nn.DataParallel(model)"))
-    out = fixed(src, "DDP302", unsafe_fixes=True)
-    assert "nn.DataParallel" not in out and "device_count" not in out
+    [d] = found(src, "DDP302")
+    assert d.fix == "safe"
+    out = fixed(src, "DDP302")
     assert (
         '    raw_model = model\n    if DISTRIBUTED:\n        model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)\n'
-        in out
+        "    elif torch.cuda.device_count() > 1:\n        model = nn.DataParallel(model)\n" in out
     )
     assert "torch.save(raw_model.state_dict()" in out
 
 
-def test_ddp302_chained_device_move_is_kept():
+def test_ddp302_chained_device_move_is_kept_on_both_paths():
     src = script(DP.format(wrap="    model = nn.DataParallel(model, device_ids=[0, 1]).to(device)"))
-    out = fixed(src, "DDP302", unsafe_fixes=True)
-    assert "    model = model.to(device)\n    raw_model = model\n" in out
+    out = fixed(src, "DDP302")
+    assert (
+        "    if DISTRIBUTED:\n"
+        '        model = DDP(model.to(device), device_ids=[LOCAL_RANK] if device.type == "cuda" else None)\n'
+        "    else:\n        model = nn.DataParallel(model, device_ids=[0, 1]).to(device)\n" in out
+    )
 
 
-def test_ddp302_is_unsafe_and_not_applied_by_default():
-    src = script(DP.format(wrap="    model = nn.DataParallel(model)"))
+def test_ddp302_with_a_later_device_move_keeps_the_line_for_the_plain_run_and_wraps_after_the_move():
+    """A device move after the line: the plain run keeps the line (`if not DISTRIBUTED:`), and the DDP
+    wrap follows the move."""
+    src = script(DP.format(wrap="    model = nn.DataParallel(model)\n    model = model.to(device)"))
     [d] = found(src, "DDP302")
-    assert d.fix == "unsafe"
-    assert "DataParallel" in fixed(src, "DDP302")
+    assert d.fix == "safe"
+    out = fixed(src, "DDP302")
+    assert (
+        "    raw_model = model\n    if not DISTRIBUTED:\n        model = nn.DataParallel(model)\n"
+        "    model = model.to(device)\n    if DISTRIBUTED:\n        model = DDP(model, " in out
+    )
 
 
-def test_ddp302_shared_if_block_keeps_the_rest_and_wraps_after_it():
+def test_ddp302_wrapping_in_several_places_is_unsafe_and_not_applied_by_default():
+    wrap = "    if False:\n        model = nn.DataParallel(model)\n    if args.data_parallel:\n        model = nn.DataParallel(model)"
+    src = script(DP.format(wrap=wrap))
+    assert {d.fix for d in found(src, "DDP302")} == {"unsafe"}
+    assert fixed(src, "DDP302") == src
+
+
+def test_ddp302_shared_if_block_with_a_print_becomes_the_elif():
     src = script(
         DP.format(
             wrap="    if torch.cuda.device_count() > 1:\n        print('gpus')\n        model = nn.DataParallel(model)"
         )
     )
     [d] = found(src, "DDP302")
-    assert d.fix == "unsafe"
-    out = fixed(src, "DDP302", unsafe_fixes=True)
+    assert d.fix == "safe"
+    out = fixed(src, "DDP302")
     assert (
-        "    if torch.cuda.device_count() > 1:\n        print('gpus')\n    raw_model = model\n    if DISTRIBUTED:\n"
-        '        model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)\n' in out
+        "    elif torch.cuda.device_count() > 1:\n        print('gpus')\n        model = nn.DataParallel(model)\n"
+        in out
+    )
+
+
+def test_ddp302_shared_if_block_that_binds_keeps_it_for_both_runs():
+    """The block also binds a name: it still runs under torchrun, the line only in a plain run."""
+    src = script(
+        DP.format(
+            wrap="    if torch.cuda.device_count() > 1:\n        n = torch.cuda.device_count()\n"
+            "        model = nn.DataParallel(model)"
+        )
+    )
+    [d] = found(src, "DDP302")
+    assert d.fix == "safe"
+    out = fixed(src, "DDP302")
+    assert (
+        "    raw_model = model\n    if torch.cuda.device_count() > 1:\n        n = torch.cuda.device_count()\n"
+        "        if not DISTRIBUTED:\n            model = nn.DataParallel(model)\n"
+        '    if DISTRIBUTED:\n        model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)\n'
+        in out
     )
 
 
@@ -636,7 +674,7 @@ def test_dataparallel_before_the_device_move_is_wrapped_after_it():
         "    model(torch.randn(2, 2)).sum().backward()\n"
         "    opt.step()\n"
     )
-    out = fix_source(src, unsafe_fixes=True).code
-    assert "nn.DataParallel" not in out
+    out = fix_source(src).code
+    assert "    if torch.cuda.device_count() > 1 and not DISTRIBUTED:\n        model = nn.DataParallel(model)\n" in out
     moved = out.index("model = model.to(device)")
-    assert moved < out.index("raw_model = model") < out.index("model = DDP(model")
+    assert out.index("raw_model = model") < moved < out.index("model = DDP(model")

@@ -830,12 +830,12 @@ DP_AROUND_CONSTRUCTOR = """
 def test_dataparallel_around_the_constructor_is_never_half_converted():
     text = src(DP_AROUND_CONSTRUCTOR)
     safe = fix_source(text)
-    assert "DDP(" not in safe.code and "init_process_group" not in safe.code  # withheld as a whole
-    assert "DDP302" in {b.code for b in safe.incomplete}
-    unsafe = fixed(text, unsafe_fixes=True)
-    # the model is built plain, moved, then wrapped: DDP sees parameters already on their device
+    assert safe.incomplete == [] and "init_process_group" in safe.code, [b.format() for b in safe.incomplete]
+    # the model is built plain; the plain run wraps it in DataParallel as before, then moves it; under
+    # torchrun it is moved, then wrapped: DDP sees parameters already on their device
     assert (
-        "    model = nn.Linear(4, 1)\n    model.cuda()\n    raw_model = model\n    if DISTRIBUTED:\n"
+        "    model = nn.Linear(4, 1)\n    raw_model = model\n    if not DISTRIBUTED:\n"
+        "        model = nn.DataParallel(model)\n    model.cuda()\n    if DISTRIBUTED:\n"
         "        model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)\n"
-    ) in unsafe
-    assert "nn.DataParallel" not in unsafe
+    ) in safe.code
+    assert fixed(text, unsafe_fixes=True) == safe.code

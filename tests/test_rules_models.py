@@ -518,11 +518,11 @@ def test_dataparallel_in_an_elif_and_under_an_outer_if():
             opt.step()
         """
     )
-    out = fixed(script, "DDP302", unsafe_fixes=True)
-    assert "nn.DataParallel" not in out
+    out = fixed(script, "DDP302")
     assert (
-        '    if use_gpu:\n        model = model.cuda()\n    elif force:\n        print("cpu")\n    raw_model = model\n'
-        in out
+        "    raw_model = model\n    if use_gpu:\n        model = model.cuda()\n"
+        "        if torch.cuda.device_count() > 1 and not DISTRIBUTED:\n            model = nn.DataParallel(model)\n"
+        '    elif force:\n        print("cpu")\n    if DISTRIBUTED:\n        model = DDP(model, ' in out
     )
 
 

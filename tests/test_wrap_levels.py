@@ -56,7 +56,9 @@ BESIDE_DATAPARALLEL = (
     + """
 
 def main():
-    gen = nn.DataParallel(nn.Linear(8, 8))
+    gen = nn.Linear(8, 8)
+    if torch.cuda.device_count() > 1:
+        gen = nn.DataParallel(gen).cuda()
     disc = Net()
     opt_g = torch.optim.SGD(gen.parameters(), lr=0.1)
     opt_d = torch.optim.SGD(disc.parameters(), lr=0.1)
@@ -94,9 +96,33 @@ def test_wrap_that_cannot_be_made_offers_no_fix_through_it():
     assert not any(d.withheld for d in result.diagnostics), [d.withheld for d in result.diagnostics if d.withheld]
 
 
+def test_wrap_beside_a_dataparallel_kept_for_the_plain_run_is_safe():
+    """Another trained model in DataParallel on a line of its own: DDP302 keeps it for the plain run and
+    wraps it in DDP under torchrun (safe), so the process group, the wrap of `disc` and what reads its
+    plain module are safe too."""
+    src = BESIDE_DATAPARALLEL.replace(
+        "    gen = nn.Linear(8, 8)\n    if torch.cuda.device_count() > 1:\n        gen = nn.DataParallel(gen).cuda()\n",
+        "    gen = nn.DataParallel(nn.Linear(8, 8))\n",
+    )
+    assert src != BESIDE_DATAPARALLEL
+    assert levels(src, ("DDP001", "DDP301", "DDP302", *ROUTED)) == {
+        "DDP001": "safe",
+        "DDP301": "safe",
+        "DDP302": "safe",
+        "DDP308": "safe",
+        "DDP402": "safe",
+    }
+    result = fix_source(src)
+    assert (
+        "print(raw_disc.n_classes)" in result.code and "    else:\n        gen = nn.DataParallel(gen)\n" in result.code
+    )
+    assert result.incomplete == []
+
+
 def test_wrap_made_only_with_unsafe_fixes_makes_what_goes_through_it_unsafe():
-    """Another trained model in DataParallel: the process group (DDP001) comes only with --unsafe-fixes,
-    so the wrap of `disc` and what reads its plain module are unsafe too, and a safe apply withholds none."""
+    """Another trained model in DataParallel that DDP302 converts only by replacing it (a move to CUDA
+    under the test around it): the process group (DDP001) comes only with --unsafe-fixes, so the wrap
+    of `disc` and what reads its plain module are unsafe too, and a safe apply withholds none."""
     assert levels(BESIDE_DATAPARALLEL) == {"DDP301": "unsafe", "DDP308": "unsafe", "DDP402": "unsafe"}
     safe = fix_source(BESIDE_DATAPARALLEL)
     assert safe.code == BESIDE_DATAPARALLEL and not any(d.withheld for d in safe.diagnostics)

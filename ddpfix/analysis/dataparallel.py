@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, code_of, is_main_guard, kwarg, mentions, positional
+from ..syntax import assign_targets, assigned_value, code_of, is_main_guard, kwarg, mentions, positional, walk
+from .flow import binds
 from .index import TreeIndex
+from .launch import Launch
 from .models import DP_NAMES, Models
 from .names import Names
 from .wrap_points import moves_device
@@ -181,6 +183,68 @@ def dataparallel_trains(models: Models) -> bool:
     return not models.trained or any(models.dataparallel(m) is not None for m in models.trained)
 
 
+CHOICE = "choice"  # `if DISTRIBUTED: model = DDP(...)` / `else:` the line (or `elif` the test around it)
+GUARD = "guard"  # the line runs `if not DISTRIBUTED`, and the wrap follows the device moves after it
+
+
+def plain_path(conv: DpConversion, models: Models) -> str | None:
+    """How this conversion can leave `python train.py` exactly as it was, the DataParallel line kept for
+    the plain run and the DDP wrap made in its stead under torchrun; None where it cannot.
+
+    Either way: one line wrapping a trained model itself, whole (not `model.encoder`), in the scope
+    that binds it (`nn.DataParallel(model).cuda()` too; a module built in the call only on a line
+    of its own, `built_inside`). `CHOICE` when
+    nothing moves the model after the line and the `if` around it (if any) has no `else` and no other
+    statement that binds a name or touches the model (under torchrun that branch no longer runs);
+    `GUARD` otherwise (`if torch.cuda.is_available(): ... model = model.cuda(); criterion = ...`)."""
+    if conv.blocker is not None or conv.handle is None or len(conv.lines) != 1:
+        return None
+    line, handle = conv.lines[0], conv.handle
+    model = next((m for m in models.trained if m.handle == handle), None)
+    if model is None or models.dataparallel(model) is not line.call or model.built_by is not None:
+        return None
+    if models.index.scope_of(line.call) is not models.index.scope_of(model.definition.stmt):
+        return None  # (a helper that builds it, `return model`: its raw module is not this scope's)
+    if not isinstance(line.stmt, cst.SimpleStatementLine):
+        return None
+    top = line.top
+    if top is not line.stmt and ("cuda" in line.unwrapped[len(handle) :] or built_inside(line, handle) is not None):
+        return (
+            None  # `if n > 1: model = nn.DataParallel(model).cuda()`: torchrun's ranks would not know when to move it
+        )
+    if conv.later is not None:
+        return GUARD
+    if top is line.stmt:
+        return CHOICE
+    if not isinstance(top, cst.If) or top.orelse is not None:
+        return GUARD
+    others = [n for n in walk(top) if isinstance(n, cst.SimpleStatementLine) and n is not line.stmt]
+    return GUARD if any(binds(n) or mentions(n, handle) for n in others) else CHOICE
+
+
+def built_inside(line: DpLine, handle: str) -> cst.BaseExpression | None:
+    """The module a DataParallel line builds or names in its call when that is not the handle it binds
+    (`model = nn.DataParallel(Net())`, `model = nn.DataParallel(model_single)`): kept for the plain run,
+    the line first binds it to the handle (`model = Net()`), then wraps that. None otherwise."""
+    arg = positional(line.call, 0) or kwarg(line.call, "module")
+    return arg.value if arg is not None and code_of(arg.value) != handle else None
+
+
+def keeps_plain_path(conv: DpConversion, models: Models) -> bool:
+    """Can this conversion leave the plain run as it was (`plain_path`)?"""
+    return plain_path(conv, models) is not None
+
+
+def converts_keeping_plain_path(index: TreeIndex, names: Names, models: Models, launch: Launch) -> bool:
+    """Does every DataParallel line convert keeping the plain run as it was (`keeps_plain_path`)? Then
+    the conversion, the process group and the sampler are safe fixes. Not for a script that may join
+    its process group on its own terms (`Launch.own_path`): there nothing says the DDP branch runs."""
+    if launch.own_path is not None:
+        return False
+    conversions = dataparallel_conversions(index, names, models)
+    return bool(conversions) and all(keeps_plain_path(c, models) for c in conversions)
+
+
 def conversion_blocked(index: TreeIndex, names: Names, models: Models) -> bool:
     """Some DataParallel line cannot be converted to DDP automatically (DDP302 leaves it as it is)."""
     return any(c.blocker is not None for c in dataparallel_conversions(index, names, models))
@@ -190,7 +254,13 @@ __all__ = [
     "DpConversion",
     "DpLine",
     "conversion_blocked",
+    "converts_keeping_plain_path",
     "dataparallel_conversions",
     "dataparallel_trains",
+    "CHOICE",
+    "GUARD",
+    "built_inside",
+    "keeps_plain_path",
+    "plain_path",
     "later_device_move",
 ]

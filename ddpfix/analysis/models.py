@@ -21,6 +21,7 @@ from ..syntax import (
     walk,
 )
 from .classes import DDP_NAMES, DP_NAMES, SELF_RETURNING, Classes
+from .flags import negated, under_flag
 from .handed_models import handed_to_trainers
 from .index import Site, TreeIndex
 from .names import Names
@@ -280,6 +281,10 @@ class Models:
                 continue
             if any(index.contains(b, d) for b in branches if b is not mine for d in self.ddp_calls):
                 return True
+            if mine is anc.body and under_flag(index, self.ddp_calls, negated(anc.test)):
+                return (
+                    True  # `if not DISTRIBUTED: model = nn.DataParallel(model)` ... `if DISTRIBUTED: model = DDP(...)`
+                )
         return False
 
     def moved_with(self, model: Model, anchor: cst.CSTNode, device: str) -> bool:

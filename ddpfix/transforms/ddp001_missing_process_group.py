@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.dataparallel import conversion_blocked, dataparallel_trains
+from ..analysis.dataparallel import conversion_blocked, converts_keeping_plain_path, dataparallel_trains
 from ..analysis.flow import binds
 from ..analysis.unseen_models import why_no_wrap
 from ..edits import backend_choice, torch_name
@@ -198,7 +198,7 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
     blocked = why_no_wrap(facts)
     if blocked is not None:
         return NONE, f"{blocked}; a process group without the wrap would train one unsynchronised copy per rank"
-    if not dataparallel_trains(models):
+    if not dataparallel_trains(models) or converts_keeping_plain_path(facts.index, facts.names, models, facts.launch):
         return None, None
     if conversion_blocked(facts.index, facts.names, models):
         return (

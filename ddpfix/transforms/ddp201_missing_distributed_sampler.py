@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis import Loader
-from ..analysis.dataparallel import conversion_blocked, dataparallel_trains
+from ..analysis.dataparallel import conversion_blocked, converts_keeping_plain_path, dataparallel_trains
 from ..analysis.unseen_models import why_no_wrap
 from ..examples import clean, fixes, reports
 from ..factory_reports import report_factory_loaders
@@ -198,7 +198,9 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
         # Sharding the data is only right once gradients are synchronised: a model left in
         # nn.DataParallel (its conversion, DDP302, is an unsafe fix) would train per-rank copies.
         # So with a DataParallel model the sampler is as unsafe as that conversion, in check and fix alike.
-        dataparallel = dataparallel_trains(facts.models)
+        dataparallel = dataparallel_trains(facts.models) and not converts_keeping_plain_path(
+            facts.index, facts.names, facts.models, facts.launch
+        )
         # A DataParallel that DDP302 cannot convert stays: sharding the data then trains N unsynchronised copies.
         stuck = dataparallel and conversion_blocked(facts.index, facts.names, facts.models)
         # Models a class of the script's own modules builds and trains, unwrapped: no sampler before the wrap.

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.dataparallel import dataparallel_conversions
-from ..diagnostic import UNSAFE
+from ..analysis.dataparallel import CHOICE, built_inside, dataparallel_conversions, plain_path
+from ..diagnostic import SAFE, UNSAFE
 from ..edits import cuda_test
 from ..examples import clean, fixes
 from ..handles import raw_handle
 from ..plan import PlannedWrap
 from ..rule import Context, Order, Rule
-from ..syntax import dotted, walk
+from ..syntax import code_of, dotted, walk
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 
@@ -49,34 +49,42 @@ torch.save(model.module.state_dict(), "model.pt")
 becomes
 ```python
 model = Net().to(device)
-if torch.cuda.device_count() > 1:
-    print("using", torch.cuda.device_count(), "GPUs")
 raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+elif torch.cuda.device_count() > 1:
+    print("using", torch.cuda.device_count(), "GPUs")
+    model = nn.DataParallel(model)
 ...
 torch.save(raw_model.state_dict(), "model.pt")
 ```
-Every DataParallel line of a model gives way to one wrap, placed after the outermost `if` around
-them, so it runs whatever that test was (on a CPU machine the GPU count is 0, and a wrap left under
-it would leave N unsynchronised copies). The rest of the `if` stays; an `if` that held only the
-DataParallel line goes. `model.module` (which a plain run no longer has) becomes the kept
-`raw_model`; the process group, `DistributedSampler` and the rank-0 guards come from the other rules.
+The choice is made at run time: under torchrun each process wraps its model in DDP (on a CPU
+machine too, where the GPU count is 0 and a wrap left under the old test would leave N
+unsynchronised copies), and `python train.py` runs the DataParallel line exactly as before. An
+unconditional line becomes `if DISTRIBUTED: model = DDP(...)` / `else:` the line. `model.module`
+becomes the kept `raw_model`, the plain module on every path; the process group,
+`DistributedSampler` and the rank-0 guards come from the other rules.
+
+Where the plain run cannot be kept that simply — several DataParallel lines of one model, a device
+move after the line, a model built inside the call (`nn.DataParallel(Net())`), or an `if` around it
+that also binds names, touches the model or has an `else` — every DataParallel line gives way to one
+wrap, placed after the outermost `if` around them; the rest of the `if` stays, an `if` that held only
+the DataParallel line goes, and a plain run then uses one GPU.
 
 ## Fix safety
-Unsafe: the batch size changes meaning. DataParallel splits one batch of `batch_size` across the
-GPUs; under DDP every process loads `batch_size` samples, so the global batch grows by the number of
-processes (see DDP207). Halve the per-process batch or scale the learning rate deliberately. A
-plain `python train.py` now runs on one GPU only. Diagnostic only, and then DDP201 shards no data
-(no process group and sampler without the wrap): a DataParallel line inside a loop, alone in a branch
-of an `if`/`else`, followed in its `if` block by code that uses the DataParallel model, or wrapping
-the same model in several places.
+Safe where the DataParallel line is kept for the plain run (above): `python train.py` is unchanged.
+Under torchrun the batch size changes meaning: DataParallel splits one batch of `batch_size` across
+the GPUs, DDP loads `batch_size` samples in every process, so the global batch grows by the number of
+processes (DDP207 says so). Unsafe where the line is replaced (a plain run then uses one GPU only).
+Diagnostic only, and then DDP201 shards no data (no process group and sampler without the wrap): a
+DataParallel line inside a loop, alone in a branch of an `if`/`else`, followed in its `if` block by
+code that uses the DataParallel model, or wrapping the same model in several places.
 
 The rest of the conversion never comes without the wrap: wherever a trained model is in
 DataParallel (also a part of it, `model.encoder = nn.DataParallel(model.encoder)`; a wrapper under
 another name, `wrapper = nn.DataParallel(model)`; or a model a helper builds and returns), the
 process group (DDP001), the sampler (DDP201) and the rank-0 guards are made only together with this
-fix, so a safe apply leaves the script whole rather than half converted.
+fix, at its level, so an apply never leaves the script half converted.
 """
 
     def run(self, ctx: Context) -> None:
@@ -91,11 +99,18 @@ fix, so a safe apply leaves the script whole rather than half converted.
                     ctx.report(line.call, self.message + why, fix="none")
                 continue
             handle = conv.handle
-            applied = [ctx.report(line.call, f"{self.message}; {BATCH}") for line in conv.lines]
+            kept = plain_path(conv, facts.models) if facts.launch.own_path is None else None
+            message, level = (f"{self.message}; {KEPT}", SAFE) if kept else (f"{self.message}; {BATCH}", None)
+            applied = [ctx.report(line.call, message, fix=level) for line in conv.lines]
+            if kept == CHOICE and isinstance(conv.lines[0].top, cst.If):  # (in `check` too, as apply makes it)
+                ctx.plan.plain_only.add(conv.lines[0].top.body)  # its prints need no guard: ranks take the DDP branch
             if not all(applied):
                 continue
             model = models.get(handle)
             raw = raw_handle(ctx, model) if model is not None else ctx.plan.fresh("raw_model")
+            if kept is not None:
+                (_choose_at_run_time if kept == CHOICE else _keep_for_plain_run)(ctx, conv, raw)
+                continue
             last = conv.lines[-1]
             wrap = ctx.plan.statements(
                 """
@@ -121,17 +136,126 @@ fix, so a safe apply leaves the script whole rather than half converted.
                 if last.top is last.stmt and isinstance(last.stmt, cst.SimpleStatementLine):
                     wrap = wrap.with_changes(body=wrap.body.with_changes(header=last.stmt.trailing_whitespace))
                 ctx.plan.replace(last.top, lambda n, wrap=wrap: wrap.with_changes(leading_lines=n.leading_lines))
-            ctx.plan.wraps[handle] = PlannedWrap(raw, conv.target)
-            for node in walk(facts.module):  # model.module: a plain run has no .module any more
-                if (
-                    isinstance(node, cst.Attribute)
-                    and dotted(node) == f"{handle}.module"
-                    and facts.wraps.after_wrap(node, handle, conv.target)
-                ):
-                    ctx.plan.replace(node, lambda n, raw=raw: cst.parse_expression(raw))
+            ctx.plan.wraps[handle] = PlannedWrap(raw, conv.target, UNSAFE)
+            _unwrap_module_reads(ctx, handle, raw, conv.target)
 
 
 BATCH = "DataParallel's batch is global, DDP's is per process"
+KEPT = "under torchrun DDP takes its place, and a plain run keeps it (DDP's batch is per process, see DDP207)"
+
+
+def _choose_at_run_time(ctx: Context, conv, raw: str) -> None:
+    """The DataParallel line stays for the plain run, and under torchrun the DDP wrap runs in its place:
+    `model = nn.DataParallel(model)` becomes `if DISTRIBUTED: model = DDP(model, ...)` / `else:` the line;
+    an `if torch.cuda.device_count() > 1:` around it becomes the `elif` of that choice (on a CPU machine
+    torchrun's ranks are wrapped too). `raw_model` is the plain module on both paths."""
+    line, handle = conv.lines[0], conv.handle
+    top = line.top
+    plan = ctx.plan
+    unwrapped, first = _bound_first(ctx, line, handle)
+    wrap = plan.statements(
+        """
+        if {D}:
+            {m} = {ddp}({u}, device_ids=[{L}] if {cuda} else None)
+        """,
+        D=ctx.env("DISTRIBUTED"),
+        m=handle,
+        ddp=plan.ref(DDP, "DDP"),
+        u=unwrapped,
+        L=ctx.env("LOCAL_RANK"),
+        cuda=cuda_test(ctx, handle, top),
+    )[0]
+    assert isinstance(wrap, cst.If)
+
+    def choose(node: cst.CSTNode, wrap=wrap) -> cst.If:
+        if isinstance(node, cst.If):  # the test around the line: its branch, now an elif
+            orelse = node.with_changes(leading_lines=())
+        else:
+            orelse = cst.Else(body=cst.IndentedBlock(body=[node.with_changes(leading_lines=())]))
+        return wrap.with_changes(orelse=orelse, leading_lines=node.leading_lines)
+
+    plan.insert_before(top, plan.statements("\n".join([*first, f"{raw} = {handle}"])), order=Order.WRAP)
+    plan.replace(top, choose)
+    plan.wraps[handle] = PlannedWrap(raw, top)
+    _unwrap_module_reads(ctx, handle, raw, top)
+
+
+def _keep_for_plain_run(ctx: Context, conv, raw: str) -> None:
+    """The DataParallel line runs only in a plain process (`if torch.cuda.device_count() > 1 and not
+    DISTRIBUTED:`, or the line under `if not DISTRIBUTED:`), and under torchrun the DDP wrap follows the
+    `if` around it and the device moves after it (`model = model.cuda()`), where `DDP302`'s wrap goes."""
+    line, handle = conv.lines[0], conv.handle
+    plan = ctx.plan
+    distributed = ctx.env("DISTRIBUTED")
+    unwrapped, first = _bound_first(ctx, line, handle)
+    owner = _sole_statement_of(ctx, line.stmt)
+    if owner is not None:  # `if n > 1:` around the line alone: the test says it
+        plan.replace(owner, lambda n, d=distributed: n.with_changes(test=_and_not(n.test, d)))
+    else:
+        guarded = plan.statements(f"if not {distributed}:\n    pass")[0]
+
+        def keep(node: cst.CSTNode, guarded=guarded) -> cst.If:
+            body = guarded.body.with_changes(body=[node.with_changes(leading_lines=())])
+            return guarded.with_changes(body=body, leading_lines=node.leading_lines)
+
+        plan.replace(line.stmt, keep)
+    wrap = plan.statements(
+        """
+        if {D}:
+            {m} = {ddp}({u}, device_ids=[{L}] if {cuda} else None)
+        """,
+        D=distributed,
+        m=handle,
+        ddp=plan.ref(DDP, "DDP"),
+        u=unwrapped,
+        L=ctx.env("LOCAL_RANK"),
+        cuda=cuda_test(ctx, handle, conv.target),
+    )
+    plan.insert_before(line.top, plan.statements("\n".join([*first, f"{raw} = {handle}"])), order=Order.WRAP)
+    plan.insert_after(conv.target, wrap, order=Order.WRAP)
+    plan.wraps[handle] = PlannedWrap(raw, conv.target)
+    _unwrap_module_reads(ctx, handle, raw, conv.target)
+
+
+def _bound_first(ctx: Context, line, handle: str) -> tuple[str, list[str]]:
+    """For a line that wraps a module it builds or names (`model = nn.DataParallel(Net())`): the module
+    is bound to the handle first (`model = Net()`) and the line wraps the handle. The expression the
+    DDP wrap takes (`model`, `model.cuda()`) and the statements that go first."""
+    inner = built_inside(line, handle)
+    if inner is None:
+        return line.unwrapped, []
+    ctx.plan.replace(inner, lambda n, h=handle: cst.Name(h))
+    built = code_of(inner)
+    return handle + line.unwrapped[len(built) :], [f"{handle} = {built}"]
+
+
+def _sole_statement_of(ctx: Context, stmt: cst.CSTNode) -> cst.If | None:
+    """The `if` (no `else`) whose body is `stmt` alone, if any."""
+    block = ctx.facts.index.parent.get(stmt)
+    owner = ctx.facts.index.parent.get(block) if isinstance(block, cst.IndentedBlock) else None
+    if isinstance(owner, cst.If) and owner.body is block and len(block.body) == 1 and owner.orelse is None:
+        return owner
+    return None
+
+
+def _and_not(test: cst.BaseExpression, name: str) -> cst.BaseExpression:
+    """`test and not name`, with parentheses around a test that binds more loosely than `and`."""
+    if isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)) and not test.lpar:
+        test = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.BooleanOperation(left=test, operator=cst.And(), right=cst.parse_expression(f"not {name}"))
+
+
+def _unwrap_module_reads(ctx: Context, handle: str, raw: str, target: cst.CSTNode) -> None:
+    """`model.module` after the wrap reads `raw_model`: the plain module on every path (a plain run
+    whose DataParallel line did not run, or was replaced, has no `.module`)."""
+    facts = ctx.facts
+    for node in walk(facts.module):
+        if (
+            isinstance(node, cst.Attribute)
+            and dotted(node) == f"{handle}.module"
+            and facts.wraps.after_wrap(node, handle, target)
+        ):
+            ctx.plan.replace(node, lambda n, raw=raw: cst.parse_expression(raw))
 
 
 def _drop(ctx: Context, line, handle: str) -> None:
@@ -199,6 +323,8 @@ EXAMPLES = (
             raw_model = model
             if DISTRIBUTED:
                 model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+            elif torch.cuda.device_count() > 1:
+                model = nn.DataParallel(model)
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             for step in range(10):
                 loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
@@ -215,8 +341,8 @@ EXAMPLES = (
             main()
         """,
         note=(
-            "One process per GPU instead of one thread per GPU; `model.module` (which a plain run no longer "
-            "has) becomes the kept `raw_model`:"
+            "One process per GPU under torchrun, DataParallel as before in a plain run; `model.module` "
+            "becomes the kept `raw_model`, the plain module on both paths:"
         ),
     ),
     fixes(
@@ -263,11 +389,12 @@ EXAMPLES = (
             dist.init_process_group("gloo")
             device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
             model = nn.Linear(4, 1).to(device)
-            if torch.cuda.device_count() > 1:
-                print(f"using {torch.cuda.device_count()} GPUs")
             raw_model = model
             if DISTRIBUTED:
                 model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+            elif torch.cuda.device_count() > 1:
+                print(f"using {torch.cuda.device_count()} GPUs")
+                model = nn.DataParallel(model)
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             for step in range(10):
                 loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
@@ -280,7 +407,140 @@ EXAMPLES = (
         if __name__ == "__main__":
             main()
         """,
-        note="A DataParallel wrap that shares its `if` block with other statements: the block keeps them, the DDP wrap goes after it:",
+        note="A DataParallel line that shares its `if` block with a print: the block becomes the plain run's branch:",
+    ),
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+
+
+        def main():
+            dist.init_process_group("gloo")
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = nn.Linear(4, 1).to(device)
+            batch = 8
+            if torch.cuda.device_count() > 1:
+                batch *= torch.cuda.device_count()
+                model = nn.DataParallel(model)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(batch, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+
+        def main():
+            dist.init_process_group("gloo")
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = nn.Linear(4, 1).to(device)
+            batch = 8
+            raw_model = model
+            if torch.cuda.device_count() > 1:
+                batch *= torch.cuda.device_count()
+                if not DISTRIBUTED:
+                    model = nn.DataParallel(model)
+            if DISTRIBUTED:
+                model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(batch, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note=(
+            "An `if` that also binds a name (`batch` grows with the GPUs) still runs under torchrun: the line "
+            "runs only in a plain process, and the DDP wrap follows the `if`:"
+        ),
+    ),
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+
+
+        def main(data_parallel=False):
+            dist.init_process_group("gloo")
+            model = nn.Linear(4, 1)
+            if torch.cuda.device_count() > 1:
+                model = nn.DataParallel(model)
+            if data_parallel:
+                model = nn.DataParallel(model)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+
+        def main(data_parallel=False):
+            dist.init_process_group("gloo")
+            model = nn.Linear(4, 1)
+            raw_model = model
+            if DISTRIBUTED:
+                model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note=(
+            "The model wrapped in two places: one DDP wrap replaces both lines, after the last `if`, and a "
+            "plain run then uses one GPU (unsafe):"
+        ),
     ),
     clean(
         """

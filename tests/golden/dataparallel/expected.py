@@ -38,8 +38,10 @@ def main():
 
     model = MLP().to(device)
     raw_model = model
-    if DISTRIBUTED:  # use every GPU
+    if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
+    else:
+        model = nn.DataParallel(model)  # use every GPU
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     criterion = nn.CrossEntropyLoss()
 

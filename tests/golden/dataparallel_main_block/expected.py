@@ -59,13 +59,15 @@ def test():
 
 if __name__ == "__main__":
     classifier = Classifier(5, 3)
+    raw_classifier = classifier
     if torch.cuda.device_count() > 1:
         if RANK == 0:
             print("Let's use", torch.cuda.device_count(), "GPUs!")
+        if not DISTRIBUTED:
+            classifier = nn.DataParallel(classifier)
 
     if torch.cuda.is_available():
         classifier.cuda()
-    raw_classifier = classifier
     if DISTRIBUTED:
         classifier = DDP(classifier, device_ids=[LOCAL_RANK] if next(classifier.parameters()).is_cuda else None)
 

@@ -1,6 +1,5 @@
 """The model trained through a DataParallel bound to another name first, then moved to its device:
-a safe apply leaves the script whole (a process group or sampler beside the DataParallel would
-train one copy per rank)."""
+the plain run keeps the DataParallel, and under torchrun the DDP wrap follows the move."""
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
