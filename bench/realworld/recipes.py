@@ -426,3 +426,22 @@ def validate_step(step) -> list[str]:
         if p.default is inspect.Parameter.empty and name not in step:
             errors.append(f"data kind {step['kind']!r} needs {name!r}")
     return errors
+
+
+@recipe
+def b5a_label_maps(base: Path, root: str, count: int = 4, size=32, classes: int = 12, pattern: str = "img_{i}"):
+    """COUNT 8-bit grayscale PNG label maps ROOT/PATTERN.png whose pixels are class indices below CLASSES
+    (segmentation targets read as class ids, e.g. CamVid's *annot folders); written without PIL."""
+    import zlib
+
+    rng = _rng(root + pattern)
+    w, h = (size, size) if isinstance(size, int) else size
+
+    def chunk(tag: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + tag + body + struct.pack(">I", zlib.crc32(tag + body) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)
+    for i in range(count):
+        rows = b"".join(b"\x00" + bytes(rng.randrange(classes) for _ in range(w)) for _ in range(h))
+        png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+        _write(base / root / f"{pattern.format(i=i)}.png", png)
