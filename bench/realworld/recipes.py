@@ -426,3 +426,15 @@ def validate_step(step) -> list[str]:
         if p.default is inspect.Parameter.empty and name not in step:
             errors.append(f"data kind {step['kind']!r} needs {name!r}")
     return errors
+
+
+@recipe
+def b5b_gzip_text(base: Path, path: str, chars: int = 4000, line_words: int = 12):
+    """Deterministic English-like text of about CHARS characters, gzip-compressed (a byte corpus read with gzip.open)."""
+    rng = _rng(path)
+    out, n = [], 0
+    while n < chars:
+        line = " ".join(rng.choice(WORDS) for _ in range(line_words)).capitalize() + "."
+        out.append(line)
+        n += len(line) + 1
+    _write(base / path, gzip.compress(("\n".join(out) + "\n").encode("utf-8"), mtime=0))
