@@ -445,3 +445,15 @@ def b5a_label_maps(base: Path, root: str, count: int = 4, size=32, classes: int 
         rows = b"".join(b"\x00" + bytes(rng.randrange(classes) for _ in range(w)) for _ in range(h))
         png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
         _write(base / root / f"{pattern.format(i=i)}.png", png)
+
+
+@recipe
+def b5b_gzip_text(base: Path, path: str, chars: int = 4000, line_words: int = 12):
+    """Deterministic English-like text of about CHARS characters, gzip-compressed (a byte corpus read with gzip.open)."""
+    rng = _rng(path)
+    out, n = [], 0
+    while n < chars:
+        line = " ".join(rng.choice(WORDS) for _ in range(line_words)).capitalize() + "."
+        out.append(line)
+        n += len(line) + 1
+    _write(base / path, gzip.compress(("\n".join(out) + "\n").encode("utf-8"), mtime=0))
