@@ -246,16 +246,21 @@ def images(
         _image(base / root / f"{pattern.format(i=i)}.{ext}", size, rng, mode)
 
 
-@recipe
-def text(base: Path, path: str, chars: int = 4000, line_words: int = 12):
-    """Deterministic English-like text of about CHARS characters."""
+def _english(path: str, chars: int, line_words: int) -> str:
+    """Deterministic English-like text of about CHARS characters, seeded by PATH."""
     rng = _rng(path)
     out, n = [], 0
     while n < chars:
         line = " ".join(rng.choice(WORDS) for _ in range(line_words)).capitalize() + "."
         out.append(line)
         n += len(line) + 1
-    _write(base / path, "\n".join(out) + "\n")
+    return "\n".join(out) + "\n"
+
+
+@recipe
+def text(base: Path, path: str, chars: int = 4000, line_words: int = 12):
+    """Deterministic English-like text of about CHARS characters."""
+    _write(base / path, _english(path, chars, line_words))
 
 
 @recipe
@@ -450,10 +455,4 @@ def b5a_label_maps(base: Path, root: str, count: int = 4, size=32, classes: int 
 @recipe
 def b5b_gzip_text(base: Path, path: str, chars: int = 4000, line_words: int = 12):
     """Deterministic English-like text of about CHARS characters, gzip-compressed (a byte corpus read with gzip.open)."""
-    rng = _rng(path)
-    out, n = [], 0
-    while n < chars:
-        line = " ".join(rng.choice(WORDS) for _ in range(line_words)).capitalize() + "."
-        out.append(line)
-        n += len(line) + 1
-    _write(base / path, gzip.compress(("\n".join(out) + "\n").encode("utf-8"), mtime=0))
+    _write(base / path, gzip.compress(_english(path, chars, line_words).encode("utf-8"), mtime=0))

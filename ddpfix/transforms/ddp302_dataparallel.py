@@ -1,4 +1,4 @@
-"""DDP302: `nn.DataParallel`: single-process multi-GPU, replaced by DistributedDataParallel."""
+"""DDP302: `nn.DataParallel`: single-process multi-GPU; DistributedDataParallel takes its place under torchrun."""
 
 from __future__ import annotations
 
@@ -112,17 +112,7 @@ fix, at its level, so an apply never leaves the script half converted.
                 (_choose_at_run_time if kept == CHOICE else _keep_for_plain_run)(ctx, conv, raw)
                 continue
             last = conv.lines[-1]
-            wrap = ctx.plan.statements(
-                """
-                if {D}:
-                    {m} = {ddp}({m}, device_ids=[{L}] if {cuda} else None)
-                """,
-                D=ctx.env("DISTRIBUTED"),
-                m=handle,
-                ddp=ctx.plan.ref(DDP, "DDP"),
-                L=ctx.env("LOCAL_RANK"),
-                cuda=cuda_test(ctx, handle, last.top),
-            )[0]
+            wrap = _ddp_wrap(ctx, handle, handle, last.top)
             for line in conv.lines[:-1]:
                 _drop(ctx, line, handle)
             if conv.later is not None or not last.whole:
@@ -153,19 +143,7 @@ def _choose_at_run_time(ctx: Context, conv, raw: str) -> None:
     top = line.top
     plan = ctx.plan
     unwrapped, first = _bound_first(ctx, line, handle)
-    wrap = plan.statements(
-        """
-        if {D}:
-            {m} = {ddp}({u}, device_ids=[{L}] if {cuda} else None)
-        """,
-        D=ctx.env("DISTRIBUTED"),
-        m=handle,
-        ddp=plan.ref(DDP, "DDP"),
-        u=unwrapped,
-        L=ctx.env("LOCAL_RANK"),
-        cuda=cuda_test(ctx, handle, top),
-    )[0]
-    assert isinstance(wrap, cst.If)
+    wrap = _ddp_wrap(ctx, handle, unwrapped, top)
 
     def choose(node: cst.CSTNode, wrap=wrap) -> cst.If:
         if isinstance(node, cst.If):  # the test around the line: its branch, now an elif
@@ -199,22 +177,29 @@ def _keep_for_plain_run(ctx: Context, conv, raw: str) -> None:
             return guarded.with_changes(body=body, leading_lines=node.leading_lines)
 
         plan.replace(line.stmt, keep)
-    wrap = plan.statements(
-        """
-        if {D}:
-            {m} = {ddp}({u}, device_ids=[{L}] if {cuda} else None)
-        """,
-        D=distributed,
-        m=handle,
-        ddp=plan.ref(DDP, "DDP"),
-        u=unwrapped,
-        L=ctx.env("LOCAL_RANK"),
-        cuda=cuda_test(ctx, handle, conv.target),
-    )
+    wrap = [_ddp_wrap(ctx, handle, unwrapped, conv.target)]
     plan.insert_before(line.top, plan.statements("\n".join([*first, f"{raw} = {handle}"])), order=Order.WRAP)
     plan.insert_after(conv.target, wrap, order=Order.WRAP)
     plan.wraps[handle] = PlannedWrap(raw, conv.target)
     _unwrap_module_reads(ctx, handle, raw, conv.target)
+
+
+def _ddp_wrap(ctx: Context, handle: str, module: str, at: cst.CSTNode) -> cst.If:
+    """`if DISTRIBUTED: handle = DDP(module, device_ids=[LOCAL_RANK] if <on CUDA> else None)`."""
+    wrap = ctx.plan.statements(
+        """
+        if {D}:
+            {m} = {ddp}({u}, device_ids=[{L}] if {cuda} else None)
+        """,
+        D=ctx.env("DISTRIBUTED"),
+        m=handle,
+        ddp=ctx.plan.ref(DDP, "DDP"),
+        u=module,
+        L=ctx.env("LOCAL_RANK"),
+        cuda=cuda_test(ctx, handle, at),
+    )[0]
+    assert isinstance(wrap, cst.If)
+    return wrap
 
 
 def _bound_first(ctx: Context, line, handle: str) -> tuple[str, list[str]]:
