@@ -138,6 +138,14 @@ def test_every_rank_deletes_the_run_folder(tmp_path):
     ]
 
 
+def test_a_pickled_wrapper_completes_as_it_would_without_the_probe(tmp_path):
+    """The probe's comm hook pickles with the DDP wrapper the script saves whole (it raised "Can't pickle
+    local object" under verify only)."""
+    report = run_case("pickles_wrapper.py", tmp_path)
+    assert report["completes"].status == "pass", describe(report)
+    assert report["collectives"].status == "pass", describe(report)
+
+
 def test_barrier_on_rank0_hangs_and_names_the_lines(tmp_path):
     t0 = time.monotonic()
     report = run_case("barrier_rank0.py", tmp_path, timeout=HANG_TIMEOUT)

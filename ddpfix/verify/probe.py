@@ -562,39 +562,38 @@ def _patch_distributed() -> None:
         dist.destroy_process_group = destroy_process_group
 
 
-def _recording_comm_hook_factory(info: dict, user_hook=None):
-    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+class _RecordingHook:
+    """A DDP comm hook that records each bucket's all-reduce, then runs the default all-reduce hook or
+    the script's own. A class at module level (the probe runs under an importable name), so that a DDP
+    wrapper the script pickles whole, which keeps its comm hooks, pickles as it would without the probe."""
 
-    target = user_hook or allreduce_hook
+    def __init__(self, info: dict, user_hook=None) -> None:
+        self.info, self.user_hook = info, user_hook
+        self.__name__ = self.__qualname__ = "ddpfix_allreduce_hook"  # (DDP logs the hook's name)
+        if user_hook is not None:
+            functools.update_wrapper(self, user_hook)
 
-    def record(bucket):
-        try:
-            buf = bucket.buffer()
-            _record_collective(
-                "ddp.allreduce",
-                group=info.get("group", "world"),
-                desc={"shape": [buf.numel()], "dtype": str(buf.dtype).replace("torch.", "")},
-                extra={"ddp": info["id"], "bucket": bucket.index()},
-            )
-        except Exception as exc:
-            _warn("record ddp.allreduce", exc)
-
-    if user_hook is None:
-
-        def ddpfix_allreduce_hook(state, bucket):
-            with _quiet:
-                record(bucket)
-                return target(state, bucket)
-
-        return ddpfix_allreduce_hook
-
-    @functools.wraps(user_hook)
-    def wrapped(state, bucket):
+    def __call__(self, state, bucket):
         with _quiet:
-            record(bucket)
-            return target(state, bucket)
+            try:
+                buf = bucket.buffer()
+                _record_collective(
+                    "ddp.allreduce",
+                    group=self.info.get("group", "world"),
+                    desc={"shape": [buf.numel()], "dtype": str(buf.dtype).replace("torch.", "")},
+                    extra={"ddp": self.info["id"], "bucket": bucket.index()},
+                )
+            except Exception as exc:
+                _warn("record ddp.allreduce", exc)
+            if self.user_hook is not None:
+                return self.user_hook(state, bucket)
+            from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
-    return wrapped
+            return allreduce_hook(state, bucket)
+
+
+def _recording_comm_hook_factory(info: dict, user_hook=None) -> _RecordingHook:
+    return _RecordingHook(info, user_hook)
 
 
 def _patch_ddp() -> None:
@@ -615,6 +614,11 @@ def _patch_ddp() -> None:
             info["hooked"] = "ddpfix"
             try:
                 orig_register(module, module.process_group, _recording_comm_hook_factory(info))
+                # the reducer runs it; DDP's own list of hooks (read by its Python reducer only) keeps the
+                # process group as the hook's state, which would make a wrapper the script pickles whole fail
+                hooks = getattr(module, "_comm_hooks", None)
+                if isinstance(hooks, list):
+                    hooks[:] = [(h, st) for h, st in hooks if not isinstance(h, _RecordingHook)]
             except Exception as exc:
                 info["hooked"] = "failed"
                 _warn("register comm hook", exc)
