@@ -79,3 +79,29 @@ def test_what_two_ranks_save_loads_as_the_plain_module(tmp_path):
     model = torch.load(tmp_path / "model.pt", weights_only=False)
     assert type(model) is torch.nn.Linear
     assert sorted(torch.load(tmp_path / "weights.pt")) == ["bias", "weight"]
+
+
+@pytest.mark.parametrize(
+    "save, saved",
+    [
+        ("torch.save({'net': model, 'acc': 1.0}, 'ckpt.t7')", "torch.save({'net': raw_model, 'acc': 1.0}, 'ckpt.t7')"),
+        (
+            "state = {'net': model, 'epoch': 3}\ntorch.save(state, 'ckpt.t7')",
+            "state = {'net': raw_model, 'epoch': 3}\nif RANK == 0:\n    torch.save(state, 'ckpt.t7')",
+        ),
+    ],
+)
+def test_the_wrapper_in_a_saved_dict_is_saved_plain(save, saved):
+    """`state = {'net': net, 'acc': acc}; torch.save(state, path)`: the dict's value is the wrapper
+    (mixup-cifar10 pickled it whole)."""
+    src = SCRIPT.replace("{save}", save)
+    [d] = [d for d in check_source(src) if d.code == "DDP402"]
+    assert d.fix == "safe" and "(`model`)" in d.message and "save raw_model" in d.message, d.message
+    out = fix_source(src).code
+    assert saved in out, out
+
+
+def test_a_dict_of_state_dicts_is_left_to_the_state_dict_rule():
+    src = SCRIPT.replace("{save}", "torch.save({'net': model.state_dict()}, 'ckpt.t7')")
+    [d] = [d for d in check_source(src) if d.code == "DDP402"]
+    assert "state_dict()" in d.message and "pickles" not in d.message

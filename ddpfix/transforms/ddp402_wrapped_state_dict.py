@@ -24,7 +24,8 @@ class WrappedStateDict(Rule):
 `model.state_dict()` where `model` is (or becomes) the `DistributedDataParallel` wrapper, the
 wrapper handed to a helper of the script (of this file or of its own modules) that saves its
 `state_dict()` (`save_checkpoint(model, path)`), or the whole wrapper pickled (`torch.save(model,
-path)`, `joblib.dump`, `pickle.dump`: loading it needs a process group). The methods that return the
+path)`, `joblib.dump`, `pickle.dump`, also as a value of the dict saved, `state = {"net": net, "acc":
+acc}; torch.save(state, path)`: loading it needs a process group). The methods that return the
 module they are called on return the wrapper itself: `model.float().state_dict()` and
 `torch.save(model.cpu().eval(), path)` become `raw_model.float().state_dict()` and
 `torch.save(raw_model.cpu().eval(), path)` (the same calls on the plain module, which the wrapper's
@@ -108,24 +109,26 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                     ctx.plan.replace(base, lambda n, s=spelled: cst.parse_expression(s))
             for call in (c for qual in PICKLERS for c in facts.names.calls_to(qual)):
                 first = call.args[0].value if call.args and call.args[0].keyword is None else None
-                base = module_under(first) if first is not None else None  # `joblib.dump(model.float(), path)`
-                if base is None or dotted(base) != handle or not facts.wraps.after_wrap(call, handle, wrap_stmt):
-                    continue
-                saved, how = f"{dotted(call.func)}({code_of(first)})", "" if base is first else " itself"
-                spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
-                if spelled is None:
-                    ctx.report(
-                        first,
-                        f"{saved} pickles the DDP wrapper{how}, and no name reaches the plain module here: "
-                        "keep one before wrapping and save it",
-                        fix="none",
-                    )
-                elif ctx.report(
-                    first,
-                    f"{saved} pickles the DDP wrapper{how} (loading it needs a process group): save "
-                    f"{_through(spelled, base, first)}",
-                ):
-                    ctx.plan.replace(base, lambda n, s=spelled: cst.parse_expression(s))
+                for value in _pickled(facts, call, first):
+                    base = module_under(value)  # `joblib.dump(model.float(), path)`
+                    if dotted(base) != handle or not facts.wraps.after_wrap(value, handle, wrap_stmt):
+                        continue
+                    saved = f"{dotted(call.func)}({code_of(first)})"  # type: ignore[arg-type]
+                    how = ("" if base is value else " itself") + ("" if value is first else f" (`{code_of(value)}`)")
+                    spelled = raw_at(ctx, handle, raw, wrap_stmt, call)
+                    if spelled is None:
+                        ctx.report(
+                            value,
+                            f"{saved} pickles the DDP wrapper{how}, and no name reaches the plain module here: "
+                            "keep one before wrapping and save it",
+                            fix="none",
+                        )
+                    elif ctx.report(
+                        value,
+                        f"{saved} pickles the DDP wrapper{how} (loading it needs a process group): save "
+                        f"{_through(spelled, base, value)}",
+                    ):
+                        ctx.plan.replace(base, lambda n, s=spelled: cst.parse_expression(s))
         for hand in handoffs(ctx):
             if hand.code != self.code:
                 continue
@@ -152,6 +155,22 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
 # what pickles its first argument whole (a module pickled whole keeps its class: the wrapper's needs a
 # process group to load)
 PICKLERS = ("torch.save", "joblib.dump", "pickle.dump", "dill.dump")
+
+
+def _pickled(facts, call: cst.Call, first: cst.BaseExpression | None) -> list[cst.BaseExpression]:
+    """What a pickler's first argument pickles whole: itself, or the values of a dict literal it is
+    (`torch.save({"net": net, "acc": acc}, path)`) or that its name was last given in this scope
+    (`state = {"net": net, ...}; torch.save(state, path)`)."""
+    if first is None:
+        return []
+    found = first
+    name = dotted(first) if isinstance(first, cst.Name) else None
+    if name is not None:
+        given = facts.names.value_before(facts.index.scope_of(call), name, call)
+        found = given if isinstance(given, cst.Dict) else first
+    if isinstance(found, cst.Dict):
+        return [e.value for e in found.elements if isinstance(e, cst.DictElement)]
+    return [first]
 
 
 def _through(spelled: str, base: cst.BaseExpression, value: cst.BaseExpression) -> str:
