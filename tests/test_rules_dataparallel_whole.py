@@ -121,3 +121,17 @@ def test_a_rebound_dataparallel_model_is_wrapped_once_and_kept_for_the_plain_run
     assert f"if not DISTRIBUTED:\n    {trained} = nn.DataParallel({trained})\n" in out, out
     assert "DistributedSampler(" in out and "init_process_group(" in out
     assert result.incomplete == [], [b.format() for b in result.incomplete]
+
+
+def test_check_reports_through_a_kept_dataparallel_what_apply_fixes():
+    """`check` plans no edits, yet what reads the model through the DDP wrap DDP302 makes (here the whole
+    wrapper pickled in a dict, DDP402) is reported as `apply` fixes it."""
+    src = script("model = nn.Linear(4, 1)\nmodel = nn.DataParallel(model)", "model").replace(
+        "loader = DataLoader", "torch.manual_seed(0)\nloader = DataLoader", 1
+    )
+    src += "state = {'net': model, 'epoch': 2}\ntorch.save(state, 'ckpt.pt')\n"
+    checked = [(d.code, d.line, d.fix) for d in check_source(src) if d.code == "DDP402"]
+    result = fix_source(src)
+    fixed = [(d.code, d.line, d.fix) for d in result.diagnostics if d.code == "DDP402"]
+    assert checked == fixed and len(fixed) == 1, (checked, fixed)
+    assert "state = {'net': raw_model, 'epoch': 2}" in result.code

@@ -104,9 +104,12 @@ fix, at its level, so an apply never leaves the script half converted.
             applied = [ctx.report(line.call, message, fix=level) for line in conv.lines]
             if kept == CHOICE and isinstance(conv.lines[0].top, cst.If):  # (in `check` too, as apply makes it)
                 ctx.plan.plain_only.add(conv.lines[0].top.body)  # its prints need no guard: ranks take the DDP branch
-            if not all(applied):
-                continue
             model = models.get(handle)
+            if not all(applied):
+                if kept is not None and not ctx.fixing:  # `check`: what reads through the wrap reports as apply does
+                    raw = raw_handle(ctx, model) if model is not None else ctx.plan.fresh("raw_model")
+                    ctx.plan.wraps[handle] = PlannedWrap(raw, conv.target)
+                continue
             raw = raw_handle(ctx, model) if model is not None else ctx.plan.fresh("raw_model")
             if kept is not None:
                 (_choose_at_run_time if kept == CHOICE else _keep_for_plain_run)(ctx, conv, raw)
