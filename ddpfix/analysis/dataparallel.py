@@ -187,7 +187,7 @@ CHOICE = "choice"  # `if DISTRIBUTED: model = DDP(...)` / `else:` the line (or `
 GUARD = "guard"  # the line runs `if not DISTRIBUTED`, and the wrap follows the device moves after it
 
 
-def plain_path(conv: DpConversion, models: Models) -> str | None:
+def plain_path(conv: DpConversion, models: Models, launch: Launch) -> str | None:
     """How this conversion can leave `python train.py` exactly as it was, the DataParallel line kept for
     the plain run and the DDP wrap made in its stead under torchrun; None where it cannot.
 
@@ -197,8 +197,8 @@ def plain_path(conv: DpConversion, models: Models) -> str | None:
     nothing moves the model after the line and the `if` around it (if any) has no `else` and no other
     statement that binds a name or touches the model (under torchrun that branch no longer runs);
     `GUARD` otherwise (`if torch.cuda.is_available(): ... model = model.cuda(); criterion = ...`)."""
-    if conv.blocker is not None or conv.handle is None or len(conv.lines) != 1:
-        return None
+    if conv.blocker is not None or conv.handle is None or len(conv.lines) != 1 or launch.own_path is not None:
+        return None  # (a script that may join its group on its own terms: nothing says the DDP branch runs)
     line, handle = conv.lines[0], conv.handle
     model = next((m for m in models.trained if m.handle == handle), None)
     if model is None or models.dataparallel(model) is not line.call or model.built_by is not None:
@@ -230,19 +230,11 @@ def built_inside(line: DpLine, handle: str) -> cst.BaseExpression | None:
     return arg.value if arg is not None and code_of(arg.value) != handle else None
 
 
-def keeps_plain_path(conv: DpConversion, models: Models) -> bool:
-    """Can this conversion leave the plain run as it was (`plain_path`)?"""
-    return plain_path(conv, models) is not None
-
-
 def converts_keeping_plain_path(index: TreeIndex, names: Names, models: Models, launch: Launch) -> bool:
-    """Does every DataParallel line convert keeping the plain run as it was (`keeps_plain_path`)? Then
-    the conversion, the process group and the sampler are safe fixes. Not for a script that may join
-    its process group on its own terms (`Launch.own_path`): there nothing says the DDP branch runs."""
-    if launch.own_path is not None:
-        return False
+    """Does every DataParallel line convert keeping the plain run as it was (`plain_path`)? Then the
+    conversion, the process group and the sampler are safe fixes."""
     conversions = dataparallel_conversions(index, names, models)
-    return bool(conversions) and all(keeps_plain_path(c, models) for c in conversions)
+    return bool(conversions) and all(plain_path(c, models, launch) is not None for c in conversions)
 
 
 def conversion_blocked(index: TreeIndex, names: Names, models: Models) -> bool:
@@ -260,7 +252,6 @@ __all__ = [
     "CHOICE",
     "GUARD",
     "built_inside",
-    "keeps_plain_path",
     "plain_path",
     "later_device_move",
 ]

@@ -99,7 +99,7 @@ fix, at its level, so an apply never leaves the script half converted.
                     ctx.report(line.call, self.message + why, fix="none")
                 continue
             handle = conv.handle
-            kept = plain_path(conv, facts.models) if facts.launch.own_path is None else None
+            kept = plain_path(conv, facts.models, facts.launch)
             message, level = (f"{self.message}; {KEPT}", SAFE) if kept else (f"{self.message}; {BATCH}", None)
             applied = [ctx.report(line.call, message, fix=level) for line in conv.lines]
             if kept == CHOICE and isinstance(conv.lines[0].top, cst.If):  # (in `check` too, as apply makes it)

@@ -177,10 +177,7 @@ def clears_a_fresh_folder(facts, call: cst.Call) -> bool:
     """Is `call` the `shutil.rmtree(d)` of a fresh folder (`if os.path.isdir(d): shutil.rmtree(d)` right
     before `os.makedirs(d)`), which this rule makes rank 0's with the folder?"""
     clear = facts.index.enclosing(call, cst.If)
-    block = facts.index.parent.get(clear) if clear is not None else None
-    body = list(getattr(block, "body", ()))
-    i = next((k for k, s in enumerate(body) if s is clear), None)
-    after = body[i + 1] if i is not None and i + 1 < len(body) else None
+    after = facts.index.next_statement(clear) if clear is not None else None
     made = (
         after.body[0].value
         if isinstance(after, cst.SimpleStatementLine) and isinstance(after.body[0], cst.Expr)

@@ -592,10 +592,6 @@ class _RecordingHook:
             return allreduce_hook(state, bucket)
 
 
-def _recording_comm_hook_factory(info: dict, user_hook=None) -> _RecordingHook:
-    return _RecordingHook(info, user_hook)
-
-
 def _patch_ddp() -> None:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -613,7 +609,7 @@ def _patch_ddp() -> None:
         if not info["hooked"]:
             info["hooked"] = "ddpfix"
             try:
-                orig_register(module, module.process_group, _recording_comm_hook_factory(info))
+                orig_register(module, module.process_group, _RecordingHook(info))
                 # the reducer runs it; DDP's own list of hooks (read by its Python reducer only) keeps the
                 # process group as the hook's state, which would make a wrapper the script pickles whole fail
                 hooks = getattr(module, "_comm_hooks", None)
@@ -673,7 +669,7 @@ def _patch_ddp() -> None:
             return orig_register(self, state, hook)
         info["hooked"] = "user"
         emit("ddp_comm_hook", ddp=info["id"], hook=getattr(hook, "__qualname__", repr(hook)))
-        return orig_register(self, state, _recording_comm_hook_factory(info, hook))
+        return orig_register(self, state, _RecordingHook(info, hook))
 
     DDP.__init__ = __init__
     DDP.register_comm_hook = register_comm_hook
