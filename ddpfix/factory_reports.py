@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .analysis.config_factory import FactoryCall, factory_calls, findings, shown_finding, state_dicts
+from .analysis.config_factory import FactoryCall, findings, shown_finding, state_dicts
 from .analysis.config_file import configured
 from .analysis.factory_classes import loader_builds
 from .analysis.local_writes import called
@@ -24,7 +24,7 @@ EVAL_WORDS = ("val", "test", "eval")
 def trainer_calls(facts) -> list[FactoryCall]:
     """Factory calls handed a model the script trains (`init_obj(module_trainer, cfg, model, ...)`)."""
     trained = {m.handle for m in facts.models.trained}
-    return [f for f in factory_calls(facts) if any(dotted(a.value) in trained for a in f.call.args)]
+    return [f for f in facts.factory_calls if any(dotted(a.value) in trained for a in f.call.args)]
 
 
 def report_factory_loaders(ctx: Context, code_message: str) -> None:
@@ -33,7 +33,7 @@ def report_factory_loaders(ctx: Context, code_message: str) -> None:
     facts = ctx.facts
     assert ctx.rule is not None
     trainers = trainer_calls(facts)
-    for fc in factory_calls(facts):
+    for fc in facts.factory_calls:
         loaders = [c for c in fc.classes if fc.is_loader(c)]
         targets = assign_targets(facts.index.site(fc.call).stmt)
         handed = [(t, a) for t in trainers for a in t.call.args if targets and _hands_for_training(a, targets[0])]

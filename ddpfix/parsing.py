@@ -173,4 +173,14 @@ def not_training(text: str, tree: ast.Module, path: str) -> bool:
     where = None if path in ("<string>", "-") else path
     if not MIGHT_TRAIN.search(text) and not imports_training(text, where):
         return True
+    if _TORCH_IMPORT.search(text) and _SURELY_KEPT.search(text):
+        return False  # the gate would keep it: a torch script that calls backward() or sets up DDP
     return cannot_train(tree, where)
+
+
+# What makes the gate keep a file at once (`_Gate.may_reach_rules`): torch imported and a call of
+# `.backward(`, `init_process_group(` or `DistributedDataParallel(`. Seen in the text (a comment or a
+# string matches too), it only spares the gate's walk of the tree on a training script; the analysis
+# after LibCST's parse then decides, as it does for every file the gate keeps.
+_TORCH_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
+_SURELY_KEPT = re.compile(r"\.backward[ \t]*\(|\binit_process_group[ \t]*\(|\bDistributedDataParallel[ \t]*\(")

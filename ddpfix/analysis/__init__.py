@@ -26,6 +26,7 @@ from functools import cached_property
 import libcst as cst
 
 from ..syntax import dotted
+from .config_factory import FactoryCall, factory_calls
 from .data import Data, Loader
 from .device_path import DevicePath
 from .flow import Flow
@@ -72,6 +73,12 @@ class ScriptFacts:
         """The script's calls that may run code of its own modules (local_writes.py; several rules
         ask, each pass)."""
         return module_calls(self.index, self.modules)
+
+    @cached_property
+    def factory_calls(self) -> list[FactoryCall]:
+        """The script's calls of a local factory that builds the class a config names (several rules
+        ask, each pass)."""
+        return factory_calls(self)
 
     @cached_property
     def flow(self) -> Flow:

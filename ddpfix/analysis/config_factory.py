@@ -166,7 +166,14 @@ def _getattr_param(path: Path, name: str) -> tuple[int, int, int | None, bool, i
     """(the parameter's position, the line, how many parameters precede the `*args` the call hands on
     first, whether it hands on `**kwargs`, the parameter `<cfg>["type"]` reads) where the module's
     function `name` calls what `getattr(<that parameter>, ...)` returns."""
-    tree = parsed(path)
+    stamped = stamp(path)
+    return _read_getattr_param(path, stamped, name) if stamped is not None else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_getattr_param(path: Path, stamped: tuple, name: str) -> tuple[int, int, int | None, bool, int | None] | None:
+    """`_getattr_param` of the module as `stamped` (its walk is read once per version of the file)."""
+    tree = _tree(path, stamped)
     func = (
         next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
         if tree is not None
