@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+from collections.abc import Callable
 
 from .ast_reading import ast_dotted, nodes
 from .ast_reading import parents as parents_of
@@ -25,8 +26,11 @@ BUILTINS = set(dir(builtins))
 COUNTING = {"len", "range", "min", "max", "sum", "any", "all", "print", "str", "repr", "id", "hasattr", "getattr"}
 
 
-def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) -> dict[str, set[str]]:
-    """parameter -> TRAINS_ON / EPOCHS / SETS_EPOCH for the parameters of `func` used as loaders."""
+def ast_loader_uses(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str], trains: Callable[[ast.AST], bool] = ast_trains
+) -> dict[str, set[str]]:
+    """parameter -> TRAINS_ON / EPOCHS / SETS_EPOCH for the parameters of `func` used as loaders;
+    `trains(node)`: does `node` run a training step (by default: itself, not through a call)."""
     out: dict[str, set[str]] = {p: set() for p in params}
     parents = parents_of(func)
     loop_heads = {
@@ -37,7 +41,7 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
             param = _iterated(node.iter, out)
             if param is None:
                 continue
-            if ast_trains(node):
+            if trains(node):
                 out[param].add(TRAINS_ON)
             if _in_loop(node, parents, func):
                 out[param].add(EPOCHS)
@@ -49,7 +53,7 @@ def ast_loader_uses(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[s
                 continue
             first = node.args[0] if node.args else None
             if name == "iter" and isinstance(first, ast.Name) and first.id in out:  # `it = iter(loader)`, then next(it)
-                if ast_trains(func):
+                if trains(func):
                     out[first.id].add(TRAINS_ON)
                 if _in_loop(node, parents, func):  # made again inside the loop: one pass per epoch
                     out[first.id].add(EPOCHS)

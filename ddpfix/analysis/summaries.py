@@ -13,11 +13,9 @@ from .ast_cuda_join import cuda_join_line, joins_itself
 from .ast_reading import (
     ast_dotted,
     calls,
-    cuda_fstring_of,
     imported_names,
     is_rank_test,
     nodes,
-    string_constant,
 )
 from .class_bases import inherit_methods, is_main_block
 from .class_models import ast_trained_attributes, ast_wraps
@@ -33,6 +31,7 @@ from .model_params import (
     ast_trains,
     ast_uses,
     resolve_passes,
+    trains_call,
 )
 from .module_summary import (
     COLLECTIVE,
@@ -57,6 +56,7 @@ from .module_writes import PER_RANK_KINDS, every_rank_writes, rank_guarded_calls
 from .returns import LOADER as RETURNS_LOADER
 from .returns import SAMPLER as RETURNS_SAMPLER
 from .returns import returned
+from .setup_findings import setup_findings
 from .stamps import Stamp, read_bytes, stamp
 from .torch_api import COLLECTIVES
 
@@ -132,6 +132,7 @@ class _Summariser:
         self.seen = seen
         self.calls: dict[str, list[ast.Call]] = {}  # function -> calls in it
         self.direct: dict[str, set[str]] = {}
+        self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # function or Class.method -> its node
         self.passes: dict[str, dict[str, list[tuple[str, Slot]]]] = {}  # function -> parameter -> (callee, slot)
         self.guarded: dict[str, set[int]] = {}  # function -> its calls under a rank test (ids)
         self.read: set[Stamp] = set()  # the other modules read, and what they read
@@ -153,6 +154,9 @@ class _Summariser:
             elif is_main_block(node):
                 self.summary.runs_as_program = True
         self._propagate()
+        for name, node in self.defs.items():  # what it does with a DataLoader, training here or through a call
+            for param, uses in ast_loader_uses(node, self.summary.params[name], self._trains_in).items():
+                self.summary.param_uses[name][param] |= uses
         resolve_passes(self.summary.param_uses, self.passes, self.summary.params)
         for stmt in self.tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or is_main_block(stmt):
@@ -161,6 +165,12 @@ class _Summariser:
                 self.summary.at_import |= self._call_effects(call, self.summary.effects)
         self._imported()
         inherit_methods(self.summary, self.tree)
+
+    def _trains_in(self, node: ast.AST) -> bool:
+        """Does `node` run a training step, itself or through a function or method of this module (or of
+        another local module) it calls (`for data in loader: self._critic_train_iteration(data)`)?"""
+        effects = self.summary.effects
+        return any(trains_call(c) or TRAINS in self._call_effects(c, effects) for c in calls(node))
 
     def _imported(self) -> None:
         """What the module's own imports make of its names: a library module or function it imports
@@ -208,14 +218,13 @@ class _Summariser:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 if any(ast_dotted(t) in ("builtins.print", "__builtin__.print", "__builtins__.print") for t in targets):
                     direct.add(SILENCES_PRINT)
-        direct.update(self._findings(node))
+        direct.update(setup_findings(node, self._qual, self.summary.path))
         direct.update(every_rank_writes(node, self._qual, self.summary.path))
         self.guarded[name] = rank_guarded_calls(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # what it does with a model it receives
             params = self.summary.params[name] = ast_params(node, method="." in name)
             self.summary.param_uses[name], self.passes[name] = ast_uses(node, params, name.rpartition(".")[0] or None)
-            for param, uses in ast_loader_uses(node, params).items():  # what it does with a DataLoader
-                self.summary.param_uses[name][param] |= uses
+            self.defs[name] = node
             if ast_trains(node):
                 direct.add(TRAINS)
             slot = ast_model_return(node)
@@ -244,70 +253,6 @@ class _Summariser:
     def _qual(self, name: str) -> str:
         origin = self.table.imported.get(name.split(".")[0])
         return name if origin is None else ".".join(filter(None, [origin[0], origin[1], *name.split(".")[1:]]))
-
-    def _findings(self, func: ast.AST) -> set[Finding]:
-        """Hard-coded process-group arguments and GPUs picked by the global rank, in one function."""
-        out: set[Finding] = set()
-        path = self.summary.path
-        global_vars = {
-            ast_dotted(t)
-            for n in nodes(func)
-            if isinstance(n, ast.Assign) and self._global_rank(n.value)
-            for t in n.targets
-            if ast_dotted(t)
-        }
-        for call in calls(func):
-            qual = self._qual(ast_dotted(call.func) or "")
-            last = qual.split(".")[-1]
-            if joins_itself(call, self._qual):
-                backend = next((k.value for k in call.keywords if k.arg == "backend"), None)
-                backend = backend or (call.args[0] if call.args else None)
-                if string_constant(backend) == "nccl":
-                    out.add(Finding(HARDCODED_BACKEND, path, call.lineno, "nccl"))
-                literal = [
-                    k.arg
-                    for k in call.keywords
-                    if k.arg in ("rank", "world_size", "init_method")
-                    and isinstance(k.value, ast.Constant)
-                    and k.value.value != "env://"
-                ]
-                if literal:
-                    out.add(Finding(INIT_ARGS, path, call.lineno, ", ".join(literal)))
-            device_args: list[ast.AST] = []
-            if qual == "torch.device":
-                device_args = list(call.args[:2])
-            elif qual == "torch.cuda.set_device" or last in ("to", "cuda"):
-                device_args = list(call.args[:1])
-            for arg in device_args:
-                if self._global_rank(arg, global_vars) or cuda_fstring_of(
-                    arg, lambda e: self._global_rank(e, global_vars)
-                ):
-                    out.add(Finding(GLOBAL_RANK_DEVICE, path, call.lineno, ast.unparse(arg)))
-        return out
-
-    def _global_rank(self, expr: ast.AST | None, names: set = frozenset()) -> bool:
-        """`dist.get_rank()`, `int(os.environ["RANK"])`, or a name holding one of them."""
-        if expr is None:
-            return False
-        if ast_dotted(expr) in names:
-            return True
-        for n in ast.walk(expr):
-            if isinstance(n, ast.Call) and self._qual(ast_dotted(n.func) or "").endswith("distributed.get_rank"):
-                return True
-            if (
-                isinstance(n, ast.Subscript)
-                and ast_dotted(n.value) in ("os.environ",)
-                and string_constant(n.slice) == "RANK"
-            ):
-                return True
-            if (
-                isinstance(n, ast.Call)
-                and ast_dotted(n.func) in ("os.environ.get", "os.getenv")
-                and n.args
-                and string_constant(n.args[0]) == "RANK"
-            ):
-                return True
-        return False
 
     def _class(self, node: ast.ClassDef) -> None:
         trained, wraps = ast_trained_attributes(node), ast_wraps(node)
