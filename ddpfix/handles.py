@@ -233,6 +233,9 @@ def handoffs(ctx: Context) -> list[Handoff]:
                 if arg.star or dotted(arg.value) != handle or not facts.wraps.after_wrap(call, handle, wrap_stmt):
                     continue
                 uses = facts.helpers.uses(call, arg)
+                if uses is None:  # a class of the script's modules that keeps it: what only the model has
+                    built = facts.helpers.constructor_uses(call, arg) or set()
+                    uses = built & {CUSTOM, INSPECTS, FORWARD, TRAINS} if built & {CUSTOM, INSPECTS} else None
                 if not uses or UNWRAPS in uses:
                     continue
                 # a helper that hands the model back (`return model`): passing the plain module is the

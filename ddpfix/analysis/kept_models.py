@@ -13,13 +13,15 @@ import copy
 from .ast_reading import ast_dotted, nodes
 from .class_models import OPTIMIZER_WORDS
 from .loader_params import AttributesAsNames, stored_loader_uses
-from .model_params import PARAMETERS, TRAINS, ast_trains, ast_uses
+from .model_params import CUSTOM, FORWARD, INSPECTS, PARAMETERS, TRAINS, ast_trains, ast_uses
 
 
 def ast_kept_model_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
     """`__init__` parameter -> its uses (FORWARD, STATE_DICT, ..., PARAMETERS and TRAINS) for each model
-    the class is handed, keeps on `self` and builds an optimizer over; {} when the class trains none
-    (no backward or step in its methods) or wraps a model in DDP itself."""
+    the class is handed, keeps on `self` and builds an optimizer over, and for a model it keeps whose
+    optimizer the caller builds, what only the plain model has (CUSTOM, INSPECTS; with FORWARD and
+    TRAINS where the class runs its forward); {} when the class trains none (no backward or step in its
+    methods) or wraps a model in DDP itself."""
     methods = [f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     init = next((f for f in methods if f.name == "__init__"), None)
     if init is None or not any(ast_trains(m) for m in methods):
@@ -48,12 +50,17 @@ def ast_kept_model_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
                     if param in params and param in kept.values():
                         optimized.add(param)
     out: dict[str, set[str]] = {p: {PARAMETERS, TRAINS} for p in optimized}
-    for method in methods if optimized else []:
+    held: dict[str, set[str]] = {}  # a kept model the caller builds the optimizer for
+    for method in methods if kept else []:
         named = AttributesAsNames(set(kept)).visit(copy.deepcopy(method))  # `self.model(x)` read as a name
         uses, _ = ast_uses(named, list(kept))
         for attr, found in uses.items():
-            if kept[attr] in out:
-                out[kept[attr]] |= found
+            (out[kept[attr]] if kept[attr] in out else held.setdefault(kept[attr], set())).update(found)
+    for param, found in held.items():
+        # only what the wrapper lacks (`self.G.sample_latent(64)`), and that the class trains through
+        # the model where it runs its forward: the caller wraps it, the class must keep the wrapper
+        if found & {CUSTOM, INSPECTS}:
+            out[param] = (found & {CUSTOM, INSPECTS, FORWARD}) | ({TRAINS} if FORWARD in found else set())
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.model_params import CUSTOM, reaches_model
+from ..analysis.model_params import CUSTOM, TRAINS, reaches_model
 from ..examples import clean, fixes
 from ..handles import handoffs, in_training_step, once_wrapped, raw_at, wrap_level, wrappers
 from ..rule import Context, Rule
@@ -66,7 +66,11 @@ the training step (before the step's `backward()`; a sample drawn after it feeds
 takes the plain module), where the plain module would bypass DDP's gradient averaging (move it into
 `forward()`); a helper that trains through the handed-in model; and a use where no name reaches the
 plain module (keep one before wrapping). A name bound again after the wrap (`model = Net()`) is no
-longer the wrapper.
+longer the wrapper. A class of the script's own modules that keeps the wrapper (`Trainer(model, opt)`
+with `self.model = model`), trains through it and reads such an attribute in a method
+(`self.model.sample_latent(64)`) is reported at the constructor call without a fix: it must keep the
+wrapper for its forward, so the attribute is to be read there through the plain module
+(`getattr(self.model, "module", self.model)`, which a plain run leaves as it is).
 
 For a wrap that this conversion adds (DDP301), the fix comes at that wrap's level: none where DDP301
 cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fixes`.
@@ -123,12 +127,14 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                 else f"traces {hand.handle}, the DDP wrapper, whose forward calls into the process group"
             )
             if not hand.fixable:
-                why = hand.why
-                ctx.report(
-                    hand.arg.value,
-                    f"{callee}() {what}; pass the plain module ({why}: by hand)",
-                    fix="none",
-                )
+                if TRAINS in hand.uses and CUSTOM in hand.uses:  # it must keep the wrapper for its forward
+                    advice = (
+                        f"it trains through {hand.handle}, so keep handing it the wrapper and read those attributes "
+                        f"there through the plain module (`getattr(m, 'module', m)`, which a plain run leaves as it is)"
+                    )
+                else:
+                    advice = f"pass the plain module ({hand.why}: by hand)"
+                ctx.report(hand.arg.value, f"{callee}() {what}; {advice}", fix="none")
                 continue
             if ctx.report(hand.arg.value, f"{callee}() {what}: pass {hand.raw}"):
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))

@@ -1,0 +1,73 @@
+"""A Trainer class of the script's own modules (golden trainer_step_methods): its epoch method hands
+each batch to a step method that calls backward(), and the loader comes from a factory of another
+module. The loader is a training loader (DDP201 shards it in the factory, set_epoch goes into the
+Trainer's epoch loop); a method that reads an attribute only the plain model has through the kept
+wrapper (`self.model.sample(4)`) is reported at the constructor call, without a fix, and the rewrite
+is incomplete there (invariant 2): the class trains through the wrapper, so it must keep it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import ddpfix
+from ddpfix.analysis.imports import find_module
+from ddpfix.analysis.loader_params import EPOCHS, TRAINS_ON
+from ddpfix.analysis.summaries import summarise
+
+CASE = Path(__file__).parent / "golden" / "trainer_step_methods"
+SAMPLE = "    def sample(self, n):\n        return self.model.sample(n)\n"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    shutil.copy(CASE / "input.py", tmp_path / "train.py")
+    for name in ("data.py", "trainer.py"):
+        shutil.copy(CASE / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+def test_a_loop_that_trains_through_a_method_trains_on_its_loader(project):
+    summary = summarise(project / "trainer.py", lambda module, level: find_module(project, module))
+    assert TRAINS_ON in summary.param_uses["Trainer._epoch"]["loader"]
+    assert {TRAINS_ON, EPOCHS} <= summary.param_uses["Trainer.fit"]["loader"]
+
+
+def test_a_loop_that_calls_no_training_method_does_not(project):
+    text = (project / "trainer.py").read_text().replace("        loss.backward()\n", "")
+    (project / "trainer.py").write_text(text.replace("        self.optimizer.step()\n", ""))
+    summary = summarise(project / "trainer.py", lambda module, level: find_module(project, module))
+    assert TRAINS_ON not in summary.param_uses["Trainer._epoch"].get("loader", set())
+
+
+def test_the_loader_is_sharded_in_its_factory_and_reshuffled_in_the_trainer(project):
+    result = ddpfix.fix_project("train.py")
+    [d] = [d for d in result.diagnostics if d.code == "DDP201"]
+    assert d.applied and "built by build_loaders() at data.py:12" in d.message
+    edited = {Path(p).name: c.data.decode() for p, c in result.others.items()}
+    assert "sampler=train_sampler" in edited["data.py"]
+    assert "                loader.sampler.set_epoch(epoch)\n" in edited["trainer.py"]
+    assert result.incomplete == []
+
+
+def test_a_custom_attribute_read_through_the_kept_wrapper_is_incomplete(project):
+    _append(project / "trainer.py", "\n" + SAMPLE)
+    result = ddpfix.fix_project("train.py")
+    [d] = [d for d in result.diagnostics if d.code == "DDP308"]
+    assert d.fix == "none" and d.line == 14  # trainer = Trainer(model, optimizer)
+    assert "keep handing it the wrapper" in d.message and "getattr(m, 'module', m)" in d.message
+    assert "trainer = Trainer(model, optimizer)\n" in result.code  # not Trainer(raw_model, ...)
+    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP308", 2)]
+
+
+def test_a_class_that_reads_only_the_module_api_is_not_reported(project):
+    _append(project / "trainer.py", "\n    def mode(self):\n        return self.model.training\n")
+    result = ddpfix.fix_project("train.py")
+    assert [d for d in result.diagnostics if d.code == "DDP308"] == [] and result.incomplete == []
