@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .analysis.generators import generator_iterator
 from .module_epochs import Passes, drawn_how, drawn_passes, plan_drawn_passes
 from .rule import Context
-from .syntax import dotted
+from .syntax import dotted, iterated_by
 
 
 def drawn(ctx: Context, batch_loop: cst.CSTNode) -> tuple[cst.FunctionDef, str, Passes | str] | None:
@@ -19,9 +20,10 @@ def drawn(ctx: Context, batch_loop: cst.CSTNode) -> tuple[cst.FunctionDef, str, 
     passes (or why they cannot be counted); None when the iterator is made once (a single pass needs
     no epoch), or where the passes are counted already."""
     facts = ctx.facts
-    made = facts.data.iterator_of(batch_loop)
+    made = facts.data.iterator_of(batch_loop) or generator_iterator(facts.index, facts.names, batch_loop)
     func = facts.index.enclosing(made, cst.FunctionDef) if made is not None else None
-    reach = dotted(made.args[0].value) if made is not None else None
+    over = iterated_by(made) if made is not None else None
+    reach = dotted(over) if over is not None else None
     if not isinstance(func, cst.FunctionDef) or reach is None or (id(func), reach) in ctx.plan.counted:
         return None
     passes = drawn_passes(facts.index, func, reach)

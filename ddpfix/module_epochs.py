@@ -28,7 +28,7 @@ from .analysis.handoffs import Handoff
 from .analysis.loader_params import COUNTING
 from .edits import epoch_name
 from .rule import Context, Order, Rule
-from .syntax import dotted, walk
+from .syntax import dotted, iterated_by, walk
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -154,7 +154,7 @@ Passes = tuple[cst.SimpleStatementLine, list[cst.SimpleStatementLine]]
 def drawn_passes(index, func: cst.FunctionDef, reach: str) -> Passes | str | None:
     """Where `func` makes `iter(reach)`: once in its body, then again in a loop (each pass an epoch).
     None: no iterator made again (one pass); a string: why the passes cannot be counted."""
-    makes = [c for c in walk(func.body) if isinstance(c, cst.Call) and dotted(c.func) == "iter" and _over(c, reach)]
+    makes = [c for c in walk(func.body) if isinstance(c, cst.Call) and _over(c, reach)]
     stmts = [_own_statement(index, c) for c in makes]
     if any(s is None for s in stmts):
         return f"an iter({reach}) is not a statement of its own"
@@ -180,7 +180,9 @@ def plan_drawn_passes(ctx: Context, reach: str, first: cst.CSTNode, again: list[
 
 
 def _over(call: cst.Call, reach: str) -> bool:
-    return len(call.args) == 1 and dotted(call.args[0].value) == reach
+    """`iter(reach)` or `reach.__iter__()`."""
+    over = iterated_by(call)
+    return over is not None and dotted(over) == reach
 
 
 def _own_statement(index, call: cst.Call) -> cst.SimpleStatementLine | None:

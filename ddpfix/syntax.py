@@ -64,6 +64,25 @@ def receiver(call: cst.Call) -> cst.BaseExpression | None:
     return None
 
 
+def iterated_by(call: cst.Call) -> cst.BaseExpression | None:
+    """`x` of `iter(x)` or `x.__iter__()`: what the iterator the call makes runs over; else None."""
+    return _dunder_or_builtin(call, "iter")
+
+
+def drawn_from(call: cst.Call) -> cst.BaseExpression | None:
+    """`it` of `next(it)` or `it.__next__()`: the iterator the call draws an item from; else None."""
+    return _dunder_or_builtin(call, "next")
+
+
+def _dunder_or_builtin(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    func = call.func
+    if type(func) is cst.Name and func.value == name and call.args and not call.args[0].star:
+        return call.args[0].value if len(call.args) == 1 or name == "next" else None
+    if type(func) is cst.Attribute and func.attr.value == f"__{name}__" and not call.args:
+        return func.value
+    return None
+
+
 def kwarg(call: cst.Call, name: str) -> cst.Arg | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, dotted, walk
+from ..syntax import assign_targets, assigned_value, dotted, iterated_by, walk
 from .dicts import Contents, Dicts
 from .epochs import epoch_counter
 from .generators import consuming_loops, yielding_function
@@ -230,7 +230,8 @@ class Data:
 
     def _names(self, call: cst.Call, loader: Loader) -> bool:
         """Does the argument of `iter(...)` name `loader` where the call is?"""
-        arg = handle_of(call.args[0].value)
+        over = iterated_by(call)
+        arg = handle_of(over) if over is not None else None
         if arg is None:
             return False
         if arg == loader.target:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, dotted, walk
+from ..syntax import assign_targets, assigned_value, calls_in, dotted, drawn_from, iterated_by, walk
 from .index import TreeIndex
 from .iterators import drawing_loops
 from .names import Names
@@ -41,10 +41,28 @@ def consuming_loops(index: TreeIndex, names: Names, func: cst.FunctionDef) -> It
         targets = assign_targets(stmt)
         if len(targets) != 1 or value is None:
             continue
-        if value is call or (
-            isinstance(value, cst.Call) and dotted(value.func) == "iter" and value.args and value.args[0].value is call
-        ):
+        if value is call or (isinstance(value, cst.Call) and iterated_by(value) is call):
             yield from drawing_loops(index, names, value, targets[0])
 
 
-__all__ = ["consuming_loops", "yielding_function"]
+def generator_iterator(index: TreeIndex, names: Names, loop: cst.CSTNode) -> cst.Call | None:
+    """The `iter(p)` (or `p.__iter__()`) a generator function of this file makes of its parameter `p`,
+    when `loop` draws its batches with next() from a call of that generator (`data_gen =
+    inf_generator(train_loader)`, then `next(data_gen)` or `data_gen.__next__()` in the loop)."""
+    scope = index.scope_of(loop)
+    for call in calls_in(getattr(loop, "body", loop)):
+        drawn = drawn_from(call)
+        name = dotted(drawn) if drawn is not None else None
+        value = names.value_before(scope, name, loop) if name is not None else None
+        func = index.callee_of(value) if isinstance(value, cst.Call) else None
+        if func is None or not any(isinstance(n, cst.Yield) for n in walk(func.body)):
+            continue
+        params = {p.name.value for p in func.params.params}
+        for made in calls_in(func.body):
+            over = iterated_by(made)
+            if over is not None and dotted(over) in params:
+                return made
+    return None
+
+
+__all__ = ["consuming_loops", "generator_iterator", "yielding_function"]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, calls_in, dotted
+from ..syntax import assign_targets, assigned_value, calls_in, drawn_from, iterated_by
 from .index import TreeIndex
 from .names import Names
 from .own_instances import instance_of
@@ -17,9 +17,9 @@ from .values import handle_of
 
 
 def iterator_calls(index: TreeIndex) -> Iterator[tuple[cst.Call, str]]:
-    """Every `it = iter(x)`, with the name it binds."""
+    """Every `it = iter(x)` (or `it = x.__iter__()`), with the name it binds."""
     for call in index.calls:
-        if dotted(call.func) != "iter" or len(call.args) != 1:
+        if iterated_by(call) is None:
             continue
         stmt = index.site(call).stmt
         targets = assign_targets(stmt)
@@ -50,7 +50,7 @@ def drawing_loops(index: TreeIndex, names: Names, iter_call: cst.Call, it: str) 
 
 
 def _draws(node: cst.CSTNode, it: str) -> bool:
-    return any(dotted(c.func) == "next" and c.args and handle_of(c.args[0].value) == it for c in calls_in(node))
+    return any((drawn := drawn_from(c)) is not None and handle_of(drawn) == it for c in calls_in(node))
 
 
 __all__ = ["drawing_loops", "iterator_calls"]

@@ -120,8 +120,11 @@ skip it:
 A function or method (in the script or in one of its modules, also a generator that yields the
 batches) that draws its batches with `next()` from an iterator it makes once before its loop and
 again when it runs out (`except StopIteration: data_iter = iter(self.data_loader)`) has no epoch
-loop: each pass over the loader is an epoch. The fix counts the passes and sets the epoch before
-each `iter()`, so every pass is reshuffled and the ranks' shards stay disjoint:
+loop: each pass over the loader is an epoch. So does a generator handed the loader that restarts it
+(`def inf_generator(iterable):` making `iterable.__iter__()` again on `StopIteration`, with
+`data_gen = inf_generator(train_loader)` and `data_gen.__next__()` in a loop over steps; `iter(x)` and
+`x.__iter__()`, `next(it)` and `it.__next__()` are read alike). The fix counts the passes and sets the
+epoch before each `iter()`, so every pass is reshuffled and the ranks' shards stay disjoint:
 ```python
         epoch = 0
         if isinstance(getattr(self.data_loader, "sampler", None), DistributedSampler):
