@@ -29,6 +29,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from .analysis.effects import WRITERS
 from .analysis.local_writes import called, shown, writes_through
 from .analysis.module_summary import Finding
 from .edits import guard_site
@@ -45,7 +46,7 @@ def guard_module_writes(
     ctx: Context,
     rule: Rule,
     kind: str,
-    what: str,
+    what: str | None,
     harm: str,
     match: Match,
     skip: Callable[[cst.Call], bool] | None = None,
@@ -53,16 +54,19 @@ def guard_module_writes(
     verb: str = "runs",
     instead: Callable[[Context, cst.Call], list[cst.CSTNode] | None] | None = None,
 ) -> None:
-    """Report each of the script's calls that runs `what` (found by the summaries as `kind`) on every
-    rank in one of its own modules, and guard it there to rank 0 where the fix may (`skip`: calls to
-    leave alone; `make_planner`: how the module's edit is planned, by default a guard of each statement
-    found; `instead`: the script's statements to guard where the module cannot be edited)."""
+    """Report each of the script's calls that runs `what` (found by the summaries as `kind`; None: named
+    as the summaries name each, `torch.save`, `imageio.mimsave`, ...) on every rank in one of its own
+    modules, and guard it there to rank 0 where the fix may (`skip`: calls to leave alone;
+    `make_planner`: how the module's edit is planned, by default a guard of each statement found;
+    `instead`: the script's statements to guard where the module cannot be edited)."""
     make = make_planner or guard_statements
     facts = ctx.facts
+    named = what
     for call in facts.module_calls:
         found = writes_through(facts.index, facts.names, facts.modules, call, kind)
         if not found or facts.ranks.rank_guarded(call) or (skip is not None and skip(call)):
             continue
+        what = named or " and ".join(sorted({f.detail for f in found}))  # None: as the summaries name them
         where = ", ".join(shown(facts.modules, f) for f in found[:3])
         lines = by_path(found)
         guarded: list[int] = []
@@ -189,7 +193,8 @@ def _with_of(facts, call: cst.Call) -> cst.With | None:
 
 
 def is_save(facts, call: cst.Call) -> bool:
-    return facts.names.call_qual(call) == "torch.save"
+    """`torch.save(...)` or another function that writes the file it is handed (effects.WRITERS)."""
+    return facts.names.call_qual(call) in WRITERS
 
 
 def is_print(facts, call: cst.Call) -> bool:

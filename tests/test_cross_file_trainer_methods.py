@@ -71,3 +71,32 @@ def test_a_class_that_reads_only_the_module_api_is_not_reported(project):
     _append(project / "trainer.py", "\n    def mode(self):\n        return self.model.training\n")
     result = ddpfix.fix_project("train.py")
     assert [d for d in result.diagnostics if d.code == "DDP308"] == [] and result.incomplete == []
+
+
+SAVE_STEPS = "        np.save({}, np.array([self.steps]))\n"
+
+
+def _saves_steps(project: Path, path: str) -> str:
+    """fit() ends with `np.save(<path>, ...)`; the line it adds."""
+    text = (project / "trainer.py").read_text()
+    text = text.replace("import torch.nn.functional as F\n", "import numpy as np\nimport torch.nn.functional as F\n")
+    (project / "trainer.py").write_text(text + SAVE_STEPS.format(path))
+    return SAVE_STEPS.format(path)
+
+
+def test_another_writer_in_a_trainer_method_is_guarded_there(project):
+    """Not only torch.save: every writer DDP401 knows (np.save here) that a method of the module runs
+    on every rank is reported at the script's call and guarded to rank 0 in the module."""
+    line = _saves_steps(project, '"steps.npy"')
+    result = ddpfix.fix_project("train.py")
+    [d] = [d for d in result.diagnostics if d.code == "DDP401" and "trainer.fit()" in d.message]
+    assert d.applied and "runs numpy.save on every rank (trainer.py:" in d.message
+    trainer = next(c.data.decode() for p, c in result.others.items() if Path(p).name == "trainer.py")
+    assert "        if not dist.is_initialized() or dist.get_rank() == 0:\n    " + line in trainer
+    assert result.incomplete == []
+
+
+def test_a_writer_of_one_file_per_rank_is_left_alone(project):
+    _saves_steps(project, 'f"steps_rank{self.rank}.npy"')
+    result = ddpfix.fix_project("train.py")
+    assert [d for d in result.diagnostics if d.code == "DDP401" and "trainer.fit()" in d.message] == []

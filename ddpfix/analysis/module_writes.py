@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .ast_reading import ast_dotted, calls, is_rank_test, nodes
-from .effects import FILE_HANDLERS, IN_MEMORY_FILES, TRACKER_CTORS, TRACKER_MODULES
+from .effects import FILE_HANDLERS, IN_MEMORY_FILES, TRACKER_CTORS, TRACKER_MODULES, WRITERS
 from .module_summary import Finding
 
 EVERY_RANK_SAVE = "every_rank_save"  # torch.save with no rank test around it (detail: "torch.save")
@@ -36,8 +36,9 @@ def rank_guarded_calls(func: ast.AST) -> set[int]:
 
 
 def every_rank_writes(func: ast.AST, qual: Callable[[str], str], path: Path) -> set[Finding]:
-    """The checkpoints, files and trackers `func` writes on every rank: `torch.save(...)`, `open(path,
-    "w")`, `SummaryWriter(...)`, `wandb.init(...)` outside any rank test of its own (`qual` spells a dotted name through the
+    """The checkpoints, files and trackers `func` writes on every rank: `torch.save(...)`, the other
+    writers DDP401 knows (`save_image`, `np.save`, `imageio.mimsave`, ...), `open(path, "w")`,
+    `SummaryWriter(...)`, `wandb.init(...)` outside any rank test of its own (`qual` spells a dotted name through the
     module's imports)."""
     guarded = rank_guarded_calls(func)
     out: set[Finding] = set()
@@ -47,6 +48,8 @@ def every_rank_writes(func: ast.AST, qual: Callable[[str], str], path: Path) -> 
         name = qual(ast_dotted(call.func) or "")
         if name == "torch.save" and not _in_memory(call, func, qual):
             out.add(Finding(EVERY_RANK_SAVE, path, call.lineno, "torch.save"))
+        elif name in WRITERS and name != "torch.save" and not _per_rank(_path_arg(call, *WRITERS[name])):
+            out.add(Finding(EVERY_RANK_SAVE, path, call.lineno, name))
         elif name in TRACKER_CTORS or name in {f"{m}.init" for m in TRACKER_MODULES}:
             out.add(Finding(EVERY_RANK_TRACKER, path, call.lineno, _short(name)))
         elif name in FILE_HANDLERS or (
@@ -91,6 +94,12 @@ def _in_memory(save: ast.Call, func: ast.AST, qual: Callable[[str], str]) -> boo
         n.value for n in nodes(func) if isinstance(n, ast.Assign) and any(ast_dotted(t) == target.id for t in n.targets)
     ]
     return bool(values) and all(buffer(v) for v in values)
+
+
+def _path_arg(call: ast.Call, at: int, keyword: str) -> ast.AST | None:
+    """The path a writer is handed: its keyword, else its argument at `at`."""
+    named = next((k.value for k in call.keywords if k.arg == keyword), None)
+    return named if named is not None else (call.args[at] if len(call.args) > at else None)
 
 
 def _short(name: str) -> str:

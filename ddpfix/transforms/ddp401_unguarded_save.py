@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.effects import IN_MEMORY_FILES
+from ..analysis.effects import IN_MEMORY_FILES, WRITERS
 from ..analysis.local_writes import EVERY_RANK_SAVE
 from ..edits import guard, guard_site
 from ..examples import clean, fixes
@@ -110,7 +110,7 @@ step; otherwise the copy gets its own guard.
         _guard_copies(ctx, saved)
         _guard_removals(ctx)
         harm = "all processes write the same file"
-        guard_module_writes(ctx, self, EVERY_RANK_SAVE, "torch.save", harm, is_save, None, _module_planner)
+        guard_module_writes(ctx, self, EVERY_RANK_SAVE, None, harm, is_save, None, _module_planner)
         report_factory_writes(ctx, EVERY_RANK_SAVE, "torch.save", harm, is_save, _module_planner)
 
 
@@ -181,29 +181,6 @@ def _module_planner(lines: list[int], what: str, match, where: str, guarded: lis
     return plan
 
 
-WRITERS = {
-    "torch.save": (1, "f"),
-    "torchvision.utils.save_image": (1, "fp"),
-    "numpy.save": (0, "file"),
-    "numpy.savez": (0, "file"),
-    "numpy.savez_compressed": (0, "file"),
-    "numpy.savetxt": (0, "fname"),
-    "matplotlib.pyplot.savefig": (0, "fname"),
-    "matplotlib.pyplot.imsave": (0, "fname"),
-    "imageio.imwrite": (0, "uri"),
-    "imageio.mimsave": (0, "uri"),
-    "imageio.imsave": (0, "uri"),
-    "imageio.mimwrite": (0, "uri"),
-    "imageio.v2.imwrite": (0, "uri"),
-    "imageio.v2.mimsave": (0, "uri"),
-    "imageio.v3.imwrite": (0, "uri"),
-    "cv2.imwrite": (0, "filename"),
-    "torchvision.io.write_png": (1, "filename"),
-    "torchvision.io.write_jpeg": (1, "filename"),
-    "torchaudio.save": (0, "uri"),
-    "soundfile.write": (0, "file"),
-    "joblib.dump": (1, "filename"),
-}
 REMOVERS = {"os.remove", "os.unlink", "os.rmdir", "os.removedirs", "shutil.rmtree"}
 PER_PROCESS = {"tempfile.mkstemp", "tempfile.mkdtemp", "tempfile.mktemp", "tempfile.gettempdir", "os.getpid"}
 FILE_MOVES = {"shutil.copyfile", "shutil.copy", "shutil.copy2", "shutil.move", "os.replace", "os.rename"}

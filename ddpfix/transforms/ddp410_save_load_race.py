@@ -6,13 +6,13 @@ import re
 
 import libcst as cst
 
+from ..analysis.effects import WRITERS
 from ..analysis.file_paths import READERS, path_shapes, path_text
 from ..analysis.summaries import LOAD, SAVE
 from ..edits import distributed_test
 from ..examples import clean, fixes
 from ..rule import Context, Order, Rule
 from ..syntax import calls_in, dotted, kwarg, positional
-from .ddp401_unguarded_save import WRITERS
 
 
 class SaveLoadRace(Rule):
