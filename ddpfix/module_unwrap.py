@@ -25,7 +25,7 @@ import libcst as cst
 from .handles import handoffs, wrappers
 from .module_wraps import wrapped_here
 from .rule import Context, Rule
-from .syntax import dotted, method_name, walk
+from .syntax import arg_slots, dotted, method_name, walk
 
 UNWRAP = 'getattr({attr}, "module", {attr})'
 MOVES = ("to", "cuda", "cpu")  # a module moved to a device is the same module
@@ -45,7 +45,7 @@ def unwrap_in_classes(ctx: Context, rule: Rule) -> None:
             target = facts.modules.target_of(call.func)
             if target is None or target.summary is None or target.member is None:
                 continue
-            for slot, arg in _slots(call):
+            for slot, arg in arg_slots(call):
                 if id(arg) in handed or dotted(arg.value) != handle:
                     continue
                 if not facts.wraps.after_wrap(call, handle, wrap_stmt):
@@ -66,18 +66,6 @@ def unwrap_in_classes(ctx: Context, rule: Rule) -> None:
                 if ctx.report(arg.value, message) and key not in others.planned:
                     others.planned.add(key)
                     others.keep(path, rule, unwrap_planner(cls, slot, []))
-
-
-def _slots(call: cst.Call):
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            continue
-        if arg.keyword is not None:
-            yield arg.keyword.value, arg
-        else:
-            yield position, arg
-            position += 1
 
 
 def unwrap_built_models(ctx: Context, rule: Rule) -> None:
@@ -137,7 +125,7 @@ def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False):
                 continue
             assert isinstance(node.func, cst.Attribute)
             attr = dotted(node.func.value)
-            if attr not in attrs or (not built and _inside_load(facts, node)):
+            if attr not in attrs or (not built and inside_load(facts, node)):
                 continue
             lines.append(facts.index.position(node).start.line)
             spelled = cst.parse_expression(UNWRAP.format(attr=attr))
@@ -196,7 +184,8 @@ def _unwraps_itself(cls: cst.ClassDef, attrs: set[str], loads: bool) -> bool:
     return False
 
 
-def _inside_load(facts, call: cst.CSTNode) -> bool:
+def inside_load(facts, call: cst.CSTNode) -> bool:
+    """Is `call` inside the arguments of a `load_state_dict(...)`?"""
     return any(isinstance(a, cst.Call) and method_name(a) == "load_state_dict" for a in facts.index.ancestors(call))
 
 

@@ -83,6 +83,20 @@ def _dunder_or_builtin(call: cst.Call, name: str) -> cst.BaseExpression | None:
     return None
 
 
+def arg_slots(call: cst.Call) -> Iterator[tuple[int | str, cst.Arg]]:
+    """(slot, argument) for each argument of `call` but `*args`/`**kwargs`: its position among the
+    positional ones, or its keyword."""
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is not None:
+            yield arg.keyword.value, arg
+        else:
+            yield position, arg
+            position += 1
+
+
 def kwarg(call: cst.Call, name: str) -> cst.Arg | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:

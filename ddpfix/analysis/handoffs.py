@@ -9,7 +9,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from ..syntax import assigned_value, dotted, kwarg, positional
+from ..syntax import arg_slots, assigned_value, dotted, kwarg, positional
 from .index import TreeIndex
 from .loader_params import EPOCHS, KEPT_AS, SETS_EPOCH, TRAINS_ON
 from .modules import LocalModules
@@ -54,7 +54,7 @@ class Handoffs:
         for call in index.calls:
             if index.scope_of(call) is not scope or not index.before(binding, call):
                 continue
-            for slot, arg in _slots(call):
+            for slot, arg in arg_slots(call):
                 if handle_of(arg.value) != target:
                     continue
                 found = self._engine(call, slot, scope) or self._module(call, slot, scope)
@@ -66,7 +66,7 @@ class Handoffs:
         """The arguments of `call` that a function or method of the script's own modules trains over."""
         scope = self.index.scope_of(call)
         out = []
-        for slot, arg in _slots(call):
+        for slot, arg in arg_slots(call):
             found = self._module(call, slot, scope)
             if found is not None:
                 out.append((arg, found))
@@ -145,18 +145,6 @@ class Handoffs:
         if made is None or made.summary is None or made.member not in made.summary.classes:
             return None, None
         return made.summary, f"{made.member}.{func.attr.value}"
-
-
-def _slots(call: cst.Call):
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            continue
-        if arg.keyword is not None:
-            yield arg.keyword.value, arg
-        else:
-            yield position, arg
-            position += 1
 
 
 __all__ = ["Handoff", "Handoffs"]

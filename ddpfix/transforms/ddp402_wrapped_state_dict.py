@@ -8,9 +8,10 @@ from ..analysis.classes import module_under
 from ..examples import clean, fixes
 from ..factory_reports import report_factory_state_dicts
 from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrap_level, wrappers
-from ..module_unwrap import unwrap_built_models, unwrap_in_classes
+from ..kept_state_dicts import unwrap_kept_attributes
+from ..module_unwrap import inside_load, unwrap_built_models, unwrap_in_classes
 from ..rule import Context, Rule
-from ..syntax import code_of, dotted, method_name, receiver
+from ..syntax import code_of, dotted, receiver
 
 
 class WrappedStateDict(Rule):
@@ -69,7 +70,10 @@ in place of each `self.G.state_dict()`: the plain module's keys under DDP, the s
 plain run; the class's loads into the model reach the plain module too (DDP301), so a checkpoint it
 saves is one it can load back, under DDP and in a plain run. The finding is reported at the script's
 call, naming the module's lines. The same edit serves a class handed the wrapper (`Trainer(model,
-...)` keeping `self.model = model`), unless that class loads into the wrapper itself.
+...)` keeping `self.model = model`), unless that class loads into the wrapper itself. The script's own
+`torch.save(trainer.model.state_dict(), path)` through such an object (`trainer` built from the
+wrapper, its class keeping that parameter as `self.model`) saves
+`getattr(trainer.model, "module", trainer.model).state_dict()` likewise.
 
 For a wrap that this conversion adds (DDP301), the fix comes at that wrap's level: none where DDP301
 cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fixes`.
@@ -81,7 +85,7 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
             for call in facts.names.method_calls("state_dict"):
                 recv = receiver(call)
                 base = module_under(recv) if recv is not None else None  # `model.float().state_dict()`
-                if base is None or dotted(base) != handle or _inside_load(facts, call):
+                if base is None or dotted(base) != handle or inside_load(facts, call):
                     continue
                 if not facts.wraps.after_wrap(call, handle, wrap_stmt):
                     continue
@@ -149,6 +153,7 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
         unwrap_in_classes(ctx, self)
         unwrap_built_models(ctx, self)
+        unwrap_kept_attributes(ctx)
         report_factory_state_dicts(ctx)
 
 
@@ -176,10 +181,6 @@ def _pickled(facts, call: cst.Call, first: cst.BaseExpression | None) -> list[cs
 def _through(spelled: str, base: cst.BaseExpression, value: cst.BaseExpression) -> str:
     """`value` (`model.float()`) with its module `base` spelled `spelled` (`raw_model.float()`)."""
     return spelled + code_of(value)[len(code_of(base)) :]
-
-
-def _inside_load(facts, call: cst.CSTNode) -> bool:
-    return any(isinstance(a, cst.Call) and method_name(a) == "load_state_dict" for a in facts.index.ancestors(call))
 
 
 EXAMPLES = (
