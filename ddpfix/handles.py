@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from .analysis.model_params import CUSTOM, FORWARD, INSPECTS, LOAD_STATE, RETURNS, STATE_DICT, TRAINS, UNWRAPS
+from .analysis.model_params import (
+    CUSTOM,
+    FORWARD,
+    INSPECTS,
+    LOAD_STATE,
+    PICKLES,
+    RETURNS,
+    STATE_DICT,
+    TRAINS,
+    UNWRAPS,
+)
 from .diagnostic import NONE, SAFE, UNSAFE
 from .syntax import assign_targets, calls_in, code_of, dotted, kwarg, mentions, method_name, positional, receiver, walk
 
@@ -247,7 +257,7 @@ def handoffs(ctx: Context) -> list[Handoff]:
                     code = "DDP103"
                 elif LOAD_STATE in uses:
                     code = "DDP403"
-                elif STATE_DICT in uses:
+                elif STATE_DICT in uses or PICKLES in uses:
                     code = "DDP402"
                 elif CUSTOM in uses or INSPECTS in uses:
                     code = "DDP308"

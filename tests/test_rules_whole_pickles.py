@@ -105,3 +105,43 @@ def test_a_dict_of_state_dicts_is_left_to_the_state_dict_rule():
     src = SCRIPT.replace("{save}", "torch.save({'net': model.state_dict()}, 'ckpt.t7')")
     [d] = [d for d in check_source(src) if d.code == "DDP402"]
     assert "state_dict()" in d.message and "pickles" not in d.message
+
+
+STOPPER = Path(__file__).parent / "golden" / "early_stopper_pickles" / "input.py"
+
+
+def test_a_method_of_an_object_that_pickles_the_wrapper_is_handed_the_plain_module():
+    """`early_stopper.is_continuable(model, loss)` of a class of this file runs `torch.save(model, path)`
+    (golden early_stopper_pickles): the plain module is passed, so what it pickles loads without DDP."""
+    result = fix_source(STOPPER.read_text(), path="train.py")
+    [d] = [d for d in result.diagnostics if d.code == "DDP402"]
+    assert d.applied and "early_stopper.is_continuable() pickles model, the DDP wrapper" in d.message
+    assert "early_stopper.is_continuable(raw_model, total)" in result.code
+
+
+def test_a_method_that_also_trains_through_it_is_reported_without_a_fix():
+    text = STOPPER.read_text().replace(
+        "            torch.save(model, self.save_path)\n",
+        "            torch.save(model, self.save_path)\n            model(torch.randn(2, 4)).sum().backward()\n",
+    )
+    [d] = [d for d in check_source(text, path="train.py") if d.code == "DDP402"]
+    assert d.fix == "none" and "it trains through it" in d.message
+
+
+def test_a_method_that_saves_something_else_is_not_reported():
+    text = STOPPER.read_text().replace("torch.save(model, self.save_path)", "torch.save(loss, self.save_path)")
+    assert [d for d in check_source(text, path="train.py") if d.code == "DDP402"] == []
+
+
+def test_the_method_of_an_object_of_the_scripts_module_too(tmp_path, monkeypatch):
+    """The same stopper in a module of the script (stopping.py): its summary says the method pickles the
+    argument, and the script passes the plain module."""
+    text = STOPPER.read_text()
+    start, main = text.index("class EarlyStopper"), text.index('if __name__ == "__main__":')
+    (tmp_path / "stopping.py").write_text("import torch\n\n\n" + text[start:main].rstrip() + "\n")
+    (tmp_path / "train.py").write_text(text[:start] + "from stopping import EarlyStopper\n\n\n" + text[main:])
+    monkeypatch.chdir(tmp_path)
+    result = fix_source((tmp_path / "train.py").read_text(), path=str(tmp_path / "train.py"))
+    [d] = [d for d in result.diagnostics if d.code == "DDP402"]
+    assert d.applied and "pickles model" in d.message
+    assert "early_stopper.is_continuable(raw_model, total)" in result.code

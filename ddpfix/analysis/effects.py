@@ -18,6 +18,9 @@ TRACKER_MODULES = ("wandb", "mlflow")
 # file objects that live in memory: a save into one writes no file
 IN_MEMORY_FILES = {"io.BytesIO", "io.StringIO"}
 
+# what pickles its first argument whole (a module pickled whole keeps its class: the wrapper's needs a
+# process group to load)
+PICKLERS = ("torch.save", "joblib.dump", "pickle.dump", "dill.dump")
 # functions that write the file they are handed: qualified name -> (position, keyword) of the path
 WRITERS = {
     "torch.save": (1, "f"),
@@ -43,4 +46,12 @@ WRITERS = {
     "joblib.dump": (1, "filename"),
 }
 
-__all__ = ["WRITERS", "FILE_HANDLERS", "IN_MEMORY_FILES", "LOGGER_METHODS", "TRACKER_CTORS", "TRACKER_MODULES"]
+__all__ = [
+    "PICKLERS",
+    "WRITERS",
+    "FILE_HANDLERS",
+    "IN_MEMORY_FILES",
+    "LOGGER_METHODS",
+    "TRACKER_CTORS",
+    "TRACKER_MODULES",
+]

@@ -8,12 +8,14 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax import dotted, walk
+from .effects import PICKLERS
 from .index import TreeIndex
 from .model_params import (
     CUSTOM,
     FORWARD,
     INSPECTS,
     LOAD_STATE,
+    PICKLES,
     RETURNS,
     STATE_DICT,
     TRAINS,
@@ -43,7 +45,7 @@ class Helpers:
         plus TRAINS when the function trains); None when the callee is not one the analysis can read
         (a library, an unknown import, a method of an object), except INSPECTS for a library function
         that traces, exports or summarises it."""
-        func = self.index.callee_of(call)
+        func = self.index.callee_of(call) or self._method_of_instance(call)
         if func is None and inspects(self.names.call_qual(call), dotted(call.func), _slot(call, arg)):
             return {INSPECTS}  # writer.add_graph(model, x), torch.jit.trace(model, x)
         if func is not None:
@@ -56,8 +58,26 @@ class Helpers:
             return out
         target = self.modules.target_of(call.func)
         if target is None or target.summary is None or target.member is None:
-            return None
+            return self._instance_method_uses(call, arg)
         return self._module_uses(target.summary, target.member, call, arg)
+
+    def _instance_method_uses(self, call: cst.Call, arg: cst.Arg) -> set[str] | None:
+        """`obj.method(..., model, ...)` with `obj = Cls(...)` and `Cls` a class of the script's own
+        modules: what that method does with the argument, as its summary records it."""
+        made, method = self._receiver_made_by(call)
+        target = self.modules.target_of(made.func) if made is not None else None
+        if target is None or target.summary is None or target.member not in target.summary.classes:
+            return None
+        return self._module_uses(target.summary, f"{target.member}.{method}", call, arg)
+
+    def _receiver_made_by(self, call: cst.Call) -> tuple[cst.Call | None, str]:
+        """(`Cls(...)`, `method`) for `obj.method(...)` where `obj = Cls(...)` comes before the call in its
+        scope; (None, "") otherwise."""
+        func = call.func
+        if type(func) is not cst.Attribute or type(func.value) is not cst.Name:
+            return None, ""
+        made = self.names.value_before(self.index.scope_of(call), func.value.value, call)
+        return (made, func.attr.value) if isinstance(made, cst.Call) else (None, "")
 
     def constructor_uses(self, call: cst.Call, arg: cst.Arg) -> set[str] | None:
         """What a class of the script's own modules does with the value `arg` hands its constructor
@@ -82,6 +102,14 @@ class Helpers:
             out.add(TRAINS)
         return out
 
+    def _method_of_instance(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The method `obj.method(...)` runs, where `obj = Cls(...)` in the call's scope and `Cls` is a
+        class at the top level of this file (`early_stopper.is_continuable(model, auc)`)."""
+        made, method = self._receiver_made_by(call)
+        name = dotted(made.func) if made is not None else None
+        cls = next((c for c in self.index.classes if c.name.value == name and c in self.index.module.body), None)
+        return self.index.methods_of(cls).get(method) if cls is not None else None
+
     def _func_uses(self, func: cst.FunctionDef, param: str, depth: int) -> set[str]:
         out: set[str] = set()
         index = self.index
@@ -104,6 +132,9 @@ class Helpers:
                     continue
                 for a in node.args:
                     if dotted(a.value) != param or a.star:
+                        continue
+                    if a is node.args[0] and a.keyword is None and self.names.call_qual(node) in PICKLERS:
+                        out.add(PICKLES)  # torch.save(model, path): pickled whole
                         continue
                     if dotted(node.func) in ("getattr", "hasattr", "isinstance"):
                         out.add(UNWRAPS)

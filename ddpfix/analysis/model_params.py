@@ -11,6 +11,7 @@ import re
 
 from .ast_reading import ast_dotted, nodes
 from .ast_reading import parents as parents_of
+from .effects import PICKLERS
 from .torch_api import WRAPPER_API
 
 # What a function does with a model parameter.
@@ -22,6 +23,7 @@ CUSTOM = "custom"  # model.generate(...), model.config: what only the model has
 RETURNS = "returns"  # return model (unwrap_model, to_device): hands it back
 TRAINS = "trains"  # the function calls backward() or an optimizer's step()
 PARAMETERS = "parameters"  # model.parameters(): an optimizer over them, gradient clipping...
+PICKLES = "pickles"  # torch.save(model, path): the module pickled whole
 INSPECTS = "inspects"  # traces, exports or summarises it: writer.add_graph(model, x), torch.jit.trace(model, x)
 
 # Library functions that trace, export or summarise the module handed to them first: the DDP wrapper
@@ -115,6 +117,8 @@ def ast_uses(
                         uses[value.id].add(UNWRAPS)
                     elif inspects(None, callee, slot):
                         uses[value.id].add(INSPECTS)
+                    elif slot == 0 and callee in PICKLERS:  # `torch.save(model, path)`: pickled whole
+                        uses[value.id].add(PICKLES)
                     elif callee is not None:
                         passes[value.id].append((callee, slot))
         elif isinstance(node, ast.Return) and node.value is not None:
@@ -273,6 +277,7 @@ __all__ = [
     "PARAMETERS",
     "RETURNS",
     "STATE_DICT",
+    "PICKLES",
     "TRAINS",
     "UNWRAPS",
     "Slot",

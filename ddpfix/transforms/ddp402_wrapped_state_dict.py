@@ -5,6 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.classes import module_under
+from ..analysis.effects import PICKLERS
+from ..analysis.model_params import STATE_DICT
 from ..examples import clean, fixes
 from ..factory_reports import report_factory_state_dicts
 from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrap_level, wrappers
@@ -26,7 +28,9 @@ class WrappedStateDict(Rule):
 wrapper handed to a helper of the script (of this file or of its own modules) that saves its
 `state_dict()` (`save_checkpoint(model, path)`), or the whole wrapper pickled (`torch.save(model,
 path)`, `joblib.dump`, `pickle.dump`, also as a value of the dict saved, `state = {"net": net, "acc":
-acc}; torch.save(state, path)`: loading it needs a process group). The methods that return the
+acc}; torch.save(state, path)`: loading it needs a process group), also by a helper or a method of
+an object of this file it is handed to (`early_stopper.is_continuable(model, loss)` running
+`torch.save(model, self.save_path)`: the plain module is passed). The methods that return the
 module they are called on return the wrapper itself: `model.float().state_dict()` and
 `torch.save(model.cpu().eval(), path)` become `raw_model.float().state_dict()` and
 `torch.save(raw_model.cpu().eval(), path)` (the same calls on the plain module, which the wrapper's
@@ -137,29 +141,22 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
             if hand.code != self.code:
                 continue
             callee = code_of(hand.call.func)
+            saves = (
+                f"saves the state_dict() of {hand.handle}, the DDP wrapper ('module.' keys)"
+                if STATE_DICT in hand.uses
+                else f"pickles {hand.handle}, the DDP wrapper (loading it needs a process group)"
+            )
             if not hand.fixable:
-                why = hand.why
                 ctx.report(
-                    hand.arg.value,
-                    f"{callee}() saves the state_dict() of {hand.handle}, the DDP wrapper ('module.' keys); pass the "
-                    f"plain module ({why}: by hand)",
-                    fix="none",
+                    hand.arg.value, f"{callee}() {saves}; pass the plain module ({hand.why}: by hand)", fix="none"
                 )
                 continue
-            if ctx.report(
-                hand.arg.value,
-                f"{callee}() saves the state_dict() of {hand.handle}, the DDP wrapper ('module.' keys): pass {hand.raw}",
-            ):
+            if ctx.report(hand.arg.value, f"{callee}() {saves}: pass {hand.raw}"):
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
         unwrap_in_classes(ctx, self)
         unwrap_built_models(ctx, self)
         unwrap_kept_attributes(ctx)
         report_factory_state_dicts(ctx)
-
-
-# what pickles its first argument whole (a module pickled whole keeps its class: the wrapper's needs a
-# process group to load)
-PICKLERS = ("torch.save", "joblib.dump", "pickle.dump", "dill.dump")
 
 
 def _pickled(facts, call: cst.Call, first: cst.BaseExpression | None) -> list[cst.BaseExpression]:
