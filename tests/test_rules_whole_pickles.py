@@ -145,3 +145,19 @@ def test_the_method_of_an_object_of_the_scripts_module_too(tmp_path, monkeypatch
     [d] = [d for d in result.diagnostics if d.code == "DDP402"]
     assert d.applied and "pickles model" in d.message
     assert "early_stopper.is_continuable(raw_model, total)" in result.code
+
+
+def test_a_function_of_the_scripts_module_that_pickles_it(tmp_path, monkeypatch):
+    """`save_model(model, path)` of utils.py running `torch.save(model, path)`: the plain module is passed."""
+    (tmp_path / "utils.py").write_text("import torch\n\n\ndef save_model(model, path):\n    torch.save(model, path)\n")
+    text = STOPPER.read_text().replace(
+        "        if not early_stopper.is_continuable(model, total):\n            break\n",
+        "        save_model(model, 'best.pt')\n",
+    )
+    text = text.replace("import torch\n", "import torch\nfrom utils import save_model\n", 1)
+    (tmp_path / "train.py").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    result = fix_source(text, path=str(tmp_path / "train.py"))
+    [d] = [d for d in result.diagnostics if d.code == "DDP402"]
+    assert "save_model() pickles model" in d.message and d.applied
+    assert "save_model(raw_model, 'best.pt')" in result.code
