@@ -59,7 +59,8 @@ Adjacent statements that need the same guard (a print, a log line, the copy) sha
 `with open(path, "wb") as f: torch.save(..., f)` is guarded as a whole, since the `open` truncates.
 
 A save inside one of the script's own modules with no rank test around it there (`trainer.fit()`
-of a `Trainer` class in `trainer.py` that ends in `torch.save`) is reported at the script's call,
+of a `Trainer` class in `trainer.py` that ends in `torch.save`, or in any writer of the list above
+but the methods: `imageio.mimsave`, `np.save`, ...) is reported at the script's call,
 with the module's file and line, and the fix guards it in the module, with a test decided at run
 time that holds in a plain run and on rank 0 however the ranks were launched, so that every entry
 point importing the module stays correct:
