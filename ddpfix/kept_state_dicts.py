@@ -17,6 +17,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from .analysis.ast_reading import kept_params
 from .analysis.config_factory import parsed
 from .handles import once_wrapped, wrap_level, wrappers
 from .module_unwrap import UNWRAP, inside_load
@@ -67,13 +68,7 @@ def kept_as(path: Path, cls_name: str, slot: int | str) -> set[str]:
         return set()
     params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
     name = slot if isinstance(slot, str) else (params[slot] if slot < len(params) else None)
-    return {
-        t.attr
-        for n in ast.walk(init)
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id == name
-        for t in n.targets
-        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-    }
+    return {attr.removeprefix("self.") for attr, param in kept_params(init).items() if param == name}
 
 
 __all__ = ["kept_as", "unwrap_kept_attributes"]

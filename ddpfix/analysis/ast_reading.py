@@ -85,6 +85,19 @@ def ast_dotted(node: ast.AST) -> str | None:
     return None
 
 
+def kept_params(init: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+    """`self.<attr>` -> the parameter of `__init__` it is assigned (`self.model = model`)."""
+    positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # without `self`
+    params = {*positional, *(a.arg for a in init.args.kwonlyargs)}
+    return {
+        f"self.{t.attr}": n.value.id
+        for n in nodes(init)
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params
+        for t in n.targets
+        if isinstance(t, ast.Attribute) and ast_dotted(t.value) == "self"
+    }
+
+
 def is_main_test(test: ast.AST) -> bool:
     return (
         isinstance(test, ast.Compare)

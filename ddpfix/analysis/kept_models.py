@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from .ast_reading import ast_dotted, nodes
+from .ast_reading import ast_dotted, kept_params, nodes
 from .class_models import OPTIMIZER_WORDS
 from .loader_params import AttributesAsNames, stored_loader_uses
 from .model_params import CUSTOM, FORWARD, INSPECTS, PARAMETERS, TRAINS, ast_trains, ast_uses
@@ -26,13 +26,7 @@ def ast_kept_model_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
     init = next((f for f in methods if f.name == "__init__"), None)
     if init is None or not any(ast_trains(m) for m in methods):
         return {}
-    params = {a.arg for a in [*init.args.args[1:], *init.args.kwonlyargs]}
-    kept: dict[str, str] = {}  # `self.model` -> `model`
-    for n in nodes(init):
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
-            for t in n.targets:
-                if isinstance(t, ast.Attribute) and ast_dotted(t.value) == "self":
-                    kept[f"self.{t.attr}"] = n.value.id
+    kept = kept_params(init)  # `self.model` -> `model`
     optimized: set[str] = set()
     for node in nodes(cls):
         name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
@@ -47,7 +41,7 @@ def ast_kept_model_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
                 owner = ast_dotted(inner.func.value) or ""
                 if inner.func.attr in ("parameters", "named_parameters"):
                     param = kept.get(owner, owner)
-                    if param in params and param in kept.values():
+                    if param in kept.values():
                         optimized.add(param)
     out: dict[str, set[str]] = {p: {PARAMETERS, TRAINS} for p in optimized}
     held: dict[str, set[str]] = {}  # a kept model the caller builds the optimizer for

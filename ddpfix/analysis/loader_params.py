@@ -10,7 +10,7 @@ import builtins
 import copy
 from collections.abc import Callable
 
-from .ast_reading import ast_dotted, nodes
+from .ast_reading import ast_dotted, kept_params, nodes
 from .ast_reading import parents as parents_of
 from .model_params import ast_trains
 
@@ -104,13 +104,7 @@ def ast_stored_loader_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
     init = next((f for f in methods if f.name == "__init__"), None)
     if init is None:
         return {}
-    params = {a.arg for a in [*init.args.args[1:], *init.args.kwonlyargs]}
-    kept: dict[str, str] = {}  # `self.train_loader` -> `train_loader`
-    for n in nodes(init):
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
-            for t in n.targets:
-                if isinstance(t, ast.Attribute) and ast_dotted(t.value) == "self":
-                    kept[f"self.{t.attr}"] = n.value.id
+    kept = kept_params(init)  # `self.train_loader` -> `train_loader`
     out: dict[str, set[str]] = {}
     for method in methods if kept else []:
         named = AttributesAsNames(set(kept)).visit(copy.deepcopy(method))  # `iter(self.data_loader)` too
