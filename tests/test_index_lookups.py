@@ -128,3 +128,32 @@ def test_a_call_by_name_finds_the_function_its_scope_sees() -> None:
     }
     train = next(f for f in index.funcs if f.name.value == "train")
     assert [c.func.value for c in index.callers_of(train)] == ["train"]
+
+
+def test_frozen_heap_is_given_back() -> None:
+    """A short script runs with the heap frozen out of the collector, and gets it back after (an error
+    included); a process that froze objects itself keeps them frozen."""
+    seen: list[int] = []
+    real = gc.freeze
+
+    def spy() -> None:
+        real()
+        seen.append(gc.get_freeze_count())
+
+    source = "import torch\nmodel = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters())\n"
+    assert gc.get_freeze_count() == 0
+    gc.freeze = spy  # type: ignore[assignment]
+    try:
+        fix_source(source)
+        assert seen and seen[0] > 0  # the tree was frozen during the analysis
+        assert gc.get_freeze_count() == 0 and gc.isenabled()
+        with pytest.raises(DdpfixError):
+            fix_source(source + "def (:\n")
+        assert gc.get_freeze_count() == 0
+        real()
+        calls = len(seen)
+        fix_source(source)
+        assert len(seen) == calls and gc.get_freeze_count() > 0  # the process's own freeze stands
+    finally:
+        gc.freeze = real  # type: ignore[assignment]
+        gc.unfreeze()

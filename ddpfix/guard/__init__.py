@@ -35,6 +35,7 @@ from ..analysis.stamps import overlaid
 from ..contract.lines import to_input
 from ..diagnostic import NONE, SAFE, Diagnostic, FileChange
 from ..passes import dependents, plan_pass
+from ..render import render
 from ..rule import Context
 from ..suppress import might_have, scan
 from ..transforms import BY_CODE
@@ -181,7 +182,8 @@ class Guard:
         module = plan.apply()
         # the later passes and checks read the script's own modules as this plan edits them
         with overlaid(ctx.others.texts() if ctx.others is not None else {}):
-            result = fixpoint(self, module, module.code, ctx.fixing)
+            text = render(module, self.facts.module, self.text, self.tree if self.input_parses() else None)
+            result = fixpoint(self, module, text, ctx.fixing)
             if isinstance(result, str):
                 return Verdict(result)
             return self._after(result)

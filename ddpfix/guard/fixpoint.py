@@ -19,6 +19,7 @@ import libcst as cst
 from ..analysis import ScriptFacts
 from ..diagnostic import Diagnostic
 from ..passes import MIGHT_TRAIN, plan_pass, reaches_rules
+from ..render import render
 from ..suppress import might_have, scan
 from . import plan_checks
 
@@ -58,7 +59,7 @@ def fixpoint(guard: Guard, module: cst.Module, text: str, fixing: set[str]) -> F
         if problems:
             return problems[0].reason
         again = ctx.plan.apply()
-        new_text = again.code
+        new_text = render(again, module, text, tree)
         if new_text == text:  # edits that render as they were
             return Fixpoint(module, text, tree, facts, _as_checked(ctx), later)
         later += [(d, text) for d in ctx.diagnostics if d.applied]
