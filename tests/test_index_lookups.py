@@ -13,7 +13,7 @@ from ddpfix.analysis.flow import binds
 from ddpfix.analysis.index import TreeIndex
 from ddpfix.api import PAUSE_GC_FROM, fix_source
 from ddpfix.errors import DdpfixError
-from ddpfix.syntax import calls_in, is_statement, walk
+from ddpfix.syntax import calls_in, child_nodes, is_statement, walk
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*/input.py"))
 KINDS = (cst.FunctionDef, cst.ClassDef, cst.If, (cst.For, cst.While), cst.BaseCompoundStatement, cst.BaseSmallStatement)
@@ -71,6 +71,25 @@ def test_collector_is_left_as_found() -> None:
     with pytest.raises(DdpfixError):
         fix_source(source + "def (:\n")
     assert gc.isenabled()  # also after an error
+
+
+@pytest.mark.parametrize("path", GOLDEN[::9], ids=lambda p: p.parent.name)
+def test_parents_and_order_match_a_walk(path: Path) -> None:
+    module = cst.parse_module(path.read_bytes())
+    index = TreeIndex(module)
+    nodes = list(walk(module))
+    expected = {}
+    for node in nodes:
+        for child in child_nodes(node):
+            expected[child] = node
+    assert len(index.parent) == len(expected) and set(index.parent) == set(expected)
+    for child, up in expected.items():
+        assert index.parent[child] is up and index.parent.get(child) is up and child in index.parent
+    assert [index.order(n) for n in nodes] == list(range(len(nodes)))  # pre-order, as walked
+    foreign = cst.Name("x")  # a node of no tree: no parent, and not mistaken for one while it lives
+    assert index.parent.get(foreign) is None and foreign not in index.parent and module not in index.parent
+    with pytest.raises(KeyError):
+        index.parent[foreign]
 
 
 CALLEES = """

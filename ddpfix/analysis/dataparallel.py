@@ -67,7 +67,7 @@ def dataparallel_conversions(index: TreeIndex, names: Names, models: Models) -> 
         conv.lines.append(line)
         conv.blocker = conv.blocker or blocker
     for conv in by_handle.values():
-        conv.lines.sort(key=lambda line: index.order[line.stmt])
+        conv.lines.sort(key=lambda line: index.order(line.stmt))
         if conv.blocker is None and len({id(index.parent.get(line.top)) for line in conv.lines}) > 1:
             conv.blocker = "the model is wrapped in DataParallel in several places: convert it by hand"
         if conv.blocker is None:

@@ -5,18 +5,15 @@ function of this file a call reaches and who calls a function)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
 from ..positions import StatementPositions, module_positions
 from ..syntax import child_nodes, dotted, index_module, is_statement
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 Block = cst.Module | cst.IndentedBlock
 Scope = cst.Module | cst.FunctionDef
@@ -38,6 +35,34 @@ _KINDS: dict[type | tuple, dict[type, bool]] = {}  # kind -> node type -> isinst
 _NOWHERE = CodeRange(CodePosition(1, 0), CodePosition(1, 0))
 
 
+class _Parents(Mapping):
+    """node -> its parent, read from the index's map keyed by `id` (see `TreeIndex._up`)."""
+
+    __slots__ = ("_up", "_nodes")
+
+    def __init__(self, up: dict[int, cst.CSTNode], nodes: list[cst.CSTNode]) -> None:
+        self._up, self._nodes = up, nodes
+
+    def get(self, node, default=None):  # type: ignore[override]
+        return self._up.get(id(node), default)
+
+    def __getitem__(self, node: cst.CSTNode) -> cst.CSTNode:
+        try:
+            return self._up[id(node)]
+        except KeyError:
+            raise KeyError(node) from None
+
+    def __contains__(self, node: object) -> bool:
+        return id(node) in self._up
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        up = self._up
+        return (n for n in self._nodes if id(n) in up)
+
+    def __len__(self) -> int:
+        return len(self._up)
+
+
 class TreeIndex:
     """Parents, source order, the nodes of each kind the rules read, and navigation."""
 
@@ -50,11 +75,11 @@ class TreeIndex:
         self.module = module
         self.placed = placed
         self._text, self._tree = text, tree
-        self.parent: dict[cst.CSTNode, cst.CSTNode] = {}
-        self.order: dict[cst.CSTNode, int] = {}
-        # id(node) -> its parent: `parent` without LibCST's hash, which is Python code (every node of the
+        # id(node) -> its parent: keyed without LibCST's hash, which is Python code (every node of the
         # tree is alive as long as the index, so no other object can have a tree node's id meanwhile)
         self._up: dict[int, cst.CSTNode] = {}
+        self._nodes: list[cst.CSTNode] = []  # pre-order
+        self.parent: Mapping[cst.CSTNode, cst.CSTNode] = _Parents(self._up, self._nodes)
         self.calls: list[cst.Call] = []
         self.loops: list[cst.For | cst.While] = []
         self.funcs: list[cst.FunctionDef] = []
@@ -64,7 +89,6 @@ class TreeIndex:
         self.assigns: list[cst.Assign] = []
         self.imports: list[cst.Import | cst.ImportFrom] = []
         self.identifiers: set[str] = set()  # every Name's text: what a new name must not be
-        self._nodes: list[cst.CSTNode] = []  # pre-order
         self._spans: dict[int, list[int]] = {}  # id(node) -> [start, end) in `_nodes`
         self._positions: StatementPositions | None = None
         self._callees: dict[int, tuple[cst.Call, cst.FunctionDef | None]] = {}  # id(call) -> (call, callee)
@@ -85,7 +109,7 @@ class TreeIndex:
             cst.Import: self.imports,
             cst.ImportFrom: self.imports,
         }
-        nodes, spans, parent, order, identifiers = self._nodes, self._spans, self.parent, self.order, self.identifiers
+        nodes, spans, identifiers = self._nodes, self._spans, self.identifiers
         up_of = self._up
         name_type = cst.Name
         stack: list = [(self.module, None)]
@@ -96,10 +120,8 @@ class TreeIndex:
                 spans[id(node)][1] = len(nodes)
                 continue
             if up is not None:
-                parent[node] = up
                 up_of[id(node)] = up
             at = len(nodes)
-            order[node] = at
             nodes.append(node)
             kind = kinds.get(type(node))
             if kind is not None:
@@ -186,7 +208,11 @@ class TreeIndex:
 
     def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
         """Does `a` start before `b` in the source?"""
-        return self.order[a] < self.order[b]
+        return self.order(a) < self.order(b)
+
+    def order(self, node: cst.CSTNode) -> int:
+        """Where `node` (a node of this module) comes in the source: its pre-order number."""
+        return self._spans[id(node)][0]
 
     def in_one_line_suite(self, node: cst.CSTNode) -> bool:
         """True for statements written on one line after `:` (`if x: y()`), which cannot take a guard."""

@@ -152,7 +152,7 @@ def _joins(facts):
     init_process_group calls (helper None), and calls of its own modules' helpers that do."""
     out = [(c, None) for c in facts.launch.init_calls]
     out += [(c, dotted(c.func)) for c in facts.launch.helper_joins]
-    return sorted(out, key=lambda p: facts.index.order[p[0]])
+    return sorted(out, key=lambda p: facts.index.order(p[0]))
 
 
 def _device_setters(facts):

@@ -125,7 +125,7 @@ process group first; which one fits is the author's choice.
             own = {t for n in walk(loop) if isinstance(n, cst.Assign) for t in assign_targets(index.site(n).stmt)}
             for name in reads(loop) - own:  # a name the loop binds itself reads the loop's value
                 used |= sources_of(index.scope_of(loop), name)
-        for draw in sorted(used, key=facts.index.order.__getitem__):
+        for draw in sorted(used, key=facts.index.order):
             ctx.report(
                 draw,
                 f"`{drawn.get(draw, 'this value')}` is {self.message[0].lower()}{self.message[1:]}; seed the generator "
