@@ -93,6 +93,9 @@ class TreeIndex:
         self._positions: StatementPositions | None = None
         self._callees: dict[int, tuple[cst.Call, cst.FunctionDef | None]] = {}  # id(call) -> (call, callee)
         self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
+        # rules ask where the same nodes sit several times over: (id(node), kind) -> (node, answer)
+        self._sites: dict[int, Site] = {}
+        self._enclosing: dict[tuple[int, type], tuple[cst.CSTNode, cst.CSTNode | None]] = {}
         self._collect()
         index_module(self._nodes, self._spans)
 
@@ -170,6 +173,13 @@ class TreeIndex:
 
     def site(self, node: cst.CSTNode) -> Site:
         """The statement holding `node` (a direct child of a block) and its block/function/class."""
+        known = self._sites.get(id(node))
+        if known is not None and known.node is node:
+            return known
+        known = self._sites[id(node)] = self._site(node)  # (the site keeps the node: its id stays its own)
+        return known
+
+    def _site(self, node: cst.CSTNode) -> Site:
         child = node
         stmt = block = None
         func = cls = None
@@ -189,6 +199,15 @@ class TreeIndex:
         return Site(node, stmt, block, func, cls)  # type: ignore[arg-type]
 
     def enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
+        key = (id(node), kind)
+        known = self._enclosing.get(key)
+        if known is not None and known[0] is node:
+            return known[1]
+        found = self._enclosing_of(node, kind)
+        self._enclosing[key] = (node, found)
+        return found
+
+    def _enclosing_of(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
         up = self._up
         memo = _KINDS.get(kind)
         if memo is None:
