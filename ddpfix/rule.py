@@ -229,8 +229,10 @@ class Context:
     def silenced(self, node: cst.CSTNode) -> bool:
         """Does a `# ddpfix: ignore[...]` comment silence the running rule at `node`?"""
         assert self.rule is not None
+        if self.suppressions is None:  # no such comment in the file: no position to find
+            return False
         line = self.facts.index.position(node).start.line
-        return self.suppressions is not None and self.suppressions.silences(self.rule.code, line)
+        return self.suppressions.silences(self.rule.code, line)
 
     def block(self) -> None:
         """The running rule cannot make the fix other rules require of it (DDP001 cannot set up the
