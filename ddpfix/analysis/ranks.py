@@ -48,6 +48,7 @@ class Ranks:
         self.values = RankValues(index, names, launch.modules)
         self.launcher = Launcher(index, launch, self.mentions_rank)
         self._early_exits: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+        self._collectives: dict[int, tuple[cst.Call, str | None]] = {}  # id(call) -> (call, its collective)
 
     # ------------------------------------------------------------------ values and tests
     def depends_on_rank(self, expr: cst.CSTNode) -> bool:
@@ -279,6 +280,15 @@ class Ranks:
 
     # ------------------------------------------------------------------ collectives
     def collective_op(self, call: cst.Call) -> str | None:
+        """The collective `call` issues ("all_reduce", or "helper()" for a function that issues one)."""
+        known = self._collectives.get(id(call))
+        if known is not None and known[0] is call:
+            return known[1]
+        op = self._collective_op(call)
+        self._collectives[id(call)] = (call, op)  # (the call is kept: its id cannot be reused meanwhile)
+        return op
+
+    def _collective_op(self, call: cst.Call) -> str | None:
         op = self._torch_collective(call)
         if op is not None:
             return op
