@@ -53,6 +53,8 @@ class Names:
         # names the script's own modules hand on from a library (`from utils import dist`, where
         # utils has `import torch.distributed as dist`): the library's
         self.aliases.update(libraries or {})
+        # (id(scope), target) -> (scope, its assignments): rules ask about the same names again and again
+        self._assignments: dict[tuple[int, str], tuple[cst.CSTNode, list[Site]]] = {}
 
     def _record_import(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -167,6 +169,13 @@ class Names:
 
     def assignments(self, scope: cst.CSTNode, target: str) -> list[Site]:
         """Statements in `scope` (not nested functions) that assign `target`, in source order."""
+        key = (id(scope), target)
+        known = self._assignments.get(key)
+        if known is None or known[0] is not scope:
+            known = self._assignments[key] = (scope, self._assignments_in(scope, target))  # (keeps the scope)
+        return list(known[1])
+
+    def _assignments_in(self, scope: cst.CSTNode, target: str) -> list[Site]:
         index = self.index
         if index.indexed(scope):  # a node of this module: ask the index
             lines = [n for n in self._assigning.get(target, ()) if index.contains(scope, n)]

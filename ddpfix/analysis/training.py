@@ -42,20 +42,19 @@ class Training:
         """`opt = SGD(model.parameters(), ...)`-shaped statements (also one optimizer per model of a
         list: `opts = [SGD(net.parameters()) for net in nets]`)."""
         out = []
-        for call in self.index.calls:
-            q = self.names.call_qual(call) or ""
-            if not self.parameter_receivers(call):
-                continue
+        for call in self.index.calls:  # the cheap tests first: the receivers' may look back for a name
             site = self.index.site(call)
-            targets = assign_targets(site.stmt)
             value = assigned_value(site.stmt)
             if value is not call and not (isinstance(value, (cst.ListComp, cst.GeneratorExp)) and value.elt is call):
                 continue  # `opts = [SGD(net.parameters()) for net in nets]`: one optimizer per model
-            if (
+            q = self.names.call_qual(call) or ""
+            if not (
                 q.startswith("torch.optim.")
-                or any(OPTIMIZER_NAMES.search(t.split(".")[-1]) for t in targets)
+                or any(OPTIMIZER_NAMES.search(t.split(".")[-1]) for t in assign_targets(site.stmt))
                 or OPTIMIZER_CLASSES.search(q)
             ):
+                continue
+            if self.parameter_receivers(call):
                 out.append(site)
         return out
 
