@@ -92,6 +92,37 @@ def test_parents_and_order_match_a_walk(path: Path) -> None:
         index.parent[foreign]
 
 
+GLOBALS = """
+model = None
+def load():
+    global model, step
+    model = 1
+def outer():
+    def inner():
+        global model
+    return inner
+class Trainer:
+    def fit(self):
+        global step
+"""
+
+
+@pytest.mark.parametrize("source", [GLOBALS, *(p.read_text(encoding="utf-8", errors="replace") for p in GOLDEN[::11])])
+def test_declared_global_matches_a_walk_of_each_function(source: str) -> None:
+    index = TreeIndex(cst.parse_module(source))
+    names = {g.name.value for n in walk(index.module) if isinstance(n, cst.Global) for g in n.names}
+    for name in names | {"nothing_declares_this"}:
+        expected = [
+            f
+            for f in index.funcs
+            if any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names) for n in walk(f.body))
+        ]
+        assert index.declared_global.get(name, []) == expected
+    if source is GLOBALS:
+        assert [f.name.value for f in index.declared_global["model"]] == ["load", "outer", "inner"]
+        assert [f.name.value for f in index.declared_global["step"]] == ["load", "fit"]
+
+
 CALLEES = """
 def helper():
     pass

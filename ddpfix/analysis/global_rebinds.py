@@ -13,16 +13,11 @@ from .index import TreeIndex
 
 def rebinding_functions(index: TreeIndex, handle: str) -> list[cst.FunctionDef]:
     """Functions that declare `global handle` and assign it."""
-    out = []
-    for func in index.funcs:
-        declared = any(
-            isinstance(n, cst.Global) and any(g.name.value == handle for g in n.names) for n in walk(func.body)
-        )
-        if declared and any(
-            isinstance(n, cst.SimpleStatementLine) and handle in assign_targets(n) for n in walk(func.body)
-        ):
-            out.append(func)
-    return out
+    return [
+        func
+        for func in index.declared_global.get(handle, ())
+        if any(isinstance(n, cst.SimpleStatementLine) and handle in assign_targets(n) for n in walk(func.body))
+    ]
 
 
 def rebound_after(index: TreeIndex, handle: str, anchor: cst.CSTNode) -> tuple[str, int] | None:
@@ -30,8 +25,11 @@ def rebound_after(index: TreeIndex, handle: str, anchor: cst.CSTNode) -> tuple[s
     module-level `handle` through `global`; None where there is none."""
     if "." in handle:
         return None
+    funcs = rebinding_functions(index, handle)
+    if not funcs:  # (before the anchor's position, which costs a render of its statement)
+        return None
     start = index.position(anchor).end.line
-    for func in rebinding_functions(index, handle):
+    for func in funcs:
         for call in index.callers_of(func):
             line = index.position(call).start.line
             if line > start:

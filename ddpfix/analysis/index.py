@@ -88,6 +88,7 @@ class TreeIndex:
         self.strings: list[cst.SimpleString] = []
         self.assigns: list[cst.Assign] = []
         self.imports: list[cst.Import | cst.ImportFrom] = []
+        self.globals: list[cst.Global] = []  # `global x` statements
         self.identifiers: set[str] = set()  # every Name's text: what a new name must not be
         self._spans: dict[int, list[int]] = {}  # id(node) -> [start, end) in `_nodes`
         self._positions: StatementPositions | None = None
@@ -111,6 +112,7 @@ class TreeIndex:
             cst.Assign: self.assigns,
             cst.Import: self.imports,
             cst.ImportFrom: self.imports,
+            cst.Global: self.globals,
         }
         nodes, spans, identifiers = self._nodes, self._spans, self.identifiers
         up_of = self._up
@@ -253,6 +255,22 @@ class TreeIndex:
             for f in self.funcs
             if self.parent.get(self.parent.get(f)) is None or self.parent.get(f) is self.module
         }
+
+    @cached_property
+    def declared_global(self) -> dict[str, list[cst.FunctionDef]]:
+        """name -> the functions whose body (a nested function's included) declares it `global`, in
+        source order."""
+        out: dict[str, list[cst.FunctionDef]] = {}
+        for node in self.globals:
+            for anc in self.ancestors(node):
+                if type(anc) is cst.FunctionDef:
+                    for g in node.names:
+                        funcs = out.setdefault(g.name.value, [])
+                        if anc not in funcs:
+                            funcs.append(anc)
+        for funcs in out.values():
+            funcs.sort(key=self.order)
+        return out
 
     def methods_of(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         if cls not in self._methods:
