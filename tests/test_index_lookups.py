@@ -207,3 +207,22 @@ def test_frozen_heap_is_given_back() -> None:
     finally:
         gc.freeze = real  # type: ignore[assignment]
         gc.unfreeze()
+
+
+def test_node_memo_answers_once_per_node_and_arguments() -> None:
+    from ddpfix.analysis.node_memo import NodeMemo
+
+    memo, calls = NodeMemo(), []
+
+    def answer(node, *args):
+        calls.append((node, args))
+        return None if args == ("none",) else (node.value, args)
+
+    a, b = cst.Name("x"), cst.Name("x")  # equal by value, two nodes: two answers
+    assert memo(a, answer) == ("x", ()) and memo(a, answer) == ("x", ())
+    assert memo(b, answer) == ("x", ()) and memo(a, answer, 1) == ("x", (1,))
+    assert memo(a, answer, "none") is None and memo(a, answer, "none") is None  # None is remembered too
+    assert calls == [(a, ()), (b, ()), (a, (1,)), (a, ("none",))]
+    for _ in range(200):  # a node made and dropped cannot take over the answer of one the memo keeps
+        assert memo(cst.Name("y"), answer) == ("y", ())
+    assert memo(a, answer) == ("x", ()) and len(calls) == 204

@@ -14,6 +14,7 @@ from libcst.metadata import CodePosition, CodeRange
 
 from ..positions import StatementPositions, module_positions
 from ..syntax import child_nodes, dotted, index_module, is_statement
+from .node_memo import NodeMemo
 
 Block = cst.Module | cst.IndentedBlock
 Scope = cst.Module | cst.FunctionDef
@@ -92,11 +93,10 @@ class TreeIndex:
         self.identifiers: set[str] = set()  # every Name's text: what a new name must not be
         self._spans: dict[int, list[int]] = {}  # id(node) -> [start, end) in `_nodes`
         self._positions: StatementPositions | None = None
-        self._callees: dict[int, tuple[cst.Call, cst.FunctionDef | None]] = {}  # id(call) -> (call, callee)
+        self._callees = NodeMemo()  # call -> the function of this file it invokes
         self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
-        # rules ask where the same nodes sit several times over: (id(node), kind) -> (node, answer)
-        self._sites: dict[int, Site] = {}
-        self._enclosing: dict[tuple[int, type], tuple[cst.CSTNode, cst.CSTNode | None]] = {}
+        self._sites = NodeMemo()  # rules ask where the same nodes sit several times over
+        self._enclosing = NodeMemo()
         self._collect()
         index_module(self._nodes, self._spans)
 
@@ -175,11 +175,7 @@ class TreeIndex:
 
     def site(self, node: cst.CSTNode) -> Site:
         """The statement holding `node` (a direct child of a block) and its block/function/class."""
-        known = self._sites.get(id(node))
-        if known is not None and known.node is node:
-            return known
-        known = self._sites[id(node)] = self._site(node)  # (the site keeps the node: its id stays its own)
-        return known
+        return self._sites(node, self._site)
 
     def _site(self, node: cst.CSTNode) -> Site:
         child = node
@@ -201,13 +197,7 @@ class TreeIndex:
         return Site(node, stmt, block, func, cls)  # type: ignore[arg-type]
 
     def enclosing(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
-        key = (id(node), kind)
-        known = self._enclosing.get(key)
-        if known is not None and known[0] is node:
-            return known[1]
-        found = self._enclosing_of(node, kind)
-        self._enclosing[key] = (node, found)
-        return found
+        return self._enclosing(node, self._enclosing_of, kind)
 
     def _enclosing_of(self, node: cst.CSTNode, kind: type) -> cst.CSTNode | None:
         up = self._up
@@ -279,12 +269,7 @@ class TreeIndex:
 
     def callee_of(self, call: cst.Call) -> cst.FunctionDef | None:
         """The function or method of this file that `call` invokes, when that can be told by name."""
-        known = self._callees.get(id(call))
-        if known is not None and known[0] is call:
-            return known[1]
-        callee = self._find_callee(call)
-        self._callees[id(call)] = (call, callee)  # (the call is kept: its id cannot be reused meanwhile)
-        return callee
+        return self._callees(call, self._find_callee)
 
     def _find_callee(self, call: cst.Call) -> cst.FunctionDef | None:
         func = call.func

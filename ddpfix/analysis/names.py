@@ -11,6 +11,7 @@ import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, dotted, method_name, walk
 from .index import Site, TreeIndex
+from .node_memo import NodeMemo
 
 # Libraries that distribute a script themselves, by the import that hands them the job (the longest
 # prefix wins) -> how to name them.
@@ -53,8 +54,7 @@ class Names:
         # names the script's own modules hand on from a library (`from utils import dist`, where
         # utils has `import torch.distributed as dist`): the library's
         self.aliases.update(libraries or {})
-        # (id(scope), target) -> (scope, its assignments): rules ask about the same names again and again
-        self._assignments: dict[tuple[int, str], tuple[cst.CSTNode, list[Site]]] = {}
+        self._assignments = NodeMemo()  # (scope, name) -> its assignments: asked about again and again
 
     def _record_import(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -169,11 +169,7 @@ class Names:
 
     def assignments(self, scope: cst.CSTNode, target: str) -> list[Site]:
         """Statements in `scope` (not nested functions) that assign `target`, in source order."""
-        key = (id(scope), target)
-        known = self._assignments.get(key)
-        if known is None or known[0] is not scope:
-            known = self._assignments[key] = (scope, self._assignments_in(scope, target))  # (keeps the scope)
-        return list(known[1])
+        return list(self._assignments(scope, self._assignments_in, target))
 
     def _assignments_in(self, scope: cst.CSTNode, target: str) -> list[Site]:
         index = self.index

@@ -17,6 +17,7 @@ from ..syntax import assigned_value, calls_in, child_nodes, code_of, dotted, is_
 from .index import TreeIndex
 from .launch import Launch
 from .names import Names
+from .node_memo import NodeMemo
 from .rankvalues import BOOL, RANK, RankValues
 from .spawned import Launcher
 from .summaries import COLLECTIVE, SILENCES_PRINT
@@ -48,7 +49,7 @@ class Ranks:
         self.values = RankValues(index, names, launch.modules)
         self.launcher = Launcher(index, launch, self.mentions_rank)
         self._early_exits: dict[cst.CSTNode, list[cst.CSTNode]] = {}
-        self._collectives: dict[int, tuple[cst.Call, str | None]] = {}  # id(call) -> (call, its collective)
+        self._collectives = NodeMemo()  # call -> the collective it issues
 
     # ------------------------------------------------------------------ values and tests
     def depends_on_rank(self, expr: cst.CSTNode) -> bool:
@@ -281,12 +282,7 @@ class Ranks:
     # ------------------------------------------------------------------ collectives
     def collective_op(self, call: cst.Call) -> str | None:
         """The collective `call` issues ("all_reduce", or "helper()" for a function that issues one)."""
-        known = self._collectives.get(id(call))
-        if known is not None and known[0] is call:
-            return known[1]
-        op = self._collective_op(call)
-        self._collectives[id(call)] = (call, op)  # (the call is kept: its id cannot be reused meanwhile)
-        return op
+        return self._collectives(call, self._collective_op)
 
     def _collective_op(self, call: cst.Call) -> str | None:
         op = self._torch_collective(call)
