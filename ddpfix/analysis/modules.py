@@ -19,7 +19,6 @@ from ..syntax import dotted
 from .ast_reading import imported_names
 from .flow import binds
 from .imports import Imported, ImportTable, Origin, find_module, package_base
-from .node_memo import NodeMemo
 from .stamps import fresh_stamps, read_bytes, stamp
 from .summaries import ClassSummary, Finding, ModuleSummary, finder, summarise
 
@@ -44,7 +43,9 @@ class LocalModules:
         self.folder = script_folder(path)
         self.table = ImportTable(_imported_cst(imports), self._find)
         self._targets: dict[str, Target | None] = {}
-        self._by_node = NodeMemo()  # called expression -> its target: the rules ask about the same calls often
+        # id(called expression) -> (it, its target): asked as often as `TreeIndex.callee_of`, and kept
+        # inline like it
+        self._by_node: dict[int, tuple[cst.BaseExpression, Target | None]] = {}
         self._module = module  # the script: the names it binds itself shadow a star import's
         self._stars = [
             (dotted(node.module) if node.module is not None else "", len(node.relative))
@@ -64,7 +65,10 @@ class LocalModules:
     def target_of(self, func: cst.BaseExpression) -> Target | None:
         """What a called name refers to (`init_distributed_mode`, `utils.init_distributed_mode`);
         None for names no import of the script binds."""
-        return self._by_node(func, self._target_of)
+        known = self._by_node.get(id(func))
+        if known is None:
+            known = self._by_node[id(func)] = (func, self._target_of(func))  # (keeps the node: its id stays its own)
+        return known[1]
 
     def _target_of(self, func: cst.BaseExpression) -> Target | None:
         name = dotted(func)
