@@ -85,6 +85,8 @@ def _trained_before(facts, handle: str, wrap_stmt: cst.CSTNode) -> list[cst.Call
     func = index.enclosing(wrap_stmt, cst.FunctionDef)
     out = []
     for call in index.calls:
+        if not any(dotted(arg.value) == handle for arg in call.args):  # (the cheap test first)
+            continue
         if index.enclosing(call, cst.FunctionDef) is not func:
             continue
         if not (index.before(call, wrap_stmt) or index.contains(wrap_stmt, call)):
