@@ -28,7 +28,7 @@ class _Stop(Exception):
     """Raised by the recording state once the node asked for is rendered."""
 
 
-def _line_starts(text: str) -> list[int]:
+def line_starts(text: str) -> list[int]:
     """Offsets where each line after the first starts."""
     return [m.end() for m in _LINE_BREAK.finditer(text)]
 
@@ -107,7 +107,7 @@ class ModulePositions:
 
     def __init__(self, module: cst.Module) -> None:
         self._spans: Spans = {}
-        self._breaks = _line_starts(_render(module, module, self._spans))
+        self._breaks = line_starts(_render(module, module, self._spans))
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         start, end = self._spans[node]
@@ -133,7 +133,7 @@ class StatementPositions:
     ) -> None:
         self.module, self.text, self.parent = module, text, parent
         self._tree = tree
-        self._breaks = _line_starts(
+        self._breaks = line_starts(
             text if module.has_trailing_newline else text + module.default_newline
         )  # as rendered
         self._spans: Spans = {}
@@ -188,10 +188,7 @@ class StatementPositions:
         if self._lines is None:
             self._lines = self._statement_lines()
         line = self._lines.get(unit)
-        if line is None:
-            return None
-        decorators = getattr(unit, "decorators", ())
-        return line - len(unit.leading_lines) - (len(decorators[0].leading_lines) if decorators else 0)  # type: ignore[attr-defined]
+        return None if line is None else first_text_line(unit, line)
 
     def _statement_lines(self) -> dict[cst.CSTNode, int]:
         """Each statement line and compound statement -> the line Python puts it on (for a decorated
@@ -210,6 +207,13 @@ class StatementPositions:
                 out[unit] = lines[i]
             i += count
         return out if i == len(lines) else {}
+
+
+def first_text_line(unit: cst.CSTNode, line: int) -> int:
+    """The line where `unit`'s text begins (its leading blank and comment lines included), given the
+    line Python puts it on (a decorated definition: its first decorator's)."""
+    decorators = getattr(unit, "decorators", ())
+    return line - len(unit.leading_lines) - (len(decorators[0].leading_lines) if decorators else 0)  # type: ignore[attr-defined]
 
 
 def _ast_lines(body: list[ast.stmt], out: list[int]) -> None:

@@ -12,16 +12,15 @@ do not line up, or the layout differs (indentation, line ending, encoding), the 
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
+
+from .positions import first_text_line, line_starts
 
 try:
     from libcst._nodes.internal import CodegenState
 except ImportError:  # pragma: no cover - another LibCST layout: render whole
     CodegenState = None  # type: ignore[assignment,misc]
-
-_LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
 def render(new: cst.Module, old: cst.Module, text: str, tree: ast.Module | None) -> str:
@@ -35,11 +34,11 @@ def render(new: cst.Module, old: cst.Module, text: str, tree: ast.Module | None)
         line._codegen(state)
     last = len(new.body) - 1
     for i, stmt in enumerate(new.body):
-        piece = kept.get(id(stmt))
-        if piece is None or piece[0] is not stmt or (i == last and not new.footer and not new.has_trailing_newline):
+        piece = kept.get(id(stmt))  # (`old` keeps its statements alive: an id found is the statement's own)
+        if piece is None or (i == last and not new.footer and not new.has_trailing_newline):
             stmt._codegen(state)  # (the file's last newline is dropped as a token of its own)
         else:
-            state.add_token(piece[1])
+            state.add_token(piece)
     for line in new.footer:
         line._codegen(state)
     if new.has_trailing_newline:
@@ -50,10 +49,8 @@ def render(new: cst.Module, old: cst.Module, text: str, tree: ast.Module | None)
     return "".join(state.tokens)
 
 
-def _kept_texts(
-    new: cst.Module, old: cst.Module, text: str, tree: ast.Module
-) -> dict[int, tuple[cst.BaseStatement, str]] | None:
-    """id(statement) -> (statement, its text) for the top-level statements of `old` that `new` keeps;
+def _kept_texts(new: cst.Module, old: cst.Module, text: str, tree: ast.Module) -> dict[int, str] | None:
+    """id(statement) -> its text, for the top-level statements of `old` that `new` keeps;
     None when the text cannot be cut with certainty (render whole)."""
     if (new.default_indent, new.default_newline, new.encoding) != (
         old.default_indent,
@@ -68,11 +65,10 @@ def _kept_texts(
     if lines is None:
         return None
     full = text if old.has_trailing_newline else text + old.default_newline  # as rendered, before the pop
-    breaks = [0] + [m.end() for m in _LINE_BREAK.finditer(full)]
-    starts = []
+    breaks = [0, *line_starts(full)]
+    starts: list[int] = []
     for stmt, line in zip(old.body, lines):
-        decorators = getattr(stmt, "decorators", ())
-        first = line - len(stmt.leading_lines) - (len(decorators[0].leading_lines) if decorators else 0)
+        first = first_text_line(stmt, line)
         if not 1 <= first <= len(breaks) or (starts and breaks[first - 1] <= starts[-1]):
             return None
         starts.append(breaks[first - 1])
@@ -82,7 +78,7 @@ def _kept_texts(
     out = {}
     for stmt, a, b in zip(old.body, starts, starts[1:] + [end]):
         if id(stmt) in shared:
-            out[id(stmt)] = (stmt, full[a:b])
+            out[id(stmt)] = full[a:b]
     return out
 
 
