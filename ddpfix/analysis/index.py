@@ -144,6 +144,11 @@ class TreeIndex:
             for child in reversed(children):
                 push((child, node))
 
+    @property
+    def source(self) -> str | None:
+        """The text the module was parsed from, when it was given."""
+        return self._text
+
     # ----------------------------------------------------------------- positions
     def position(self, node: cst.CSTNode) -> CodeRange:
         """1-based line, 0-based column range of `node` (computed once, only when asked)."""

@@ -9,6 +9,7 @@ from ..examples import clean, fixes
 from ..handles import handoffs, in_training_step, once_wrapped, raw_at, wrap_level, wrappers
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, walk
+from ..wrapper_prints import shown
 
 
 class WrapperAttributeAccess(Rule):
@@ -26,7 +27,9 @@ module-level model (`def evaluate(): model.generate(...)`) and runs after the wr
 the class that holds `self.model`, or inside a helper the wrapper is handed to
 (`evaluate(model)` with `model.generate(...)` inside). Also the wrapper handed to what traces,
 exports or summarises a module (`writer.add_graph(model, x)`, `torch.jit.trace`, `torch.onnx.export`,
-`torch.export.export`, `torchinfo.summary`, ...), directly or through a helper of the script.
+`torch.export.export`, `torchinfo.summary`, ...), directly or through a helper of the script. And,
+after a wrap this conversion adds, the model shown as text (`print(model)`, `logger.info("%s", model)`,
+`str(model)`, `f"{model}"`).
 
 ## Why
 The wrapper is a different module: it answers `forward`, `parameters()`, `state_dict()`, `train()`,
@@ -36,6 +39,8 @@ The wrapper is a different module: it answers `forward`, `parameters()`, `state_
 file, of its own modules (also imported with `from model import *`), or of a library
 (`transformers`) fails the same way. A trace of the wrapper fails too (`Tried to trace
 <...ProcessGroup...> but it is not part of the active trace`), and a summary describes the wrapper.
+Printed, the wrapper is `DistributedDataParallel(\n  (module): Net(...` where `python train.py`
+printed `Net(...`: the converted script no longer prints what the plain one does.
 
 ## Example
 ```python
@@ -46,12 +51,14 @@ if DISTRIBUTED:
 hidden = model.init_hidden(batch_size)
 samples = model.generate(prompt)
 print(evaluate(model))  # def evaluate(m): return m.score(x)
+print(model)
 ```
 becomes
 ```python
 hidden = raw_model.init_hidden(batch_size)
 samples = raw_model.generate(prompt)
 print(evaluate(raw_model))
+print(raw_model)
 ```
 (`raw_model` is the handle kept before wrapping; for an unconditional wrap the script already had,
 `model.module`.) The two APIs are written out from torch (`ddpfix.analysis.torch_api`; a test
@@ -71,6 +78,10 @@ with `self.model = model`), trains through it and reads such an attribute in a m
 (`self.model.sample_latent(64)`) is reported at the constructor call without a fix: it must keep the
 wrapper for its forward, so the attribute is to be read there through the plain module
 (`getattr(self.model, "module", self.model)`, which a plain run leaves as it is).
+
+A model shown as text is routed only after a wrap this conversion adds (a script that wraps its
+model itself prints the wrapper in every run, by its own choice), and left alone where no name
+reaches the plain module (only the text shown differs).
 
 For a wrap that this conversion adds (DDP301), the fix comes at that wrap's level: none where DDP301
 cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fixes`.
@@ -117,6 +128,8 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                 level, why = wrap_level(ctx, handle)
                 if ctx.report(node, f"{said}; use {spelled}.{name}{why}", fix=level):
                     ctx.plan.replace(node, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
+            if handle in ctx.plan.wraps:  # a wrap this conversion adds: shown as the plain run shows it
+                _show_plain(ctx, handle, raw, wrap_stmt)
         for hand in handoffs(ctx):
             if hand.code != self.code:
                 continue
@@ -138,6 +151,21 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                 continue
             if ctx.report(hand.arg.value, f"{callee}() {what}: pass {hand.raw}"):
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
+
+
+def _show_plain(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode) -> None:
+    """`print(model)` after the wrap this conversion adds shows the wrapper: show the plain module."""
+    for node in shown(ctx.facts, handle, wrap_stmt):
+        spelled = raw_at(ctx, handle, raw, wrap_stmt, node)
+        if spelled is None:  # no name reaches the plain module there: only the text shown differs
+            continue
+        level, why = wrap_level(ctx, handle)
+        message = (
+            f"after the DDP wrap, {handle} would be shown as its DDP wrapper (`DistributedDataParallel(...)`), "
+            f"not as a plain run shows it; show {spelled}{why}"
+        )
+        if ctx.report(node, message, fix=level):
+            ctx.plan.replace(node, lambda n, s=spelled: cst.parse_expression(s))
 
 
 def _written(facts, node: cst.Attribute) -> bool:
