@@ -50,6 +50,7 @@ from .ddp407_unguarded_tracker import UnguardedTracker
 from .ddp408_unguarded_progress_bar import UnguardedProgressBar
 from .ddp409_metrics_not_reduced import MetricsNotReduced
 from .ddp410_save_load_race import SaveLoadRace
+from .ddp411_unguarded_console_log import UnguardedConsoleLog
 from .ddp420_makedirs_race import MakedirsRace
 
 # Rules run in this order. Where inserted statements go is each edit's own `Order`; the run order matters
@@ -100,6 +101,7 @@ RULES: list[Rule] = [
     UnguardedPrint(),
     UnguardedTracker(),
     UnguardedProgressBar(),
+    UnguardedConsoleLog(),
     MetricsNotReduced(),
     SaveLoadRace(),
     MakedirsRace(),

@@ -14,7 +14,7 @@ LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
 DISTRIBUTED = WORLD_SIZE > 1
 
-logging.basicConfig(level=logging.INFO, format="%(message)s")
+logging.basicConfig(level=logging.INFO if RANK == 0 else logging.WARNING, format="%(message)s")
 logger = logging.getLogger("train")
 
 
