@@ -49,13 +49,14 @@ SERVED = frozenset(
 )
 
 
-def routes(ctx, cls: cst.ClassDef, name: str, before: list, where: str) -> list[cst.Attribute] | str:
+def routes(ctx, cls: cst.ClassDef, name: str, before: list, where: str, model=None) -> list[cst.Attribute] | str:
     """The uses of `name` (`self.G`) in `cls` after its wrap (`before`: the statements from its build to
     the wrap) to route to the plain module, each the attribute read through it (`self.G.load_state_dict`);
-    or why one cannot be served by the wrapper nor routed."""
+    or why one cannot be served by the wrapper nor routed. `model`: (members, those that run a forward)
+    of the model's class, where the caller knows them (else read from the build, `before[0]`)."""
     index = ctx.facts.index
     early = {id(n) for s in before for n in walk(s)}
-    members, forward_like = _model_class(ctx, before[0])
+    members, forward_like = model if model is not None else _model_class(ctx, before[0])
     out: list[cst.Attribute] = []
     for node in walk(cls):
         if id(node) in early or not isinstance(node, (cst.Attribute, cst.Name)) or dotted(node) != name:
@@ -96,6 +97,45 @@ def route(ctx, uses: list[cst.Attribute], name: str) -> None:
     spelled = UNWRAP.format(name=name)
     for use in uses:
         ctx.plan.replace(use, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
+
+
+def handed_planner(cls_name: str, param: str, where: str, model, routed: list[tuple[int, str]]):
+    """A planner (module_edits.py) for the module of class `cls_name`, which keeps the DDP wrapper its
+    constructor is handed as `self.<attr> = <param>`: each use of the model's own attributes in the
+    class (`self.G.sample_latent(64)`) goes through the plain module. `model`: (members, those that run
+    a forward) of the model's class, as the script knows it; `routed` gets (line, use) of each use."""
+
+    def plan(ctx) -> str | None:
+        cls = next((s for s in ctx.facts.module.body if isinstance(s, cst.ClassDef) and s.name.value == cls_name), None)
+        init = ctx.facts.index.methods_of(cls).get("__init__") if cls is not None else None
+        kept = _kept_as(init, param) if init is not None else None
+        if cls is None or kept is None:
+            return f"{cls_name} does not keep {param} as one attribute of its own in __init__ ({where})"
+        attr, stmt = kept
+        uses = routes(ctx, cls, f"self.{attr}", [stmt], where, model=model)
+        if isinstance(uses, str):
+            return uses
+        route(ctx, uses, f"self.{attr}")
+        routed.extend((ctx.facts.index.position(use).start.line, dotted(use)) for use in uses)
+        return None
+
+    return plan
+
+
+def _kept_as(init: cst.FunctionDef, param: str) -> tuple[str, cst.CSTNode] | None:
+    """(attr, the statement) where `__init__` keeps its parameter `param` as `self.<attr> = <param>`, the
+    only attribute it is kept as; None otherwise."""
+    found = []
+    for stmt in init.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and dotted(small.value) == param:
+                for target in small.targets:
+                    name = dotted(target.target)
+                    if name is not None and name.startswith("self.") and name.count(".") == 1:
+                        found.append((name[len("self.") :], stmt))
+    return found[0] if len(found) == 1 else None
 
 
 def mixed_keys(ctx, cls: cst.ClassDef, name: str, uses: list[cst.Attribute], where: str) -> str | None:
@@ -154,4 +194,4 @@ def _is_getattr_unwrap(index, arg: cst.Arg, name: str) -> bool:
     )
 
 
-__all__ = ["SERVED", "UNWRAP", "mixed_keys", "route", "routes"]
+__all__ = ["SERVED", "UNWRAP", "handed_planner", "mixed_keys", "route", "routes"]

@@ -2,8 +2,10 @@
 each batch to a step method that calls backward(), and the loader comes from a factory of another
 module. The loader is a training loader (DDP201 shards it in the factory, set_epoch goes into the
 Trainer's epoch loop); a method that reads an attribute only the plain model has through the kept
-wrapper (`self.model.sample(4)`) is reported at the constructor call, without a fix, and the rewrite
-is incomplete there (invariant 2): the class trains through the wrapper, so it must keep it."""
+wrapper (`self.model.sample(4)`) is reported at the constructor call: the class trains through the
+wrapper, so it keeps it, and that read goes through the plain module
+in the class (`getattr(self.model, "module", self.model).sample(4)`); where the class also uses the
+wrapper in a way it does not serve (`self.model.to(...)`), the rewrite is incomplete there (invariant 2)."""
 
 from __future__ import annotations
 
@@ -57,13 +59,45 @@ def test_the_loader_is_sharded_in_its_factory_and_reshuffled_in_the_trainer(proj
     assert result.incomplete == []
 
 
-def test_a_custom_attribute_read_through_the_kept_wrapper_is_incomplete(project):
+def test_a_custom_attribute_read_through_the_kept_wrapper_goes_through_the_plain_module(project):
     _append(project / "trainer.py", "\n" + SAMPLE)
     result = ddpfix.fix_project("train.py")
     [d] = [d for d in result.diagnostics if d.code == "DDP308"]
-    assert d.fix == "none" and d.line == 14  # trainer = Trainer(model, optimizer)
+    assert d.applied and d.line == 14  # trainer = Trainer(model, optimizer)
+    assert 'the fix reads them through getattr(..., "module", ...) there (self.model.sample at trainer.py:' in d.message
+    assert "trainer = Trainer(model, optimizer)\n" in result.code  # the class keeps the wrapper for its forward
+    trainer = next(c.data.decode() for p, c in result.others.items() if Path(p).name == "trainer.py")
+    assert '        return getattr(self.model, "module", self.model).sample(n)\n' in trainer
+    assert result.incomplete == []
+
+
+def test_a_kept_wrapper_the_class_moves_is_incomplete(project):
+    """`self.model.to(...)` after the wrap is not served by the wrapper as by the model: no routing, and
+    the rewrite says what is left and where."""
+    _append(project / "trainer.py", "\n" + SAMPLE + '\n    def to_cpu(self):\n        self.model.to("cpu")\n')
+    result = ddpfix.fix_project("train.py")
+    [d] = [d for d in result.diagnostics if d.code == "DDP308"]
+    assert d.fix == "none" and d.line == 14
     assert "keep handing it the wrapper" in d.message and "getattr(m, 'module', m)" in d.message
-    assert "trainer = Trainer(model, optimizer)\n" in result.code  # not Trainer(raw_model, ...)
+    assert d.message.endswith("the fix does not: self.model.to (trainer.py:" + d.message.rsplit("trainer.py:", 1)[1])
+    assert "is not served by the DDP wrapper as by the model" in d.message
+    trainer = next((c.data.decode() for p, c in result.others.items() if Path(p).name == "trainer.py"), "")
+    assert "getattr(self.model" not in trainer
+    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP308", 2)]
+
+
+def test_a_method_of_the_model_called_in_the_training_step_is_incomplete(project):
+    """`self.model.score(xb)` before the step's backward: on the plain module, a forward the wrapper
+    would not see (its gradients would not be averaged); not routed, and said so."""
+    text = (project / "trainer.py").read_text()
+    (project / "trainer.py").write_text(
+        text.replace(
+            "loss = F.mse_loss(self.model(xb), yb)", "loss = F.mse_loss(self.model(xb), yb) + self.model.score(xb)"
+        )
+    )
+    result = ddpfix.fix_project("train.py")
+    [d] = [d for d in result.diagnostics if d.code == "DDP308"]
+    assert d.fix == "none" and "self.model.score(...) (trainer.py:13) runs in the training step" in d.message
     assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP308", 2)]
 
 

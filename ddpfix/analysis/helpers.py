@@ -89,13 +89,18 @@ class Helpers:
             return None
         return self._module_uses(target.summary, f"{target.member}.__init__", call, arg)
 
-    def _module_uses(self, summary, member: str, call: cst.Call, arg: cst.Arg) -> set[str] | None:
-        params = summary.params.get(member)
-        if params is None:
+    def constructor_param(self, call: cst.Call, arg: cst.Arg) -> tuple[object, str, str] | None:
+        """(the module's summary, the class, the parameter of its `__init__`) that `arg` of `call` binds,
+        where `call` constructs a class of the script's own modules (`Trainer(model, opt)`)."""
+        target = self.modules.target_of(call.func)
+        if target is None or target.summary is None or target.member not in target.summary.classes:
             return None
-        slot = _slot(call, arg)
-        name = slot if isinstance(slot, str) else (params[slot] if slot is not None and slot < len(params) else None)
-        if name is None or name not in params:
+        name = _param_name(target.summary, f"{target.member}.__init__", call, arg)
+        return None if name is None else (target.summary, target.member, name)
+
+    def _module_uses(self, summary, member: str, call: cst.Call, arg: cst.Arg) -> set[str] | None:
+        name = _param_name(summary, member, call, arg)
+        if name is None:
             return None
         out = set(summary.param_uses.get(member, {}).get(name, set()))
         if summary.does(member, TRAINS):
@@ -251,6 +256,16 @@ def _returned(value: cst.BaseExpression) -> list[str]:
         return [n for el in value.elements for n in _returned(el.value)]
     d = dotted(value)
     return [d] if d and "." not in d else []
+
+
+def _param_name(summary, member: str, call: cst.Call, arg: cst.Arg) -> str | None:
+    """The parameter of `member` (a function or method of a module's summary) that `arg` binds."""
+    params = summary.params.get(member)
+    if params is None:
+        return None
+    slot = _slot(call, arg)
+    name = slot if isinstance(slot, str) else (params[slot] if slot is not None and slot < len(params) else None)
+    return name if name is not None and name in params else None
 
 
 def _slot(call: cst.Call, arg: cst.Arg) -> Slot | None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 
 from ..analysis.model_params import CUSTOM, TRAINS, reaches_model
 from ..examples import clean, fixes
 from ..handles import handoffs, in_training_step, once_wrapped, raw_at, wrap_level, wrappers
+from ..module_routes import handed_planner
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, walk
 from ..wrapper_prints import shown
@@ -73,11 +76,17 @@ the training step (before the step's `backward()`; a sample drawn after it feeds
 takes the plain module), where the plain module would bypass DDP's gradient averaging (move it into
 `forward()`); a helper that trains through the handed-in model; and a use where no name reaches the
 plain module (keep one before wrapping). A name bound again after the wrap (`model = Net()`) is no
-longer the wrapper. A class of the script's own modules that keeps the wrapper (`Trainer(model, opt)`
-with `self.model = model`), trains through it and reads such an attribute in a method
-(`self.model.sample_latent(64)`) is reported at the constructor call without a fix: it must keep the
-wrapper for its forward, so the attribute is to be read there through the plain module
-(`getattr(self.model, "module", self.model)`, which a plain run leaves as it is).
+longer the wrapper.
+
+A class of the script's own modules that keeps the wrapper (`Trainer(model, opt)` with
+`self.model = model` in `__init__`), trains through it and reads such an attribute in a method
+(`self.model.sample_latent(64)`) must keep the wrapper for its forward: the finding is at the
+constructor call, and the fix reads each such attribute there through the plain module, in the
+class's own file (`getattr(self.model, "module", self.model).sample_latent(64)`, which a plain run
+leaves as it is). Without a fix (the rewrite is incomplete, and says why) where the class uses the
+wrapper in a way it does not serve as the model (`self.model.to(device)` or `.cuda()` after the wrap,
+`print(self.model)`, the model handed on), runs a forward the wrapper would not see in the training
+step, keeps it under more than one attribute, or lies outside the script's folder.
 
 A model shown as text is routed only after a wrap this conversion adds (a script that wraps its
 model itself prints the wrapper in every run, by its own choice), and left alone where no name
@@ -141,9 +150,18 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
             )
             if not hand.fixable:
                 if TRAINS in hand.uses and CUSTOM in hand.uses:  # it must keep the wrapper for its forward
+                    routed = _route_in_class(ctx, self, hand)
+                    if not isinstance(routed, str):
+                        path, planner, words = routed
+                        level, why = wrap_level(ctx, hand.handle)
+                        message = f"{callee}() {what}; it trains through {hand.handle}: {words}{why}"
+                        if ctx.report(hand.arg.value, message, fix=level):
+                            ctx.others.keep(path, self, planner)  # type: ignore[union-attr]
+                        continue
                     advice = (
                         f"it trains through {hand.handle}, so keep handing it the wrapper and read those attributes "
                         f"there through the plain module (`getattr(m, 'module', m)`, which a plain run leaves as it is)"
+                        f"{'' if routed == NOT_HERE else f'; the fix does not: {routed}'}"
                     )
                 else:
                     advice = f"pass the plain module ({hand.why}: by hand)"
@@ -166,6 +184,35 @@ def _show_plain(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode) -> 
         )
         if ctx.report(node, message, fix=level):
             ctx.plan.replace(node, lambda n, s=spelled: cst.parse_expression(s))
+
+
+NOT_HERE = ""  # no class of the script's modules to edit (a helper function, a library's class)
+
+
+def _route_in_class(ctx: Context, rule: Rule, hand) -> tuple[Path, object, str] | str:
+    """(the module, its planner, the words for the finding) that read the model's own attributes
+    through the plain module in the class of the script's modules that keeps the wrapper
+    (`Trainer(model, opt)`, `self.model = model`, `self.model.init_hidden(n)`); or why not."""
+    facts, others = ctx.facts, ctx.others
+    found = facts.helpers.constructor_param(hand.call, hand.arg)
+    if found is None or others is None:
+        return NOT_HERE
+    summary, cls_name, param = found
+    why = others.why_not(summary.path)
+    if why is not None:
+        return why
+    raw, wrap_stmt = wrappers(ctx)[hand.handle]
+    where = others.shown(summary.path)
+    routed: list[tuple[int, str]] = []
+    planner = handed_planner(cls_name, param, where, _members(facts, raw, hand.handle, wrap_stmt), routed)
+    why = others.trial(summary.path, rule, planner)
+    if why is not None:
+        return why
+    if not routed:
+        return f"{cls_name} reads no attribute of it that the wrapper lacks ({where})"
+    places = ", ".join(f"{use} at {where}:{line}" for line, use in sorted(set(routed))[:3])
+    more = f" and {len(set(routed)) - 3} more" if len(set(routed)) > 3 else ""
+    return summary.path, planner, f'the fix reads them through getattr(..., "module", ...) there ({places}{more})'
 
 
 def _written(facts, node: cst.Attribute) -> bool:
