@@ -6,9 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_metric_reduce_runtime import _run
-
-from ddpfix import fix_source
+from test_metric_reduce_runtime import converted_runs
 
 GOLDEN = Path(__file__).parent / "golden" / "console_log_every_rank"
 
@@ -21,21 +19,13 @@ def _lines(out: str, level: str) -> list[str]:
 @pytest.mark.timeout(900)
 def test_info_lines_come_once_and_warnings_from_every_rank(tmp_path):
     script = (GOLDEN / "input.py").read_text()
-    result = fix_source(script)
-    assert result.incomplete == [], [b.format() for b in result.incomplete]
-    assert "level=logging.INFO if RANK == 0 else logging.WARNING," in result.code
-    before, after = tmp_path / "train.py", tmp_path / "train_ddp.py"
-    before.write_text(script)
-    after.write_text(result.code)
-    last = "WARNING no checkpoint"
-    plain = _run(tmp_path, before, "plain", None, last=last)
+    code, plain, ddp = converted_runs(tmp_path, script, "WARNING no checkpoint", ddp_last="INFO epoch 2 done")
+    assert "level=logging.INFO if RANK == 0 else logging.WARNING," in code
     assert _lines(plain, "INFO") == [
         "INFO training 64 samples",
         "INFO epoch 0 done",
         "INFO epoch 1 done",
         "INFO epoch 2 done",
     ]
-    assert _run(tmp_path, after, "plain_out", None, last=last) == plain
-    ddp = _run(tmp_path, after, "ddp", 2, last="INFO epoch 2 done")
     assert _lines(ddp, "INFO") == _lines(plain, "INFO")
     assert _lines(ddp, "WARNING") == ["WARNING no checkpoint is kept"] * 2

@@ -167,6 +167,20 @@ def _run(tmp_path, script, name: str, nproc: int | None, last: str = "epoch 1 te
     return done.stdout
 
 
+def converted_runs(tmp_path, script: str, last: str, ddp_last: str | None = None) -> tuple[str, str, str]:
+    """Fix `script` (the rewrite must keep the contract), run the input and the output as plain
+    processes and the output under torchrun with 2 ranks: (the output's code, the plain run's stdout,
+    the 2-rank run's stdout). The output's plain run must print what the input's does."""
+    result = fix_source(script)
+    assert result.incomplete == [], [b.format() for b in result.incomplete]
+    before, after = tmp_path / "train.py", tmp_path / "train_ddp.py"
+    before.write_text(script)
+    after.write_text(result.code)
+    plain = _run(tmp_path, before, "plain", None, last)
+    assert _run(tmp_path, after, "plain_out", None, last) == plain  # a plain run of the output prints the same
+    return result.code, plain, _run(tmp_path, after, "ddp", 2, ddp_last or last)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize(
@@ -189,16 +203,10 @@ def _run(tmp_path, script, name: str, nproc: int | None, last: str = "epoch 1 te
     ids=["loader", "cut-batches", "meters"],
 )
 def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path, script, wanted):
-    result = fix_source(script)
-    assert result.incomplete == [], [b.format() for b in result.incomplete]
+    code, plain, ddp = converted_runs(tmp_path, script, "epoch 1 tensor")
     for text in wanted:
-        assert text in result.code
-    before, after = tmp_path / "train.py", tmp_path / "train_ddp.py"
-    before.write_text(script)
-    after.write_text(result.code)
-    plain = _run(tmp_path, before, "plain", None)
-    assert _run(tmp_path, after, "plain_out", None) == plain  # a plain run of the output prints the same
-    assert [line for line in _run(tmp_path, after, "ddp", 2).splitlines() if line.startswith("epoch")] == [
+        assert text in code
+    assert [line for line in ddp.splitlines() if line.startswith("epoch")] == [
         line for line in plain.splitlines() if line.startswith("epoch")
     ]
 
