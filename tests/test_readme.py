@@ -8,10 +8,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import typer.main
+from teardown import MAX_RERUNS, CrashAtExitRerun
 from typer.testing import CliRunner
 
 from ddpfix.cli import app
@@ -94,6 +97,43 @@ def test_the_walkthrough_is_the_three_steps():
     assert "--verify" in steps[2]
 
 
+def _epochs(line: str) -> int:
+    found = re.search(r"--epochs\s+(\d+)", line)
+    return int(found.group(1)) if found else 0
+
+
+def _aborted_after_the_last_epoch(line: str, run) -> bool:
+    """The walkthrough's torchrun step failed only as torch's exit race does (tests/teardown.py): rank 0
+    printed the last epoch, a rank then aborted with the C++ runtime's "terminate called without an
+    active exception" (a joinable thread destroyed at exit), and no Python traceback came from the
+    script. It runs without the probe, so this is the evidence there is."""
+    return (
+        line.startswith("torchrun")
+        and run.returncode != 0
+        and f"epoch {_epochs(line) - 1}: loss" in run.stdout
+        and "terminate called without an active exception" in run.stderr
+        and 'File "train.py"' not in run.stderr
+        and '/train.py", line' not in run.stderr
+    )
+
+
+def test_only_an_abort_after_the_last_epoch_is_run_again():
+    line = "torchrun --nproc-per-node 2 train.py --epochs 1"
+    race = "terminate called without an active exception\nTraceback (most recent call last):\n"
+    race += '  File "/venv/torch/distributed/run.py", line 9, in main\n'
+    assert _aborted_after_the_last_epoch(line, SimpleNamespace(returncode=1, stdout="epoch 0: loss 1.2\n", stderr=race))
+    for stdout, stderr, code in (
+        ("epoch 0: loss 1.2\n", race + '  File "/tmp/t/train.py", line 40, in main\n', 1),  # the script's own error
+        ("", race, 1),  # the last epoch never printed
+        ("epoch 0: loss 1.2\n", "RuntimeError: connection closed\n", 1),  # another failure
+        ("epoch 0: loss 1.2\n", race, 0),  # no failure at all
+    ):
+        assert not _aborted_after_the_last_epoch(line, SimpleNamespace(returncode=code, stdout=stdout, stderr=stderr))
+    assert not _aborted_after_the_last_epoch(
+        "ddpfix diff train.py", SimpleNamespace(returncode=1, stdout="", stderr=race)
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_walkthrough_runs_as_written(tmp_path):
@@ -104,6 +144,15 @@ def test_the_walkthrough_runs_as_written(tmp_path):
     outcomes = []
     for line in walkthrough():
         run = subprocess.run(line, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        for _ in range(MAX_RERUNS):  # the torchrun step: torch's gloo threads may abort a finished rank
+            if not _aborted_after_the_last_epoch(line, run):
+                break
+            warnings.warn(
+                f"{line}: a rank aborted while exiting after the last epoch; running once more",
+                CrashAtExitRerun,
+                stacklevel=2,
+            )
+            run = subprocess.run(line, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         outcomes.append((line, run))
     (cp, cp_run), (diff, diff_run), (apply, apply_run), (train, train_run) = outcomes
     assert cp_run.returncode == 0
