@@ -10,13 +10,15 @@ itself in a plain run (or under an entry point that imports the class without a 
 each use does what it did before, however the class is run. Routed: `load_state_dict(...)` (the
 state saved by the class is the plain module's, see module_unwrap.py) and what only the model has
 (`self.model.hidden_size`, `self.model.init_hidden(n)`: any name outside the public API of nn.Module
-and DistributedDataParallel, `torch_api.WRAPPER_API`, the names DDP308 reads the same way).
+and DistributedDataParallel, `torch_api.WRAPPER_API`, the names DDP308 reads the same way), and the
+model shown as text (`print(self.model)`, `logger.info("%s", self.model)`: wrapper_prints.py), which
+then prints as a plain run prints it.
 
 Not routed, and the wrap then withheld with the reason: a method of the model that runs a forward
 (or one of a class the analysis cannot read) called in the training step, whose gradients the plain
 module would keep from DDP's averaging; another method of the two APIs that the wrapper serves
 otherwise (`to()` after the wrap, `apply()`, `.module`); the model handed on (`load_weights(self.G,
-path)`, `print(self.G)`): what the callee needs is not read here.
+path)`): what the callee needs is not read here.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import libcst as cst
 from .analysis.model_params import reaches_model
 from .handles import in_training_step
 from .syntax import dotted, walk
+from .wrapper_prints import shows
 
 UNWRAP = 'getattr({name}, "module", {name})'
 LOAD = "load_state_dict"
@@ -85,6 +88,9 @@ def routes(ctx, cls: cst.ClassDef, name: str, before: list, where: str, model=No
             return f"{name}.{attr} ({line}) is not served by the DDP wrapper as by the model"
         if isinstance(parent, cst.Arg) and _is_getattr_unwrap(index, parent, name):
             continue  # `getattr(self.G, "module", self.G)`: the plain module already
+        if isinstance(parent, cst.Arg) and _shown_by(index, parent):
+            out.append(node)  # `print(self.G)`: shown as the plain run shows it
+            continue
         return (
             f"{name} is handed on at {line}: whether what receives it needs the model or its DDP wrapper is not "
             f"read there"
@@ -93,10 +99,13 @@ def routes(ctx, cls: cst.ClassDef, name: str, before: list, where: str, model=No
 
 
 def route(ctx, uses: list[cst.Attribute], name: str) -> None:
-    """Read each of `uses` (`self.G.<attr>`) through the plain module."""
+    """Read each of `uses` (`self.G.<attr>`, or `self.G` itself where it is shown) through the plain module."""
     spelled = UNWRAP.format(name=name)
     for use in uses:
-        ctx.plan.replace(use, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
+        if dotted(use) == name:
+            ctx.plan.replace(use, lambda n, s=spelled: cst.parse_expression(s))
+        else:
+            ctx.plan.replace(use, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
 
 
 def handed_planner(cls_name: str, param: str, where: str, model, routed: list[tuple[int, str]]):
@@ -180,6 +189,12 @@ def _model_class(ctx, build: cst.CSTNode) -> tuple[set[str] | None, set[str] | N
 
 
 MOVES = ("to", "cuda", "cpu")
+
+
+def _shown_by(index, arg: cst.Arg) -> bool:
+    """Is `arg` a positional argument of what shows it as text (`print(...)`, a logger's methods)?"""
+    call = index.parent.get(arg)
+    return isinstance(call, cst.Call) and arg.keyword is None and not arg.star and shows(call.func)
 
 
 def _is_getattr_unwrap(index, arg: cst.Arg, name: str) -> bool:

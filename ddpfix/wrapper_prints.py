@@ -22,7 +22,7 @@ def shown(facts, handle: str, wrap_stmt: cst.CSTNode) -> list[cst.BaseExpression
     of `print`/`str`/`repr`/a logger's methods, or the expression of an f-string's `{handle}`."""
     out: list[cst.BaseExpression] = []
     for call in facts.index.calls:
-        if not _shows(call.func):
+        if not shows(call.func):
             continue
         for arg in call.args:
             if arg.keyword is None and not arg.star and dotted(arg.value) == handle:
@@ -35,7 +35,8 @@ def shown(facts, handle: str, wrap_stmt: cst.CSTNode) -> list[cst.BaseExpression
     return [n for n in out if facts.wraps.after_wrap(n, handle, wrap_stmt)]
 
 
-def _shows(func: cst.BaseExpression) -> bool:
+def shows(func: cst.BaseExpression) -> bool:
+    """Does calling `func` show its positional arguments as text (`print`, `str`, a logger's `info`)?"""
     name = dotted(func)
     if name in SHOWN_BY:
         return True
@@ -45,4 +46,4 @@ def _shows(func: cst.BaseExpression) -> bool:
     return receiver is not None and "log" in receiver.lower()
 
 
-__all__ = ["LOG_METHODS", "SHOWN_BY", "shown"]
+__all__ = ["LOG_METHODS", "SHOWN_BY", "shown", "shows"]

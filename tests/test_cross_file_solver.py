@@ -136,13 +136,19 @@ EARLY_LOAD = (
             ['z = getattr(self.G, "module", self.G).noise(real.size(0))'],
             "(self.G.noise at solver.py:",
         ),
+        (
+            [("    def reset_grad(self):", "    def show(self):\n        print(self.G)\n\n    def reset_grad(self):")],
+            ['        print(getattr(self.G, "module", self.G))\n'],
+            "(self.G at solver.py:62)",
+        ),
     ],
-    ids=["attribute", "load", "load-before-the-wrap", "method-after-the-step", "no-forward-in-the-step"],
+    ids=["attribute", "load", "load-before-the-wrap", "method-after-the-step", "no-forward-in-the-step", "printed"],
 )
 def test_what_the_wrapper_lacks_goes_to_the_plain_module(project, edits, routed, said):
     """A load into the model or what only the model has, after the wrap, reaches the plain module through
-    `getattr(self.G, "module", self.G)` (the model itself in a plain run); a load before the wrap needs
-    nothing. The class is converted and the script distributed."""
+    `getattr(self.G, "module", self.G)` (the model itself in a plain run), and so does the model printed
+    (it prints as in a plain run); a load before the wrap needs nothing. The class is converted and the
+    script distributed."""
     for old, new in edits:
         _edit(project / "solver.py", old, new)
     result = ddpfix.fix_project("main.py")
@@ -188,7 +194,12 @@ def test_what_the_wrapper_lacks_goes_to_the_plain_module(project, edits, routed,
             "the optimizer over self.G.parameters() is not built in the block that builds self.G",
         ),
         (
-            [("    def reset_grad(self):", "    def show(self):\n        print(self.G)\n\n    def reset_grad(self):")],
+            [
+                (
+                    "    def reset_grad(self):",
+                    "    def show(self):\n        return vars(self.G)\n\n    def reset_grad(self):",
+                )
+            ],
             "self.G is handed on at solver.py:62",
         ),
     ],

@@ -71,6 +71,18 @@ def test_a_custom_attribute_read_through_the_kept_wrapper_goes_through_the_plain
     assert result.incomplete == []
 
 
+def test_the_kept_wrapper_printed_by_the_class_is_printed_as_the_plain_model(project):
+    """`print(self.model)` in the class: routed like the custom read (the plain run prints the model), so it
+    does not keep the fix of `self.model.sample(n)` from being made."""
+    _append(project / "trainer.py", "\n" + SAMPLE + "\n    def show(self):\n        print(self.model)\n")
+    result = ddpfix.fix_project("train.py")
+    [d] = [d for d in result.diagnostics if d.code == "DDP308"]
+    assert d.applied and "self.model at trainer.py:" in d.message and "self.model.sample at trainer.py:" in d.message
+    trainer = next(c.data.decode() for p, c in result.others.items() if Path(p).name == "trainer.py")
+    assert '        print(getattr(self.model, "module", self.model))\n' in trainer
+    assert result.incomplete == []
+
+
 def test_a_kept_wrapper_the_class_moves_is_incomplete(project):
     """`self.model.to(...)` after the wrap is not served by the wrapper as by the model: no routing, and
     the rewrite says what is left and where."""

@@ -83,10 +83,11 @@ A class of the script's own modules that keeps the wrapper (`Trainer(model, opt)
 (`self.model.sample_latent(64)`) must keep the wrapper for its forward: the finding is at the
 constructor call, and the fix reads each such attribute there through the plain module, in the
 class's own file (`getattr(self.model, "module", self.model).sample_latent(64)`, which a plain run
-leaves as it is). Without a fix (the rewrite is incomplete, and says why) where the class uses the
-wrapper in a way it does not serve as the model (`self.model.to(device)` or `.cuda()` after the wrap,
-`print(self.model)`, the model handed on), runs a forward the wrapper would not see in the training
-step, keeps it under more than one attribute, or lies outside the script's folder.
+leaves as it is); the class printing it (`print(self.model)`) prints the plain module the same way.
+Without a fix (the rewrite is incomplete, and says why) where the class uses the wrapper in a way it
+does not serve as the model (`self.model.to(device)` or `.cuda()` after the wrap, the model handed on
+to a function), runs a forward the wrapper would not see in the training step, keeps it under more
+than one attribute, or lies outside the script's folder.
 
 A model shown as text is routed only after a wrap this conversion adds (a script that wraps its
 model itself prints the wrapper in every run, by its own choice), and left alone where no name
