@@ -133,7 +133,8 @@ def handed_planner(cls_name: str, param: str, where: str, model, routed: list[tu
 
 def _kept_as(init: cst.FunctionDef, param: str) -> tuple[str, cst.CSTNode] | None:
     """(attr, the statement) where `__init__` keeps its parameter `param` as `self.<attr> = <param>`, the
-    only attribute it is kept as; None otherwise."""
+    only attribute it is kept as; None otherwise. Stricter than the summaries' `kept_params` (any
+    assignment in `__init__`): the routing needs the one statement after which the wrapper is held."""
     found = []
     for stmt in init.body.body:
         if not isinstance(stmt, cst.SimpleStatementLine):

@@ -152,7 +152,7 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
             if not hand.fixable:
                 if TRAINS in hand.uses and CUSTOM in hand.uses:  # it must keep the wrapper for its forward
                     routed = _route_in_class(ctx, self, hand)
-                    if not isinstance(routed, str):
+                    if isinstance(routed, tuple):
                         path, planner, words = routed
                         level, why = wrap_level(ctx, hand.handle)
                         message = f"{callee}() {what}; it trains through {hand.handle}: {words}{why}"
@@ -162,7 +162,7 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                     advice = (
                         f"it trains through {hand.handle}, so keep handing it the wrapper and read those attributes "
                         f"there through the plain module (`getattr(m, 'module', m)`, which a plain run leaves as it is)"
-                        f"{'' if routed == NOT_HERE else f'; the fix does not: {routed}'}"
+                        f"{'' if routed is None else f'; the fix does not: {routed}'}"
                     )
                 else:
                     advice = f"pass the plain module ({hand.why}: by hand)"
@@ -187,17 +187,15 @@ def _show_plain(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode) -> 
             ctx.plan.replace(node, lambda n, s=spelled: cst.parse_expression(s))
 
 
-NOT_HERE = ""  # no class of the script's modules to edit (a helper function, a library's class)
-
-
-def _route_in_class(ctx: Context, rule: Rule, hand) -> tuple[Path, object, str] | str:
+def _route_in_class(ctx: Context, rule: Rule, hand) -> tuple[Path, object, str] | str | None:
     """(the module, its planner, the words for the finding) that read the model's own attributes
     through the plain module in the class of the script's modules that keeps the wrapper
-    (`Trainer(model, opt)`, `self.model = model`, `self.model.init_hidden(n)`); or why not."""
+    (`Trainer(model, opt)`, `self.model = model`, `self.model.init_hidden(n)`); or why not; None where
+    no class of the script's modules receives it (a helper function, a library's class)."""
     facts, others = ctx.facts, ctx.others
     found = facts.helpers.constructor_param(hand.call, hand.arg)
     if found is None or others is None:
-        return NOT_HERE
+        return None
     summary, cls_name, param = found
     why = others.why_not(summary.path)
     if why is not None:
