@@ -314,16 +314,23 @@ class Data:
         return [p for call in self.index.calls_by_name(func.name.value) for p in self._params_given(func, call, value)]
 
     def epoch_loop_for(self, batch_loop: cst.CSTNode) -> cst.For | cst.While | None:
-        """The loop around the batch loop (or hand-off call): the innermost loop enclosing it, or a loop
-        calling the function that holds it. For batches drawn from `it = iter(loader)`, the loop
+        """The loop around the batch loop (or hand-off call): the innermost loop enclosing it, the loop
+        that calls the method of the instance a hand-off call makes, or a loop calling the function
+        that holds it. For batches drawn from `it = iter(loader)`, the loop
         around that `iter(...)` call: a new iterator, a new epoch."""
         start = self._iterators.get(id(batch_loop), batch_loop)
         for anc in self.index.ancestors(start):
             if isinstance(anc, (cst.For, cst.While)):
                 return anc
             if isinstance(anc, cst.FunctionDef):
-                return self._loop_calling(anc, depth=0)
-        return None
+                break
+        handoff = self.handoff(batch_loop)
+        if handoff is not None:  # `trainer = Train(model, loader)`, then `trainer.run_epoch()` once per epoch
+            kept = self.handoffs.instance_epoch_loop(handoff)
+            if kept is not None:
+                return kept
+        func = self.index.enclosing(start, cst.FunctionDef)
+        return self._loop_calling(func, depth=0) if isinstance(func, cst.FunctionDef) else None
 
     def epoch_variable(self, loop: cst.For | cst.While) -> str | None:
         """The epoch number an epoch loop names: its loop variable (`for epoch in range(n)`), or the

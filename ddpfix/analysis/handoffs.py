@@ -9,14 +9,18 @@ from pathlib import Path
 
 import libcst as cst
 
-from ..syntax import arg_slots, assigned_value, dotted, kwarg, positional
+from ..syntax import arg_slots, assign_targets, assigned_value, dotted, kwarg, positional
+from .helpers import param_for
 from .index import TreeIndex
 from .loader_params import EPOCHS, KEPT_AS, SETS_EPOCH, TRAINS_ON
+from .local_writes import method_of_instance
+from .model_params import TRAINS
 from .modules import LocalModules
 from .names import Names
 from .training import Training
 from .values import handle_of
 
+HANDOFF_DEPTH = 2  # functions of this file a loader is followed through to the code that trains over it
 # ignite's engines: `run(data, max_epochs=...)` iterates `data` once per epoch.
 SUPERVISED_TRAINERS = {"ignite.engine.create_supervised_trainer"}
 ENGINES = {"ignite.engine.Engine", "ignite.engine.engine.Engine", "ignite.engine.DeterministicEngine"}
@@ -47,8 +51,10 @@ class Handoffs:
         self.training = training
         self.modules = modules
 
-    def of(self, target: str, binding: cst.CSTNode) -> Handoff | None:
-        """The first call after `binding`, in its scope, that hands `target` to code training over it."""
+    def of(self, target: str, binding: cst.CSTNode, depth: int = 0) -> Handoff | None:
+        """The first call after `binding`, in its scope, that hands `target` to code training over it,
+        also through a function of this file that hands on the parameter it gets it as (`model =
+        train(train_loader)`, with `Trainer(model, loader)` in `train`)."""
         index = self.index
         scope = index.scope_of(binding)
         for call in index.calls:
@@ -58,8 +64,43 @@ class Handoffs:
                 if handle_of(arg.value) != target:
                     continue
                 found = self._engine(call, slot, scope) or self._module(call, slot, scope)
+                if found is None and depth < HANDOFF_DEPTH:
+                    found = self._through_function(call, arg, depth)
                 if found is not None:
                     return found
+        return None
+
+    def _through_function(self, call: cst.Call, arg: cst.Arg, depth: int) -> Handoff | None:
+        callee = self.index.callee_of(call)
+        if callee is None or not isinstance(callee, cst.FunctionDef):
+            return None
+        param = param_for(callee, call, arg)
+        if param is None or self.names.assignments(callee, param):
+            return None  # rebound in the function: not the loader any more
+        return self.of(param, callee.params, depth + 1)
+
+    def instance_epoch_loop(self, handoff: Handoff) -> cst.For | cst.While | None:
+        """For a loader handed to a class that keeps it and runs one pass of it per call of a method
+        (`trainer = Train(model, loader, ...)`, then `for epoch in ...: trainer.run_epoch()`): the loop
+        of the script around that call, after the instance is made in the same scope."""
+        if handoff.member is None or not handoff.member.endswith(".__init__") or handoff.epochs_there:
+            return None
+        index, call = self.index, handoff.call
+        site = index.site(call)
+        targets = assign_targets(site.stmt)
+        if assigned_value(site.stmt) is not call or len(targets) != 1 or "." in targets[0]:
+            return None
+        scope = index.scope_of(call)
+        for later in index.calls:
+            func = later.func
+            if type(func) is not cst.Attribute or dotted(func.value) != targets[0] or not index.before(call, later):
+                continue
+            loop = index.enclosing(later, (cst.For, cst.While))
+            if loop is None or index.scope_of(loop) is not scope:
+                continue
+            found = method_of_instance(index, self.names, self.modules, later)
+            if found is not None and found[0].does(found[1], TRAINS):
+                return loop  # type: ignore[return-value]
         return None
 
     def trained_over(self, call: cst.Call) -> list[tuple[cst.Arg, Handoff]]:

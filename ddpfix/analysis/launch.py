@@ -252,6 +252,10 @@ class Launch:
             if call is None:
                 value = assigned_value(stmt)
                 call = value if isinstance(value, cst.Call) else None
+                if call is not None and guard is not None and self.training.reaches_training(guard):
+                    # `model = train(loaders)`, then `test(model, ...)`: what it hands back is used after
+                    # it returns, so the group must outlive it: set up in the `__main__` block
+                    continue
             if call is None:
                 continue
             named = [call.func] if isinstance(call.func, cst.Name) else [a.value for a in call.args]

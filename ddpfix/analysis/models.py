@@ -150,10 +150,13 @@ class Models:
 
     def _lifted(self, handle: str, definition: Site) -> list[tuple[str, Site, cst.Call | None]]:
         """A model a function of this file builds and returns (`return model, optimizer`) is wrapped
-        where it is called (`model, optimizer = build(cfg)`), in each caller that goes on to train."""
+        where it is called (`model, optimizer = build(cfg)`), in each caller that goes on to train. A
+        function that also trains it before returning it (`def train(loader): model = Net(); ...;
+        trainer.run_epoch(); return model`) is where it is wrapped: wrapped in the caller, it would be
+        wrapped only once trained."""
         func = definition.func
         same = [(handle, definition, None)]
-        if func is None or self.helpers is None or "." in handle:
+        if func is None or self.helpers is None or "." in handle or self._trains_within(func):
             return same
         slot = self.helpers.returned_slot(func, {handle})
         if slot is None:
@@ -164,6 +167,14 @@ class Models:
             if found is not None and self._trains_after(call):
                 out.append((found[0], found[1], call))
         return out or same
+
+    def _trains_within(self, func: cst.FunctionDef) -> bool:
+        """Does `func` run training itself: a step in it (or in a function of this file it calls), or a
+        call of it that trains through the script's own modules (`trainer.run_epoch()`)?"""
+        training = self.training
+        if training.trains_in(func):
+            return True
+        return any(self.index.contains(func, c) for c in training.module_training_calls)
 
     def _trains_after(self, call: cst.Call) -> bool:
         scope = self.index.scope_of(call)

@@ -9,7 +9,7 @@ from ..drawn_epochs import report_passes
 from ..edits import engine_set_epoch, epoch_name, set_epoch_statements
 from ..examples import clean, fixes, reports
 from ..loader_subclass_epochs import subclass_samplers
-from ..module_epochs import keep_set_epoch, set_epoch_blocker
+from ..module_epochs import keep_set_epoch, set_epoch_blocker, through_loader
 from ..rule import Context, Order, Rule
 from ..syntax import assign_targets, assigned_value, dotted, kwarg, receiver
 
@@ -64,10 +64,14 @@ or method (here or in a module; also a generator that yields the batches to the 
 draws its batches with `next()` from `iter(loader)`, made once in its body before its loop and again
 when it runs out, gets a count of the passes and the call before each `iter()` (see DDP201); one
 that makes it otherwise is reported without a fix, and one that makes it once runs one pass and
-needs no epoch. Reported
+needs no epoch. A sampler the epoch loop cannot name (built in a helper that returns only the
+loader, or in the caller of the function that runs the epochs) is reached through the loader as the
+loop names it, with the same `isinstance` test. So is a loader kept by an instance of a class of the
+script's modules whose method runs one pass per call (`trainer = Train(model, loader)`, then
+`trainer.run_epoch()` in the script's epoch loop): the call goes first in that loop. Reported
 without a fix: an epoch loop with no epoch number to pass (`while not done:`, a `for _` loop that
-reads `_`), a sampler the epoch loop cannot name, and a module the fix may not edit (the message says
-why).
+reads `_`), a loader the epoch loop cannot name either, and a module the fix may not edit (the
+message says why).
 """
 
     def run(self, ctx: Context) -> None:
@@ -115,7 +119,8 @@ why).
                 report_passes(ctx, batch_loop, site, called)
                 continue
             epoch = epoch_name(ctx, epoch_loop, plan=False)
-            if epoch is None or sampler is None:
+            via = reach if sampler is None and not inline else None  # the sampler is made in another scope
+            if epoch is None or (sampler is None and via is None):
                 ctx.report(
                     site,
                     "DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop"
@@ -123,12 +128,16 @@ why).
                     fix="none",
                 )
                 continue
-            if not ctx.report(site, f"{sampler} never gets set_epoch(epoch): every epoch sees the same order"):
+            named = sampler or f"{via}.sampler"
+            if not ctx.report(site, f"{named} never gets set_epoch(epoch): every epoch sees the same order"):
                 continue
             epoch = epoch_name(ctx, epoch_loop)
-            ctx.plan.prepend(
-                epoch_loop.body, set_epoch_statements(ctx, sampler, epoch, optional=optional), order=Order.SET_EPOCH
+            stmts = (
+                set_epoch_statements(ctx, sampler, epoch, optional=optional)
+                if sampler is not None
+                else through_loader(ctx, via, epoch)  # type: ignore[arg-type]
             )
+            ctx.plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
         subclass_samplers(ctx)  # a DataLoader subclass's own sampler, a class of the script running the epochs
 
 
@@ -320,7 +329,7 @@ EXAMPLES = (
         """,
         note="Each epoch reshuffles; the sampler is optional here, so the call is too:",
     ),
-    reports(
+    fixes(
         """
         import torch
         import torch.distributed as dist
@@ -347,8 +356,65 @@ EXAMPLES = (
                 loss.backward()
                 opt.step()
         """,
-        message="DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop",
-        note="Reported without a fix: the sampler is built in a helper, out of the epoch loop's reach:",
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+
+        def make_loader():
+            ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+            sampler = DistributedSampler(ds)
+            return DataLoader(ds, batch_size=8, sampler=sampler)
+
+
+        dist.init_process_group("gloo")
+        loader = make_loader()
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            if isinstance(getattr(loader, "sampler", None), DistributedSampler):
+                loader.sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        note="The sampler is built in a helper, out of the epoch loop's reach: set through the loader, where it is one:",
+    ),
+    reports(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        done = False
+        while not done:
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            done = loss.item() < 0.01
+        """,
+        message=(
+            "DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop, "
+            "which has no epoch variable"
+        ),
+        note="Reported without a fix: the epoch loop counts no epochs to pass:",
     ),
     clean(
         """
