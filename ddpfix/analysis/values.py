@@ -109,6 +109,26 @@ class Values:
         out = [Handle(name, stmt)]
         if path:  # `loaders = get_loaders()` then `train_loader = loaders["train"]`
             out += self._picked(name, scope, stmt)
+            if isinstance(target, cst.Name) and isinstance(path[0], int):
+                out += self._unpacked(target.value, path, scope, stmt, depth)
+        return out
+
+    def _unpacked(
+        self, base: str, path: list, scope: cst.CSTNode, after: cst.BaseStatement, depth: int
+    ) -> list[Handle]:
+        """`loaders, weights = build()` then `train_loader, val_loader = loaders`: the names the later
+        unpacking of `base` binds the value at `path` to."""
+        out = []
+        index = self.index
+        for node in walk(scope):
+            if type(node) is not cst.SimpleStatementLine or not index.before(after, node):
+                continue
+            small = single_small(node)
+            if type(small) is not cst.Assign or len(small.targets) != 1 or index.scope_of(node) is not scope:
+                continue
+            target, value = small.targets[0].target, small.value
+            if type(value) is cst.Name and value.value == base and isinstance(target, (cst.Tuple, cst.List)):
+                out += self._bound(target, path, node, depth)
         return out
 
     def _picked(self, name: str, scope: cst.CSTNode, after: cst.BaseStatement) -> list[Handle]:
@@ -149,8 +169,8 @@ class Values:
 
 def _leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The values a returned expression is made of: itself, a tuple's elements, a dict's values."""
-    if isinstance(expr, cst.Tuple):
-        return [e.value for e in expr.elements]
+    if isinstance(expr, cst.Tuple):  # nested tuples too: `return (train_loader, val_loader), weights`
+        return [leaf for e in expr.elements for leaf in (_leaves(e.value) if type(e.value) is cst.Tuple else [e.value])]
     if isinstance(expr, cst.Dict):
         return [e.value for e in expr.elements if isinstance(e, cst.DictElement)]
     if isinstance(expr, cst.Call) and dotted(expr.func) == "dict":
