@@ -182,4 +182,15 @@ def _counted_from_values(head: cst.CSTNode, params: set[str]) -> bool:
     return reads_input and from_values
 
 
-__all__ = ["DYNAMIC", "NEVER", "ON_INPUT", "PARAMETERLESS", "sitting_out"]
+def sits_out(facts, model) -> bool:
+    """Does the model's class use a submodule in forward only on some inputs or only when built with
+    some option (`if self.do_bn: x = self.bn(x)`)? Which parameters get gradients is then known only
+    at run time: DDP finds out with `find_unused_parameters=True` (DDP310 says which ones)."""
+    return any(
+        conditional
+        for cls in facts.models.classes_of(model)
+        for _, _, _, conditional in sitting_out(facts.index, facts.names, cls) or ()
+    )
+
+
+__all__ = ["DYNAMIC", "NEVER", "ON_INPUT", "PARAMETERLESS", "sits_out", "sitting_out"]

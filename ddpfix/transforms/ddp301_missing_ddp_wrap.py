@@ -6,12 +6,13 @@ import libcst as cst
 
 from ..analysis.global_rebinds import rebound_after
 from ..analysis.unseen_models import unseen_clause, unseen_training
-from ..analysis.unused import sitting_out
+from ..analysis.unused import sits_out
 from ..diagnostic import NONE
 from ..edits import cuda_test
 from ..examples import clean, fixes
 from ..handles import raw_handle
 from ..module_wraps import wraps_in_modules
+from ..plain_returns import return_plain
 from ..plan import PlannedWrap
 from ..rule import Context, Order, Rule
 from ..syntax import anchor_of, assign_targets, assigned_value, dotted
@@ -52,6 +53,11 @@ A module-level model that a function rebinds through `global` (`def model_load(f
 model = torch.load(fn)`), called after the wrap, is reported without a fix: from that call on the
 name holds what was loaded, while the kept plain module (`raw_model`) still holds the trained one.
 No process group or sampler is added then either (DDP001, DDP201).
+
+A function that builds its model and trains it (also through a Trainer object of the script's
+modules) before returning it is where the wrap goes, not after the call that hands it back (a helper
+that only builds it, `return model, optimizer`, gets the wrap where it is called); it then returns
+the plain module (`return raw_model`), the object a plain run returns, for the caller to use as written.
 
 Training the script reaches only through its own modules, on a model it never holds, is reported at
 the call without a fix, and withholds the rest of the conversion the same way: a function that builds
@@ -193,9 +199,11 @@ script becomes distributed only so (another trained model is in `nn.DataParallel
                 ddp=ddp,
                 L=ctx.env("LOCAL_RANK"),
                 cuda=_cuda(ctx, model, point.anchor),
-                unused=", find_unused_parameters=True" if _sits_out(facts, model) else "",
+                unused=", find_unused_parameters=True" if sits_out(facts, model) else "",
             )
             ctx.plan.insert_after(point.anchor, stmts, order=Order.WRAP)
+            if model.each is None:
+                return_plain(ctx, model.handle, raw, point.anchor)  # `return model` hands back the plain module
         wraps_in_modules(ctx, self)
         unseen = unseen_training(facts)
         if unseen is not None:
@@ -238,17 +246,6 @@ def _holds_parameters(facts, model) -> bool | None:
     if "Loss" in leaf or "Criterion" in leaf or "criterion" in name or "loss" in name:
         return None
     return True
-
-
-def _sits_out(facts, model) -> bool:
-    """Does the model's class use a submodule in forward only on some inputs or only when built with
-    some option (`if self.do_bn: x = self.bn(x)`)? Which parameters get gradients is then known only
-    at run time: DDP finds out with `find_unused_parameters=True` (DDP310 says which ones)."""
-    return any(
-        conditional
-        for cls in facts.models.classes_of(model)
-        for _, _, _, conditional in sitting_out(facts.index, facts.names, cls) or ()
-    )
 
 
 def _cuda(ctx: Context, model, anchor) -> str:

@@ -39,7 +39,7 @@ def train(train_loader):
         epoch_loss = trainer.run_epoch()
         if RANK == 0:
             print(f"epoch {epoch}: loss {epoch_loss:.4f}")
-    return model
+    return raw_model
 
 
 def test(model, loader):
