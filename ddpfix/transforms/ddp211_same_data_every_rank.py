@@ -68,8 +68,8 @@ reports those).
             for forward in _training_forwards(epoch, backward, handles):
                 for arg in forward.args:
                     found = _whole_source(facts, epoch, arg.value, seeded)
-                    if found is None or found[0] in reported:
-                        continue
+                    if found is None or found[0] in reported or found[0] in handles:
+                        continue  # a model's own weights handed on (`criterion(model.decoder.weight, ...)`)
                     name, node = found
                     reported.add(name)
                     ctx.report(
@@ -271,5 +271,45 @@ EXAMPLES = (
             optimizer.step()
         """,
         note="Batches drawn each step (DDP209 judges how they are cut by rank):",
+    ),
+    clean(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        class SplitLoss(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tail = nn.Linear(4, 4)
+
+            def forward(self, weight, hidden, targets):
+                return nn.functional.cross_entropy(nn.functional.linear(self.tail(hidden), weight), targets)
+
+
+        class Net(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.body = nn.Linear(4, 4)
+                self.decoder = nn.Linear(4, n)
+
+            def forward(self, x):
+                return self.body(x)
+
+
+        torch.manual_seed(0)
+        data, labels = torch.randn(64, 4), torch.randint(0, 3, (64,))
+        model = Net(int(labels.max()) + 1)
+        criterion = SplitLoss()
+        optimizer = torch.optim.SGD(list(model.parameters()) + list(criterion.parameters()), lr=0.1)
+        for epoch in range(3):
+            for i in range(0, 64, 8):
+                output = model(data[i : i + 8])
+                loss = criterion(model.decoder.weight, output, labels[i : i + 8])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """,
+        note="A trained module handed another model's weights (a split softmax's decoder): weights, not data:",
     ),
 )
