@@ -69,6 +69,8 @@ class ModuleSummary:
     model_returns: dict[str, Slot] = field(default_factory=dict)  # function -> where it returns the model it trains
     # function -> the line of the GPU commitment (set_device, nccl) all its joins follow (ast_cuda_join.py)
     joins_on_cuda: dict[str, int] = field(default_factory=dict)
+    # function -> "save"/"load" -> the files its torch.save/torch.load name, in its parameters (path_templates.py)
+    file_paths: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     library: dict[str, str] = field(default_factory=dict)  # a library its imports bind: `dist` -> torch.distributed
     # the names it imports (local name -> (module, member, relative level)): what a package re-exports
     imported: dict[str, tuple[str, str | None, int]] = field(default_factory=dict)

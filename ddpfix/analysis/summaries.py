@@ -53,6 +53,7 @@ from .module_summary import (
     ModuleSummary,
 )
 from .module_writes import PER_RANK_KINDS, every_rank_writes, rank_guarded_calls
+from .path_templates import path_templates
 from .returns import LOADER as RETURNS_LOADER
 from .returns import SAMPLER as RETURNS_SAMPLER
 from .returns import returned
@@ -203,7 +204,7 @@ class _Summariser:
             summary.classes[local] = other.classes[member]
         if member in other.library:
             summary.library[local] = other.library[member]
-        for table in ("returns", "params", "param_uses", "model_returns", "joins_on_cuda"):
+        for table in ("returns", "params", "param_uses", "model_returns", "joins_on_cuda", "file_paths"):
             value = getattr(other, table).get(member)
             if value is not None:
                 getattr(summary, table)[local] = value
@@ -233,6 +234,9 @@ class _Summariser:
             line = cuda_join_line(node, self._qual)
             if line is not None:
                 self.summary.joins_on_cuda[name] = line
+            paths = path_templates(node, self._qual)
+            if paths:
+                self.summary.file_paths[name] = paths
         self.direct[name] = direct
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             shape = returned(node, self._builds)

@@ -11,6 +11,7 @@ from ..analysis.file_paths import READERS, path_shapes, path_text
 from ..analysis.summaries import LOAD, SAVE
 from ..edits import distributed_test
 from ..examples import clean, fixes
+from ..helper_paths import canonical_path, helper_paths
 from ..rule import Context, Order, Rule
 from ..syntax import calls_in, dotted, kwarg, positional
 
@@ -29,6 +30,11 @@ common writers and readers of files (`np.save`/`np.load`, `joblib.dump`/`joblib.
 `imageio.mimsave`/`imageio.imread`, `cv2.imwrite`/`cv2.imread`, `PIL.Image.open`, ...), or a helper that
 does one, of this file (`save_checkpoint(state, path)`, matched by a path-like argument or the file
 the helper names itself) or of the script's own modules (`utils.save_on_master(state, path)`).
+A helper of the script's modules that builds its file's path from what it is given is matched by
+that path at each call: `utils.save_checkpoint(model, epoch, args)` (saving to
+`os.path.join(args.save_dir, args.name)`) and `utils.load_checkpoint(model, args.save_dir,
+args.name)` (loading `os.path.join(folder_dir, filename)`) name the same file; so does a function
+of this file that calls such a helper (`model = train(loader)`, saving each epoch, then the load).
 The collective may come through a module of the script that imports torch.distributed
 (`from utils import dist`, then `dist.barrier()`).
 
@@ -131,17 +137,25 @@ epoch's images) get one barrier before the loop. A load inside `with open(path, 
         if q in table:
             index, keyword = table[q]
             path = positional(call, index) or kwarg(call, keyword)
-            return path_shapes(facts, path.value) if path is not None else set()
+            return path_shapes(facts, path.value) | canonical_path(path.value) if path is not None else set()
         if q in WRITERS or q in READERS:
             return set()
         callee = facts.index.callee_of(call)
         if callee is not None:
+            # a function of this file that saves through a helper of the script's modules
+            # (`train()` calling `utils.save_checkpoint(model, ..., args)`): that helper's file
+            inner = {
+                p
+                for c in calls_in(callee.body)
+                if facts.index.callee_of(c) is None
+                for p in helper_paths(facts, c, effect)
+            }
             if not any(facts.names.call_qual(c) in table for c in calls_in(callee.body)):
-                return set()
-            return _arg_paths(facts, call) | _literal_paths(facts, callee, effect)
+                return inner
+            return _arg_paths(facts, call) | _literal_paths(facts, callee, effect) | inner
         if not facts.modules.call_does(call, effect):
             return set()
-        return _arg_paths(facts, call)
+        return _arg_paths(facts, call) | helper_paths(facts, call, effect)
 
 
 WRITES = {"shutil.copyfile": 1, "shutil.copy": 1, "shutil.copy2": 1, "shutil.move": 1, "os.replace": 1, "os.rename": 1}
