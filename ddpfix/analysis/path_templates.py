@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 import copy
 
+from .ast_reading import ast_dotted
+
 SAVES = {"torch.save": (1, "f")}
 LOADS = {"torch.load": (0, "f")}
 DEPTH = 4
@@ -29,7 +31,7 @@ def path_templates(func: ast.FunctionDef | ast.AsyncFunctionDef, qual) -> dict[s
     for node in ast.walk(func):
         if not isinstance(node, ast.Call):
             continue
-        name = _dotted(node.func)
+        name = ast_dotted(node.func)
         q = qual(name) if name else None
         for kind, table in (("save", SAVES), ("load", LOADS)):
             if q in table:
@@ -98,17 +100,6 @@ def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
             return kw.value
     positional = [a for a in call.args if not isinstance(a, ast.Starred)]
     return positional[index] if index < len(positional) else None
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 __all__ = ["at_call", "canonical", "path_templates"]
