@@ -9,7 +9,7 @@ import ast
 import textwrap
 
 from ddpfix import fix_source
-from ddpfix.analysis.path_templates import at_call, canonical, path_templates
+from ddpfix.analysis.path_templates import at_call, path_templates
 
 HELPERS = """
 import os
@@ -52,7 +52,7 @@ def test_the_call_sites_name_the_same_file():
         ["model", "folder_dir", "filename"],
         {"folder_dir": "args.save_dir", "filename": "args.name"},
     )
-    assert save == load == canonical("os.path.join(args.save_dir,args.name)")
+    assert save == load == "os.path.join(args.save_dir, args.name)"
 
 
 def test_a_parameter_with_no_argument_names_no_file():
@@ -61,6 +61,7 @@ def test_a_parameter_with_no_argument_names_no_file():
 
 SCRIPT = """
 import argparse
+import os
 
 import torch
 import torch.nn as nn
@@ -108,3 +109,12 @@ def test_a_load_through_another_helper_of_the_same_file_waits_for_the_save(tmp_p
 def test_a_load_of_another_file_gets_no_barrier(tmp_path):
     result = _fixed(tmp_path, "utils.load_elsewhere(model, args.save_dir)")
     assert "barrier" not in result.code
+
+
+def test_a_load_written_in_the_script_matches_the_helpers_save(tmp_path):
+    """`torch.load(os.path.join(args.save_dir, args.name))` in the script reads what the helper saved."""
+    load = "model.load_state_dict(torch.load(os.path.join(args.save_dir, args.name)))"
+    result = _fixed(tmp_path, load)
+    lines = [line.strip() for line in result.code.splitlines()]
+    at = next(i for i, line in enumerate(lines) if "load_state_dict(torch.load(os.path.join(" in line)
+    assert lines[at - 2 : at] == ["if DISTRIBUTED:", "dist.barrier()"]

@@ -247,12 +247,13 @@ class Launch:
         guard = self.main_guard
         index = self.index
         stmts: Iterable[cst.BaseStatement] = guard.body.body if guard is not None else index.module.body  # type: ignore[union-attr]
+        guard_trains = guard is not None and self.training.reaches_training(guard)
         for stmt in stmts:
             call = expr_call(stmt)
             if call is None:
                 value = assigned_value(stmt)
                 call = value if isinstance(value, cst.Call) else None
-                if call is not None and guard is not None and self.training.reaches_training(guard):
+                if call is not None and guard_trains:
                     # `model = train(loaders)`, then `test(model, ...)`: what it hands back is used after
                     # it returns, so the group must outlive it: set up in the `__main__` block
                     continue
@@ -263,7 +264,7 @@ class Launch:
                 func = index.func_by_name.get(name.value) if isinstance(name, cst.Name) else None
                 if func is not None and self.training.reaches_training(func):
                     return func
-        if guard is not None and self.training.reaches_training(guard):
+        if guard_trains:
             return guard
         main = index.func_by_name.get("main")
         if guard is None and main is not None and self.training.reaches_training(main):

@@ -25,9 +25,9 @@ DEPTH = 4
 
 def path_templates(func: ast.FunctionDef | ast.AsyncFunctionDef, qual) -> dict[str, list[str]]:
     """{"save": [...], "load": [...]}: the path expressions of the `torch.save` / `torch.load` calls
-    in `func`'s own body (`qual(name)` gives a called name's qualified name)."""
+    in `func` (`qual(name)` gives a called name's qualified name)."""
     out: dict[str, list[str]] = {}
-    assigned = _assignments(func)
+    assigned: dict | None = None  # read only for a function that saves or loads
     for node in ast.walk(func):
         if not isinstance(node, ast.Call):
             continue
@@ -38,6 +38,7 @@ def path_templates(func: ast.FunctionDef | ast.AsyncFunctionDef, qual) -> dict[s
                 index, keyword = table[q]
                 arg = _argument(node, index, keyword)
                 if arg is not None:
+                    assigned = _assignments(func) if assigned is None else assigned
                     out.setdefault(kind, []).append(ast.unparse(_expand(arg, assigned, node.lineno)))
     return out
 
@@ -64,14 +65,6 @@ def at_call(template: str, params: list[str], args: dict[str, str]) -> str | Non
     return None if missing[0] else ast.unparse(out)
 
 
-def canonical(text: str) -> str | None:
-    """`text` as `ast.unparse` writes it (spacing and quotes made alike)."""
-    try:
-        return ast.unparse(ast.parse(text, mode="eval").body)
-    except SyntaxError:
-        return None
-
-
 def _assignments(func) -> dict[str, list[tuple[int, ast.expr]]]:
     out: dict[str, list[tuple[int, ast.expr]]] = {}
     for node in ast.walk(func):
@@ -89,7 +82,7 @@ def _expand(expr: ast.expr, assigned: dict, line: int, depth: int = 0) -> ast.ex
             if not before or depth >= DEPTH:
                 return node
             at, value = before[-1]
-            return _expand(copy.deepcopy(value), assigned, at, depth + 1)
+            return _expand(value, assigned, at, depth + 1)  # (which copies it)
 
     return Expand().visit(copy.deepcopy(expr))
 
@@ -102,4 +95,4 @@ def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
     return positional[index] if index < len(positional) else None
 
 
-__all__ = ["at_call", "canonical", "path_templates"]
+__all__ = ["at_call", "path_templates"]

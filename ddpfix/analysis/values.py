@@ -108,39 +108,42 @@ class Values:
                 return returned
         out = [Handle(name, stmt)]
         if path:  # `loaders = get_loaders()` then `train_loader = loaders["train"]`
-            out += self._picked(name, scope, stmt)
-            if isinstance(target, cst.Name) and isinstance(path[0], int):
-                out += self._unpacked(target.value, path, scope, stmt, depth)
+            out += self._picked(target, name, path, scope, stmt, depth)
         return out
 
-    def _unpacked(
-        self, base: str, path: list, scope: cst.CSTNode, after: cst.BaseStatement, depth: int
+    def _picked(
+        self,
+        target: cst.BaseExpression,
+        name: str,
+        path: list,
+        scope: cst.CSTNode,
+        after: cst.BaseStatement,
+        depth: int,
     ) -> list[Handle]:
-        """`loaders, weights = build()` then `train_loader, val_loader = loaders`: the names the later
-        unpacking of `base` binds the value at `path` to."""
+        """The names later statements take the value at `path` into: `train_loader = loaders["train"]`
+        (`name` being `loaders["train"]`), or, for a tuple, `train_loader, val_loader = loaders`."""
+        base = target.value if isinstance(target, cst.Name) and isinstance(path[0], int) else None
         out = []
         index = self.index
         for node in walk(scope):
             if type(node) is not cst.SimpleStatementLine or not index.before(after, node):
                 continue
             small = single_small(node)
-            if type(small) is not cst.Assign or len(small.targets) != 1 or index.scope_of(node) is not scope:
+            if type(small) is not cst.Assign or len(small.targets) != 1:
                 continue
-            target, value = small.targets[0].target, small.value
-            if type(value) is cst.Name and value.value == base and isinstance(target, (cst.Tuple, cst.List)):
-                out += self._bound(target, path, node, depth)
-        return out
-
-    def _picked(self, name: str, scope: cst.CSTNode, after: cst.BaseStatement) -> list[Handle]:
-        out = []
-        for node in walk(scope):
-            if isinstance(node, cst.SimpleStatementLine) and self.index.before(after, node):
-                value = assigned_value(node)
-                small = single_small(node)
-                if value is not None and handle_of(value) == name and isinstance(small, cst.Assign):
-                    target = handle_of(small.targets[0].target)
-                    if target is not None and len(small.targets) == 1:
-                        out.append(Handle(target, node))
+            into, value = small.targets[0].target, small.value
+            if handle_of(value) == name:
+                taken = handle_of(into)
+                if taken is not None:
+                    out.append(Handle(taken, node))
+            elif (
+                base is not None
+                and type(value) is cst.Name
+                and value.value == base
+                and isinstance(into, (cst.Tuple, cst.List))
+                and index.scope_of(node) is scope
+            ):
+                out += self._bound(into, path, node, depth)
         return out
 
     def _local_returns(self, name: str, scope: cst.CSTNode, after: cst.CSTNode, depth: int) -> list[Handle]:

@@ -11,7 +11,7 @@ from ..analysis.file_paths import READERS, path_shapes, path_text
 from ..analysis.summaries import LOAD, SAVE
 from ..edits import distributed_test
 from ..examples import clean, fixes
-from ..helper_paths import canonical_path, helper_paths
+from ..helper_paths import helper_paths
 from ..rule import Context, Order, Rule
 from ..syntax import calls_in, dotted, kwarg, positional
 
@@ -137,7 +137,7 @@ epoch's images) get one barrier before the loop. A load inside `with open(path, 
         if q in table:
             index, keyword = table[q]
             path = positional(call, index) or kwarg(call, keyword)
-            return path_shapes(facts, path.value) | canonical_path(path.value) if path is not None else set()
+            return path_shapes(facts, path.value) if path is not None else set()
         if q in WRITERS or q in READERS:
             return set()
         callee = facts.index.callee_of(call)
