@@ -76,6 +76,7 @@ class TreeIndex:
         self.module = module
         self.placed = placed
         self._text, self._tree = text, tree
+        self._ast: ast.Module | None = None  # made by `ast_tree` when no tree was given
         # id(node) -> its parent: keyed without LibCST's hash, which is Python code (every node of the
         # tree is alive as long as the index, so no other object can have a tree node's id meanwhile)
         self._up: dict[int, cst.CSTNode] = {}
@@ -148,6 +149,19 @@ class TreeIndex:
     def source(self) -> str | None:
         """The text the module was parsed from, when it was given."""
         return self._text
+
+    @property
+    def ast_tree(self) -> ast.Module:
+        """Python's parse of the module: the one it was given, or made once when first asked."""
+        if self._tree is not None:
+            return self._tree
+        if self._ast is None:
+            text = self._text if self._text is not None else self.module.code
+            try:
+                self._ast = ast.parse(text.removeprefix("\ufeff"))
+            except (SyntaxError, ValueError, RecursionError):  # what LibCST reads and Python does not
+                self._ast = ast.Module(body=[], type_ignores=[])
+        return self._ast
 
     # ----------------------------------------------------------------- positions
     def position(self, node: cst.CSTNode) -> CodeRange:

@@ -49,6 +49,10 @@ class ClassSummary:
     forward_like: set[str] = field(default_factory=set)  # methods that run a forward (model_params.py)
     trained: list[tuple[str, int]] = field(default_factory=list)  # models it trains itself (class_models.py)
     wraps: bool = False  # wraps a model in DistributedDataParallel itself (class_models.py)
+    builds: set[str] = field(default_factory=set)  # the names it calls: the classes it may build
+    # (class, parameter, file, line) for each parameter its forward sets from its input, or that of a
+    # class it builds or derives from (input_parameters.py)
+    input_parameters: list[tuple[str, str, str, int]] = field(default_factory=list)
 
 
 @dataclass

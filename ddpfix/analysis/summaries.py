@@ -20,6 +20,7 @@ from .ast_reading import (
 from .class_bases import inherit_methods, is_main_block
 from .class_models import ast_trained_attributes, ast_wraps
 from .imports import ImportTable, Origin, find_module
+from .input_parameters import ast_builds, ast_input_parameters, built_parameters
 from .kept_models import kept_uses
 from .loader_params import ast_loader_uses
 from .model_params import (
@@ -166,6 +167,8 @@ class _Summariser:
                 self.summary.at_import |= self._call_effects(call, self.summary.effects)
         self._imported()
         inherit_methods(self.summary, self.tree)
+        own = [n.name for n in self.tree.body if isinstance(n, ast.ClassDef)]
+        built_parameters(self.summary.classes, own)
 
     def _trains_in(self, node: ast.AST) -> bool:
         """Does `node` run a training step, itself or through a function or method of this module (or of
@@ -261,6 +264,9 @@ class _Summariser:
     def _class(self, node: ast.ClassDef) -> None:
         trained, wraps = ast_trained_attributes(node), ast_wraps(node)
         cls = ClassSummary(node.name, [ast_dotted(b) or "" for b in node.bases], trained=trained, wraps=wraps)
+        cls.builds = ast_builds(node)
+        where = str(self.summary.path)
+        cls.input_parameters = [(node.name, p, where, line) for p, line in ast_input_parameters(node)]
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 cls.methods.add(item.name)

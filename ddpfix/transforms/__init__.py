@@ -40,6 +40,7 @@ from .ddp307_grad_accum_without_no_sync import GradAccumWithoutNoSync
 from .ddp308_wrapper_attribute_access import WrapperAttributeAccess
 from .ddp309_forward_bypasses_ddp import ForwardBypassesDdp
 from .ddp310_unused_parameters import UnusedParameters
+from .ddp311_parameters_from_input import ParametersFromInput
 from .ddp401_unguarded_save import UnguardedSave
 from .ddp402_wrapped_state_dict import WrappedStateDict
 from .ddp403_load_into_wrapper import LoadIntoWrapper
@@ -92,6 +93,7 @@ RULES: list[Rule] = [
     WrapperAttributeAccess(),
     ForwardBypassesDdp(),
     UnusedParameters(),
+    ParametersFromInput(),
     UnguardedSave(),
     WrappedStateDict(),
     LoadIntoWrapper(),

@@ -1,0 +1,122 @@
+"""Parameters a model sets from its input, read with Python's `ast`: a class whose `forward` (or a method
+it calls on `self`) writes one of its own `nn.Parameter`s in place from what forward received, such as
+ActNorm's data-dependent initialisation (`self.loc.data.copy_(-mean)` with `mean` taken from the first
+batch). Under DDP every rank writes its own values after the wrap's broadcast, and nothing makes them
+equal again: the ranks train different models. `builds` lists the classes a class constructs, so that
+a model is followed down to the layer that does it (Glow -> Block -> Flow -> ActNorm)."""
+
+from __future__ import annotations
+
+import ast
+
+from .ast_reading import ast_dotted, nodes
+from .module_summary import ClassSummary
+
+IN_PLACE = {"copy_", "fill_", "add_", "sub_", "mul_", "div_", "clamp_", "normal_", "uniform_", "set_"}
+
+
+def ast_input_parameters(cls: ast.ClassDef) -> list[tuple[str, int]]:
+    """(parameter, line of the write) for each parameter of `cls` that its forward writes from its
+    input, in line order."""
+    methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    forward = methods.get("forward")
+    if forward is None:
+        return []
+    params = {
+        t.attr
+        for n in nodes(cls)
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and (ast_dotted(n.value.func) or "").split(".")[-1] == "Parameter"
+        for t in n.targets
+        if isinstance(t, ast.Attribute) and ast_dotted(t.value) == "self"
+    }
+    if not params:
+        return []
+    found: dict[str, int] = {}
+    for method in _reached(forward, methods):
+        tainted = _tainted(method)
+        for n in nodes(method):
+            written = _written(n, params, tainted)
+            if written is not None and written not in found:
+                found[written] = n.lineno
+    return sorted(found.items(), key=lambda item: item[1])
+
+
+def ast_builds(cls: ast.ClassDef) -> set[str]:
+    """The names a class calls that may be classes it builds (`Block(...)`, `layers.Flow(...)`)."""
+    return {name for n in nodes(cls) if isinstance(n, ast.Call) and (name := ast_dotted(n.func))}
+
+
+def built_parameters(classes: dict[str, ClassSummary], own: list[str]) -> None:
+    """Add to each class named in `own` the parameters set from the input by the classes it builds or
+    derives from (`classes`: the module's classes by the name it knows them under, its imports' too)."""
+    for _ in range(len(own) + 1):
+        changed = False
+        for name in own:
+            cls = classes[name]
+            for other in (classes.get(b) for b in sorted(cls.builds | set(cls.bases))):
+                for found in other.input_parameters if other is not None and other is not cls else ():
+                    if found not in cls.input_parameters:
+                        cls.input_parameters.append(found)
+                        changed = True
+        if not changed:
+            return
+
+
+def _reached(forward: ast.FunctionDef, methods: dict) -> list:
+    """`forward` and the methods it calls on `self`, transitively."""
+    reach, todo = [forward], [forward]
+    while todo:
+        for n in nodes(todo.pop()):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and ast_dotted(n.func.value) == "self":
+                callee = methods.get(n.func.attr)
+                if callee is not None and callee not in reach:
+                    reach.append(callee)
+                    todo.append(callee)
+    return reach
+
+
+def _tainted(method) -> set[str]:
+    """The names of `method` that hold what it received, or values computed from them."""
+    args = method.args
+    tainted = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs] if a.arg != "self"}
+    assigns = [n for n in nodes(method) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value]
+    changed = True
+    while changed:
+        changed = False
+        for n in assigns:
+            if not _mentions(n.value, tainted):
+                continue
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                for name in (x.id for x in ast.walk(t) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)):
+                    if name not in tainted:
+                        tainted.add(name)
+                        changed = True
+    return tainted
+
+
+def _mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(x, ast.Name) and x.id in names for x in ast.walk(node))
+
+
+def _written(node: ast.AST, params: set[str], tainted: set[str]) -> str | None:
+    """The parameter `node` writes from a tainted value: `self.p.data.copy_(v)`, `self.p.copy_(v)`,
+    `self.p.data = v`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in IN_PLACE:
+        target, values = node.func.value, [*node.args, *(k.value for k in node.keywords)]
+    elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target, values = node.targets[0], [node.value]
+    else:
+        return None
+    chain = ast_dotted(target) or ""
+    if chain.endswith(".data"):
+        chain = chain[: -len(".data")]
+    parts = chain.split(".")
+    if len(parts) != 2 or parts[0] != "self" or parts[1] not in params:
+        return None
+    return parts[1] if any(_mentions(v, tainted) for v in values) else None
+
+
+__all__ = ["ast_builds", "ast_input_parameters", "built_parameters"]
