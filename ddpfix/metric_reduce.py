@@ -21,6 +21,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .analysis.flow import binds, reads
+from .module_functions import add_module_function
 from .order import Order
 from .syntax import code_of, dotted, walk
 
@@ -217,14 +218,7 @@ class MetricReducer:
                 torch=plan.ref("torch", "torch", style="import"),
                 dist=plan.ref("torch.distributed", "dist", style="import"),
             )
-            stmts = plan.statements(code.strip("\n"))
-            stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
-            body = list(ctx.facts.module.body)
-            top = body.index(_top_level(ctx.facts.index, stmt))
-            if top > 0 and body[top].leading_lines:  # the blank lines and comments above it stay with it
-                plan.insert_after(body[top - 1], stmts, Order.REDUCED_METRIC)
-            else:
-                plan.insert_before(body[top], stmts, Order.REDUCED_METRIC, blank_after=True)
+            add_module_function(ctx, stmt, code, Order.REDUCED_METRIC)
         return self.helper
 
 
@@ -262,15 +256,6 @@ def _within(index, node: cst.CSTNode, scope: cst.CSTNode) -> list[cst.CSTNode]:
             break
         out.append(anc)
     return out
-
-
-def _top_level(index, node: cst.CSTNode) -> cst.CSTNode:
-    top = node
-    for anc in index.ancestors(node):
-        if isinstance(anc, cst.Module):
-            break
-        top = anc
-    return top
 
 
 def _reached_alike(facts, stmt: cst.CSTNode) -> bool:

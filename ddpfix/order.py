@@ -15,6 +15,7 @@ class Order(IntEnum):
     NO_SYNC = 21  # the micro-step's sync decision at the top of the accumulation loop
     SET_DEVICE = 30  # before CUDA work and before init_process_group
     SYNC_BATCHNORM = 31  # before the wrap
+    PARAMETER_SYNC = 32  # after the model is built: rank 0's parameters once its first forward has run
     DOWNLOAD = 35  # the barriers around a download: after set_device, before the wrap's collectives
     SAMPLER = 40  # before the DataLoader that takes it
     WRAP = 41  # after the model is built, moved and loaded

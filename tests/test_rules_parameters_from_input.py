@@ -1,8 +1,9 @@
 """DDP311: a model whose layers set their own parameters from the input in forward (ActNorm's
-data-dependent initialisation; golden parameters_set_from_input). Under DDP each rank sets them from its
-own batch after the wrap's broadcast: reported, followed from the model the script builds down to the
-layer of its modules, the conversion is incomplete, and `check` on the output says so. The advice the
-finding gives (broadcast the parameters from rank 0 after that first forward) is run under torchrun."""
+data-dependent initialisation; golden parameters_set_from_input, verified on 2 ranks). Under DDP each
+rank sets them from its own batch after the wrap's broadcast: reported, followed from the model the
+script builds down to the layer of its modules. An initialisation behind the class's own flag is fixed
+(rank 0's parameters broadcast once the first forward has run); a write on every forward is reported,
+the conversion is incomplete and `check` on the output says so, and verify fails `params` on it."""
 
 from __future__ import annotations
 
@@ -38,15 +39,23 @@ def _found(project: Path, source: str | None = None):
 
 def test_reported_at_the_model_the_script_builds(project):
     found = _found(project)
-    assert [(d.line, d.message, d.fix) for d in found] == [(13, MESSAGE, "none")]
+    assert [(d.line, d.message, d.fix) for d in found] == [(13, MESSAGE, "safe")]
 
 
-def test_the_conversion_is_incomplete_and_check_on_its_output_says_so(project):
+def test_the_fix_broadcasts_once_the_first_forward_has_run(project):
     path = project / "train.py"
     result = fix_source(path.read_bytes(), path=str(path))
-    assert [(b.line, b.code, b.invariant.number) for b in result.incomplete] == [(13, "DDP311", 7)]
-    assert "model = DDP(model" in result.code  # the rest of the conversion is made
-    assert [d.message for d in check_source(result.code, path=str(path)) if d.code == "DDP311"] == [MESSAGE]
+    lines = result.code.splitlines()
+    built = lines.index("model = Flow(4, depth=2)")
+    assert lines[built + 1 : built + 3] == [
+        "if DISTRIBUTED:",
+        "    broadcast_after_first_forward(model)  # ActNorm sets its parameters from each rank's first batch",
+    ]
+    assert lines.index("def broadcast_after_first_forward(module):") < built
+    assert "                dist.broadcast(p.data, 0)" in lines
+    assert not result.incomplete
+    assert [d for d in check_source(result.code, path=str(path)) if d.code == "DDP311"] == []
+    assert fix_source(result.code, path=str(path)).code == result.code
 
 
 def test_a_class_of_the_script_that_builds_a_derived_layer(project):
@@ -95,8 +104,7 @@ class Scaled(nn.Module):
         self.w = nn.Parameter(torch.ones(4))
 
     def forward(self, x):
-        with torch.no_grad():
-            {write}
+        {write}
         return x * self.w
 
 
@@ -111,19 +119,29 @@ for step in range(3):
 
 
 @pytest.mark.parametrize(
-    ("write", "reported"),
+    ("write", "fix"),
     [
-        ("self.w.data.copy_(x.abs().mean(0))", True),
-        ("self.w.data = 1 / x.std(0)", True),
-        ("self.w.data.clamp_(-1, 1)", False),  # weight clipping: the same on every rank
-        ("self.w.copy_(self.w * 0.5)", False),  # from the parameter itself, not from the input
+        ("self.w.data.copy_(x.abs().mean(0))", "none"),  # on every forward: no one broadcast keeps them equal
+        ("self.w.data = 1 / x.std(0)", "none"),
+        ("if self.training:\n            self.w.data = 1 / x.std(0)", "none"),  # true on every training step
+        ("if not self.ready:\n            self.w.data = 1 / x.std(0)\n            self.ready = True", "safe"),
+        ("self.w.data.clamp_(-1, 1)", None),  # weight clipping: the same on every rank
+        ("self.w.copy_(self.w * 0.5)", None),  # from the parameter itself, not from the input
     ],
 )
-def test_only_a_write_from_the_input_is_reported(project, write, reported):
+def test_only_a_write_from_the_input_is_reported_and_only_a_first_one_fixed(project, write, fix):
     found = _found(project, SCRIPT_LAYER.replace("{write}", write))
-    assert [d.line for d in found] == ([17] if reported else [])
-    if reported:
-        assert found[0].message.startswith("`Scaled` sets its parameters `w` from its input in forward (line 13)")
+    assert [(d.line, d.fix) for d in found] == ([] if fix is None else [(line_of(write), fix)])
+    if fix is not None:
+        assert found[0].message.startswith("`Scaled` sets its parameters `w` from its input in forward (line ")
+
+
+def line_of(write: str) -> int:
+    """The line of the model the script builds in SCRIPT_LAYER with `write` in its forward."""
+    return (
+        SCRIPT_LAYER.replace("{write}", write).splitlines().index("model = nn.Sequential(Scaled(), nn.Linear(4, 1))")
+        + 1
+    )
 
 
 def test_a_script_that_broadcasts_the_parameters_is_not_reported(project):
@@ -139,24 +157,20 @@ def test_a_script_that_broadcasts_the_parameters_is_not_reported(project):
 
 
 @pytest.mark.slow
-def test_the_advice_makes_the_ranks_train_one_model(project):
-    """The converted golden with the edit the finding asks for: an initialising forward on a batch, then
-    the parameters broadcast from rank 0, before the wrap. verify's `params` fails without it (the
-    golden declares so) and passes with it; DDP311 is satisfied."""
+def test_a_write_on_every_forward_is_incomplete_and_verify_fails_params(project):
+    """The golden's layer renormalising on every batch: no fix, the conversion is incomplete, and the
+    output does train different models on the two ranks (verify's `params`), as the finding says."""
     from ddpfix.verify import verify_script
 
-    expected = (CASE / "expected.py").read_text()
-    wrap = "raw_model = model\n"
-    advice = (
-        "with torch.no_grad():\n"
-        "    model(inputs[:8])  # the ActNorm layers' data-dependent initialisation\n"
-        "if DISTRIBUTED:\n"
-        "    for p in model.parameters():\n"
-        "        dist.broadcast(p.data, 0)\n"
-    )
-    assert expected.count(wrap) == 1
-    (project / "train.py").write_text(expected.replace(wrap, advice + wrap))
-    assert _found(project) == []
+    flows = (CASE / "flows.py").read_text()
+    assert flows.count("if self.initialized.item() == 0:") == 1
+    (project / "flows.py").write_text(flows.replace("if self.initialized.item() == 0:", "if self.training:"))
+    path = project / "train.py"
+    result = fix_source(path.read_bytes(), path=str(path))
+    assert [(b.line, b.code, b.invariant.number) for b in result.incomplete] == [(13, "DDP311", 7)]
+    assert "model = DDP(model" in result.code  # the rest of the conversion is made
+    assert [d.message for d in check_source(result.code, path=str(path)) if d.code == "DDP311"] == [MESSAGE]
+    path.write_text(result.code)
     report = verify_script("train.py", nproc=2, timeout=240, cwd=project)
-    assert report.statuses["params"] == "pass", report.output[-3000:]
+    assert report.statuses["params"] == "fail", report.output[-3000:]
     assert report.statuses["shards"] == "pass"

@@ -10,14 +10,14 @@ from __future__ import annotations
 import ast
 
 from .ast_reading import ast_dotted, nodes
-from .module_summary import ClassSummary
+from .module_summary import ClassSummary, InputWrite
 
 IN_PLACE = {"copy_", "fill_", "add_", "sub_", "mul_", "div_", "clamp_", "normal_", "uniform_", "set_"}
 
 
-def ast_input_parameters(cls: ast.ClassDef) -> list[tuple[str, int]]:
-    """(parameter, line of the write) for each parameter of `cls` that its forward writes from its
-    input, in line order."""
+def ast_input_parameters(cls: ast.ClassDef, path: str) -> list[InputWrite]:
+    """Each parameter of `cls` (in the file at `path`) that its forward writes from its input, in line
+    order: `once` where every way to the write passes a test (an initialisation on the first batch)."""
     methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
     forward = methods.get("forward")
     if forward is None:
@@ -33,14 +33,18 @@ def ast_input_parameters(cls: ast.ClassDef) -> list[tuple[str, int]]:
     }
     if not params:
         return []
-    found: dict[str, int] = {}
-    for method in _reached(forward, methods):
+    reached = _reached(forward, methods)
+    parents = {id(child): parent for m in reached for parent in ast.walk(m) for child in ast.iter_child_nodes(parent)}
+    flags = _flags(reached) - params
+    found: dict[str, InputWrite] = {}
+    for method in reached:
         tainted = _tainted(method)
         for n in nodes(method):
             written = _written(n, params, tainted)
             if written is not None and written not in found:
-                found[written] = n.lineno
-    return sorted(found.items(), key=lambda item: item[1])
+                once = _tested(n, method, parents, flags) or _called_under_test(method, reached, parents, flags, set())
+                found[written] = InputWrite(cls.name, written, path, n.lineno, once)
+    return sorted(found.values(), key=lambda w: w.line)
 
 
 def ast_builds(cls: ast.ClassDef) -> set[str]:
@@ -75,6 +79,56 @@ def _reached(forward: ast.FunctionDef, methods: dict) -> list:
                     reach.append(callee)
                     todo.append(callee)
     return reach
+
+
+def _flags(reached: list) -> set[str]:
+    """The attributes of `self` the forward's methods write: `self.initialized.fill_(1)`, `self.inited = True`."""
+    out = set()
+    for n in (n for m in reached for n in nodes(m)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in IN_PLACE:
+            target = n.func.value
+        elif isinstance(n, (ast.Assign, ast.AugAssign)):
+            target = n.targets[0] if isinstance(n, ast.Assign) else n.target
+        else:
+            continue
+        parts = (ast_dotted(target) or "").split(".")
+        if len(parts) >= 2 and parts[0] == "self":
+            out.add(parts[1])
+    return out
+
+
+def _tested(node: ast.AST, method, parents: dict, flags: set[str]) -> bool:
+    """Is `node` under a test of a flag the class sets itself (`if self.initialized.item() == 0:`)? Not
+    one it does not set, such as `if self.training:` (true on every training step)."""
+    up = parents.get(id(node))
+    while up is not None and up is not method:
+        if isinstance(up, (ast.If, ast.IfExp)) and any(
+            isinstance(x, ast.Attribute) and ast_dotted(x.value) == "self" and x.attr in flags
+            for x in ast.walk(up.test)
+        ):
+            return True
+        up = parents.get(id(up))
+    return False
+
+
+def _called_under_test(method, reached: list, parents: dict, flags: set[str], seen: set) -> bool:
+    """Does every call of `method` from the others (forward and what it calls) pass such a test?"""
+    if method is reached[0] or id(method) in seen:
+        return False
+    seen.add(id(method))
+    sites = [
+        (n, caller)
+        for caller in reached
+        for n in nodes(caller)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == method.name
+        and ast_dotted(n.func.value) == "self"
+    ]
+    return bool(sites) and all(
+        _tested(n, caller, parents, flags) or _called_under_test(caller, reached, parents, flags, seen)
+        for n, caller in sites
+    )
 
 
 def _tainted(method) -> set[str]:

@@ -40,6 +40,17 @@ INIT_ARGS = "init_args"  # init_process_group(..., rank=0, world_size=2, init_me
 GLOBAL_RANK_DEVICE = "global_rank_device"  # torch.device(f"cuda:{dist.get_rank()}")
 
 
+@dataclass(frozen=True)
+class InputWrite:
+    """A parameter a class's forward sets from its input (input_parameters.py)."""
+
+    cls: str  # the class whose method writes it
+    param: str
+    path: str
+    line: int
+    once: bool  # under a test (`if self.initialized.item() == 0:`): an initialisation on the first batch
+
+
 @dataclass
 class ClassSummary:
     name: str
@@ -50,9 +61,8 @@ class ClassSummary:
     trained: list[tuple[str, int]] = field(default_factory=list)  # models it trains itself (class_models.py)
     wraps: bool = False  # wraps a model in DistributedDataParallel itself (class_models.py)
     builds: set[str] = field(default_factory=set)  # the names it calls: the classes it may build
-    # (class, parameter, file, line) for each parameter its forward sets from its input, or that of a
-    # class it builds or derives from (input_parameters.py)
-    input_parameters: list[tuple[str, str, str, int]] = field(default_factory=list)
+    # each parameter its forward sets from its input, or that of a class it builds or derives from
+    input_parameters: list[InputWrite] = field(default_factory=list)
 
 
 @dataclass
@@ -109,5 +119,6 @@ __all__ = [
     "WRAP",
     "ClassSummary",
     "Finding",
+    "InputWrite",
     "ModuleSummary",
 ]

@@ -265,8 +265,7 @@ class _Summariser:
         trained, wraps = ast_trained_attributes(node), ast_wraps(node)
         cls = ClassSummary(node.name, [ast_dotted(b) or "" for b in node.bases], trained=trained, wraps=wraps)
         cls.builds = ast_builds(node)
-        where = str(self.summary.path)
-        cls.input_parameters = [(node.name, p, where, line) for p, line in ast_input_parameters(node)]
+        cls.input_parameters = ast_input_parameters(node, str(self.summary.path))
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 cls.methods.add(item.name)

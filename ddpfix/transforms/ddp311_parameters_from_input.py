@@ -9,8 +9,10 @@ import libcst as cst
 
 from ..analysis.input_parameters import ast_builds, ast_input_parameters, built_parameters
 from ..analysis.module_summary import ClassSummary
-from ..diagnostic import NONE
-from ..examples import clean, reports
+from ..diagnostic import NONE, SAFE
+from ..examples import clean, fixes, reports
+from ..module_functions import add_module_function
+from ..order import Order
 from ..rule import Context, Rule
 from ..syntax import dotted
 
@@ -25,7 +27,8 @@ class ParametersFromInput(Rule):
         "sets its parameters from its input in forward: each rank takes them from its own batch after the "
         "wrap's broadcast, and the ranks train different models"
     )
-    fix = NONE
+    fix = SAFE
+    requires = ("DDP001",)
     docs = """
 ## What
 A model whose `forward` (or a method it calls on `self`) writes one of its own `nn.Parameter`s from
@@ -58,20 +61,26 @@ class ActNorm(nn.Module):
             self.initialized.fill_(1)
         return x + self.loc
 ```
-After the forward that initialises them, make them equal on every rank:
+The fix adds, where the model is built, a hook that gives every rank rank 0's parameters once the
+model's first forward has run (the initialising one), then removes itself:
 ```python
-with torch.no_grad():
-    model.module(first_batch)  # the data-dependent initialisation
-for p in model.module.parameters():
-    dist.broadcast(p.data, 0)
+model = Net()
+if DISTRIBUTED:
+    broadcast_after_first_forward(model)  # ActNorm sets its parameters from each rank's first batch
 ```
-or run that first forward on the same batch on every rank before the wrap.
+`broadcast_after_first_forward` is a function of a few lines the fix adds to the script. After that
+first step the replicas are equal again, and DDP's averaged gradients keep them so.
 
 ## Fix safety
-No automatic fix: where the initialising forward runs (a first step, a dedicated warm-up pass, a
-method of a trainer) and which batch it must see is the author's call. The finding names the class,
-its parameters and the line that writes them, and a converted script that keeps it is reported
-incomplete (`apply` exits 1).
+Safe where every write is an initialisation behind a test (`if self.initialized.item() == 0:`) and
+the model is bound to a name when it is built: `python train.py` runs no new code (the hook is
+registered only under torchrun), and every rank runs its first forward at the same point of the
+training loop, so every rank reaches the broadcast. A model that writes a parameter from its input
+on every forward (no test), or one built inside an expression, is reported without a fix: whatever
+makes it equal across ranks (an all-reduce of the statistics each step, or no write at all) is the
+author's call. Where the first forward runs on one rank only (a rank-0 summary or export before
+training), the broadcast would wait for the others: run that forward on every rank, or after the
+first step.
 """
 
     def run(self, ctx: Context) -> None:
@@ -83,6 +92,7 @@ incomplete (`apply` exits 1).
             return
         own = _script_classes(facts, calls)
         seen: set[tuple] = set()
+        helper: str | None = None
         for call in calls:
             name = dotted(call.func)
             if name is None or facts.index.enclosing(call, cst.ClassDef) is not None:
@@ -94,7 +104,65 @@ incomplete (`apply` exits 1).
             if key in seen:
                 continue
             seen.add(key)
-            ctx.report(call, _message(cls, facts.path))
+            stmt = facts.index.site(call).stmt
+            bound = _bound_name(stmt, call)
+            once = all(w.once for w in cls.input_parameters)
+            if not ctx.report(call, _message(cls, facts.path), fix=None if once and bound else NONE):
+                continue
+            if helper is None:
+                helper = ctx.plan.fresh("broadcast_after_first_forward")
+                code = HELPER.format(
+                    fn=helper,
+                    torch=ctx.plan.ref("torch", "torch", style="import"),
+                    dist=ctx.plan.ref("torch.distributed", "dist", style="import"),
+                )
+                add_module_function(ctx, stmt, code, Order.PARAMETER_SYNC)
+            owners = list(dict.fromkeys(w.cls for w in cls.input_parameters))
+            stmts = ctx.plan.statements(
+                """
+                if {D}:
+                    {fn}({m})  # {owners} {sets} from each rank's first batch
+                """,
+                D=ctx.env("DISTRIBUTED"),
+                fn=helper,
+                m=bound,
+                owners=", ".join(owners),
+                sets="sets its parameters" if len(owners) == 1 else "set their parameters",
+            )
+            ctx.plan.insert_after(stmt, stmts, order=Order.PARAMETER_SYNC)
+
+
+HELPER = '''
+def {fn}(module):
+    """Once `module` has run its first forward, give every rank rank 0's parameters: layers that set their
+    own from the first batch they see took them from each rank's own batch."""
+
+    def broadcast(mod, args, output):
+        hook.remove()
+        with {torch}.no_grad():
+            for p in mod.parameters():
+                {dist}.broadcast(p.data, 0)
+
+    hook = module.register_forward_hook(broadcast)
+'''
+
+
+def _bound_name(stmt: cst.CSTNode, call: cst.Call) -> str | None:
+    """The one name `stmt` binds the module `call` builds to (`model = Flow(4)`, or a `Sequential` of it),
+    if that is all it does."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target, value = small.targets[0].target, small.value
+    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+        target, value = small.target, small.value
+    else:
+        return None
+    holds = value is call or (
+        isinstance(value, cst.Call)
+        and (dotted(value.func) or "").endswith("Sequential")
+        and any(a.value is call for a in value.args)
+    )
+    return target.value if holds and isinstance(target, cst.Name) else None
 
 
 def _script_classes(facts, calls: list[cst.Call]) -> dict[str, ClassSummary]:
@@ -106,7 +174,7 @@ def _script_classes(facts, calls: list[cst.Call]) -> dict[str, ClassSummary]:
     where = facts.path or "<script>"
     for node in (n for n in tree.body if isinstance(n, ast.ClassDef)):
         cls = ClassSummary(node.name, [b.id for b in node.bases if isinstance(b, ast.Name)], builds=ast_builds(node))
-        cls.input_parameters = [(node.name, p, where, line) for p, line in ast_input_parameters(node)]
+        cls.input_parameters = ast_input_parameters(node, where)
         classes[node.name] = cls
     for c in calls:  # a layer of the script's modules that a class of the script builds
         if isinstance(c.func, cst.Name) and c.func.value not in classes:
@@ -117,14 +185,14 @@ def _script_classes(facts, calls: list[cst.Call]) -> dict[str, ClassSummary]:
 
 
 def _message(cls: ClassSummary, script: str | None) -> str:
-    owner, _, path, line = cls.input_parameters[0]
-    names = ", ".join(f"`{p}`" for c, p, _, _ in cls.input_parameters if c == owner)
-    here = script is not None and os.path.abspath(path) == os.path.abspath(script)
-    place = f"line {line}" if here or path == "<script>" else f"{_relative(path, script)}:{line}"
+    first = cls.input_parameters[0]
+    names = ", ".join(f"`{w.param}`" for w in cls.input_parameters if w.cls == first.cls)
+    here = first.path == "<script>" or (script is not None and os.path.abspath(first.path) == os.path.abspath(script))
+    place = f"line {first.line}" if here else f"{_relative(first.path, script)}:{first.line}"
     return (
-        f"`{owner}` sets its parameters {names} from its input in forward ({place}): under DDP each rank takes "
-        "them from its own batch after the wrap's broadcast, and the ranks train different models; broadcast "
-        "them from rank 0 after that forward"
+        f"`{first.cls}` sets its parameters {names} from its input in forward ({place}): under DDP each rank "
+        "takes them from its own batch after the wrap's broadcast, and the ranks train different models; "
+        "broadcast them from rank 0 after that forward"
     )
 
 
@@ -163,47 +231,67 @@ class Net(nn.Module):
         return self.head(self.norm(x))
 """
 
-EXAMPLES = (
-    reports(
-        ACTNORM
-        + """
-
-model = Net()
+LOOP = """
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(10):
     loss = model(torch.randn(8, 4)).pow(2).mean()
     opt.zero_grad()
     loss.backward()
     opt.step()
-""",
+"""
+
+SETUP = """
+
+import os
+
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+DISTRIBUTED = int(os.environ.get("WORLD_SIZE", 1)) > 1
+if DISTRIBUTED:
+    dist.init_process_group("gloo")
+"""
+
+EXAMPLES = (
+    fixes(
+        ACTNORM + SETUP + "model = Net()\nif DISTRIBUTED:\n    model = DDP(model)\n" + LOOP,
+        ACTNORM
+        + SETUP
+        + "\n"
+        + HELPER.format(fn="broadcast_after_first_forward", torch="torch", dist="dist")
+        + """
+
+model = Net()
+if DISTRIBUTED:
+    broadcast_after_first_forward(model)  # ActNorm sets its parameters from each rank's first batch
+if DISTRIBUTED:
+    model = DDP(model)
+"""
+        + LOOP,
+        note="`Net` builds an `ActNorm` that takes its offset from the first batch each rank sees:",
+    ),
+    reports(
+        ACTNORM.replace("if self.initialized.item() == 0:", "if self.training:  # renormalised on every batch")
+        + "\n\nmodel = Net()\n"
+        + LOOP,
         message=(
             "`ActNorm` sets its parameters `loc` from its input in forward (line 14): under DDP each rank takes them "
             "from its own batch after the wrap's broadcast, and the ranks train different models; broadcast them "
             "from rank 0 after that forward"
         ),
-        note="`Net` builds an `ActNorm` that takes its offset from the first batch it sees:",
+        note="Written on every forward, not once: no broadcast after the first step would keep the ranks equal:",
     ),
     clean(
         ACTNORM
-        + """
-
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-dist.init_process_group("gloo")
-net = Net()
+        + SETUP
+        + """net = Net()
 with torch.no_grad():
     net(torch.randn(8, 4))
 for p in net.parameters():
     dist.broadcast(p.data, 0)
 model = DDP(net)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(10):
-    loss = model(torch.randn(8, 4)).pow(2).mean()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-""",
-        note="Initialised on rank 0's values everywhere before the wrap:",
+"""
+        + LOOP,
+        note="Initialised and made equal by the script itself before the wrap:",
     ),
 )

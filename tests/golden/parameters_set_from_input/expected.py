@@ -27,7 +27,22 @@ dataset = TensorDataset(inputs, targets)
 sampler = DistributedSampler(dataset) if DISTRIBUTED else None
 loader = DataLoader(dataset, batch_size=8, shuffle=(sampler is None), sampler=sampler)
 
+
+def broadcast_after_first_forward(module):
+    """Once `module` has run its first forward, give every rank rank 0's parameters: layers that set their
+    own from the first batch they see took them from each rank's own batch."""
+
+    def broadcast(mod, args, output):
+        hook.remove()
+        with torch.no_grad():
+            for p in mod.parameters():
+                dist.broadcast(p.data, 0)
+
+    hook = module.register_forward_hook(broadcast)
+
 model = Flow(4, depth=2)
+if DISTRIBUTED:
+    broadcast_after_first_forward(model)  # ActNorm sets its parameters from each rank's first batch
 raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
