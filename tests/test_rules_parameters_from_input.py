@@ -156,6 +156,47 @@ def test_a_script_that_broadcasts_the_parameters_is_not_reported(project):
     assert _found(project, source) == []
 
 
+def test_a_model_a_trainer_class_of_the_script_builds(project):
+    path = project / "train.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.utils.data import DataLoader, TensorDataset
+
+            from flows import Flow
+
+
+            class Trainer:
+                def __init__(self):
+                    self.model = Flow(4, depth=2)
+                    self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-2)
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        loss = nn.functional.mse_loss(self.model(x), y)
+                        self.optimizer.zero_grad()
+                        loss.backward()
+                        self.optimizer.step()
+
+
+            torch.manual_seed(0)
+            inputs = torch.randn(64, 4)
+            loader = DataLoader(TensorDataset(inputs, inputs.sum(1, keepdim=True)), batch_size=8, shuffle=True)
+            Trainer().fit(loader)
+            """
+        )
+    )
+    assert [(d.line, d.fix) for d in _found(project)] == [(11, "safe")]
+    lines = fix_source(path.read_bytes(), path=str(path)).code.splitlines()
+    built = lines.index("        self.model = Flow(4, depth=2)")
+    assert lines[built + 1 : built + 3] == [
+        "        if DISTRIBUTED:",
+        "            broadcast_after_first_forward(self.model)  # ActNorm sets its parameters from each rank's first batch",
+    ]
+
+
 @pytest.mark.slow
 def test_a_write_on_every_forward_is_incomplete_and_verify_fails_params(project):
     """The golden's layer renormalising on every batch: no fix, the conversion is incomplete, and the

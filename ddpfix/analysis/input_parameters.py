@@ -12,6 +12,7 @@ import ast
 from .ast_reading import ast_dotted, nodes
 from .module_summary import ClassSummary, InputWrite
 
+MODULES = {"Module", "Sequential", "ModuleList", "ModuleDict"}
 IN_PLACE = {"copy_", "fill_", "add_", "sub_", "mul_", "div_", "clamp_", "normal_", "uniform_", "set_"}
 
 
@@ -54,11 +55,15 @@ def ast_builds(cls: ast.ClassDef) -> set[str]:
 
 def built_parameters(classes: dict[str, ClassSummary], own: list[str]) -> None:
     """Add to each class named in `own` the parameters set from the input by the classes it builds or
-    derives from (`classes`: the module's classes by the name it knows them under, its imports' too)."""
+    derives from (`classes`: the module's classes by the name it knows them under, its imports' too),
+    and say which are modules (`nn.Module` among their bases, or a class of theirs that is one)."""
     for _ in range(len(own) + 1):
         changed = False
         for name in own:
             cls = classes[name]
+            module = any(b.split(".")[-1] in MODULES or (b in classes and classes[b].is_module) for b in cls.bases)
+            if module and not cls.is_module:
+                cls.is_module = changed = True
             for other in (classes.get(b) for b in sorted(cls.builds | set(cls.bases))):
                 for found in other.input_parameters if other is not None and other is not cls else ():
                     if found not in cls.input_parameters:

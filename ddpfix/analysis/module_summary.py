@@ -63,6 +63,7 @@ class ClassSummary:
     builds: set[str] = field(default_factory=set)  # the names it calls: the classes it may build
     # each parameter its forward sets from its input, or that of a class it builds or derives from
     input_parameters: list[InputWrite] = field(default_factory=list)
+    is_module: bool = False  # an nn.Module (through its bases; input_parameters.py)
 
 
 @dataclass

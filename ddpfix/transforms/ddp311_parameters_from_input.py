@@ -7,6 +7,7 @@ import os
 
 import libcst as cst
 
+from ..analysis.ast_reading import ast_dotted
 from ..analysis.input_parameters import ast_builds, ast_input_parameters, built_parameters
 from ..analysis.module_summary import ClassSummary
 from ..diagnostic import NONE, SAFE
@@ -95,8 +96,9 @@ first step.
         helper: str | None = None
         for call in calls:
             name = dotted(call.func)
-            if name is None or facts.index.enclosing(call, cst.ClassDef) is not None:
-                continue
+            outer = facts.index.enclosing(call, cst.ClassDef)
+            if name is None or (outer is not None and outer.name.value in own and own[outer.name.value].is_module):
+                continue  # a layer a model class builds: reported where the model is built
             cls = own[name] if name in own else facts.modules.class_of(call.func)
             if cls is None or not cls.input_parameters:
                 continue
@@ -107,7 +109,7 @@ first step.
             stmt = facts.index.site(call).stmt
             bound = _bound_name(stmt, call)
             once = all(w.once for w in cls.input_parameters)
-            if not ctx.report(call, _message(cls, facts.path), fix=None if once and bound else NONE):
+            if not ctx.report(call, _message(cls, facts.path), fix=None if once and bound and cls.is_module else NONE):
                 continue
             if helper is None:
                 helper = ctx.plan.fresh("broadcast_after_first_forward")
@@ -148,8 +150,8 @@ def {fn}(module):
 
 
 def _bound_name(stmt: cst.CSTNode, call: cst.Call) -> str | None:
-    """The one name `stmt` binds the module `call` builds to (`model = Flow(4)`, or a `Sequential` of it),
-    if that is all it does."""
+    """What `stmt` binds the module `call` builds to (`model = Flow(4)`, `self.model = nn.Sequential(...)`
+    of it), if that is all it does."""
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     if isinstance(small, cst.Assign) and len(small.targets) == 1:
         target, value = small.targets[0].target, small.value
@@ -162,7 +164,7 @@ def _bound_name(stmt: cst.CSTNode, call: cst.Call) -> str | None:
         and (dotted(value.func) or "").endswith("Sequential")
         and any(a.value is call for a in value.args)
     )
-    return target.value if holds and isinstance(target, cst.Name) else None
+    return dotted(target) if holds else None  # `model`, or `self.model` in a trainer's __init__
 
 
 def _script_classes(facts, calls: list[cst.Call]) -> dict[str, ClassSummary]:
@@ -173,7 +175,7 @@ def _script_classes(facts, calls: list[cst.Call]) -> dict[str, ClassSummary]:
     classes: dict[str, ClassSummary] = {}
     where = facts.path or "<script>"
     for node in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-        cls = ClassSummary(node.name, [b.id for b in node.bases if isinstance(b, ast.Name)], builds=ast_builds(node))
+        cls = ClassSummary(node.name, [ast_dotted(b) or "" for b in node.bases], builds=ast_builds(node))
         cls.input_parameters = ast_input_parameters(node, where)
         classes[node.name] = cls
     for c in calls:  # a layer of the script's modules that a class of the script builds
