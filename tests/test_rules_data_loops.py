@@ -654,3 +654,52 @@ def test_ddp201_set_epoch_reaches_an_epoch_loop_calling_a_closure_of_the_main_bl
         "    for epoch in range(2):\n        if sampler is not None:\n            sampler.set_epoch(epoch)\n" in out
     ), out
     assert [d for d in check_source(out) if d.code == "DDP204"] == []
+
+
+TRAINER_FIT = """
+class Trainer:
+    def __init__(self):
+        self.model = nn.Linear(6, 3)
+        if DISTRIBUTED:
+            self.model = DDP(self.model)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def fit(self, loader, epochs):
+        for epoch in range(epochs):
+            for x, y in loader:
+                loss = nn.functional.cross_entropy(self.model(x), y)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+
+
+if DISTRIBUTED:
+    dist.init_process_group("gloo")
+torch.manual_seed(0)
+ds = TensorDataset(torch.randn(96, 6), torch.randint(0, 3, (96,)))
+sampler = DistributedSampler(ds) if DISTRIBUTED else None
+loader = DataLoader(ds, batch_size=12, shuffle=(sampler is None), sampler=sampler)
+trainer = Trainer()
+trainer.fit(loader, epochs=3)
+"""
+
+
+def test_set_epoch_through_the_loader_a_method_of_the_script_is_handed():
+    """The epoch loop in a method every call hands the loader to (golden trainer_method_given_loader):
+    the sampler's variable is out of its reach, the method's parameter is not."""
+    result = fix_source(script(TRAINER_FIT))
+    lines = [line.strip() for line in result.code.splitlines()]
+    loop = lines.index("for epoch in range(epochs):")
+    assert lines[loop + 1 : loop + 3] == [
+        'if isinstance(getattr(loader, "sampler", None), DistributedSampler):',
+        "loader.sampler.set_epoch(epoch)",
+    ]
+    assert not result.incomplete
+
+
+def test_a_method_handed_different_loaders_gets_no_guess():
+    source = script(TRAINER_FIT + "trainer.fit(DataLoader(ds, batch_size=12), epochs=1)\n")
+    found = [d for d in check_source(source) if d.code == "DDP204"]
+    assert [(d.message, d.fix) for d in found] == [
+        ("DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop", "none")
+    ]

@@ -354,15 +354,16 @@ class Data:
         return None
 
     def loader_reach(self, loader: Loader, loop: cst.CSTNode) -> str | None:
-        """How code at `loop` names the loader: its variable in the same scope, or the attribute
-        a class stores it in (`Trainer(model, train_loader)` -> `self.train_data`)."""
+        """How code at `loop` names the loader: its variable in the same scope, the parameter of the
+        function or method every call hands it to (`Trainer().fit(train_loader)` -> `loader`), or the
+        attribute a class stores it in (`Trainer(model, train_loader)` -> `self.train_data`)."""
         if loader.target is None or loader.binding is None:
             return None
         index = self.index
         if index.scope_of(loop) is index.scope_of(loader.binding):
             return loader.target
         func = index.enclosing(loop, cst.FunctionDef)
-        if isinstance(func, cst.FunctionDef) and index.enclosing(func, cst.ClassDef) is None:
+        if isinstance(func, cst.FunctionDef):  # a function, or a method, that every call hands the loader
             param = self.param_holding(func, loader.target)
             if param is not None:
                 return param
