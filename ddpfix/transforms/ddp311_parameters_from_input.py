@@ -89,23 +89,22 @@ first step.
         if not facts.models.trained:
             return
         calls = facts.index.calls
-        if any((dotted(c.func) or "").split(".")[-1] in SYNCS for c in calls):
-            return
         own = _script_classes(facts, calls)
-        seen: set[tuple] = set()
-        helper: str | None = None
+        found: list[tuple[cst.Call, ClassSummary]] = []
         for call in calls:
             name = dotted(call.func)
-            outer = facts.index.enclosing(call, cst.ClassDef)
-            if name is None or (outer is not None and outer.name.value in own and own[outer.name.value].is_module):
-                continue  # a layer a model class builds: reported where the model is built
-            cls = own[name] if name in own else facts.modules.class_of(call.func)
+            cls = None if name is None else own[name] if name in own else facts.modules.class_of(call.func)
             if cls is None or not cls.input_parameters:
                 continue
-            key = tuple(cls.input_parameters)
-            if key in seen:
-                continue
-            seen.add(key)
+            outer = facts.index.enclosing(call, cst.ClassDef)
+            if outer is not None and outer.name.value in own and own[outer.name.value].is_module:
+                continue  # a layer a model class builds: reported where the model is built
+            if all(cls.input_parameters != other.input_parameters for _, other in found):
+                found.append((call, cls))
+        if not found or any((dotted(c.func) or "").split(".")[-1] in SYNCS for c in calls):
+            return
+        helper: str | None = None
+        for call, cls in found:
             stmt = facts.index.site(call).stmt
             bound = _bound_name(stmt, call)
             once = all(w.once for w in cls.input_parameters)
