@@ -2,14 +2,14 @@
 it calls on `self`) writes one of its own `nn.Parameter`s in place from what forward received, such as
 ActNorm's data-dependent initialisation (`self.loc.data.copy_(-mean)` with `mean` taken from the first
 batch). Under DDP every rank writes its own values after the wrap's broadcast, and nothing makes them
-equal again: the ranks train different models. `builds` lists the classes a class constructs, so that
-a model is followed down to the layer that does it (Glow -> Block -> Flow -> ActNorm)."""
+equal again: the ranks train different models. A class's `builds` (the names it calls) lets a model be
+followed down to the layer that does it (Glow -> Block -> Flow -> ActNorm)."""
 
 from __future__ import annotations
 
 import ast
 
-from .ast_reading import ast_dotted, nodes
+from .ast_reading import ast_dotted, calls, nodes, parents
 from .module_summary import ClassSummary, InputWrite
 
 MODULES = {"Module", "Sequential", "ModuleList", "ModuleDict"}
@@ -35,7 +35,6 @@ def ast_input_parameters(cls: ast.ClassDef, path: str) -> list[InputWrite]:
     if not params:
         return []
     reached = _reached(forward, methods)
-    parents = {id(child): parent for m in reached for parent in ast.walk(m) for child in ast.iter_child_nodes(parent)}
     flags = _flags(reached) - params
     found: dict[str, InputWrite] = {}
     for method in reached:
@@ -43,14 +42,17 @@ def ast_input_parameters(cls: ast.ClassDef, path: str) -> list[InputWrite]:
         for n in nodes(method):
             written = _written(n, params, tainted)
             if written is not None and written not in found:
-                once = _tested(n, method, parents, flags) or _called_under_test(method, reached, parents, flags, set())
+                once = _tested(n, method, flags) or _called_under_test(method, reached, flags, set())
                 found[written] = InputWrite(cls.name, written, path, n.lineno, once)
     return sorted(found.values(), key=lambda w: w.line)
 
 
-def ast_builds(cls: ast.ClassDef) -> set[str]:
-    """The names a class calls that may be classes it builds (`Block(...)`, `layers.Flow(...)`)."""
-    return {name for n in nodes(cls) if isinstance(n, ast.Call) and (name := ast_dotted(n.func))}
+def read_input_parameters(summary: ClassSummary, cls: ast.ClassDef, path: str) -> ClassSummary:
+    """`summary` of `cls` with what this module reads of it: the names it calls (the classes it may
+    build: `Block(...)`, `layers.Flow(...)`) and the parameters its own forward sets from its input."""
+    summary.builds = {name for n in calls(cls) if (name := ast_dotted(n.func))}
+    summary.input_parameters = ast_input_parameters(cls, path)
+    return summary
 
 
 def built_parameters(classes: dict[str, ClassSummary], own: list[str]) -> None:
@@ -102,21 +104,22 @@ def _flags(reached: list) -> set[str]:
     return out
 
 
-def _tested(node: ast.AST, method, parents: dict, flags: set[str]) -> bool:
-    """Is `node` under a test of a flag the class sets itself (`if self.initialized.item() == 0:`)? Not
-    one it does not set, such as `if self.training:` (true on every training step)."""
-    up = parents.get(id(node))
-    while up is not None and up is not method:
+def _tested(node: ast.AST, method, flags: set[str]) -> bool:
+    """Is `node` under a test of `method` on a flag the class sets itself (`if self.initialized.item() == 0:`)?
+    Not one it does not set, such as `if self.training:` (true on every training step)."""
+    above = parents(method)
+    up = above.get(node)
+    while up is not None:
         if isinstance(up, (ast.If, ast.IfExp)) and any(
             isinstance(x, ast.Attribute) and ast_dotted(x.value) == "self" and x.attr in flags
             for x in ast.walk(up.test)
         ):
             return True
-        up = parents.get(id(up))
+        up = above.get(up)
     return False
 
 
-def _called_under_test(method, reached: list, parents: dict, flags: set[str], seen: set) -> bool:
+def _called_under_test(method, reached: list, flags: set[str], seen: set) -> bool:
     """Does every call of `method` from the others (forward and what it calls) pass such a test?"""
     if method is reached[0] or id(method) in seen:
         return False
@@ -131,8 +134,7 @@ def _called_under_test(method, reached: list, parents: dict, flags: set[str], se
         and ast_dotted(n.func.value) == "self"
     ]
     return bool(sites) and all(
-        _tested(n, caller, parents, flags) or _called_under_test(caller, reached, parents, flags, seen)
-        for n, caller in sites
+        _tested(n, caller, flags) or _called_under_test(caller, reached, flags, seen) for n, caller in sites
     )
 
 
@@ -178,4 +180,4 @@ def _written(node: ast.AST, params: set[str], tainted: set[str]) -> str | None:
     return parts[1] if any(_mentions(v, tainted) for v in values) else None
 
 
-__all__ = ["ast_builds", "ast_input_parameters", "built_parameters"]
+__all__ = ["ast_input_parameters", "built_parameters", "read_input_parameters"]

@@ -8,7 +8,7 @@ import os
 import libcst as cst
 
 from ..analysis.ast_reading import ast_dotted
-from ..analysis.input_parameters import ast_builds, ast_input_parameters, built_parameters
+from ..analysis.input_parameters import built_parameters, read_input_parameters
 from ..analysis.module_summary import ClassSummary
 from ..diagnostic import NONE, SAFE
 from ..examples import clean, fixes, reports
@@ -174,9 +174,8 @@ def _script_classes(facts, calls: list[cst.Call]) -> dict[str, ClassSummary]:
     classes: dict[str, ClassSummary] = {}
     where = facts.path or "<script>"
     for node in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-        cls = ClassSummary(node.name, [ast_dotted(b) or "" for b in node.bases], builds=ast_builds(node))
-        cls.input_parameters = ast_input_parameters(node, where)
-        classes[node.name] = cls
+        bases = [ast_dotted(b) or "" for b in node.bases]
+        classes[node.name] = read_input_parameters(ClassSummary(node.name, bases), node, where)
     for c in calls:  # a layer of the script's modules that a class of the script builds
         if isinstance(c.func, cst.Name) and c.func.value not in classes:
             if (imported := facts.modules.class_of(c.func)) is not None:
