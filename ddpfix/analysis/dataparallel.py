@@ -203,7 +203,9 @@ def plain_path(conv: DpConversion, models: Models, launch: Launch) -> str | None
     model = next((m for m in models.trained if m.handle == handle), None)
     if model is None or models.dataparallel(model) is not line.call or model.built_by is not None:
         return None
-    if models.index.scope_of(line.call) is not models.index.scope_of(model.definition.stmt):
+    if models.index.scope_of(line.call) is not models.index.scope_of(model.definition.stmt) and not _returned_by(
+        models, line, model, handle
+    ):
         return None  # (a helper that builds it, `return model`: its raw module is not this scope's)
     if not isinstance(line.stmt, cst.SimpleStatementLine):
         return None
@@ -220,6 +222,20 @@ def plain_path(conv: DpConversion, models: Models, launch: Launch) -> str | None
         return GUARD
     others = [n for n in walk(top) if isinstance(n, cst.SimpleStatementLine) and n is not line.stmt]
     return GUARD if any(binds(n) or mentions(n, handle) for n in others) else CHOICE
+
+
+def _returned_by(models: Models, line: DpLine, model, handle: str) -> bool:
+    """Is the line in the function of this file whose one call binds the trained model (`model, criterion
+    = set_model(opt)`), and does that function return what the line binds? The DDP wrap then goes in the
+    function too, and it hands the wrapper back as it handed the DataParallel one (called elsewhere too,
+    it would hand a wrapper to code that may run on one rank only)."""
+    value = assigned_value(model.definition.stmt)
+    func = models.index.callee_of(value) if isinstance(value, cst.Call) else None
+    if func is None or models.index.scope_of(line.call) is not func or models.helpers is None:
+        return False
+    if models.index.callers_of(func) != [value]:
+        return False
+    return models.helpers.returned_slot(func, {handle}) is not None
 
 
 def built_inside(line: DpLine, handle: str) -> cst.BaseExpression | None:

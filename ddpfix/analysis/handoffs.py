@@ -10,7 +10,7 @@ from pathlib import Path
 import libcst as cst
 
 from ..syntax import arg_slots, assign_targets, assigned_value, dotted, kwarg, positional
-from .helpers import param_for
+from .call_params import param_for
 from .index import TreeIndex
 from .loader_params import EPOCHS, KEPT_AS, SETS_EPOCH, TRAINS_ON
 from .local_writes import method_of_instance

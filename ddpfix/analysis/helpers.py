@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax import dotted, walk
+from .call_params import param_for, param_name, slot_of_arg
 from .effects import PICKLERS
 from .index import TreeIndex
 from .model_params import (
@@ -46,7 +47,7 @@ class Helpers:
         (a library, an unknown import, a method of an object), except INSPECTS for a library function
         that traces, exports or summarises it."""
         func = self.index.callee_of(call) or self._method_of_instance(call)
-        if func is None and inspects(self.names.call_qual(call), dotted(call.func), _slot(call, arg)):
+        if func is None and inspects(self.names.call_qual(call), dotted(call.func), slot_of_arg(call, arg)):
             return {INSPECTS}  # writer.add_graph(model, x), torch.jit.trace(model, x)
         if func is not None:
             param = param_for(func, call, arg)
@@ -95,11 +96,11 @@ class Helpers:
         target = self.modules.target_of(call.func)
         if target is None or target.summary is None or target.member not in target.summary.classes:
             return None
-        name = _param_name(target.summary, f"{target.member}.__init__", call, arg)
+        name = param_name(target.summary, f"{target.member}.__init__", call, arg)
         return None if name is None else (target.summary, target.member, name)
 
     def _module_uses(self, summary, member: str, call: cst.Call, arg: cst.Arg) -> set[str] | None:
-        name = _param_name(summary, member, call, arg)
+        name = param_name(summary, member, call, arg)
         if name is None:
             return None
         out = set(summary.param_uses.get(member, {}).get(name, set()))
@@ -256,35 +257,6 @@ def _returned(value: cst.BaseExpression) -> list[str]:
         return [n for el in value.elements for n in _returned(el.value)]
     d = dotted(value)
     return [d] if d and "." not in d else []
-
-
-def _param_name(summary, member: str, call: cst.Call, arg: cst.Arg) -> str | None:
-    """The parameter of `member` (a function or method of a module's summary) that `arg` binds."""
-    params = summary.params.get(member)
-    if params is None:
-        return None
-    slot = _slot(call, arg)
-    name = slot if isinstance(slot, str) else (params[slot] if slot is not None and slot < len(params) else None)
-    return name if name is not None and name in params else None
-
-
-def _slot(call: cst.Call, arg: cst.Arg) -> Slot | None:
-    if arg.keyword is not None:
-        return arg.keyword.value
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    return next((i for i, a in enumerate(positional) if a is arg), None)
-
-
-def param_for(func: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
-    """The parameter of `func` that `call` binds `arg` to."""
-    params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
-        params = params[1:]
-    slot = _slot(call, arg)
-    if isinstance(slot, str):
-        names = params + [p.name.value for p in func.params.kwonly_params]
-        return slot if slot in names else None
-    return params[slot] if slot is not None and slot < len(params) else None
 
 
 __all__ = ["DEPTH", "Helpers", "param_for"]

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, calls_in, dotted, kwarg, method_name, positional, receiver
+from .call_params import param_for, param_name
 from .index import Site, TreeIndex
 from .local_writes import method_of_instance
-from .model_params import TRAINS
+from .model_params import PARAMETERS, TRAINS
 from .names import Names
 
 if TYPE_CHECKING:
@@ -68,12 +69,41 @@ class Training:
         names = [dotted(arg.value) for arg in call.args if isinstance(arg.value, cst.Name)]
         if not names:
             return out
+        out = self._handed_to_builder(call)
+        if out:
+            return out
         scope = self.index.scope_of(call)
         for name in names:
             bound = self.names.assignments_before(scope, name, call)
             value = assigned_value(bound[-1].stmt) if bound else None
             if value is not None and name in assign_targets(bound[-1].stmt):
                 out += _receivers([value])
+        return out
+
+    def _handed_to_builder(self, call: cst.Call) -> list[str]:
+        """`model` for `optimizer = set_optimizer(opt, model)`, where the function called (of this file,
+        or of the script's own modules as their summaries record it) reads `.parameters()` of the
+        parameter that `model` binds."""
+        func = self.index.callee_of(call)
+        target = self.modules.target_of(call.func) if func is None and self.modules is not None else None
+        summary = target.summary if target is not None and target.member is not None else None
+        if func is None and summary is None:
+            return []
+        out = []
+        for arg in call.args:
+            if type(arg.value) is not cst.Name or arg.star:
+                continue
+            if func is not None:
+                param = param_for(func, call, arg)
+                reads = param is not None and any(
+                    method_name(c) in ("parameters", "named_parameters") and dotted(receiver(c)) == param
+                    for c in calls_in(func.body)
+                )
+            else:
+                param = param_name(summary, target.member, call, arg)  # type: ignore[union-attr]
+                reads = param is not None and PARAMETERS in summary.param_uses.get(target.member, {}).get(param, ())  # type: ignore[union-attr]
+            if reads:
+                out.append(arg.value.value)
         return out
 
     @cached_property

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.call_params import param_for
 from ..analysis.foreign_streams import unknown_streams
 from ..analysis.handed_streams import unsharded_handoffs
-from ..analysis.helpers import param_for
 from ..analysis.random_batches import draws_batch, seeds_random_alike
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule

@@ -29,7 +29,9 @@ class MissingDdpWrap(Rule):
     docs = """
 ## What
 A model whose parameters an optimizer updates (also through a name bound before: `params = [p for
-p in model.parameters() if p.requires_grad]`), or that the script updates by hand (`for p in
+p in model.parameters() if p.requires_grad]`, or a function that builds the optimizer over the
+parameters of the model it is handed: `optimizer = set_optimizer(opt, model)`, of this file or of the
+script's own modules), or that the script updates by hand (`for p in
 model.parameters(): p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`), with no
 `DistributedDataParallel(model)` (a conditional `DDP(net) if distributed else net` counts). Also a
 model a helper builds and returns (`model, optimizer = build(cfg)`, `return {"model": net, "opt":

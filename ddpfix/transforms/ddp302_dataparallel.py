@@ -65,6 +65,23 @@ unconditional line becomes `if DISTRIBUTED: model = DDP(...)` / `else:` the line
 becomes the kept `raw_model`, the plain module on every path; the process group,
 `DistributedSampler` and the rank-0 guards come from the other rules.
 
+A function of the script that builds the model and returns it, called once (`model, criterion =
+set_model(opt)`; supervised-learning repositories often write it so), keeps its DataParallel line for
+the plain run the same way, and the DDP wrap follows the `if` around the line, inside the function:
+it returns the DDP wrapper under torchrun where it returned the DataParallel one.
+```python
+def set_model():
+    model = Net()
+    raw_model = model
+    if torch.cuda.is_available():
+        if torch.cuda.device_count() > 1 and not DISTRIBUTED:
+            model = nn.DataParallel(model)
+        model = model.cuda()
+    if DISTRIBUTED:
+        model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
+    return model
+```
+
 Where the plain run cannot be kept that simply — several DataParallel lines of one model, a device
 move after the line, a model built inside the call (`nn.DataParallel(Net())`), or an `if` around it
 that also binds names, touches the model or has an `else` — every DataParallel line gives way to one
@@ -465,6 +482,88 @@ EXAMPLES = (
         note=(
             "An `if` that also binds a name (`batch` grows with the GPUs) still runs under torchrun: the line "
             "runs only in a plain process, and the DDP wrap follows the `if`:"
+        ),
+    ),
+    fixes(
+        """
+        import torch
+        import torch.nn as nn
+
+
+        def set_model():
+            model = nn.Linear(4, 1)
+            if torch.cuda.is_available():
+                if torch.cuda.device_count() > 1:
+                    model = nn.DataParallel(model)
+                model = model.cuda()
+            return model
+
+
+        def main():
+            model = set_model()
+            device = next(model.parameters()).device
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+
+        def set_model():
+            model = nn.Linear(4, 1)
+            raw_model = model
+            if torch.cuda.is_available():
+                if torch.cuda.device_count() > 1 and not DISTRIBUTED:
+                    model = nn.DataParallel(model)
+                model = model.cuda()
+            if DISTRIBUTED:
+                model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
+            return model
+
+
+        def main():
+            if DISTRIBUTED:
+                if torch.cuda.is_available():
+                    torch.cuda.set_device(LOCAL_RANK)
+                dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+
+            model = set_model()
+            device = next(model.parameters()).device
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(10):
+                loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+            if DISTRIBUTED:
+                dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note=(
+            "A function that builds the model and returns it, called once: the DataParallel line is kept for the "
+            "plain run, and the DDP wrap follows the `if` around it inside the function, which returns the wrapper:"
         ),
     ),
     fixes(

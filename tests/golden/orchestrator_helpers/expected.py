@@ -10,12 +10,12 @@ LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
 WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
 DISTRIBUTED = WORLD_SIZE > 1
 
-if DISTRIBUTED:
-    if torch.cuda.is_available():
-        torch.cuda.set_device(LOCAL_RANK)
-    dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
-
 if __name__ == "__main__":
+    if DISTRIBUTED:
+        if torch.cuda.is_available():
+            torch.cuda.set_device(LOCAL_RANK)
+        dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+
     model = build_model()
     raw_model = model
     if DISTRIBUTED:
@@ -24,5 +24,5 @@ if __name__ == "__main__":
     loader = build_loader(distributed=DISTRIBUTED)
     train(model, optimizer, loader, epochs=3)
 
-if DISTRIBUTED:
-    dist.destroy_process_group()
+    if DISTRIBUTED:
+        dist.destroy_process_group()

@@ -1,0 +1,11 @@
+import torch
+import torch.optim as optim
+
+
+def set_optimizer(model, lr):
+    return optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+
+
+def save_model(model, optimizer, path):
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    torch.save(state, path)

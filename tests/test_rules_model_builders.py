@@ -1,0 +1,121 @@
+"""Models trained through the functions a script builds them with.
+
+An optimizer a function builds over the parameters of the model it is handed (`optimizer =
+set_optimizer(opt, model)`, of this file or of the script's own modules) trains that model, which is
+then wrapped (DDP301). The model was not seen as trained: apply joined a process group and sharded the
+data around an unwrapped model, each rank training its own copy, and said fixed.
+
+A DataParallel line in the function that builds the model and returns it (`model, criterion =
+set_model()`, its one call) is kept for the plain run and the DDP wrap follows the `if` around it, in
+the function (DDP302, safe); golden dataparallel_in_model_builder runs that shape on 2 ranks."""
+
+from __future__ import annotations
+
+import textwrap
+
+from local_files import write
+
+from ddpfix import check_source, fix_project, fix_source
+
+TRAIN = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+{imports}
+
+{helpers}
+
+torch.manual_seed(0)
+{build}
+loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8, shuffle=True)
+optimizer = {optimizer}
+for epoch in range(2):
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+SET_OPTIMIZER = """
+def set_optimizer(args, model):
+    return torch.optim.SGD(model.parameters(), lr=args.get("lr", 0.1))
+"""
+
+
+def script(helpers: str = "", build: str = "model = nn.Linear(4, 1)", optimizer: str = "", imports: str = "") -> str:
+    return textwrap.dedent(TRAIN).format(
+        imports=imports, helpers=helpers, build=build, optimizer=optimizer or "set_optimizer({}, model)"
+    )
+
+
+def _fixes(diagnostics, codes=("DDP001", "DDP201", "DDP301", "DDP302")) -> dict[str, str]:
+    return {d.code: d.fix for d in diagnostics if d.code in codes}
+
+
+def test_an_optimizer_a_function_of_the_script_builds_trains_the_model_it_is_handed():
+    src = script(helpers=SET_OPTIMIZER)
+    assert _fixes(check_source(src)) == {"DDP001": "safe", "DDP201": "safe", "DDP301": "safe"}
+    result = fix_source(src)
+    assert result.code.count("model = DDP(model, ") == 1, result.code
+    assert "args = DDP(" not in result.code  # the argument bound to the parameter read, not every argument
+    assert result.code.index("model = DDP(model, ") < result.code.index("optimizer = set_optimizer({}, model)")
+    assert result.incomplete == [], [b.format() for b in result.incomplete]
+
+
+def test_an_optimizer_a_function_of_the_scripts_module_builds_trains_the_model_it_is_handed(tmp_path):
+    write(tmp_path, "util.py", "import torch\n" + SET_OPTIMIZER)
+    path = write(tmp_path, "train.py", script(imports="from util import set_optimizer"))
+    result = fix_project(str(path))
+    assert _fixes(result.diagnostics) == {"DDP001": "safe", "DDP201": "safe", "DDP301": "safe"}
+    assert result.code.count("model = DDP(model, ") == 1, result.code
+    assert result.incomplete == [], [b.format() for b in result.incomplete]
+
+
+def test_a_function_handed_the_model_that_reads_no_parameters_builds_no_optimizer_over_it():
+    """`make_optimizer(model)` reading `model.lr` only: nothing says the model is trained through it."""
+    helpers = (
+        "def make_optimizer(model):\n    return torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=model.lr)"
+    )
+    src = script(helpers=helpers, optimizer="make_optimizer(model)", build="model = nn.Linear(4, 1)\nmodel.lr = 0.1")
+    assert "DDP301" not in _fixes(check_source(src))
+
+
+BUILDER = """
+def set_model():
+    model = nn.Linear(4, 1)
+    criterion = nn.MSELoss()
+    if torch.cuda.is_available():
+        if torch.cuda.device_count() > 1:
+            model = nn.DataParallel(model)
+        model = model.cuda()
+        criterion = criterion.cuda()
+    return model, criterion
+"""
+
+
+def test_dataparallel_in_the_function_that_builds_the_model_is_kept_for_the_plain_run():
+    src = script(
+        helpers=BUILDER, build="model, criterion = set_model()", optimizer="torch.optim.SGD(model.parameters())"
+    )
+    assert _fixes(check_source(src)) == {"DDP001": "safe", "DDP201": "safe", "DDP302": "safe"}
+    result = fix_source(src)
+    out = result.code
+    assert (
+        "        if torch.cuda.device_count() > 1 and not DISTRIBUTED:\n            model = nn.DataParallel(model)\n"
+        in out
+    )
+    wrap = "    if DISTRIBUTED:\n        model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)\n"
+    assert wrap + "    return model, criterion\n" in out, out
+    assert out.count(" = DDP(") == 1 and "DistributedSampler(" in out and "init_process_group(" in out
+    assert result.incomplete == [], [b.format() for b in result.incomplete]
+    assert fix_source(out).code == out
+
+
+def test_dataparallel_in_a_builder_called_twice_is_not_kept():
+    """A second call would hand a DDP wrapper to code that may run on one rank only (an evaluation
+    model): the conversion stays what it was, unsafe."""
+    build = "model, criterion = set_model()\nshadow, _ = set_model()"
+    src = script(helpers=BUILDER, build=build, optimizer="torch.optim.SGD(model.parameters())")
+    assert _fixes(check_source(src)) == {"DDP001": "unsafe", "DDP201": "unsafe", "DDP302": "unsafe"}
+    assert fix_source(src).code == src
