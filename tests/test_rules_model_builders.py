@@ -1,9 +1,11 @@
 """Models trained through the functions a script builds them with.
 
 An optimizer a function builds over the parameters of the model it is handed (`optimizer =
-set_optimizer(opt, model)`, of this file or of the script's own modules) trains that model, which is
-then wrapped (DDP301). The model was not seen as trained: apply joined a process group and sharded the
-data around an unwrapped model, each rank training its own copy, and said fixed.
+set_optimizer(opt, model)`, of this file or of the script's own modules), or over a module-level
+model's (`make_optimizer(lr)`), trains that model, which is then wrapped (DDP301). The model was not
+seen as trained: apply joined a process group and sharded the data around an unwrapped model, each
+rank training its own copy, and said fixed. Where no model can be traced (a library builds the
+optimizer), the step is reported and nothing of the conversion is made.
 
 A DataParallel line in the function that builds the model and returns it (`model, criterion =
 set_model()`, its one call) is kept for the plain run and the DDP wrap follows the `if` around it, in
@@ -73,12 +75,14 @@ def test_an_optimizer_a_function_of_the_scripts_module_builds_trains_the_model_i
 
 
 def test_a_function_handed_the_model_that_reads_no_parameters_builds_no_optimizer_over_it():
-    """`make_optimizer(model)` reading `model.lr` only: nothing says the model is trained through it."""
+    """`make_optimizer(model)` reading `model.lr` only: nothing says the model is trained through it, so
+    it is not wrapped; the step of that optimizer is reported, and nothing is converted."""
     helpers = (
         "def make_optimizer(model):\n    return torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=model.lr)"
     )
     src = script(helpers=helpers, optimizer="make_optimizer(model)", build="model = nn.Linear(4, 1)\nmodel.lr = 0.1")
-    assert "DDP301" not in _fixes(check_source(src))
+    assert _fixes(check_source(src))["DDP301"] == "none"
+    assert fix_source(src).code == src
 
 
 BUILDER = """
@@ -119,3 +123,23 @@ def test_dataparallel_in_a_builder_called_twice_is_not_kept():
     src = script(helpers=BUILDER, build=build, optimizer="torch.optim.SGD(model.parameters())")
     assert _fixes(check_source(src)) == {"DDP001": "unsafe", "DDP201": "unsafe", "DDP302": "unsafe"}
     assert fix_source(src).code == src
+
+
+def test_an_optimizer_a_function_builds_over_the_module_level_model_trains_it():
+    helpers = "def make_optimizer(lr):\n    return torch.optim.SGD(model.parameters(), lr=lr)"
+    src = script(helpers=helpers, optimizer="make_optimizer(0.1)")
+    assert _fixes(check_source(src)) == {"DDP001": "safe", "DDP201": "safe", "DDP301": "safe"}
+    out = fix_source(src).code
+    assert out.count("model = DDP(model, ") == 1 and out.index("model = DDP(") < out.index("make_optimizer(0.1)\n")
+
+
+def test_a_step_of_an_optimizer_traced_to_no_model_is_reported_and_nothing_converted():
+    """`build_optimizer(config)` of a library: the model it updates is the script's, but nothing says
+    which. Before, apply joined a process group and sharded the data around the unwrapped model."""
+    src = script(imports="from somelib import build_optimizer", optimizer='build_optimizer({"lr": 0.1})')
+    found = {d.code: (d.fix, d.line) for d in check_source(src) if d.code in ("DDP001", "DDP201", "DDP301")}
+    assert found["DDP301"] == ("none", src.splitlines().index("        optimizer.step()") + 1), found
+    assert found["DDP001"][0] == found["DDP201"][0] == "none", found
+    result = fix_source(src)
+    assert result.code == src, result.diff
+    assert {b.code for b in result.incomplete} == {"DDP001", "DDP201", "DDP301"}

@@ -66,11 +66,11 @@ class Training:
         out = _receivers(arg.value for arg in call.args)
         if out:
             return out
-        names = [dotted(arg.value) for arg in call.args if isinstance(arg.value, cst.Name)]
-        if not names:
-            return out
         out = self._handed_to_builder(call)
         if out:
+            return out
+        names = [dotted(arg.value) for arg in call.args if isinstance(arg.value, cst.Name)]
+        if not names:
             return out
         scope = self.index.scope_of(call)
         for name in names:
@@ -83,13 +83,14 @@ class Training:
     def _handed_to_builder(self, call: cst.Call) -> list[str]:
         """`model` for `optimizer = set_optimizer(opt, model)`, where the function called (of this file,
         or of the script's own modules as their summaries record it) reads `.parameters()` of the
-        parameter that `model` binds."""
+        parameter that `model` binds; for a function of this file, also the module-level model whose
+        `.parameters()` it reads itself (`optimizer = make_optimizer(lr)`)."""
         func = self.index.callee_of(call)
         target = self.modules.target_of(call.func) if func is None and self.modules is not None else None
         summary = target.summary if target is not None and target.member is not None else None
         if func is None and summary is None:
             return []
-        out = []
+        out = self._globals_read(func) if func is not None else []
         for arg in call.args:
             if type(arg.value) is not cst.Name or arg.star:
                 continue
@@ -104,6 +105,21 @@ class Training:
                 reads = param is not None and PARAMETERS in summary.param_uses.get(target.member, {}).get(param, ())  # type: ignore[union-attr]
             if reads:
                 out.append(arg.value.value)
+        return out
+
+    def _globals_read(self, func: cst.FunctionDef) -> list[str]:
+        """The module-level names whose `.parameters()` `func` reads, bound nowhere in `func` itself."""
+        params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
+        out = []
+        for c in calls_in(func.body):
+            name = receiver(c)
+            if method_name(c) not in ("parameters", "named_parameters") or type(name) is not cst.Name:
+                continue
+            value = name.value
+            if value in params or value in out or self.names.assignments(func, value):
+                continue
+            if self.names.assignments(self.index.module, value):
+                out.append(value)
         return out
 
     @cached_property

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..syntax import dotted
+from ..syntax import dotted, method_name, receiver
 from .global_rebinds import blocked_wrap
 from .module_summary import WRAP
+from .training import OPTIMIZER_NAMES
 
 
 def unseen_training(facts) -> cst.Call | None:
@@ -31,10 +32,35 @@ def unseen_training(facts) -> cst.Call | None:
         elif facts.modules.call_does(call, WRAP):
             continue
         return call
+    return untraced_step(facts)
+
+
+def untraced_step(facts) -> cst.Call | None:
+    """An optimizer's `step()` after a `backward()` in the script, the optimizer built there by a call
+    the analysis finds no model in (`optimizer = build(config)` of a library): the model it updates is
+    the script's, but nothing says which one to wrap."""
+    if not facts.training.backward_calls:
+        return None
+    names, index = facts.names, facts.index
+    for call in names.method_calls("step"):
+        name = receiver(call)
+        if type(name) is not cst.Name or not OPTIMIZER_NAMES.search(name.value):
+            continue
+        # built here by a call (an optimizer handed in is the caller's to trace: a trainer module's)
+        built = names.value_before(index.scope_of(call), name.value, call) or names.value_before(
+            index.module, name.value, call
+        )
+        if isinstance(built, cst.Call) and not facts.training.parameter_receivers(built):
+            return call
     return None
 
 
 def unseen_clause(call: cst.Call) -> str:
+    if method_name(call) == "step":
+        return (
+            f"{dotted(call.func)}() updates a model the analysis cannot trace its optimizer to (built where the "
+            "fix does not look), which the fix cannot wrap"
+        )
     return (
         f"{dotted(call.func) or 'a call'}() trains a model the script never holds (built inside the code it "
         "calls), which the fix cannot wrap"
@@ -51,4 +77,4 @@ def why_no_wrap(facts) -> str | None:
     return unseen_clause(call) if call is not None else None
 
 
-__all__ = ["unseen_clause", "unseen_training", "why_no_wrap"]
+__all__ = ["unseen_clause", "unseen_training", "untraced_step", "why_no_wrap"]

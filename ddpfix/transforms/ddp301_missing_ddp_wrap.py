@@ -31,7 +31,8 @@ class MissingDdpWrap(Rule):
 A model whose parameters an optimizer updates (also through a name bound before: `params = [p for
 p in model.parameters() if p.requires_grad]`, or a function that builds the optimizer over the
 parameters of the model it is handed: `optimizer = set_optimizer(opt, model)`, of this file or of the
-script's own modules), or that the script updates by hand (`for p in
+script's own modules, or a function of this file over a module-level model's: `optimizer =
+make_optimizer(lr)`), or that the script updates by hand (`for p in
 model.parameters(): p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`), with no
 `DistributedDataParallel(model)` (a conditional `DDP(net) if distributed else net` counts). Also a
 model a helper builds and returns (`model, optimizer = build(cfg)`, `return {"model": net, "opt":
@@ -50,6 +51,11 @@ holds none (all but `AdaptiveLogSoftmaxWithLoss`) and is not wrapped; one of the
 class named `...Loss`/`...Criterion`, or kept as `criterion`/`loss_fn`) may hold some or none by its
 configuration, so the wrap is decided at run time, `if DISTRIBUTED and any(p.requires_grad for p in
 criterion.parameters()):` (DDP refuses a module without parameters that need gradients).
+
+An optimizer the analysis cannot trace to a model (`optimizer = build_optimizer(config)` of a
+library) whose `step()` the script calls after a `backward()`, with no model found and none wrapped:
+reported at the step, without a fix, and nothing else of the conversion is made (DDP001, DDP201): a
+process group and a sampler without the wrap would train one unsynchronised copy per rank.
 
 A module-level model that a function rebinds through `global` (`def model_load(fn): global model;
 model = torch.load(fn)`), called after the wrap, is reported without a fix: from that call on the
