@@ -82,11 +82,17 @@ def set_model():
     return model
 ```
 
-Where the plain run cannot be kept that simply — several DataParallel lines of one model, a device
-move after the line, a model built inside the call (`nn.DataParallel(Net())`), or an `if` around it
-that also binds names, touches the model or has an `else` — every DataParallel line gives way to one
-wrap, placed after the outermost `if` around them; the rest of the `if` stays, an `if` that held only
-the DataParallel line goes, and a plain run then uses one GPU.
+A device move after the line (`model = model.cuda()`), or an `if` around it that also binds names,
+touches the model or has an `else`, keeps the line too: it runs only in a plain process (`if
+torch.cuda.device_count() > 1 and not DISTRIBUTED:`, or the line under `if not DISTRIBUTED:`), and
+the DDP wrap follows the outermost `if` around it and the device moves after it.
+
+Where the plain run cannot be kept — several DataParallel lines of one model, a line in an `if` that
+also moves the model or builds it in the call (`if n > 1: model = nn.DataParallel(Net()).cuda()`:
+torchrun's ranks would not know when to move it), or a DataParallel line in a function that returns
+the model with its optimizer (`model, optimizer = build(cfg)`) or is called more than once — every
+DataParallel line gives way to one wrap, placed after the outermost `if` around them; the rest of the
+`if` stays, an `if` that held only the DataParallel line goes, and a plain run then uses one GPU.
 
 ## Fix safety
 Safe where the DataParallel line is kept for the plain run (above): `python train.py` is unchanged.
