@@ -90,16 +90,14 @@ class Training:
         summary = target.summary if target is not None and target.member is not None else None
         if func is None and summary is None:
             return []
-        out = self._globals_read(func) if func is not None else []
+        read = _receivers([func.body]) if func is not None else []  # whose `.parameters()` the function reads
+        out = self._globals_in(func, read) if func is not None else []
         for arg in call.args:
             if type(arg.value) is not cst.Name or arg.star:
                 continue
             if func is not None:
                 param = param_for(func, call, arg)
-                reads = param is not None and any(
-                    method_name(c) in ("parameters", "named_parameters") and dotted(receiver(c)) == param
-                    for c in calls_in(func.body)
-                )
+                reads = param is not None and param in read
             else:
                 param = param_name(summary, target.member, call, arg)  # type: ignore[union-attr]
                 reads = param is not None and PARAMETERS in summary.param_uses.get(target.member, {}).get(param, ())  # type: ignore[union-attr]
@@ -107,19 +105,15 @@ class Training:
                 out.append(arg.value.value)
         return out
 
-    def _globals_read(self, func: cst.FunctionDef) -> list[str]:
-        """The module-level names whose `.parameters()` `func` reads, bound nowhere in `func` itself."""
+    def _globals_in(self, func: cst.FunctionDef, read: list[str]) -> list[str]:
+        """Of the names whose `.parameters()` `func` reads, the module-level ones it binds nowhere itself."""
         params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
-        out = []
-        for c in calls_in(func.body):
-            name = receiver(c)
-            if method_name(c) not in ("parameters", "named_parameters") or type(name) is not cst.Name:
+        out: list[str] = []
+        for name in read:
+            if "." in name or name in params or name in out or self.names.assignments(func, name):
                 continue
-            value = name.value
-            if value in params or value in out or self.names.assignments(func, value):
-                continue
-            if self.names.assignments(self.index.module, value):
-                out.append(value)
+            if self.names.assignments(self.index.module, name):
+                out.append(name)
         return out
 
     @cached_property
