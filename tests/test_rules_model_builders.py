@@ -143,3 +143,62 @@ def test_a_step_of_an_optimizer_traced_to_no_model_is_reported_and_nothing_conve
     result = fix_source(src)
     assert result.code == src, result.diff
     assert {b.code for b in result.incomplete} == {"DDP001", "DDP201", "DDP301"}
+
+
+HANDED = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+from somelib import build_optimizer
+
+
+def train_epoch(model, loader, optimizer):
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def fit(model, loader, opt, epochs):
+    for epoch in range(epochs):
+        train_epoch(model, loader, optimizer=opt)
+
+
+def main():
+    model = nn.Linear(4, 1)
+    loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8, shuffle=True)
+    optimizer = {optimizer}
+    fit(model, loader, optimizer, 2)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_optimizer_traced_to_no_model_and_handed_to_the_training_function_is_reported():
+    """`optimizer = build_optimizer(...)` in main(), stepped two calls down in train_epoch(optimizer):
+    before, apply joined a process group and sharded the data around the unwrapped model, said fixed,
+    and check on its output was silent."""
+    src = textwrap.dedent(HANDED).format(optimizer='build_optimizer({"lr": 0.1})')
+    found = {d.code: (d.fix, d.line) for d in check_source(src) if d.code in ("DDP001", "DDP201", "DDP301")}
+    assert found["DDP301"] == ("none", src.splitlines().index("        optimizer.step()") + 1), found
+    assert found["DDP001"][0] == found["DDP201"][0] == "none", found
+    result = fix_source(src)
+    assert result.code == src, result.diff
+    assert {b.code for b in result.incomplete} == {"DDP001", "DDP201", "DDP301"}
+
+
+def test_an_optimizer_over_the_model_handed_to_the_training_function_still_converts():
+    src = textwrap.dedent(HANDED).format(optimizer="torch.optim.SGD(model.parameters(), lr=0.1)")
+    result = fix_source(src)
+    assert not result.incomplete, result.incomplete
+    assert "model = DDP(model, " in result.code and "DistributedSampler(" in result.code
+
+
+def test_an_optimizer_parameter_of_a_function_no_call_of_this_file_reaches_is_not_reported():
+    """A training function others call (a trainer module's): its optimizer is the caller's to trace."""
+    src = textwrap.dedent(HANDED).format(optimizer='build_optimizer({"lr": 0.1})')
+    src = src.replace("    fit(model, loader, optimizer, 2)\n", "    return model, loader, optimizer\n")
+    assert "DDP301" not in {d.code for d in check_source(src)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax import dotted, method_name, receiver
+from .call_params import param_for
 from .global_rebinds import blocked_wrap
 from .module_summary import WRAP
 from .training import OPTIMIZER_NAMES
@@ -41,18 +42,36 @@ def untraced_step(facts) -> cst.Call | None:
     the script's, but nothing says which one to wrap."""
     if not facts.training.backward_calls:
         return None
-    names, index = facts.names, facts.index
-    for call in names.method_calls("step"):
+    for call in facts.names.method_calls("step"):
         name = receiver(call)
-        if type(name) is not cst.Name or not OPTIMIZER_NAMES.search(name.value):
-            continue
-        # built here by a call (an optimizer handed in is the caller's to trace: a trainer module's)
-        built = names.value_before(index.scope_of(call), name.value, call) or names.value_before(
-            index.module, name.value, call
-        )
-        if isinstance(built, cst.Call) and not facts.training.parameter_receivers(built):
+        if type(name) is cst.Name and OPTIMIZER_NAMES.search(name.value) and _untraced(facts, name.value, call, 2):
             return call
     return None
+
+
+def _untraced(facts, name: str, at: cst.CSTNode, depth: int) -> bool:
+    """`name`, read at `at`, is an optimizer built in this file by a call that hands over no model's
+    parameters the analysis can see: where `at` reads it, or, for a parameter of the function around
+    `at` (`def train(model, loader, optimizer)`), at a call of that function in this file, `depth`
+    functions up. An optimizer handed in from outside the file is the caller's to trace (a trainer
+    module's)."""
+    names, index = facts.names, facts.index
+    scope = index.scope_of(at)
+    built = names.value_before(scope, name, at) or names.value_before(index.module, name, at)
+    if built is not None:
+        return isinstance(built, cst.Call) and not facts.training.parameter_receivers(built)
+    if depth == 0 or type(scope) is not cst.FunctionDef or name not in _param_names(scope):
+        return False
+    for caller in index.callers_of(scope):
+        arg = next((a for a in caller.args if param_for(scope, caller, a) == name), None)
+        if arg is not None and type(arg.value) is cst.Name and _untraced(facts, arg.value.value, caller, depth - 1):
+            return True
+    return False
+
+
+def _param_names(func: cst.FunctionDef) -> set[str]:
+    params = func.params
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
 
 
 def unseen_clause(call: cst.Call) -> str:
