@@ -1,6 +1,10 @@
 """The DDP wrap (DDP301) goes after every statement that changes the model's parameters in place before
 training: DDP copies rank 0's parameters to the other ranks once, when it is built, so an unseeded
-re-initialisation after the wrap leaves every rank its own weights for the whole run."""
+re-initialisation after the wrap leaves every rank its own weights for the whole run. It also registers
+the parameters that need a gradient, and only those of the layers it holds: a freeze (`p.requires_grad =
+False`) or a new layer (`model.fc = nn.Linear(...)`) after the wrap leaves it waiting for gradients that
+never come, and the second step raises "Expected to have finished reduction in the prior iteration"
+(golden optimizer_param_groups_helper, on 2 ranks)."""
 
 from __future__ import annotations
 
@@ -74,3 +78,33 @@ def test_an_initialiser_of_a_class_from_elsewhere_is_known_by_its_name():
     assert wrapped_after(build, "model.weight_init(0.0, 0.02)", imports="from models import Net")
     build = "model = Net()\n    model.summary()"
     assert not wrapped_after(build, "model.summary()", imports="from models import Net")
+
+
+def test_a_loop_that_freezes_part_of_the_model():
+    build = (
+        "model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))\n"
+        "    for p in model[0].parameters():\n"
+        "        p.requires_grad = False"
+    )
+    assert wrapped_after(build, "        p.requires_grad = False")
+    build = (
+        "model = Net()\n"
+        "    for name, p in model.named_parameters():\n"
+        "        if 'bias' in name:\n"
+        "            p.requires_grad_(False)"
+    )
+    assert wrapped_after(build, "p.requires_grad_(False)", defs=NET)
+    build = "model = Net()\n    model.fc.requires_grad_(False)"
+    assert wrapped_after(build, "model.fc.requires_grad_(False)", defs=NET)
+
+
+def test_a_loop_over_the_parameters_that_only_reads_them_does_not_move_the_wrap():
+    build = "model = Net()\n    for p in model.parameters():\n        print(p.shape)"
+    assert not wrapped_after(build, "print(p.shape)", defs=NET)
+
+
+def test_a_new_layer_set_on_the_model():
+    build = "model = Net()\n    model.fc = nn.Linear(2, 2)"
+    assert wrapped_after(build, "model.fc = nn.Linear(2, 2)", defs=NET)
+    build = "model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))\n    model[1] = nn.Linear(2, 2)"
+    assert wrapped_after(build, "model[1] = nn.Linear(2, 2)")

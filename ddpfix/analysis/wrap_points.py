@@ -16,7 +16,18 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..syntax import assign_targets, calls_in, code_of, dotted, is_main_guard, mentions, method_name, receiver, walk
+from ..syntax import (
+    assign_targets,
+    calls_in,
+    code_of,
+    dotted,
+    is_main_guard,
+    mentions,
+    method_name,
+    receiver,
+    single_small,
+    walk,
+)
 from .classes import Classes
 from .effects import LOGGER_METHODS
 from .index import Block
@@ -191,6 +202,9 @@ class WrapPoints:
         targets = assign_targets(stmt)
         if handle in targets:
             return "prep" if prep else "use"
+        small = single_small(stmt)
+        if type(small) is cst.Assign and any(_reaches(t.target, handle) for t in small.targets):
+            return "prep"  # `model.fc = nn.Linear(512, 10)`: a new layer, whose parameters DDP must see
         if isinstance(stmt, (cst.For, cst.While)):
             return "use"
         return "prep" if prep else "benign"
@@ -256,17 +270,34 @@ class WrapPoints:
         return False
 
     def init_loop(self, loop: cst.For | cst.While, handle: str) -> bool:
-        """`for m in model.modules(): ...` that re-initialises what it walks, and runs nothing else of
-        the model's (no forward, no backward, no optimizer)."""
+        """`for m in model.modules(): ...` that re-initialises what it walks, or `for p in
+        model.backbone.parameters(): p.requires_grad = False` that freezes it, and runs nothing else of
+        the model's (no forward, no backward, no optimizer). DDP registers the parameters that need a
+        gradient when it is built: a freeze after the wrap leaves it waiting for gradients that never
+        come ("Expected to have finished reduction in the prior iteration")."""
         if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
             return False
         it = loop.iter
         recv = receiver(it)
-        if recv is None or dotted(recv) != handle or method_name(it) not in MODULE_ITERATORS:
+        if recv is None or method_name(it) not in MODULE_ITERATORS:
+            return False
+        if dotted(recv) != handle and not _reaches(recv, handle):
             return False
         if any(method_name(c) in ("backward", "step") or dotted(c.func) == handle for c in calls_in(loop.body)):
             return False
-        return self.writes_params(loop.body)
+        return _sets_requires_grad(loop.body) or self.writes_params(loop.body)
+
+
+def _sets_requires_grad(node: cst.CSTNode) -> bool:
+    """`p.requires_grad = False`, `m.requires_grad_(False)` somewhere in `node`."""
+    if any(method_name(c) == "requires_grad_" for c in calls_in(node)):
+        return True
+    return any(
+        isinstance(n, cst.AssignTarget)
+        and isinstance(n.target, cst.Attribute)
+        and n.target.attr.value == "requires_grad"
+        for n in walk(node)
+    )
 
 
 def _in_place(name: str) -> bool:
