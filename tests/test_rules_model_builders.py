@@ -202,3 +202,20 @@ def test_an_optimizer_parameter_of_a_function_no_call_of_this_file_reaches_is_no
     src = textwrap.dedent(HANDED).format(optimizer='build_optimizer({"lr": 0.1})')
     src = src.replace("    fit(model, loader, optimizer, 2)\n", "    return model, loader, optimizer\n")
     assert "DDP301" not in {d.code for d in check_source(src)}
+
+
+TRAINABLE = "def trainable(module):\n    return [p for p in module.parameters() if p.requires_grad]"
+
+
+def test_an_optimizer_over_what_a_function_returns_of_the_models_parameters_trains_it():
+    """`AdamW(param_groups(model, wd))`, also through a name (`params = trainable(model)`): the model
+    was traced to no optimizer, and nothing of the conversion was made."""
+    for optimizer, build in (
+        ("torch.optim.SGD(trainable(model), lr=0.1)", "model = nn.Linear(4, 1)"),
+        ("torch.optim.SGD(params, lr=0.1)", "model = nn.Linear(4, 1)\nparams = trainable(model)"),
+    ):
+        src = script(helpers=TRAINABLE, build=build, optimizer=optimizer)
+        assert _fixes(check_source(src)) == {"DDP001": "safe", "DDP201": "safe", "DDP301": "safe"}, optimizer
+        result = fix_source(src)
+        assert not result.incomplete and result.code.count("model = DDP(model, ") == 1, result.diff
+        assert result.code.index("model = DDP(") < result.code.index(f"optimizer = {optimizer}")

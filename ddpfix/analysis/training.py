@@ -69,6 +69,11 @@ class Training:
         out = self._handed_to_builder(call)
         if out:
             return out
+        for arg in call.args:  # `SGD(trainable(model), ...)`: a function that hands over its parameters
+            if type(arg.value) is cst.Call:
+                out += self._handed_to_builder(arg.value)
+        if out:
+            return out
         names = [dotted(arg.value) for arg in call.args if isinstance(arg.value, cst.Name)]
         if not names:
             return out
@@ -77,7 +82,7 @@ class Training:
             bound = self.names.assignments_before(scope, name, call)
             value = assigned_value(bound[-1].stmt) if bound else None
             if value is not None and name in assign_targets(bound[-1].stmt):
-                out += _receivers([value])
+                out += _receivers([value]) or (self._handed_to_builder(value) if type(value) is cst.Call else [])
         return out
 
     def _handed_to_builder(self, call: cst.Call) -> list[str]:

@@ -32,7 +32,8 @@ A model whose parameters an optimizer updates (also through a name bound before:
 p in model.parameters() if p.requires_grad]`, or a function that builds the optimizer over the
 parameters of the model it is handed: `optimizer = set_optimizer(opt, model)`, of this file or of the
 script's own modules, or a function of this file over a module-level model's: `optimizer =
-make_optimizer(lr)`), or that the script updates by hand (`for p in
+make_optimizer(lr)`, or an argument such a function builds: `AdamW(param_groups(model, wd))`), or
+that the script updates by hand (`for p in
 model.parameters(): p -= lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`), with no
 `DistributedDataParallel(model)` (a conditional `DDP(net) if distributed else net` counts). Also a
 model a helper builds and returns (`model, optimizer = build(cfg)`, `return {"model": net, "opt":
@@ -52,8 +53,17 @@ class named `...Loss`/`...Criterion`, or kept as `criterion`/`loss_fn`) may hold
 configuration, so the wrap is decided at run time, `if DISTRIBUTED and any(p.requires_grad for p in
 criterion.parameters()):` (DDP refuses a module without parameters that need gradients).
 
+The wrap follows what prepares the model where it is built: a move to its device, a load, an
+initialisation, and what changes which parameters it trains, a freeze (`for p in
+model.backbone.parameters(): p.requires_grad = False`, `model.fc.requires_grad_(False)`) or a new
+layer (`model.fc = nn.Linear(512, 10)`). DDP registers the parameters that need a gradient, of the
+layers it holds, when it is built: a freeze or a new layer after the wrap leaves it waiting for
+gradients that never come, and the second step raises "Expected to have finished reduction in the
+prior iteration".
+
 An optimizer the analysis cannot trace to a model (`optimizer = build_optimizer(config)` of a
-library) whose `step()` the script calls after a `backward()`, with no model found and none wrapped:
+library) whose `step()` the script calls after a `backward()` (where it is built, or in a function of
+the script it is handed to, `train(model, loader, optimizer)`), with no model found and none wrapped:
 reported at the step, without a fix, and nothing else of the conversion is made (DDP001, DDP201): a
 process group and a sampler without the wrap would train one unsynchronised copy per rank.
 
