@@ -158,6 +158,20 @@ class WrapPoints:
         uses = self.helpers.uses(call, arg)
         return bool(uses) and LOAD_STATE in uses and not uses & {FORWARD, TRAINS}  # type: ignore[operator]
 
+    def _freezes(self, call: cst.Call, handle: str) -> bool:
+        """`freeze(model.backbone)`: a function of this file, handed the model or a part of it, that
+        freezes or re-initialises parameters (`p.requires_grad = False`) and runs none of the model
+        (no forward, no backward, no optimizer step)."""
+        func = self.names.index.callee_of(call)
+        if func is None or not any(dotted(a.value) == handle or _reaches(a.value, handle) for a in call.args):
+            return False
+        if any(method_name(c) in ("backward", "step") for c in calls_in(func.body)):
+            return False
+        params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
+        if any(dotted(c.func) in params for c in calls_in(func.body)):
+            return False  # runs the module it is handed
+        return _sets_requires_grad(func.body) or self.writes_params(func)
+
     def moved_with(self, model: Model, anchor: cst.CSTNode, device: str) -> bool:
         """Is the model moved with `device` (`.to(device)`) by its definition or a statement after it, up
         to `anchor`? Only then does the device variable tell where the model is."""
@@ -182,13 +196,20 @@ class WrapPoints:
             if dotted(func) == handle:
                 return "use"  # forward
             recv = receiver(call)
-            if recv is not None and (dotted(recv) or "").startswith(handle) and method_name(call) in PREP_METHODS:
+            if (
+                recv is not None
+                and (dotted(recv) == handle or _reaches(recv, handle))
+                and method_name(call) in PREP_METHODS
+            ):
                 prep = True
                 continue
             if self.changes_params(call, handle):
                 prep = True
                 continue
             if recv is not None and dotted(recv) == handle and method_name(call) in ("parameters", "named_parameters"):
+                continue
+            if self._freezes(call, handle):
+                prep = True
                 continue
             if any(dotted(a.value) == handle for a in call.args):
                 name = dotted(func) or ""

@@ -11,7 +11,8 @@ from ..examples import clean, fixes
 from ..handles import handoffs, in_training_step, once_wrapped, raw_at, wrap_level, wrappers
 from ..module_routes import handed_planner
 from ..rule import Context, Rule
-from ..syntax import code_of, dotted, walk
+from ..syntax import assigned_value, code_of, dotted, walk
+from ..wrapper_containers import container_uses
 from ..wrapper_prints import shown
 
 
@@ -32,7 +33,9 @@ the class that holds `self.model`, or inside a helper the wrapper is handed to
 exports or summarises a module (`writer.add_graph(model, x)`, `torch.jit.trace`, `torch.onnx.export`,
 `torch.export.export`, `torchinfo.summary`, ...), directly or through a helper of the script. And,
 after a wrap this conversion adds, the model shown as text (`print(model)`, `logger.info("%s", model)`,
-`str(model)`, `f"{model}"`).
+`str(model)`, `f"{model}"`). And the model used as a container after the wrap (`model[0]`,
+`model[-1].state_dict()`, `len(model)`, `for layer in model:`, `enumerate(model)`, `list(model)`):
+an `nn.Sequential`, `nn.ModuleList` or `nn.ModuleDict` answers those, the wrapper does not.
 
 ## Why
 The wrapper is a different module: it answers `forward`, `parameters()`, `state_dict()`, `train()`,
@@ -42,7 +45,8 @@ The wrapper is a different module: it answers `forward`, `parameters()`, `state_
 file, of its own modules (also imported with `from model import *`), or of a library
 (`transformers`) fails the same way. A trace of the wrapper fails too (`Tried to trace
 <...ProcessGroup...> but it is not part of the active trace`), and a summary describes the wrapper.
-Printed, the wrapper is `DistributedDataParallel(\n  (module): Net(...` where `python train.py`
+Used as a container, it raises `TypeError: 'DistributedDataParallel' object is not subscriptable`
+(`has no len()`, `is not iterable`). Printed, the wrapper is `DistributedDataParallel(\n  (module): Net(...` where `python train.py`
 printed `Net(...`: the converted script no longer prints what the plain one does.
 
 ## Example
@@ -74,7 +78,8 @@ modules) defines them; dunders and attributes set through the wrapper itself are
 Diagnostic only: a call that runs a forward (a submodule, `self(...)` or a method that does) inside
 the training step (before the step's `backward()`; a sample drawn after it feeds no gradient and
 takes the plain module), where the plain module would bypass DDP's gradient averaging (move it into
-`forward()`); a helper that trains through the handed-in model; and a use where no name reaches the
+`forward()`), and the same for the container's layers called or walked there (`for layer in model:
+x = layer(x)`); a helper that trains through the handed-in model; and a use where no name reaches the
 plain module (keep one before wrapping). A name bound again after the wrap (`model = Net()`) is no
 longer the wrapper.
 
@@ -138,6 +143,7 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                 level, why = wrap_level(ctx, handle)
                 if ctx.report(node, f"{said}; use {spelled}.{name}{why}", fix=level):
                     ctx.plan.replace(node, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
+            _containers(ctx, handle, raw, wrap_stmt)
             if handle in ctx.plan.wraps:  # a wrap this conversion adds: shown as the plain run shows it
                 _show_plain(ctx, handle, raw, wrap_stmt)
         for hand in handoffs(ctx):
@@ -170,6 +176,34 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                 continue
             if ctx.report(hand.arg.value, f"{callee}() {what}: pass {hand.raw}"):
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
+
+
+def _containers(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode) -> None:
+    """`model[0]`, `len(model)`, `for layer in model:` after the wrap: the wrapper is no container."""
+    facts = ctx.facts
+    if any(m.handle == handle and m.each for m in facts.models.trained):
+        return  # `nets`: a list of wrappers, trained side by side, is a container
+    if isinstance(assigned_value(wrap_stmt), (cst.List, cst.ListComp, cst.Tuple, cst.Dict, cst.DictComp)):
+        return
+    for node, how, runs in container_uses(facts, handle, wrap_stmt):
+        if runs is not None and in_training_step(facts, runs):
+            message = (
+                f"{how} in the training step: the DDP wrapper is no container, and running its layers through the "
+                f"plain module runs a forward DDP does not see (its gradients would not be averaged): call {handle}(...)"
+            )
+            ctx.report(node, message, fix="none")
+            continue
+        spelled = raw_at(ctx, handle, raw, wrap_stmt, node)
+        if spelled is None:
+            message = f"{how}: the DDP wrapper is no container, and no name reaches the plain module here: keep one before wrapping"
+            ctx.report(node, message, fix="none")
+            continue
+        said = once_wrapped(
+            ctx, handle, f"{how}: the DDP wrapper is no container", f"{how} would fail: the wrapper is no container"
+        )
+        level, why = wrap_level(ctx, handle)
+        if ctx.report(node, f"{said}; use {spelled}{why}", fix=level):
+            ctx.plan.replace(node, lambda n, s=spelled: cst.parse_expression(s))
 
 
 def _show_plain(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode) -> None:
