@@ -33,6 +33,7 @@ from .effects import LOGGER_METHODS
 from .index import Block
 from .model_params import FORWARD, LOAD_STATE, TRAINS
 from .names import Names
+from .requires_grad import MODULE_ITERATORS, sets_requires_grad
 from .training import Training
 
 if TYPE_CHECKING:
@@ -64,7 +65,6 @@ BRANCHES = (cst.If, cst.Else, cst.Try, cst.TryStar, cst.ExceptHandler, cst.Excep
 INIT_NAME = re.compile(r"(^|_)(init|initiali[sz]e|reset)(_|$)")
 # Calls that change the parameters they reach in place: any `x.foo_(...)` tensor method, and these.
 WRITING_METHODS = {"apply", "load_state_dict", "reset_parameters", "copy_"}
-MODULE_ITERATORS = {"modules", "children", "parameters", "named_modules", "named_children", "named_parameters"}
 BENIGN_CALLS = {"print", "len", "sum", "str", "repr", "format", "type", "isinstance", "hasattr", "getattr", "id"}
 
 
@@ -170,7 +170,7 @@ class WrapPoints:
         params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
         if any(dotted(c.func) in params for c in calls_in(func.body)):
             return False  # runs the module it is handed
-        return _sets_requires_grad(func.body) or self.writes_params(func)
+        return sets_requires_grad(func.body) or self.writes_params(func)
 
     def moved_with(self, model: Model, anchor: cst.CSTNode, device: str) -> bool:
         """Is the model moved with `device` (`.to(device)`) by its definition or a statement after it, up
@@ -306,19 +306,7 @@ class WrapPoints:
             return False
         if any(method_name(c) in ("backward", "step") or dotted(c.func) == handle for c in calls_in(loop.body)):
             return False
-        return _sets_requires_grad(loop.body) or self.writes_params(loop.body)
-
-
-def _sets_requires_grad(node: cst.CSTNode) -> bool:
-    """`p.requires_grad = False`, `m.requires_grad_(False)` somewhere in `node`."""
-    if any(method_name(c) == "requires_grad_" for c in calls_in(node)):
-        return True
-    return any(
-        isinstance(n, cst.AssignTarget)
-        and isinstance(n.target, cst.Attribute)
-        and n.target.attr.value == "requires_grad"
-        for n in walk(node)
-    )
+        return sets_requires_grad(loop.body) or self.writes_params(loop.body)
 
 
 def _in_place(name: str) -> bool:

@@ -41,6 +41,7 @@ from .ddp308_wrapper_attribute_access import WrapperAttributeAccess
 from .ddp309_forward_bypasses_ddp import ForwardBypassesDdp
 from .ddp310_unused_parameters import UnusedParameters
 from .ddp311_parameters_from_input import ParametersFromInput
+from .ddp312_requires_grad_after_wrap import RequiresGradAfterWrap
 from .ddp401_unguarded_save import UnguardedSave
 from .ddp402_wrapped_state_dict import WrappedStateDict
 from .ddp403_load_into_wrapper import LoadIntoWrapper
@@ -94,6 +95,7 @@ RULES: list[Rule] = [
     ForwardBypassesDdp(),
     UnusedParameters(),
     ParametersFromInput(),
+    RequiresGradAfterWrap(),
     UnguardedSave(),
     WrappedStateDict(),
     LoadIntoWrapper(),
