@@ -25,6 +25,12 @@ def slot_of_arg(call: cst.Call, arg: cst.Arg) -> Slot | None:
     return next((i for i, a in enumerate(positional) if a is arg), None)
 
 
+def param_names(func: cst.FunctionDef) -> set[str]:
+    """Every parameter `func` names (positional-only, ordinary, keyword-only)."""
+    params = func.params
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
+
 def param_for(func: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
     """The parameter of `func` that `call` binds `arg` to."""
     params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
@@ -37,4 +43,4 @@ def param_for(func: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None
     return params[slot] if slot is not None and slot < len(params) else None
 
 
-__all__ = ["param_for", "param_name", "slot_of_arg"]
+__all__ = ["param_for", "param_name", "param_names", "slot_of_arg"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, calls_in, dotted, kwarg, method_name, positional, receiver
-from .call_params import param_for, param_name
+from .call_params import param_for, param_name, param_names
 from .index import Site, TreeIndex
 from .local_writes import method_of_instance
 from .model_params import PARAMETERS, TRAINS
@@ -112,7 +112,7 @@ class Training:
 
     def _globals_in(self, func: cst.FunctionDef, read: list[str]) -> list[str]:
         """Of the names whose `.parameters()` `func` reads, the module-level ones it binds nowhere itself."""
-        params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
+        params = param_names(func)
         out: list[str] = []
         for name in read:
             if "." in name or name in params or name in out or self.names.assignments(func, name):

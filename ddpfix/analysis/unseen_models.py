@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax import dotted, method_name, receiver
-from .call_params import param_for
+from .call_params import param_for, param_names
 from .global_rebinds import blocked_wrap
 from .module_summary import WRAP
 from .training import OPTIMIZER_NAMES
@@ -60,18 +60,13 @@ def _untraced(facts, name: str, at: cst.CSTNode, depth: int) -> bool:
     built = names.value_before(scope, name, at) or names.value_before(index.module, name, at)
     if built is not None:
         return isinstance(built, cst.Call) and not facts.training.parameter_receivers(built)
-    if depth == 0 or type(scope) is not cst.FunctionDef or name not in _param_names(scope):
+    if depth == 0 or type(scope) is not cst.FunctionDef or name not in param_names(scope):
         return False
     for caller in index.callers_of(scope):
         arg = next((a for a in caller.args if param_for(scope, caller, a) == name), None)
         if arg is not None and type(arg.value) is cst.Name and _untraced(facts, arg.value.value, caller, depth - 1):
             return True
     return False
-
-
-def _param_names(func: cst.FunctionDef) -> set[str]:
-    params = func.params
-    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
 
 
 def unseen_clause(call: cst.Call) -> str:

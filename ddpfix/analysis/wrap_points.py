@@ -28,12 +28,13 @@ from ..syntax import (
     single_small,
     walk,
 )
+from .call_params import param_names
 from .classes import Classes
 from .effects import LOGGER_METHODS
 from .index import Block
 from .model_params import FORWARD, LOAD_STATE, TRAINS
 from .names import Names
-from .requires_grad import MODULE_ITERATORS, sets_requires_grad
+from .requires_grad import MODULE_ITERATORS, reaches, sets_requires_grad
 from .training import Training
 
 if TYPE_CHECKING:
@@ -163,11 +164,11 @@ class WrapPoints:
         freezes or re-initialises parameters (`p.requires_grad = False`) and runs none of the model
         (no forward, no backward, no optimizer step)."""
         func = self.names.index.callee_of(call)
-        if func is None or not any(dotted(a.value) == handle or _reaches(a.value, handle) for a in call.args):
+        if func is None or not any(reaches(a.value, handle) for a in call.args):
             return False
         if any(method_name(c) in ("backward", "step") for c in calls_in(func.body)):
             return False
-        params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
+        params = param_names(func)
         if any(dotted(c.func) in params for c in calls_in(func.body)):
             return False  # runs the module it is handed
         return sets_requires_grad(func.body) or self.writes_params(func)
@@ -196,11 +197,7 @@ class WrapPoints:
             if dotted(func) == handle:
                 return "use"  # forward
             recv = receiver(call)
-            if (
-                recv is not None
-                and (dotted(recv) == handle or _reaches(recv, handle))
-                and method_name(call) in PREP_METHODS
-            ):
+            if recv is not None and reaches(recv, handle) and method_name(call) in PREP_METHODS:
                 prep = True
                 continue
             if self.changes_params(call, handle):
@@ -302,7 +299,7 @@ class WrapPoints:
         recv = receiver(it)
         if recv is None or method_name(it) not in MODULE_ITERATORS:
             return False
-        if dotted(recv) != handle and not _reaches(recv, handle):
+        if not reaches(recv, handle):
             return False
         if any(method_name(c) in ("backward", "step") or dotted(c.func) == handle for c in calls_in(loop.body)):
             return False
