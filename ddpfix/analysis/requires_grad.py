@@ -24,9 +24,21 @@ class Change:
 
 def reaches(node: cst.BaseExpression, handle: str) -> bool:
     """`model`, `model.fc`, `model[0]`: the model `handle` or a part of it."""
-    if dotted(node) == handle:
-        return True
+    return dotted(node) == handle or part_of(node, handle)
+
+
+def part_of(node: cst.BaseExpression, handle: str) -> bool:
+    """`model.fc.weight`, `model[0].bias`: a tensor (or a submodule) of the model `handle`."""
     return code_of(node).startswith((handle + ".", handle + "["))
+
+
+def walks(loop: cst.CSTNode, handle: str) -> bool:
+    """`for p in model.backbone.parameters():`, `for m in model.modules():`: a loop over the modules or
+    parameters of `handle` or a part of it."""
+    if type(loop) is not cst.For or type(loop.iter) is not cst.Call:
+        return False
+    recv = receiver(loop.iter)
+    return recv is not None and method_name(loop.iter) in MODULE_ITERATORS and reaches(recv, handle)
 
 
 def sets_requires_grad(node: cst.CSTNode) -> bool:
@@ -37,15 +49,7 @@ def sets_requires_grad(node: cst.CSTNode) -> bool:
 def freeze_loop(loop: cst.CSTNode, handle: str) -> bool:
     """`for p in model.backbone.parameters(): p.requires_grad = False` (any iterator of the modules or
     parameters of `handle` or a part of it, whose body sets requires_grad)."""
-    if type(loop) is not cst.For or type(loop.iter) is not cst.Call:
-        return False
-    recv = receiver(loop.iter)
-    return (
-        recv is not None
-        and method_name(loop.iter) in MODULE_ITERATORS
-        and reaches(recv, handle)
-        and sets_requires_grad(loop.body)
-    )
+    return walks(loop, handle) and sets_requires_grad(loop.body)  # type: ignore[attr-defined]
 
 
 def changes(facts, handles: tuple[str, ...]) -> list[Change]:
@@ -95,4 +99,4 @@ def _literal(node: cst.BaseExpression) -> bool | None:
     return None
 
 
-__all__ = ["MODULE_ITERATORS", "Change", "changes", "freeze_loop", "reaches", "sets_requires_grad"]
+__all__ = ["MODULE_ITERATORS", "Change", "changes", "freeze_loop", "part_of", "reaches", "sets_requires_grad", "walks"]

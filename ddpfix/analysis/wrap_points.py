@@ -19,7 +19,6 @@ import libcst as cst
 from ..syntax import (
     assign_targets,
     calls_in,
-    code_of,
     dotted,
     is_main_guard,
     mentions,
@@ -34,7 +33,7 @@ from .effects import LOGGER_METHODS
 from .index import Block
 from .model_params import FORWARD, LOAD_STATE, TRAINS
 from .names import Names
-from .requires_grad import MODULE_ITERATORS, reaches, sets_requires_grad
+from .requires_grad import part_of, reaches, sets_requires_grad, walks
 from .training import Training
 
 if TYPE_CHECKING:
@@ -221,7 +220,7 @@ class WrapPoints:
         if handle in targets:
             return "prep" if prep else "use"
         small = single_small(stmt)
-        if type(small) is cst.Assign and any(_reaches(t.target, handle) for t in small.targets):
+        if type(small) is cst.Assign and any(part_of(t.target, handle) for t in small.targets):
             return "prep"  # `model.fc = nn.Linear(512, 10)`: a new layer, whose parameters DDP must see
         if isinstance(stmt, (cst.For, cst.While)):
             return "use"
@@ -237,7 +236,7 @@ class WrapPoints:
         (a method of its class that writes parameters, or, for a class not in this file, one named as
         an initialiser), `model.fc.weight.data.normal_(...)`, `nn.init.zeros_(model.fc.bias)`?"""
         q = self.names.call_qual(call) or ""
-        if q.startswith("torch.nn.init.") and any(_reaches(a.value, handle) for a in call.args):
+        if q.startswith("torch.nn.init.") and any(part_of(a.value, handle) for a in call.args):
             return True
         recv, name = receiver(call), method_name(call)
         if recv is None or not name:
@@ -249,7 +248,7 @@ class WrapPoints:
             if method is not None:
                 return self.writes_params(method)
             return bool(INIT_NAME.search(name)) and name != "__init__"
-        if _reaches(recv, handle):
+        if part_of(recv, handle):
             return _in_place(name) or bool(INIT_NAME.search(name))
         return False
 
@@ -293,13 +292,7 @@ class WrapPoints:
         the model's (no forward, no backward, no optimizer). DDP registers the parameters that need a
         gradient when it is built: a freeze after the wrap leaves it waiting for gradients that never
         come ("Expected to have finished reduction in the prior iteration")."""
-        if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
-            return False
-        it = loop.iter
-        recv = receiver(it)
-        if recv is None or method_name(it) not in MODULE_ITERATORS:
-            return False
-        if not reaches(recv, handle):
+        if not walks(loop, handle):
             return False
         if any(method_name(c) in ("backward", "step") or dotted(c.func) == handle for c in calls_in(loop.body)):
             return False
@@ -309,12 +302,6 @@ class WrapPoints:
 def _in_place(name: str) -> bool:
     """`normal_`, `zero_`, `fill_`: an in-place tensor method (not a dunder, not `requires_grad_`)."""
     return name.endswith("_") and not name.startswith("_") and name != "requires_grad_"
-
-
-def _reaches(node: cst.BaseExpression, handle: str) -> bool:
-    """`model.fc.weight`, `model[0].bias`: a tensor (or a submodule) of the model `handle`."""
-    text = code_of(node)
-    return text.startswith((handle + ".", handle + "["))
 
 
 def moves_device(stmt: cst.BaseStatement, handle: str) -> bool:
