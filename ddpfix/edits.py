@@ -234,7 +234,9 @@ def epoch_name(ctx: Context, loop: cst.For | cst.While, *, plan: bool = True) ->
     `_`, a new variable `epoch` the loop gets (once, whichever rule asks first); None when there is
     no such name. `plan=False` only says whether there is one: "_" when the loop would be renamed."""
     name = ctx.facts.data.epoch_variable(loop)
-    if name != "_" or not isinstance(loop, cst.For):  # a `while` counter is never renamed
+    if isinstance(loop, cst.While):  # a `while` counter is never renamed
+        return name if name is not None else pass_counter(ctx, loop, plan=plan)
+    if name != "_":
         return name
     if loop in ctx.plan.loop_names:
         return ctx.plan.loop_names[loop]
@@ -246,6 +248,36 @@ def epoch_name(ctx: Context, loop: cst.For | cst.While, *, plan: bool = True) ->
     ctx.plan.loop_names[loop] = new
     ctx.plan.replace(loop.target, lambda node: node.with_changes(value=new))
     return new
+
+
+def pass_counter(ctx: Context, loop: cst.While, *, plan: bool = True) -> str | None:
+    """A `while` loop around the pass over the loader that counts no epochs (`while step < max_steps:`,
+    `while True:` left by a `break`) gets a count of its passes: `epoch = 0` before it and `epoch += 1`
+    as the last statement of its body (once, whichever rule asks first). None where a `continue` of the
+    loop would skip the count, or its body is on the `while` line."""
+    if loop in ctx.plan.loop_names:
+        return ctx.plan.loop_names[loop]
+    body = loop.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body or any(_continues(s) for s in body.body):
+        return None
+    if not plan:
+        return "_"
+    new = ctx.plan.loop_names[loop] = ctx.plan.fresh("epoch")
+    ctx.plan.insert_before(loop, ctx.plan.statements(f"{new} = 0"), order=Order.SET_EPOCH)
+    ctx.plan.insert_after(body.body[-1], ctx.plan.statements(f"{new} += 1"), order=Order.SET_EPOCH)
+    return new
+
+
+def _continues(node: cst.CSTNode) -> bool:
+    """Does `node` (a statement of a loop's body) hold a `continue` of that loop (not of a loop, or in
+    a function, inside it)?"""
+    if isinstance(node, cst.Continue):
+        return True
+    if isinstance(node, (cst.For, cst.While)):
+        return any(_continues(s) for s in (node.orelse,) if s is not None)
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return False
+    return any(_continues(child) for child in node.children)
 
 
 def engine_set_epoch(ctx: Context, handoff, sampler: str, *, test: str | None) -> None:

@@ -219,6 +219,52 @@ def test_ddp204_for_underscore_read_in_the_body_is_reported_without_a_fix():
     assert d.fix == "none" and "no epoch variable" in d.message
 
 
+STEP_LOOP = """
+    step = 0
+    while {test}:
+        for x, y in loader:
+            model(x).sum().backward()
+            opt.step()
+            step += 1
+            if step >= 10:
+                break
+{tail}"""
+
+
+def test_ddp204_a_while_loop_counting_steps_gets_a_count_of_its_passes():
+    src = script(SAMPLED.format(loop=STEP_LOOP.format(test="step < 10", tail="")))
+    [d] = found(src, "DDP204")
+    assert d.fix == "safe"
+    out = fixed(src, "DDP204")
+    assert "    epoch = 0\n    while step < 10:\n        sampler.set_epoch(epoch)\n        for x, y in loader:\n" in out
+    assert "                break\n        epoch += 1\n\n" in out  # last in the loop's body: after the pass
+    assert fixed(out, "DDP204") == out
+
+
+def test_ddp204_a_while_true_loop_left_by_a_return_gets_the_count_too():
+    tail = "        if step >= 10:\n            return\n"
+    out = fixed(script(SAMPLED.format(loop=STEP_LOOP.format(test="True", tail=tail))), "DDP204")
+    assert "    epoch = 0\n    while True:\n        sampler.set_epoch(epoch)\n" in out
+    assert "            return\n        epoch += 1\n" in out
+
+
+def test_ddp204_a_while_loop_with_a_continue_of_its_own_is_reported_without_a_fix():
+    # the continue would skip a count at the end of the body: the same epoch twice
+    tail = "        if step < 3:\n            continue\n        print(step)\n"
+    src = script(SAMPLED.format(loop=STEP_LOOP.format(test="step < 10", tail=tail)))
+    [d] = found(src, "DDP204")
+    assert d.fix == "none" and "no epoch variable" in d.message
+    assert "epoch" not in fixed(src, "DDP204").split("opt = ")[1]
+
+
+def test_ddp204_a_continue_of_the_inner_loop_does_not_stop_the_count():
+    src = script(SAMPLED.format(loop=STEP_LOOP.format(test="step < 10", tail="")))
+    src = src.replace(
+        "            step += 1\n", "            step += 1\n            if step == 2:\n                continue\n"
+    )
+    assert "        epoch += 1\n" in fixed(src, "DDP204")
+
+
 def test_ddp204_the_name_epoch_taken_gives_another():
     src = script(SAMPLED.format(loop="    epoch = 7\n    for _ in range(3):" + BATCHES))
     out = fixed(src, "DDP204")
@@ -252,14 +298,16 @@ def test_ddp204_while_epoch_loop_gets_set_epoch_first_thing():
     assert "    while epoch < 3:\n        sampler.set_epoch(epoch)\n        for x, y in loader:\n" in out
 
 
-def test_ddp204_while_loop_without_a_clear_counter_is_reported_without_a_fix():
+def test_ddp204_while_loop_without_a_clear_counter_counts_its_passes():
     loop = "    done = False\n    while not done:" + BATCHES + "        done = True\n"
     src = script(SAMPLED.format(loop=loop))
     [d] = found(src, "DDP204")
-    assert d.fix == "none"
-    # a counter stepped inside the batch loop counts steps, not epochs
+    assert d.fix == "safe"
+    assert "    epoch = 0\n    while not done:\n        sampler.set_epoch(epoch)\n" in fixed(src, "DDP204")
+    # a counter stepped inside the batch loop counts steps, not epochs: the passes get their own
     loop = "    step = 0\n    while step < 30:" + BATCHES.replace("opt.step()", "opt.step()\n            step += 1")
-    assert [d.fix for d in found(script(SAMPLED.format(loop=loop)), "DDP204")] == ["none"]
+    out = fixed(script(SAMPLED.format(loop=loop)), "DDP204")
+    assert "sampler.set_epoch(epoch)" in out and "set_epoch(step)" not in out
 
 
 def test_ddp204_set_epoch_through_the_loader_passed_to_a_training_function_is_recognised():

@@ -49,7 +49,10 @@ for epoch in range(epochs):
 
 The epoch loop is a `for` loop, or a `while epoch < n:` loop (also `<=`, `!=`) that steps its
 counter by one at its own level (`epoch += 1`); `for _ in range(n):` becomes `for epoch in range(n):`
-when its body does not read `_`. A loader an ignite trainer runs gets an `Events.EPOCH_STARTED`
+when its body does not read `_`. A `while` loop that counts no epochs (`while step < max_steps:`,
+`while not done:`: a budget of steps, passes over the loader until it is spent) gets a count of its
+passes, `epoch = 0` before it and `epoch += 1` as the last statement of its body, unless a `continue`
+of that loop would skip the count. A loader an ignite trainer runs gets an `Events.EPOCH_STARTED`
 handler before `trainer.run(...)` that calls `set_epoch(engine.state.epoch - 1)`.
 
 ## Fix safety
@@ -69,8 +72,8 @@ loader, or in the caller of the function that runs the epochs) is reached throug
 loop names it, with the same `isinstance` test. So is a loader kept by an instance of a class of the
 script's modules whose method runs one pass per call (`trainer = Train(model, loader)`, then
 `trainer.run_epoch()` in the script's epoch loop): the call goes first in that loop. Reported
-without a fix: an epoch loop with no epoch number to pass (`while not done:`, a `for _` loop that
-reads `_`), a loader the epoch loop cannot name either, and a module the fix may not edit (the
+without a fix: an epoch loop with no epoch number to pass (a `while` loop with a `continue` of its
+own, a `for _` loop that reads `_`), a loader the epoch loop cannot name either, and a module the fix may not edit (the
 message says why).
 """
 
@@ -386,6 +389,62 @@ EXAMPLES = (
         """,
         note="The sampler is built in a helper, out of the epoch loop's reach: set through the loader, where it is one:",
     ),
+    fixes(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        step = 0
+        while step < 100:
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                step += 1
+                if step == 100:
+                    break
+        """,
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data.distributed import DistributedSampler
+
+        dist.init_process_group("gloo")
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        sampler = DistributedSampler(ds)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler)
+        model = DDP(nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        step = 0
+        epoch = 0
+        while step < 100:
+            sampler.set_epoch(epoch)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                step += 1
+                if step == 100:
+                    break
+            epoch += 1
+        """,
+        note="A budget of steps, not epochs: the passes over the loader are counted, and each sets the epoch:",
+    ),
     reports(
         """
         import torch
@@ -408,13 +467,15 @@ EXAMPLES = (
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
+            if loss.item() > 1.0:
+                continue
             done = loss.item() < 0.01
         """,
         message=(
             "DistributedSampler never gets set_epoch(epoch): call it first thing in the epoch loop, "
             "which has no epoch variable"
         ),
-        note="Reported without a fix: the epoch loop counts no epochs to pass:",
+        note="Reported without a fix: the epoch loop counts no epochs, and a `continue` would skip a count of its passes:",
     ),
     clean(
         """
