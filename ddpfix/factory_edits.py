@@ -23,22 +23,16 @@ pass, the module may not be edited) none is kept and the finding says why.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 import libcst as cst
 
-from .analysis import Loader
 from .analysis.config_factory import FactoryCall, FactoryClass
 from .analysis.factory_classes import accepts, epoch_meeting, kept, loader_builds, reaches, sets_epoch
 from .module_edits import Planner
 from .module_epochs import epoch_loop_planner, function_of, through_loader
+from .module_trials import Edit, sampler_planner
 from .module_unwrap import unwrap_planner
 from .rule import Context, Order, Rule
-from .sampler_edit import add_sampler, is_iterable_dataset
-from .syntax import dotted, kwarg, positional, strip_docstring
-
-Edit = tuple[Path, tuple, Callable[[list[int]], Planner]]  # module, key (kept once), planner collecting lines
+from .syntax import dotted, strip_docstring
 
 
 def sampler_edits(loaders: list[FactoryClass], handed: list[tuple[FactoryCall, cst.Arg]]) -> tuple[str | None, list]:
@@ -102,60 +96,10 @@ def unwrap_edits(rule: Rule, trainer: FactoryCall, arg: cst.Arg) -> tuple[str | 
     return None, edits
 
 
-def tried(ctx: Context, rule: Rule, edits: list[Edit]) -> tuple[str | None, list[str], list[Edit]]:
-    """Why the edits cannot all be made (None: each was tried and holds), where they go, and those
-    that change something (an unwrap finds nothing to change in a class that saves no state)."""
-    others = ctx.others
-    if others is None:
-        return "cross-file edits are off", [], []
-    places: list[str] = []
-    changing: list[Edit] = []
-    for edit in edits:
-        path, _key, make = edit
-        lines: list[int] = []
-        why = others.why_not(path) or others.trial(path, rule, make(lines))
-        if why is not None:
-            return why, [], []
-        places += [f"{others.shown(path)}:{n}" for n in lines]
-        changing += [edit] if lines else []
-    return None, places, changing
-
-
-def keep(ctx: Context, rule: Rule, edits: list[Edit]) -> None:
-    """Make the edits `tried` allowed part of this pass's fix, each once."""
-    others = ctx.others
-    assert others is not None
-    for path, key, make in edits:
-        if key not in others.planned:
-            others.planned.add(key)
-            others.keep(path, rule, make([]))
-
-
 def _sampler_planner(cls_name: str, line: int, lines: list[int]) -> Planner:
     """A DistributedSampler for the loader class `cls_name` builds at `line` (its super().__init__),
     when torch.distributed is initialized."""
-
-    def plan(ctx: Context) -> str | None:
-        facts = ctx.facts
-        call = next(
-            (c for c in facts.index.calls if _super_init(c) and facts.index.position(c).start.line == line), None
-        )
-        site = facts.index.site(call) if call is not None else None
-        if call is None or site is None or site.cls is None or site.cls.name.value != cls_name:
-            return f"{cls_name} does not build its loader at line {line}"
-        if any(a.star for a in call.args):
-            return f"the loader of {cls_name} (line {line}) takes its arguments from a dict"
-        if kwarg(call, "batch_sampler") is not None:
-            return f"the loader of {cls_name} (line {line}) has a batch_sampler"
-        ds_arg = positional(call, 0) or kwarg(call, "dataset")
-        if ds_arg is None or is_iterable_dataset(facts, ds_arg.value):
-            return f"the loader of {cls_name} (line {line}) reads an IterableDataset"
-        ctx.joins_elsewhere()  # the module does not know how its caller launched: ask the process group
-        add_sampler(ctx, Loader(site, None), ds_arg, flag=ctx.env("DISTRIBUTED"))
-        lines.append(line)
-        return None
-
-    return plan
+    return sampler_planner(cls_name, line, lines, _super_init)
 
 
 def _first_in(cls_name: str, method: str, epoch: str, reach: str, lines: list[int]) -> Planner:
@@ -188,4 +132,4 @@ def _super_init(call: cst.Call) -> bool:
     )
 
 
-__all__ = ["Edit", "keep", "sampler_edits", "tried", "unwrap_edits"]
+__all__ = ["sampler_edits", "unwrap_edits"]

@@ -13,8 +13,9 @@ from .analysis.config_factory import FactoryCall, findings, shown_finding, state
 from .analysis.config_file import configured
 from .analysis.factory_classes import loader_builds
 from .analysis.local_writes import called
-from .factory_edits import keep, sampler_edits, tried, unwrap_edits
+from .factory_edits import sampler_edits, unwrap_edits
 from .module_guards import MakePlanner, Match, by_path, guard_statements, keep_guards, why_not_guarded
+from .module_trials import keep, tried
 from .rule import NONE, Context
 from .syntax import assign_targets, dotted
 

@@ -31,6 +31,7 @@ import libcst as cst
 from .analysis.class_models import OPTIMIZER_WORDS
 from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
+from .class_loaders import loaders, shard_blocker
 from .edits import cuda_test
 from .module_routes import mixed_keys, route, routes
 from .rule import RUNTIME, Context, Order, Rule
@@ -50,7 +51,7 @@ def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
     attrs = [attr for attr, _ in cls.trained]
     return (
         _read_by_the_script(ctx, cls, attrs)
-        or _data_not_found(ctx)
+        or _data_not_found(ctx, rule, summary, cls)
         or others.why_not(summary.path)
         or others.trial(
             summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path), plain=_plain_saves(ctx))
@@ -58,12 +59,15 @@ def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
     )
 
 
-def _data_not_found(ctx: Context) -> str | None:
-    """No training DataLoader of the script was found (built in a way no rule reads, or by the class
-    itself): the fix could not shard what the wrapped models train on, so every rank would train the
-    same batches while the conversion looked done. Left to the user, saying so."""
+def _data_not_found(ctx: Context, rule: Rule, summary, cls) -> str | None:
+    """No training DataLoader of the script was found, nor one the class builds itself and the fix
+    shards there (class_loaders.py): the fix could not shard what the wrapped models train on, so every
+    rank would train the same batches while the conversion looked done. Left to the user, saying so."""
     if ctx.facts.data.training_loaders:
         return None
+    if loaders(summary, cls):
+        why = shard_blocker(ctx, rule, summary, cls)
+        return None if why is None else f"the DataLoader {cls.name} builds itself cannot be sharded there: {why}"
     return (
         "no DataLoader the script builds was found to reach its training, so the fix could not shard the data "
         "it trains on: hand it a loader the script builds, or give that loader a DistributedSampler by hand"

@@ -117,7 +117,7 @@ def epoch_meeting(cls: FactoryClass, attr: str) -> Meeting | None:
     methods = [(s.path, n, m) for s, n in cls.chain for m in _methods(_class_node(s.path, n))]
     for path, name, method in methods:
         for loop in ast.walk(method):
-            if not (isinstance(loop, ast.For) and _iterates(loop.iter, attr)):
+            if not (isinstance(loop, ast.For) and iterates(loop.iter, attr)):
                 continue
             if any(isinstance(n, (ast.For, ast.While)) and _holds(n, loop) for n in ast.walk(method)):
                 return Meeting(path, name, method.name, None, loop.lineno)
@@ -193,7 +193,7 @@ def _super_init(init: ast.FunctionDef) -> ast.Call | None:
     return None
 
 
-def _iterates(expr: ast.expr, attr: str) -> bool:
+def iterates(expr: ast.expr, attr: str) -> bool:
     """Does a loop over `expr` iterate `attr` (itself, or the first argument of the calls around it)?"""
     while isinstance(expr, ast.Call) and expr.args and (ast_dotted(expr.func) or "") not in COUNTING:
         expr = expr.args[0]
@@ -221,4 +221,4 @@ def _method(node: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
     return next((m for m in _methods(node) if m.name == name), None)
 
 
-__all__ = ["Build", "Meeting", "accepts", "epoch_meeting", "kept", "loader_builds", "reaches", "sets_epoch"]
+__all__ = ["Build", "Meeting", "accepts", "epoch_meeting", "iterates", "kept", "loader_builds", "reaches", "sets_epoch"]

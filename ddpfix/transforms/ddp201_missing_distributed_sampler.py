@@ -7,13 +7,14 @@ import libcst as cst
 from ..analysis import Loader
 from ..analysis.dataparallel import conversion_blocked, converts_keeping_plain_path, dataparallel_trains
 from ..analysis.unseen_models import why_no_wrap
+from ..class_loaders import shard as shard_class_loaders
 from ..examples import clean, fixes, reports
 from ..factory_reports import report_factory_loaders
 from ..loader_factory import shard_factories
 from ..loader_kwargs import add_sampler_to_kwargs, kwargs_fix_blocker
 from ..local_samplers import swap_local_sampler
 from ..module_epochs import set_epoch_blocker
-from ..module_wraps import withheld
+from ..module_wraps import withheld, wrapped_here
 from ..rule import Context, Rule
 from ..sampler_edit import add_sampler, add_set_epoch, is_iterable_dataset
 from ..syntax import kwarg, positional
@@ -144,7 +145,18 @@ The training loader of a class that builds the models it trains itself (`Solver(
 config).train()`) gets its sampler only where the fix also wraps those models in that class (DDP301),
 also when a factory of the script's modules builds that loader (`get_loader(...)`);
 where it cannot, no sampler is added, since sharded data without the wrap would train one
-unsynchronised copy per rank.
+unsynchronised copy per rank. Such a class may build its training loader itself too (`self.train_loader
+= DataLoader(dataset, batch_size=..., shuffle=True)` in its `__init__`, or a local loader in the method
+that loops over it; a loop is training where it calls `backward()`, itself or through a method of the
+class): then the script holds no loader, and the finding is reported at the script's call with the
+module's lines. The fix shards it there, decided at run time like the wrap:
+`sampler = DistributedSampler(dataset) if dist.is_initialized() else None` before it, `shuffle` moved
+into the sampler, and the epoch set first in the loop around the class's pass over it (a `while` loop
+counting steps gets a count of its passes, as in DDP204). The loader and the models go together: the
+sampler is added only where the models are wrapped there, and the models are wrapped only where the
+loader can be sharded (not when it takes its arguments from a dict, has a sampler of its own, is built
+anew each epoch, or no loop around the pass can name an epoch); otherwise nothing is converted and both
+findings say why. A validation loader the class only evaluates on is left alone.
 Where that module may not be edited (outside the script's folder, an installed package, read-only,
 cross-file edits off, an epoch loop with no epoch variable), the sampler still goes in here and the
 message says where `set_epoch(epoch)` must be added by hand, and why the fix does not (DDP204 keeps
@@ -295,6 +307,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                 continue
             add_set_epoch(ctx, loader, batch_loop, add_sampler(ctx, loader, ds_arg))
         shard_factories(ctx, self, why if built is not None or blocked is not None else None)
+        shard_class_loaders(ctx, self, lambda summary, cls: wrapped_here(ctx, self, summary, cls))
         report_factory_loaders(ctx, "training DataLoader without a DistributedSampler")
 
 
