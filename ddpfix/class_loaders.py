@@ -2,6 +2,8 @@
 beside the models it builds and trains (`Solver(args).train()`, with `self.data_loader =
 DataLoader(dataset, batch_size=args.batch_size, shuffle=True)` in `Solver.__init__` of solver.py).
 
+The same holds for a class the script hands the model it trains (`Trainer(model, dataset,
+config).run()`, the loader built in `run()`): the script wraps the model, the class shards its loader.
 The script holds no loader to shard, so the sampler goes where the class builds it, decided at run
 time like the class's wrap (module_wraps.py), and its epoch is set where the class's loop passes over it
 (module_epochs.epoch_loop_planner; a `while` loop counting steps gets a count of its passes):
@@ -22,9 +24,13 @@ the module may not be edited) none is kept and the finding says why.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
-from .analysis.class_loaders import OwnLoader, own_loaders
+from .analysis.class_loaders import OwnLoader, foreign_loaders, own_loaders
+from .analysis.local_writes import shown
+from .analysis.module_summary import Finding
 from .module_epochs import epoch_loop_planner
 from .module_trials import Edit, keep, sampler_planner, tried
 from .rule import Context, Rule
@@ -43,26 +49,50 @@ def loaders(summary, cls) -> list[OwnLoader]:
     return own_loaders(summary.path, cls.name)
 
 
-def shard(ctx: Context, rule: Rule, wrapped) -> None:
-    """Report the training loaders each class of `ctx`'s script builds for itself beside the models it
-    trains, and shard them where `wrapped(summary, cls)` says the fix wraps those models there."""
+def shard(ctx: Context, rule: Rule, unwrapped: Callable[[object, object], str | None]) -> None:
+    """Report the training loaders each class of `ctx`'s script's modules builds for itself, where the
+    script trains through that class (the models it builds, or the model the script hands it), and
+    shard them where `unwrapped(summary, cls)` finds no reason the models it trains stay unwrapped."""
     facts = ctx.facts
-    others = ctx.others
-    for call, summary, cls in facts.training.models_built_in_modules:
-        own = loaders(summary, cls)
-        if not own or others is None:
+    for call, summary, method in facts.training.trained_in_modules:
+        cls = summary.classes.get(method.split(".")[0])
+        own = loaders(summary, cls) if cls is not None else []
+        if not own:
+            if cls is not None:
+                _report_foreign(ctx, call, summary, cls)
             continue
-        where = ", ".join(f"{o.reach} at {others.shown(summary.path)}:{o.line}" for o in own)
-        head = f"{dotted(call.func) or cls.name}() trains on a DataLoader {cls.name} builds itself ({where}) without a DistributedSampler"
+        where = ", ".join(f"{o.reach} at {shown(facts.modules, Finding('', summary.path, o.line, ''))}" for o in own)
+        owner = f"{dotted(call.func) or cls.name}() trains on a DataLoader {cls.name} builds itself ({where})"
+        if all(o.stream for o in own):
+            head = f"{owner} that draws with replacement, the same samples on every rank"
+            remedy, done = "seed its generator per rank there", "the fix gives each rank its own random stream there"
+        else:
+            head = f"{owner} without a DistributedSampler"
+            remedy, done = (
+                "give it one there, and set its epoch",
+                "the fix gives it one there when distributed, and sets its epoch",
+            )
         why, places, edits = tried(ctx, rule, _edits(own))
-        if why is None and not wrapped(summary, cls):
-            why = f"the models of {cls.name} are not wrapped there (DDP301)"
+        why = why or unwrapped(summary, cls)
         if why is not None:
-            ctx.report(call, f"{head}: give it one there, and set its epoch (the fix does not: {why})", fix="none")
-        elif ctx.report(
-            call, f"{head}: the fix gives it one there when distributed, and sets its epoch ({', '.join(places)})"
-        ):
+            ctx.report(call, f"{head}: {remedy} (the fix does not: {why})", fix="none")
+        elif ctx.report(call, f"{head}: {done} ({', '.join(places)})"):
             keep(ctx, rule, edits)
+
+
+def _report_foreign(ctx: Context, call: cst.Call, summary, cls) -> None:
+    """A loader the class trains on that another function builds for it (`self.loader =
+    build_loader(dataset, 8)`): no rule shards it there, so the conversion is not complete (invariant 3)."""
+    for found in foreign_loaders(summary, cls.name):
+        where = shown(ctx.facts.modules, Finding("", summary.path, found.line, ""))
+        ctx.report(
+            call,
+            f"{dotted(call.func) or cls.name}() trains on {found.reach}, a DataLoader {found.builder}() builds for "
+            f"{cls.name} ({where}) with no DistributedSampler, where the fix does not reach: give it one there "
+            "(sampler=DistributedSampler(dataset) when distributed, shuffle moved into it) and set its epoch "
+            "each epoch",
+            fix="none",
+        )
 
 
 def _edits(own: list[OwnLoader]) -> list[Edit]:
@@ -75,6 +105,8 @@ def _edits(own: list[OwnLoader]) -> list[Edit]:
                 lambda lines, o=o: sampler_planner(o.cls, o.line, lines, _loader),
             )
         )
+        if o.stream:
+            continue  # an endless stream has no epochs to set
         member = f"{o.cls}.{o.method}"
         edits.append(
             (

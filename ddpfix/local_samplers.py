@@ -151,14 +151,27 @@ def _stream_per_rank(ctx: Context, ctor: cst.Call, replacement: cst.Arg) -> None
         "random stream (a DistributedSampler cannot draw with replacement)",
     ):
         return
+    seed_per_rank(ctx, ctor)
+
+
+def replacement_stream(expr: cst.BaseExpression) -> bool:
+    """`RandomSampler(ds, replacement=True, num_samples=n)` with no generator of its own."""
+    if not (isinstance(expr, cst.Call) and (dotted(expr.func) or "").split(".")[-1] == "RandomSampler"):
+        return False
+    replacement = kwarg(expr, "replacement") or positional(expr, 1)
+    return replacement is not None and is_literal(replacement.value, True) and kwarg(expr, "generator") is None
+
+
+def seed_per_rank(ctx: Context, ctor: cst.Call) -> None:
+    """Give the sampler `ctor` draws with replacement a generator seeded per rank when distributed."""
     torch = ctx.plan.ref("torch", "torch", style="import")
+    flag, rank = ctx.env("DISTRIBUTED"), ctx.env("RANK")
+    if flag.endswith(".is_initialized()"):  # decided at run time: under that test the rank is the group's
+        rank = flag.removesuffix(".is_initialized()") + ".get_rank()"
     generator = ctx.plan.expression(
-        "{t}.Generator().manual_seed({t}.initial_seed() + {r}) if {d} else None",
-        t=torch,
-        r=ctx.env("RANK"),
-        d=ctx.env("DISTRIBUTED"),
+        "{t}.Generator().manual_seed({t}.initial_seed() + {r}) if {d} else None", t=torch, r=rank, d=flag
     )
     ctx.plan.replace(ctor, lambda node: with_kwarg(node, "generator", generator))
 
 
-__all__ = ["LOCAL_SAMPLERS", "SAMPLER", "swap_local_sampler"]
+__all__ = ["LOCAL_SAMPLERS", "SAMPLER", "replacement_stream", "seed_per_rank", "swap_local_sampler"]

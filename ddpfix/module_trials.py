@@ -10,6 +10,7 @@ from pathlib import Path
 import libcst as cst
 
 from .analysis import Loader
+from .local_samplers import replacement_stream, seed_per_rank
 from .module_edits import Planner
 from .rule import Context, Rule
 from .sampler_edit import add_sampler, is_iterable_dataset
@@ -49,7 +50,9 @@ def keep(ctx: Context, rule: Rule, edits: list[Edit]) -> None:
 
 def sampler_planner(cls_name: str, line: int, lines: list[int], builds: Callable[[cst.Call], bool]) -> Planner:
     """A DistributedSampler for the loader a method of the class `cls_name` builds at `line` (the call
-    there that `builds` picks), when torch.distributed is initialized."""
+    there that `builds` picks), when torch.distributed is initialized; for a loader drawing with
+    replacement (`sampler=RandomSampler(ds, replacement=True, num_samples=n)`), a generator seeded per
+    rank instead."""
 
     def plan(ctx: Context) -> str | None:
         facts = ctx.facts
@@ -61,12 +64,17 @@ def sampler_planner(cls_name: str, line: int, lines: list[int], builds: Callable
             return f"the loader of {cls_name} (line {line}) takes its arguments from a dict"
         if kwarg(call, "batch_sampler") is not None:
             return f"the loader of {cls_name} (line {line}) has a batch_sampler"
-        if kwarg(call, "sampler") is not None:
+        sampler = kwarg(call, "sampler")
+        if sampler is not None and not replacement_stream(sampler.value):
             return f"the loader of {cls_name} (line {line}) has a sampler of its own"
         ds_arg = positional(call, 0) or kwarg(call, "dataset")
         if ds_arg is None or is_iterable_dataset(facts, ds_arg.value):
             return f"the loader of {cls_name} (line {line}) reads an IterableDataset"
         ctx.joins_elsewhere()  # the module does not know how its caller launched: ask the process group
+        if sampler is not None:  # an endless stream drawn with replacement: one of its own per rank
+            seed_per_rank(ctx, sampler.value)  # type: ignore[arg-type]
+            lines.append(line)
+            return None
         add_sampler(ctx, Loader(site, None), ds_arg, flag=ctx.env("DISTRIBUTED"))
         lines.append(line)
         return None

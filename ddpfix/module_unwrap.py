@@ -20,8 +20,11 @@ state into the wrapper themselves are left alone. With cross-file edits off noth
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
+from .analysis.ast_reading import ast_aliases
 from .handles import handoffs, wrappers
 from .module_wraps import wrapped_here
 from .rule import Context, Rule
@@ -120,12 +123,19 @@ def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False):
         attrs = attrs_of(cls)
         if not attrs or _unwraps_itself(cls, attrs, loads=not built):
             return None
+        aliases: dict[int, str] | None = None  # read only for `model.state_dict()` on a local name
         for node in walk(cls):
             if not isinstance(node, cst.Call) or method_name(node) != "state_dict":
                 continue
             assert isinstance(node.func, cst.Attribute)
             attr = dotted(node.func.value)
-            if attr not in attrs or (not built and inside_load(facts, node)):
+            if attr not in attrs:
+                if type(node.func.value) is not cst.Name:
+                    continue
+                aliases = _aliased(ctx, cls, attrs) if aliases is None else aliases
+                if id(node.func.value) not in aliases:
+                    continue
+            if not built and inside_load(facts, node):
                 continue
             lines.append(facts.index.position(node).start.line)
             spelled = cst.parse_expression(UNWRAP.format(attr=attr))
@@ -133,6 +143,21 @@ def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False):
         return None
 
     return plan
+
+
+def _aliased(ctx: Context, cls: cst.ClassDef, attrs: set[str]) -> dict[int, str]:
+    """id of each read of a local name that stands for one of `attrs` in a method of `cls` (`model =
+    self.model`, or `model, config = self.model, self.config`: ast_reading.ast_aliases) -> that name."""
+    tree = ast.parse(ctx.facts.module.code)
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.name.value), None)
+    named = {
+        m.name: ast_aliases(m, attrs) for m in (node.body if node is not None else []) if isinstance(m, ast.FunctionDef)
+    }
+    out = {}
+    for method in (s for s in cls.body.body if isinstance(s, cst.FunctionDef)):
+        aliases = named.get(method.name.value, {})
+        out.update({id(n): n.value for n in walk(method.body) if isinstance(n, cst.Name) and n.value in aliases})
+    return out
 
 
 def _kept_as(cls: cst.ClassDef, slot: int | str) -> set[str]:

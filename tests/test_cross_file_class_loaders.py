@@ -141,3 +141,186 @@ def test_check_on_the_output_is_silent(project):
     assert ddpfix.check_source(result.code, path="main.py", cross_file=True) == []
     again = ddpfix.fix_project("main.py")
     assert again.code == result.code and not again.others
+
+
+# --------------------------------------------------------------------------- a class handed the model
+# golden trainer_builds_own_loader: `Trainer(model, dataset, config).train()`, the loader built in
+# `Trainer.train`, the model read there through `model, config = self.model, self.config`
+
+HANDED = Path(__file__).parent / "golden" / "trainer_builds_own_loader"
+
+
+@pytest.fixture
+def handed(tmp_path, monkeypatch):
+    shutil.copy(HANDED / "input.py", tmp_path / "main.py")
+    shutil.copy(HANDED / "trainer.py", tmp_path / "trainer.py")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_loader_of_a_class_handed_the_model_is_sharded_there_and_the_script_wraps(handed):
+    result = ddpfix.fix_project("main.py")
+    found = _found(result)
+    [sampler] = found["DDP201"]
+    assert (
+        sampler.applied
+        and "trainer.train() trains on a DataLoader Trainer builds itself (loader at trainer.py:39)" in sampler.message
+    )
+    [wrap] = found["DDP301"]
+    assert wrap.applied and "model = DDP(model" in result.code
+    assert result.incomplete == []
+    text = result.others["trainer.py"].code
+    assert "        sampler = DistributedSampler(self.train_dataset) if dist.is_initialized() else None\n" in text
+    assert (
+        '            if isinstance(getattr(loader, "sampler", None), DistributedSampler):\n                loader.sampler.set_epoch(epoch)\n'
+        in text
+    )
+
+
+def test_a_save_through_a_local_name_for_the_kept_model_saves_the_plain_module(handed):
+    result = ddpfix.fix_project("main.py")
+    [unwrap] = _found(result)["DDP402"]
+    assert unwrap.applied and "trainer.py:34" in unwrap.message
+    assert (
+        'torch.save(getattr(model, "module", model).state_dict(), self.config.ckpt_path)'
+        in result.others["trainer.py"].code
+    )
+
+
+def test_a_local_name_bound_twice_is_no_name_for_the_kept_model(handed):
+    _edit(
+        handed / "trainer.py",
+        "        model = self.model\n",
+        "        model = self.model\n        model = model.cpu()\n",
+    )
+    result = ddpfix.fix_project("main.py")
+    assert "torch.save(model.state_dict(), self.config.ckpt_path)" in result.others["trainer.py"].code
+
+
+def test_the_class_loader_is_left_alone_when_the_script_does_not_wrap(handed):
+    result = ddpfix.fix_project("main.py", select=["DDP201", "DDP001"])
+    [sampler] = _found(result)["DDP201"]
+    assert sampler.fix == "none" and "DDP301 is not fixed" in sampler.message
+    assert not result.others
+
+
+def test_the_model_is_traced_through_a_tuple_of_names_to_its_optimizer(handed):
+    """`model, config = self.model, self.config`, then `AdamW(model.parameters())`: the class trains the
+    model the script hands it (before, the script was said to train a model it never holds)."""
+    import ast
+
+    from ddpfix.analysis.ast_reading import ast_aliases
+    from ddpfix.analysis.kept_models import ast_kept_model_uses
+
+    tree = ast.parse((handed / "trainer.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trainer")
+    train = next(m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "train")
+    assert ast_aliases(train, {"self.model", "self.config"}) == {"model": "self.model", "config": "self.config"}
+    uses = ast_kept_model_uses(cls)
+    assert {"parameters", "trains", "forward"} <= uses["model"]
+
+
+# --------------------------------------------------------------------------- batches drawn with next()
+# golden trainer_stream_with_replacement: `RandomSampler(ds, replacement=True, num_samples=int(1e10))`
+# in `Trainer.run`, batches drawn with next() from `iter(train_loader)`, remade when it runs out
+
+STREAM = Path(__file__).parent / "golden" / "trainer_stream_with_replacement"
+REPLACEMENT = "            sampler=RandomSampler(self.train_dataset, replacement=True, num_samples=int(1e10)),\n            shuffle=False,\n"
+
+
+@pytest.fixture
+def stream(tmp_path, monkeypatch):
+    shutil.copy(STREAM / "input.py", tmp_path / "main.py")
+    shutil.copy(STREAM / "trainer.py", tmp_path / "trainer.py")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_stream_drawn_with_replacement_gets_a_generator_seeded_per_rank(stream):
+    [own] = own_loaders(stream / "trainer.py", "Trainer")
+    assert own.stream and own.method == "run"
+    result = ddpfix.fix_project("main.py")
+    [sampler] = _found(result)["DDP201"]
+    assert sampler.applied and "draws with replacement, the same samples on every rank" in sampler.message
+    text = result.others["trainer.py"].code
+    generator = "generator=torch.Generator().manual_seed(torch.initial_seed() + dist.get_rank()) if dist.is_initialized() else None)"
+    assert generator in text
+    assert "set_epoch" not in text and "DistributedSampler" not in text  # an endless stream has no epochs
+    assert result.incomplete == []
+    (stream / "main.py").write_text(result.code)
+    (stream / "trainer.py").write_text(text)
+    assert ddpfix.check_source(result.code, path="main.py", cross_file=True) == []
+
+
+def test_a_shuffled_loader_drawn_with_next_gets_a_count_of_its_passes(stream):
+    _edit(stream / "trainer.py", REPLACEMENT, "            shuffle=True,\n")
+    result = ddpfix.fix_project("main.py")
+    assert result.incomplete == []
+    text = result.others["trainer.py"].code
+    assert "sampler = DistributedSampler(self.train_dataset) if dist.is_initialized() else None\n" in text
+    assert (
+        '        epoch = 0\n        if isinstance(getattr(train_loader, "sampler", None), DistributedSampler):\n'
+        in text
+    )
+    assert "                epoch += 1\n                if isinstance(getattr(train_loader" in text
+
+
+def test_a_stream_with_a_generator_seeded_per_rank_is_left_alone_and_one_alike_on_every_rank_is_reported(stream):
+    per_rank = "generator=torch.Generator().manual_seed(dist.get_rank()))"
+    _edit(stream / "trainer.py", "num_samples=int(1e10))", "num_samples=int(1e10), " + per_rank)
+    assert own_loaders(stream / "trainer.py", "Trainer") == []
+    _edit(stream / "trainer.py", per_rank, "generator=torch.Generator().manual_seed(0))")
+    result = ddpfix.fix_project("main.py")
+    [sampler] = _found(result)["DDP201"]
+    assert sampler.fix == "none" and "has a sampler of its own" in sampler.message
+    assert "data not sharded" in result.incomplete[0].format()
+
+
+# --------------------------------------------------------------------------- a loader built by a helper
+HELPER = """\
+from torch.utils.data import DataLoader{extra}
+
+
+def build_loader(dataset, batch_size):
+    return DataLoader(dataset, batch_size=batch_size, {args})
+"""
+
+
+def _helper_built(handed: Path, args: str = "shuffle=True", extra: str = "") -> None:
+    (handed / "data.py").write_text(HELPER.format(args=args, extra=extra))
+    _edit(handed / "trainer.py", "from torch.utils.data import DataLoader\n", "from data import build_loader\n")
+    _edit(
+        handed / "trainer.py",
+        "        loader = DataLoader(self.train_dataset, shuffle=True, pin_memory=True, batch_size=config.batch_size)\n",
+        "        loader = build_loader(self.train_dataset, config.batch_size)\n",
+    )
+
+
+def test_a_loader_a_helper_builds_for_the_class_is_reported_not_left_silent(handed):
+    """The class trains on what a function of another module builds (a DataLoader with no sampler):
+    the fix does not reach it, so the conversion is incomplete, and `check` on the output says so too."""
+    _helper_built(handed)
+    result = ddpfix.fix_project("main.py")
+    [sampler] = _found(result)["DDP201"]
+    assert sampler.fix == "none"
+    assert "trains on loader, a DataLoader build_loader() builds for Trainer (trainer.py:39)" in sampler.message
+    assert [b.invariant.number for b in result.incomplete if b.code == "DDP201"] == [3]
+    (handed / "main.py").write_text(result.code)
+    for path, change in result.others.items():
+        (handed / path).write_text(change.code)
+    assert "DDP201" in {d.code for d in ddpfix.check_source(result.code, path="main.py", cross_file=True)}
+
+
+def test_a_helper_that_builds_a_distributed_sampler_is_not_reported(handed):
+    _helper_built(handed, "sampler=DistributedSampler(dataset)", ", DistributedSampler")
+    assert "DDP201" not in _found(ddpfix.fix_project("main.py"))
+
+
+def test_a_loader_built_for_the_rank_is_not_reported(handed):
+    _helper_built(handed)
+    _edit(
+        handed / "trainer.py",
+        "build_loader(self.train_dataset, config.batch_size)",
+        "build_loader(self.train_dataset, config.batch_size // dist.get_world_size())",
+    )
+    assert "DDP201" not in _found(ddpfix.fix_project("main.py"))

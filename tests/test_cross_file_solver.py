@@ -347,10 +347,10 @@ def test_a_load_is_not_routed_where_the_saves_keep_the_wrappers_keys(project):
     assert _found(ddpfix.fix_project("main.py"))["DDP301"][0].applied
 
 
-def test_no_conversion_when_no_loader_of_the_script_reaches_the_class(project):
-    """The class builds its own loader from the dataset it is handed: no rule shards that loader, so
-    wrapping the models would leave every rank training the same batches while looking done. Nothing is
-    converted, and the finding says why."""
+def test_the_loader_the_class_builds_itself_is_sharded_there_with_the_wrap(project):
+    """The class builds its own loader from the dataset it is handed and draws from it with next(): the
+    fix shards it where it is built (class_loaders.py), with the epoch counted where the iterator is
+    remade, and wraps the models there; the script only joins the process group."""
     _edit(
         project / "main.py",
         "    data_loader = DataLoader(dataset, batch_size=config.batch_size, shuffle=True, drop_last=True)\n"
@@ -363,7 +363,37 @@ def test_no_conversion_when_no_loader_of_the_script_reaches_the_class(project):
         "        self.data_loader = torch.utils.data.DataLoader(data_loader, batch_size=16, shuffle=True)\n",
     )
     result = ddpfix.fix_project("main.py")
+    found = _found(result)
+    [wrap] = found["DDP301"]
+    assert wrap.applied
+    [sampler] = found["DDP201"]
+    assert (
+        sampler.applied
+        and "trains on a DataLoader Solver builds itself (self.data_loader at solver.py:" in sampler.message
+    )
+    assert result.incomplete == []
+    text = result.others["solver.py"].code
+    assert "sampler = DistributedSampler(data_loader) if dist.is_initialized() else None\n" in text
+    assert text.count(".sampler.set_epoch(epoch)") == 2
+
+
+def test_no_conversion_when_the_loader_the_class_builds_cannot_be_sharded(project):
+    """Built from a dict of arguments, the class's own loader cannot be sharded: wrapping the models
+    would leave every rank training the same batches while looking done. Nothing is converted, and the
+    finding says why."""
+    _edit(
+        project / "main.py",
+        "    data_loader = DataLoader(dataset, batch_size=config.batch_size, shuffle=True, drop_last=True)\n"
+        "    solver = Solver(data_loader, config)\n",
+        "    solver = Solver(dataset, config)\n",
+    )
+    _edit(
+        project / "solver.py",
+        "        self.data_loader = data_loader\n",
+        "        self.data_loader = torch.utils.data.DataLoader(**dict(dataset=data_loader, batch_size=16))\n",
+    )
+    result = ddpfix.fix_project("main.py")
     [wrap] = _found(result)["DDP301"]
-    assert wrap.fix == "none" and "no DataLoader the script builds was found to reach its training" in wrap.message
+    assert wrap.fix == "none" and "takes its arguments from a dict" in wrap.message
     assert result.code == (project / "main.py").read_text() and not result.others
     assert {"DDP001", "DDP301"} <= {b.code for b in result.incomplete}

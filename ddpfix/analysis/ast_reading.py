@@ -98,6 +98,33 @@ def kept_params(init: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
     }
 
 
+def ast_aliases(func: ast.FunctionDef | ast.AsyncFunctionDef, attrs: set[str]) -> dict[str, str]:
+    """Local name -> one of `attrs` it stands for in `func`: `model = self.model`, or `model, config =
+    self.model, self.config`, the only binding of that name in the function."""
+    values: dict[str, list[ast.AST]] = {}
+    paired: set[int] = set()
+    for node in nodes(func):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                pairs = [(target, node.value)]
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    if len(target.elts) == len(node.value.elts):
+                        pairs = list(zip(target.elts, node.value.elts))
+                for t, v in pairs:
+                    if isinstance(t, ast.Name):
+                        values.setdefault(t.id, []).append(v)
+                        paired.add(id(t))
+    for node in nodes(func):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in paired:
+            values.setdefault(node.id, []).append(node)  # bound some other way (or in a tuple): no alias
+    out = {}
+    for name, found in values.items():
+        attr = ast_dotted(found[0]) if len(found) == 1 else None
+        if attr in attrs:
+            out[name] = attr
+    return out
+
+
 def is_main_test(test: ast.AST) -> bool:
     return (
         isinstance(test, ast.Compare)
@@ -137,6 +164,7 @@ def is_rank_test(expr: ast.AST) -> bool:
 
 
 __all__ = [
+    "ast_aliases",
     "ast_dotted",
     "calls",
     "cuda_fstring_of",

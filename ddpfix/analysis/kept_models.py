@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from .ast_reading import ast_dotted, kept_params, nodes
+from .ast_reading import ast_aliases, ast_dotted, kept_params, nodes
 from .class_models import OPTIMIZER_WORDS
 from .loader_params import AttributesAsNames, stored_loader_uses
 from .model_params import CUSTOM, FORWARD, INSPECTS, PARAMETERS, TRAINS, ast_trains, ast_uses
@@ -27,26 +27,31 @@ def ast_kept_model_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
     if init is None or not any(ast_trains(m) for m in methods):
         return {}
     kept = kept_params(init)  # `self.model` -> `model`
+    # a local name a method reads the kept model through (`model = self.model`)
+    aliases = {id(m): ast_aliases(m, set(kept)) for m in methods}
     optimized: set[str] = set()
-    for node in nodes(cls):
-        name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
-        if name is None:
-            continue
-        if name.split(".")[-1] in ("DistributedDataParallel", "DDP"):
-            return {}
-        if not any(word in name for word in OPTIMIZER_WORDS) or not node.args:
-            continue
-        for inner in ast.walk(node.args[0]):
-            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
-                owner = ast_dotted(inner.func.value) or ""
-                if inner.func.attr in ("parameters", "named_parameters"):
-                    param = kept.get(owner, owner)
-                    if param in kept.values():
-                        optimized.add(param)
+    for method in methods:
+        for node in nodes(method):
+            name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
+            if name is None:
+                continue
+            if name.split(".")[-1] in ("DistributedDataParallel", "DDP"):
+                return {}
+            if not any(word in name for word in OPTIMIZER_WORDS) or not node.args:
+                continue
+            for inner in ast.walk(node.args[0]):
+                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+                    owner = ast_dotted(inner.func.value) or ""
+                    owner = aliases[id(method)].get(owner, owner)
+                    if inner.func.attr in ("parameters", "named_parameters"):
+                        param = kept.get(owner, owner)
+                        if param in kept.values():
+                            optimized.add(param)
     out: dict[str, set[str]] = {p: {PARAMETERS, TRAINS} for p in optimized}
     held: dict[str, set[str]] = {}  # a kept model the caller builds the optimizer for
     for method in methods if kept else []:
-        named = AttributesAsNames(set(kept)).visit(copy.deepcopy(method))  # `self.model(x)` read as a name
+        # `self.model(x)` (or `model(x)` after `model = self.model`) read as a name
+        named = AttributesAsNames(set(kept), aliases[id(method)]).visit(copy.deepcopy(method))
         uses, _ = ast_uses(named, list(kept))
         for attr, found in uses.items():
             (out[kept[attr]] if kept[attr] in out else held.setdefault(kept[attr], set())).update(found)

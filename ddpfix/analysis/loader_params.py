@@ -70,13 +70,19 @@ def ast_loader_uses(
 class AttributesAsNames(ast.NodeTransformer):
     """`self.data_loader` read as one name, "self.data_loader", for `ast_loader_uses`."""
 
-    def __init__(self, names: set[str]) -> None:
+    def __init__(self, names: set[str], aliases: dict[str, str] | None = None) -> None:
         self.names = names
+        self.aliases = aliases or {}  # a local name that stands for one of them (`model = self.model`)
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         if isinstance(node.value, ast.Name) and node.value.id == "self" and f"self.{node.attr}" in self.names:
             return ast.copy_location(ast.Name(id=f"self.{node.attr}", ctx=node.ctx), node)
         return self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.aliases:
+            return ast.copy_location(ast.Name(id=self.aliases[node.id], ctx=node.ctx), node)
+        return node
 
 
 def _iterated(expr: ast.AST, params: dict) -> str | None:

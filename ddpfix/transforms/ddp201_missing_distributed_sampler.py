@@ -145,18 +145,29 @@ The training loader of a class that builds the models it trains itself (`Solver(
 config).train()`) gets its sampler only where the fix also wraps those models in that class (DDP301),
 also when a factory of the script's modules builds that loader (`get_loader(...)`);
 where it cannot, no sampler is added, since sharded data without the wrap would train one
-unsynchronised copy per rank. Such a class may build its training loader itself too (`self.train_loader
-= DataLoader(dataset, batch_size=..., shuffle=True)` in its `__init__`, or a local loader in the method
-that loops over it; a loop is training where it calls `backward()`, itself or through a method of the
-class): then the script holds no loader, and the finding is reported at the script's call with the
-module's lines. The fix shards it there, decided at run time like the wrap:
+unsynchronised copy per rank. Such a class, or a class the script hands the model it trains
+(`Trainer(model, dataset, config).train()`), may build its training loader itself too
+(`self.train_loader = DataLoader(dataset, batch_size=..., shuffle=True)` in its `__init__`, or a local
+loader in the method that trains on it: a loop over it that calls `backward()`, itself or through a
+method of the class, or batches drawn with next() from `iter(loader)` in a loop that trains): then the
+script holds no loader, and the finding is reported at the script's call with the module's lines. The
+fix shards it there, decided at run time like the wrap:
 `sampler = DistributedSampler(dataset) if dist.is_initialized() else None` before it, `shuffle` moved
 into the sampler, and the epoch set first in the loop around the class's pass over it (a `while` loop
-counting steps gets a count of its passes, as in DDP204). The loader and the models go together: the
-sampler is added only where the models are wrapped there, and the models are wrapped only where the
+counting steps gets a count of its passes, as in DDP204; an iterator remade when it runs out, a count
+of the remakes). A loader drawing an endless stream with replacement
+(`sampler=RandomSampler(dataset, replacement=True, num_samples=n)`) gets a generator seeded per rank
+instead (`generator=torch.Generator().manual_seed(torch.initial_seed() + dist.get_rank()) if
+dist.is_initialized() else None`) and no epoch. The loader and the models a class builds go together:
+the sampler is added only where those models are wrapped there, and they are wrapped only where the
 loader can be sharded (not when it takes its arguments from a dict, has a sampler of its own, is built
 anew each epoch, or no loop around the pass can name an epoch); otherwise nothing is converted and both
-findings say why. A validation loader the class only evaluates on is left alone.
+findings say why. For a model the script hands the class, the script wraps it, and a loader the fix
+cannot shard is reported without a fix (the conversion is then incomplete, invariant 3). So is a
+loader such a class trains on that a function of another module builds for it (`self.loader =
+build_loader(dataset, 8)`, where the class's code builds a DataLoader and no DistributedSampler): the
+fix does not reach it there, and says so rather than report the conversion done. A validation
+loader the class only evaluates on is left alone.
 Where that module may not be edited (outside the script's folder, an installed package, read-only,
 cross-file edits off, an epoch loop with no epoch variable), the sampler still goes in here and the
 message says where `set_epoch(epoch)` must be added by hand, and why the fix does not (DDP204 keeps
@@ -306,9 +317,23 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
             if not ctx.report(call, message, fix="unsafe" if dataparallel else None):
                 continue
             add_set_epoch(ctx, loader, batch_loop, add_sampler(ctx, loader, ds_arg))
-        shard_factories(ctx, self, why if built is not None or blocked is not None else None)
-        shard_class_loaders(ctx, self, lambda summary, cls: wrapped_here(ctx, self, summary, cls))
+        unwrapped = why if built is not None or blocked is not None else None
+        shard_factories(ctx, self, unwrapped)
+        shard_class_loaders(ctx, self, lambda summary, cls: self._unwrapped(ctx, summary, cls, unwrapped))
         report_factory_loaders(ctx, "training DataLoader without a DistributedSampler")
+
+    def _unwrapped(self, ctx: Context, summary, cls, script: str | None) -> str | None:
+        """Why the models a class of the script's modules trains stay unwrapped in this pass: those it
+        builds, wrapped there (module_wraps.py), or the model the script hands it, wrapped by the script."""
+        if cls.trained:
+            return (
+                None
+                if wrapped_here(ctx, self, summary, cls)
+                else f"the models of {cls.name} are not wrapped there (DDP301)"
+            )
+        if ctx.fixing and "DDP301" not in ctx.fixing:
+            return "the model it trains is not wrapped (DDP301 is not fixed)"
+        return script
 
 
 def _elsewhere(ctx: Context, rule: Rule, loader: Loader, batch_loop: cst.CSTNode) -> str | None:

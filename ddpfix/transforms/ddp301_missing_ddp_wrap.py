@@ -41,8 +41,9 @@ model a helper builds and returns (`model, optimizer = build(cfg)`, `return {"mo
 own modules that trains it (`train_one_epoch(model, optimizer, loader)` from a local package), a
 model handed to a class of the script's own modules that keeps it, builds its optimizer over it and
 trains it (`Trainer(model, loader).fit(2)` with `self.opt = torch.optim.SGD(model.parameters())` in
-`Trainer.__init__`: the script wraps it before the hand-over, and the class's optimizer is then over
-the wrapper's parameters), and models kept in a list with one optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
+`Trainer.__init__`, or in a method that reads it through a local name, `model, config = self.model,
+self.config`: the script wraps it before the hand-over, and the class's optimizer is then over the
+wrapper's parameters), and models kept in a list with one optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
 An optimizer over parameter groups of submodules (`{"params": model.head.parameters()}`) trains the
 model that owns them: it is wrapped, and the groups then come from the unwrapped model (DDP308).
 

@@ -62,7 +62,9 @@ sides have `module.` keys), or strips the prefix itself (`k.replace("module.", "
 hands it back where the script keeps what it returns (`model = save_checkpoint(model, path)`), or a
 use where no name reaches the plain module, gets the diagnostic only. The wrapper handed to a trainer a config names by
 class (`init_obj(module_trainer, config["trainer"], model)`, see DDP401) whose methods save
-`self.model.state_dict()` is reported with that file and line, and the fix unwraps it in every class
+`self.model.state_dict()` (or `model.state_dict()` after `model = self.model`, or `model, config =
+self.model, self.config`, the name's only binding in that method) is reported with that file and line,
+and the fix unwraps it in every class
 the module offers that the wrapper reaches (through `super().__init__(model, ...)` to the base class
 that keeps it); where it cannot follow the wrapper to the attribute that saves it, the finding has no
 fix. A name bound again after the wrap
