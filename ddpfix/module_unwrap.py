@@ -25,7 +25,7 @@ import ast
 import libcst as cst
 
 from .analysis.ast_reading import ast_aliases
-from .handles import handoffs, wrappers
+from .handles import handoffs, wrap_level, wrappers
 from .module_wraps import wrapped_here
 from .rule import Context, Rule
 from .syntax import arg_slots, dotted, method_name, walk
@@ -65,8 +65,9 @@ def unwrap_in_classes(ctx: Context, rule: Rule) -> None:
                     f"{cls}() saves the state_dict() of {handle}, the DDP wrapper ('module.' keys), at {where}: the "
                     f'fix saves getattr(..., "module", ...).state_dict() there, the plain module\'s keys'
                 )
+                level, why = wrap_level(ctx, handle)  # the wrap this plan cannot make leaves nothing to unwrap
                 key = (rule.code, path, cls)
-                if ctx.report(arg.value, message) and key not in others.planned:
+                if ctx.report(arg.value, message + why, fix=level) and key not in others.planned:
                     others.planned.add(key)
                     others.keep(path, rule, unwrap_planner(cls, slot, []))
 

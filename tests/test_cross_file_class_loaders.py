@@ -324,3 +324,38 @@ def test_a_loader_built_for_the_rank_is_not_reported(handed):
         "build_loader(self.train_dataset, config.batch_size // dist.get_world_size())",
     )
     assert "DDP201" not in _found(ddpfix.fix_project("main.py"))
+
+
+# --------------------------------------------------------------------------- a class that moves the model
+MOVES = Path(__file__).parent / "golden" / "trainer_moves_handed_model"
+
+
+def test_a_model_the_class_moves_after_the_hand_over_is_not_wrapped_by_the_script(handed):
+    """The script no longer moves the model; the class does, after it is handed over. A wrap in the
+    script would hold a model on the CPU that is moved afterwards (its first backward fails on GPUs):
+    nothing is converted, and the findings say where to move it."""
+    _edit(handed / "main.py", ").to(device)\n", ")\n")
+    result = ddpfix.fix_project("main.py")
+    found = _found(result)
+    [wrap] = found["DDP301"]
+    assert wrap.fix == "none" and "Trainer() at line 17 moves it to its device after the hand-over" in wrap.message
+    assert result.code == (handed / "main.py").read_text() and not result.others
+    assert [d.fix for d in found["DDP402"]] == ["none"]  # nothing to unwrap without the wrap
+    assert {"DDP001", "DDP301", "DDP201"} <= {b.code for b in result.incomplete}
+
+
+def test_the_optimizer_a_method_of_the_model_builds_trains_the_handed_model(tmp_path):
+    """`self.optimizer = model.configure_optimizers(config)`, then `self.optimizer.step()`: the class
+    trains the model it is handed (golden trainer_moves_handed_model), and moves it (kept_models.py)."""
+    import ast
+
+    from ddpfix.analysis.kept_models import ast_kept_model_uses
+    from ddpfix.analysis.model_params import MOVES as MOVED
+    from ddpfix.analysis.model_params import PARAMETERS, TRAINS
+
+    tree = ast.parse((MOVES / "trainer.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trainer")
+    assert {PARAMETERS, TRAINS, MOVED} <= ast_kept_model_uses(cls)["model"]
+    result = ddpfix.fix_project(MOVES / "input.py")
+    assert not result.others and result.code == (MOVES / "input.py").read_text()
+    assert "moves it to its device after the hand-over" in _found(result)["DDP301"][0].message

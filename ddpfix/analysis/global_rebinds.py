@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..syntax import assign_targets, walk
+from ..syntax import assign_targets, dotted, walk
+from .handed_models import moved_by_trainer
 from .index import TreeIndex
 
 
@@ -49,7 +50,25 @@ def blocked_wrap(models, index: TreeIndex) -> str | None:
                 f"the fix cannot wrap {model.handle} ({found[0]}() rebinds the global {model.handle} after the "
                 f"wrap, at line {found[1]}: the plain module and the wrapper would no longer be the model it loads)"
             )
+        moved = moved_after_wrap(models, index, model.handle)
+        if moved is not None:
+            return f"the fix cannot wrap {model.handle} ({moved})"
     return None
 
 
-__all__ = ["blocked_wrap", "rebinding_functions", "rebound_after"]
+def moved_after_wrap(models, index: TreeIndex, handle: str) -> str | None:
+    """Why the wrap of `handle` in the script would come before the model reaches its device: a class of
+    the script's modules it is handed to moves it there (handed_models.moved_by_trainer)."""
+    call = moved_by_trainer(index, models.helpers, handle)
+    if call is None:
+        return None
+    line = index.position(call).start.line
+    owner = dotted(call.func) or "the class"
+    return (
+        f"{owner}() at line {line} moves it to its device after the hand-over, so the DDP wrapper would be built "
+        f"around a model still on the CPU and then moved, which fails at the first backward on GPUs: move "
+        f"{handle} to its device before handing it over, or wrap it in that class after its move"
+    )
+
+
+__all__ = ["blocked_wrap", "moved_after_wrap", "rebinding_functions", "rebound_after"]

@@ -7,7 +7,7 @@ import libcst as cst
 
 from ..syntax import dotted
 from .index import Site, TreeIndex
-from .model_params import FORWARD, PARAMETERS, TRAINS
+from .model_params import FORWARD, MOVES, PARAMETERS, TRAINS
 
 
 def handed_to_trainers(index: TreeIndex, helpers, local_definition) -> list[tuple[cst.Call, str, Site]]:
@@ -42,4 +42,43 @@ def handed_to_trainers(index: TreeIndex, helpers, local_definition) -> list[tupl
     return out
 
 
-__all__ = ["handed_to_trainers"]
+def moved_by_trainer(index: TreeIndex, helpers, handle: str) -> cst.Call | None:
+    """The call that hands `handle` to a class of the script's own modules that moves it to a device
+    after keeping it (`self.model = self.model.to(self.device)`: kept_models.py), where the script does
+    not move it before that call. Wrapped by the script, the DDP wrapper would hold a model on the CPU,
+    then be moved: on GPUs its first backward fails (its gradient buckets stay where it was built)."""
+    if helpers is None:
+        return None
+    for call in index.calls:
+        if helpers.modules.target_of(call.func) is None:
+            continue
+        for arg in call.args:
+            if arg.star or dotted(arg.value) != handle:
+                continue
+            if MOVES in (helpers.constructor_uses(call, arg) or set()) and not _moved_before(index, handle, call):
+                return call
+    return None
+
+
+def _moved_before(index: TreeIndex, handle: str, call: cst.Call) -> bool:
+    """Does the script move `handle` to a device before `call` (`model.to(device)`, `model.cuda()`, in
+    the statement that builds it or after)?"""
+    scope = index.scope_of(call)
+    for other in index.calls:
+        func = other.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")):
+            continue
+        if index.scope_of(other) is not scope or not index.before(other, call):
+            continue
+        if dotted(func.value) == handle:
+            return True
+        site = index.site(other)
+        if site is not None and isinstance(site.stmt, cst.SimpleStatementLine):
+            small = site.stmt.body[0]
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+            if any(dotted(t) == handle for t in targets):
+                return True
+    return False
+
+
+__all__ = ["handed_to_trainers", "moved_by_trainer"]

@@ -13,7 +13,7 @@ import copy
 from .ast_reading import ast_aliases, ast_dotted, kept_params, nodes
 from .class_models import OPTIMIZER_WORDS
 from .loader_params import AttributesAsNames, stored_loader_uses
-from .model_params import CUSTOM, FORWARD, INSPECTS, PARAMETERS, TRAINS, ast_trains, ast_uses
+from .model_params import CUSTOM, FORWARD, INSPECTS, MOVES, PARAMETERS, TRAINS, ast_trains, ast_uses
 
 
 def ast_kept_model_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
@@ -47,6 +47,7 @@ def ast_kept_model_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
                         param = kept.get(owner, owner)
                         if param in kept.values():
                             optimized.add(param)
+    optimized |= _optimizer_of_the_model(cls, methods, kept, aliases)
     out: dict[str, set[str]] = {p: {PARAMETERS, TRAINS} for p in optimized}
     held: dict[str, set[str]] = {}  # a kept model the caller builds the optimizer for
     for method in methods if kept else []:
@@ -55,11 +56,50 @@ def ast_kept_model_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
         uses, _ = ast_uses(named, list(kept))
         for attr, found in uses.items():
             (out[kept[attr]] if kept[attr] in out else held.setdefault(kept[attr], set())).update(found)
+    for param in _moved(methods, kept, aliases):
+        if param in out:
+            out[param].add(MOVES)
     for param, found in held.items():
         # only what the wrapper lacks (`self.G.sample_latent(64)`), and that the class trains through
         # the model where it runs its forward: the caller wraps it, the class must keep the wrapper
         if found & {CUSTOM, INSPECTS}:
             out[param] = (found & {CUSTOM, INSPECTS, FORWARD}) | ({TRAINS} if FORWARD in found else set())
+    return out
+
+
+def _moved(methods: list, kept: dict[str, str], aliases: dict) -> set[str]:
+    """The kept models a method moves to a device (`self.model.to(self.device)`, `model.cuda()`)."""
+    out = set()
+    for method in methods:
+        for node in nodes(method):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
+                owner = ast_dotted(node.func.value) or ""
+                owner = aliases[id(method)].get(owner, owner)
+                if owner in kept:
+                    out.add(kept[owner])
+    return out
+
+
+def _optimizer_of_the_model(cls: ast.ClassDef, methods: list, kept: dict[str, str], aliases: dict) -> set[str]:
+    """The kept models whose own method builds the optimizer the class steps (`self.optimizer =
+    model.configure_optimizers(config)`, then `self.optimizer.step()`): the class trains them."""
+    stepped = {
+        ast_dotted(n.func.value)
+        for n in nodes(cls)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step"
+    }
+    out = set()
+    for method in methods:
+        for node in nodes(method):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)):
+                continue
+            func = node.value.func
+            if not isinstance(func, ast.Attribute) or ast_dotted(node.targets[0]) not in stepped:
+                continue
+            owner = ast_dotted(func.value) or ""
+            owner = aliases[id(method)].get(owner, owner)
+            if owner in kept:
+                out.add(kept[owner])
     return out
 
 

@@ -25,6 +25,7 @@ TRAINS = "trains"  # the function calls backward() or an optimizer's step()
 PARAMETERS = "parameters"  # model.parameters(): an optimizer over them, gradient clipping...
 PICKLES = "pickles"  # torch.save(model, path): the module pickled whole
 INSPECTS = "inspects"  # traces, exports or summarises it: writer.add_graph(model, x), torch.jit.trace(model, x)
+MOVES = "moves"  # a class moves the model it is handed to a device: self.model = self.model.to(self.device)
 
 # Library functions that trace, export or summarise the module handed to them first: the DDP wrapper
 # cannot be traced (its forward calls into the process group), and a summary of it is the wrapper's.
@@ -274,6 +275,7 @@ __all__ = [
     "INSPECTORS",
     "INSPECTS",
     "LOAD_STATE",
+    "MOVES",
     "PARAMETERS",
     "RETURNS",
     "STATE_DICT",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.global_rebinds import rebound_after
+from ..analysis.global_rebinds import moved_after_wrap, rebound_after
 from ..analysis.unseen_models import unseen_clause, unseen_training
 from ..analysis.unused import sits_out
 from ..diagnostic import NONE
@@ -42,8 +42,13 @@ own modules that trains it (`train_one_epoch(model, optimizer, loader)` from a l
 model handed to a class of the script's own modules that keeps it, builds its optimizer over it and
 trains it (`Trainer(model, loader).fit(2)` with `self.opt = torch.optim.SGD(model.parameters())` in
 `Trainer.__init__`, or in a method that reads it through a local name, `model, config = self.model,
-self.config`: the script wraps it before the hand-over, and the class's optimizer is then over the
-wrapper's parameters), and models kept in a list with one optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
+self.config`, or that a method of the model builds, `self.optimizer = model.configure_optimizers(config)`
+then stepped: the script wraps it before the hand-over, and the class's optimizer is then over the
+wrapper's parameters; where the class moves the model to its device after the hand-over
+(`self.model = self.model.to(self.device)`) and the script has not moved it there before, the wrap
+would hold a model on the CPU that is moved afterwards, which fails at the first backward on GPUs, so
+nothing is converted and the finding says to move it first), and models kept in a list with one
+optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
 An optimizer over parameter groups of submodules (`{"params": model.head.parameters()}`) trains the
 model that owns them: it is wrapped, and the groups then come from the unwrapped model (DDP308).
 
@@ -190,6 +195,11 @@ script becomes distributed only so (another trained model is in `nn.DataParallel
                     "what it loads apart from the trained model, or wrap by hand)",
                     fix="none",
                 )
+                continue
+            moved = moved_after_wrap(facts.models, facts.index, model.handle)
+            if moved is not None:
+                planned.level = NONE
+                ctx.report(anchor_of(_reported_binding(facts, model)), f"{self.message} ({moved})", fix="none")
                 continue
             made = ctx.report(anchor_of(_reported_binding(facts, model)))
             # what its finding offers (DDP001 may set up the process group only unsafely, or not); silenced: none
