@@ -15,3 +15,26 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 def codes(path: Path) -> list[str]:
     return [d.code for d in fix_source(path.read_text(), path=str(path), fix=False).diagnostics]
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace `old` (which must be there) by `new` in the file at `path`."""
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def by_code(result) -> dict[str, list]:
+    """A result's diagnostics by rule code, in order."""
+    out: dict[str, list] = {}
+    for d in result.diagnostics:
+        out.setdefault(d.code, []).append(d)
+    return out
+
+
+def golden_project(case: Path, folder: Path, *modules: str) -> Path:
+    """A golden's input as `main.py` in `folder`, beside copies of its `modules`."""
+    (folder / "main.py").write_bytes((case / "input.py").read_bytes())
+    for name in modules:
+        (folder / name).write_bytes((case / name).read_bytes())
+    return folder

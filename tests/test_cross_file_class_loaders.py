@@ -7,10 +7,10 @@ and the findings say why."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from local_files import by_code, edit, golden_project
 
 import ddpfix
 from ddpfix.analysis.class_loaders import own_loaders
@@ -21,27 +21,12 @@ TRAIN_LOADER = "        self.train_loader = DataLoader(synthetic(128, 0), batch_
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    shutil.copy(CASE / "input.py", tmp_path / "main.py")
-    shutil.copy(CASE / "solver.py", tmp_path / "solver.py")
     monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new))
-
-
-def _found(result) -> dict[str, list]:
-    out: dict[str, list] = {}
-    for d in result.diagnostics:
-        out.setdefault(d.code, []).append(d)
-    return out
+    return golden_project(CASE, tmp_path, "solver.py")
 
 
 def _not_converted(project: Path, result, why: str) -> None:
-    found = _found(result)
+    found = by_code(result)
     [wrap] = found["DDP301"]
     assert wrap.fix == "none" and why in wrap.message
     [sampler] = found["DDP201"]
@@ -57,7 +42,7 @@ def test_the_training_loader_the_class_builds_is_found_and_the_validation_loader
 
 def test_the_class_loader_is_sharded_where_it_is_built_and_its_epoch_set_in_the_loop(project):
     result = ddpfix.fix_project("main.py")
-    [sampler] = _found(result)["DDP201"]
+    [sampler] = by_code(result)["DDP201"]
     assert sampler.applied and "solver.train() trains on a DataLoader Solver builds itself" in sampler.message
     assert (
         "(self.train_loader at solver.py:28)" in sampler.message and "(solver.py:28, solver.py:33)" in sampler.message
@@ -74,12 +59,12 @@ def test_the_class_loader_is_sharded_where_it_is_built_and_its_epoch_set_in_the_
 
 
 def test_a_loader_passed_over_in_a_while_loop_counting_steps_gets_a_count_of_the_passes(project):
-    _edit(
+    edit(
         project / "solver.py",
         "        for epoch in range(self.epochs):\n",
         "        epoch, step = 0, 0\n        while step < 20:\n",
     )
-    _edit(
+    edit(
         project / "solver.py",
         "                self.optimizer.step()\n",
         "                self.optimizer.step()\n                step += 1\n",
@@ -102,20 +87,20 @@ def test_a_loader_passed_over_in_a_while_loop_counting_steps_gets_a_count_of_the
     ],
 )
 def test_a_class_loader_the_fix_cannot_shard_leaves_the_whole_script_alone(project, new, why):
-    _edit(project / "solver.py", TRAIN_LOADER, "        loader_args = {}\n" + new)
+    edit(project / "solver.py", TRAIN_LOADER, "        loader_args = {}\n" + new)
     _not_converted(project, ddpfix.fix_project("main.py"), why)
 
 
 def test_a_loader_built_anew_each_epoch_is_not_taken_for_the_class_loader(project):
-    _edit(project / "solver.py", TRAIN_LOADER, "")
-    _edit(
+    edit(project / "solver.py", TRAIN_LOADER, "")
+    edit(
         project / "solver.py",
         "            self.net.train()\n",
         "            self.net.train()\n" + TRAIN_LOADER.replace("        self", "            self"),
     )
     assert own_loaders(project / "solver.py", "Solver") == []
     result = ddpfix.fix_project("main.py")
-    [wrap] = _found(result)["DDP301"]
+    [wrap] = by_code(result)["DDP301"]
     assert "no DataLoader the script builds was found to reach its training" in wrap.message
     assert not result.others
 
@@ -123,14 +108,14 @@ def test_a_loader_built_anew_each_epoch_is_not_taken_for_the_class_loader(projec
 def test_no_loader_is_sharded_when_the_wrap_is_not_fixed(project):
     result = ddpfix.fix_project("main.py", select=["DDP201", "DDP001"])
     assert not result.others and result.code == (project / "main.py").read_text()
-    [sampler] = _found(result)["DDP201"]
+    [sampler] = by_code(result)["DDP201"]
     assert sampler.fix == "none" and "are not wrapped there (DDP301)" in sampler.message
 
 
 def test_the_wrap_is_withheld_when_the_sampler_is_not_fixed(project):
     result = ddpfix.fix_project("main.py", select=["DDP301", "DDP001"])
     assert not result.others
-    [wrap] = _found(result)["DDP301"]
+    [wrap] = by_code(result)["DDP301"]
     assert wrap.fix == "none" and "DDP201 is not fixed" in wrap.message
 
 
@@ -152,15 +137,13 @@ HANDED = Path(__file__).parent / "golden" / "trainer_builds_own_loader"
 
 @pytest.fixture
 def handed(tmp_path, monkeypatch):
-    shutil.copy(HANDED / "input.py", tmp_path / "main.py")
-    shutil.copy(HANDED / "trainer.py", tmp_path / "trainer.py")
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return golden_project(HANDED, tmp_path, "trainer.py")
 
 
 def test_the_loader_of_a_class_handed_the_model_is_sharded_there_and_the_script_wraps(handed):
     result = ddpfix.fix_project("main.py")
-    found = _found(result)
+    found = by_code(result)
     [sampler] = found["DDP201"]
     assert (
         sampler.applied
@@ -179,7 +162,7 @@ def test_the_loader_of_a_class_handed_the_model_is_sharded_there_and_the_script_
 
 def test_a_save_through_a_local_name_for_the_kept_model_saves_the_plain_module(handed):
     result = ddpfix.fix_project("main.py")
-    [unwrap] = _found(result)["DDP402"]
+    [unwrap] = by_code(result)["DDP402"]
     assert unwrap.applied and "trainer.py:34" in unwrap.message
     assert (
         'torch.save(getattr(model, "module", model).state_dict(), self.config.ckpt_path)'
@@ -188,7 +171,7 @@ def test_a_save_through_a_local_name_for_the_kept_model_saves_the_plain_module(h
 
 
 def test_a_local_name_bound_twice_is_no_name_for_the_kept_model(handed):
-    _edit(
+    edit(
         handed / "trainer.py",
         "        model = self.model\n",
         "        model = self.model\n        model = model.cpu()\n",
@@ -199,7 +182,7 @@ def test_a_local_name_bound_twice_is_no_name_for_the_kept_model(handed):
 
 def test_the_class_loader_is_left_alone_when_the_script_does_not_wrap(handed):
     result = ddpfix.fix_project("main.py", select=["DDP201", "DDP001"])
-    [sampler] = _found(result)["DDP201"]
+    [sampler] = by_code(result)["DDP201"]
     assert sampler.fix == "none" and "DDP301 is not fixed" in sampler.message
     assert not result.others
 
@@ -230,17 +213,15 @@ REPLACEMENT = "            sampler=RandomSampler(self.train_dataset, replacement
 
 @pytest.fixture
 def stream(tmp_path, monkeypatch):
-    shutil.copy(STREAM / "input.py", tmp_path / "main.py")
-    shutil.copy(STREAM / "trainer.py", tmp_path / "trainer.py")
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return golden_project(STREAM, tmp_path, "trainer.py")
 
 
 def test_a_stream_drawn_with_replacement_gets_a_generator_seeded_per_rank(stream):
     [own] = own_loaders(stream / "trainer.py", "Trainer")
     assert own.stream and own.method == "run"
     result = ddpfix.fix_project("main.py")
-    [sampler] = _found(result)["DDP201"]
+    [sampler] = by_code(result)["DDP201"]
     assert sampler.applied and "draws with replacement, the same samples on every rank" in sampler.message
     text = result.others["trainer.py"].code
     generator = "generator=torch.Generator().manual_seed(torch.initial_seed() + dist.get_rank()) if dist.is_initialized() else None)"
@@ -253,7 +234,7 @@ def test_a_stream_drawn_with_replacement_gets_a_generator_seeded_per_rank(stream
 
 
 def test_a_shuffled_loader_drawn_with_next_gets_a_count_of_its_passes(stream):
-    _edit(stream / "trainer.py", REPLACEMENT, "            shuffle=True,\n")
+    edit(stream / "trainer.py", REPLACEMENT, "            shuffle=True,\n")
     result = ddpfix.fix_project("main.py")
     assert result.incomplete == []
     text = result.others["trainer.py"].code
@@ -267,11 +248,11 @@ def test_a_shuffled_loader_drawn_with_next_gets_a_count_of_its_passes(stream):
 
 def test_a_stream_with_a_generator_seeded_per_rank_is_left_alone_and_one_alike_on_every_rank_is_reported(stream):
     per_rank = "generator=torch.Generator().manual_seed(dist.get_rank()))"
-    _edit(stream / "trainer.py", "num_samples=int(1e10))", "num_samples=int(1e10), " + per_rank)
+    edit(stream / "trainer.py", "num_samples=int(1e10))", "num_samples=int(1e10), " + per_rank)
     assert own_loaders(stream / "trainer.py", "Trainer") == []
-    _edit(stream / "trainer.py", per_rank, "generator=torch.Generator().manual_seed(0))")
+    edit(stream / "trainer.py", per_rank, "generator=torch.Generator().manual_seed(0))")
     result = ddpfix.fix_project("main.py")
-    [sampler] = _found(result)["DDP201"]
+    [sampler] = by_code(result)["DDP201"]
     assert sampler.fix == "none" and "has a sampler of its own" in sampler.message
     assert "data not sharded" in result.incomplete[0].format()
 
@@ -288,8 +269,8 @@ def build_loader(dataset, batch_size):
 
 def _helper_built(handed: Path, args: str = "shuffle=True", extra: str = "") -> None:
     (handed / "data.py").write_text(HELPER.format(args=args, extra=extra))
-    _edit(handed / "trainer.py", "from torch.utils.data import DataLoader\n", "from data import build_loader\n")
-    _edit(
+    edit(handed / "trainer.py", "from torch.utils.data import DataLoader\n", "from data import build_loader\n")
+    edit(
         handed / "trainer.py",
         "        loader = DataLoader(self.train_dataset, shuffle=True, pin_memory=True, batch_size=config.batch_size)\n",
         "        loader = build_loader(self.train_dataset, config.batch_size)\n",
@@ -301,7 +282,7 @@ def test_a_loader_a_helper_builds_for_the_class_is_reported_not_left_silent(hand
     the fix does not reach it, so the conversion is incomplete, and `check` on the output says so too."""
     _helper_built(handed)
     result = ddpfix.fix_project("main.py")
-    [sampler] = _found(result)["DDP201"]
+    [sampler] = by_code(result)["DDP201"]
     assert sampler.fix == "none"
     assert "trains on loader, a DataLoader build_loader() builds for Trainer (trainer.py:39)" in sampler.message
     assert [b.invariant.number for b in result.incomplete if b.code == "DDP201"] == [3]
@@ -313,17 +294,17 @@ def test_a_loader_a_helper_builds_for_the_class_is_reported_not_left_silent(hand
 
 def test_a_helper_that_builds_a_distributed_sampler_is_not_reported(handed):
     _helper_built(handed, "sampler=DistributedSampler(dataset)", ", DistributedSampler")
-    assert "DDP201" not in _found(ddpfix.fix_project("main.py"))
+    assert "DDP201" not in by_code(ddpfix.fix_project("main.py"))
 
 
 def test_a_loader_built_for_the_rank_is_not_reported(handed):
     _helper_built(handed)
-    _edit(
+    edit(
         handed / "trainer.py",
         "build_loader(self.train_dataset, config.batch_size)",
         "build_loader(self.train_dataset, config.batch_size // dist.get_world_size())",
     )
-    assert "DDP201" not in _found(ddpfix.fix_project("main.py"))
+    assert "DDP201" not in by_code(ddpfix.fix_project("main.py"))
 
 
 # --------------------------------------------------------------------------- a class that moves the model
@@ -334,9 +315,9 @@ def test_a_model_the_class_moves_after_the_hand_over_is_not_wrapped_by_the_scrip
     """The script no longer moves the model; the class does, after it is handed over. A wrap in the
     script would hold a model on the CPU that is moved afterwards (its first backward fails on GPUs):
     nothing is converted, and the findings say where to move it."""
-    _edit(handed / "main.py", ").to(device)\n", ")\n")
+    edit(handed / "main.py", ").to(device)\n", ")\n")
     result = ddpfix.fix_project("main.py")
-    found = _found(result)
+    found = by_code(result)
     [wrap] = found["DDP301"]
     assert wrap.fix == "none" and "Trainer() at line 17 moves it to its device after the hand-over" in wrap.message
     assert result.code == (handed / "main.py").read_text() and not result.others
@@ -358,4 +339,4 @@ def test_the_optimizer_a_method_of_the_model_builds_trains_the_handed_model(tmp_
     assert {PARAMETERS, TRAINS, MOVED} <= ast_kept_model_uses(cls)["model"]
     result = ddpfix.fix_project(MOVES / "input.py")
     assert not result.others and result.code == (MOVES / "input.py").read_text()
-    assert "moves it to its device after the hand-over" in _found(result)["DDP301"][0].message
+    assert "moves it to its device after the hand-over" in by_code(result)["DDP301"][0].message

@@ -8,10 +8,10 @@ converted and every finding is reported."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from local_files import by_code, edit, golden_project
 
 import ddpfix
 
@@ -20,28 +20,13 @@ CASE = Path(__file__).parent / "golden" / "gan_solver_module"
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    shutil.copy(CASE / "input.py", tmp_path / "main.py")
-    shutil.copy(CASE / "solver.py", tmp_path / "solver.py")
     monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new))
-
-
-def _found(result) -> dict[str, list]:
-    out: dict[str, list] = {}
-    for d in result.diagnostics:
-        out.setdefault(d.code, []).append(d)
-    return out
+    return golden_project(CASE, tmp_path, "solver.py")
 
 
 def test_the_solver_is_converted_in_its_module(project):
     result = ddpfix.fix_project("main.py")
-    found = _found(result)
+    found = by_code(result)
     [wrap] = found["DDP301"]
     assert wrap.applied and wrap.line == 35
     assert "self.G at solver.py:56, self.D at solver.py:57" in wrap.message and "the fix wraps each" in wrap.message
@@ -150,9 +135,9 @@ def test_what_the_wrapper_lacks_goes_to_the_plain_module(project, edits, routed,
     (it prints as in a plain run); a load before the wrap needs nothing. The class is converted and the
     script distributed."""
     for old, new in edits:
-        _edit(project / "solver.py", old, new)
+        edit(project / "solver.py", old, new)
     result = ddpfix.fix_project("main.py")
-    found = _found(result)
+    found = by_code(result)
     [wrap] = found["DDP301"]
     assert wrap.applied and "reaches the plain module" in wrap.message and said in wrap.message, wrap.message
     assert found["DDP001"][0].applied and found["DDP201"][0].applied and result.incomplete == []
@@ -209,9 +194,9 @@ def test_no_half_conversion_where_the_class_cannot_be_wrapped(project, edits, wh
     """Where the wrap cannot be placed in the class, nothing is distributed: no process group, no
     sampler, no edit of the module; every finding is reported incomplete."""
     for old, new in edits:
-        _edit(project / "solver.py", old, new)
+        edit(project / "solver.py", old, new)
     result = ddpfix.fix_project("main.py")
-    found = _found(result)
+    found = by_code(result)
     [wrap] = found["DDP301"]
     assert wrap.fix == "none" and why in wrap.message, wrap.message
     [group] = found["DDP001"]
@@ -224,24 +209,24 @@ def test_no_half_conversion_where_the_class_cannot_be_wrapped(project, edits, wh
 
 def test_a_class_that_wraps_its_models_itself_is_not_reported(project):
     solver = project / "solver.py"
-    _edit(
+    edit(
         solver,
         "import torch.nn.functional as F\n",
         "import torch.nn.functional as F\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n",
     )
-    _edit(
+    edit(
         solver,
         "        self.D = Discriminator(image_size)\n",
         "        self.D = Discriminator(image_size)\n        if torch.distributed.is_initialized():\n"
         "            self.G, self.D = DDP(self.G), DDP(self.D)\n",
     )
-    assert "DDP301" not in _found(ddpfix.fix_project("main.py"))
+    assert "DDP301" not in by_code(ddpfix.fix_project("main.py"))
 
 
 def test_models_handed_to_the_class_are_wrapped_by_the_script(project):
     """The trainer_module shape: the class gets the model and optimizer, so the script wraps them."""
     result = ddpfix.fix_project(str(Path(__file__).parent / "golden" / "trainer_module" / "input.py"))
-    [wrap] = _found(result)["DDP301"]
+    [wrap] = by_code(result)["DDP301"]
     assert wrap.applied and wrap.line == 14
 
 
@@ -255,9 +240,9 @@ def test_models_handed_to_the_class_are_wrapped_by_the_script(project):
     ],
 )
 def test_files_the_module_opens(project, call, reported):
-    _edit(project / "solver.py", 'open(path, "wb")', call)
-    _edit(project / "solver.py", "def save_pgm(images, path):", "def save_pgm(images, path, rank=0):")
-    assert ("DDP405" in _found(ddpfix.fix_project("main.py"))) is reported
+    edit(project / "solver.py", 'open(path, "wb")', call)
+    edit(project / "solver.py", "def save_pgm(images, path):", "def save_pgm(images, path, rank=0):")
+    assert ("DDP405" in by_code(ddpfix.fix_project("main.py"))) is reported
 
 
 def test_a_loader_the_constructor_keeps_and_a_method_iterates(project):
@@ -278,17 +263,17 @@ def test_a_loader_the_constructor_keeps_and_a_method_iterates(project):
 
 def test_a_class_handed_the_model_it_trains_is_left_to_the_script(project):
     """`Solver(data_loader, config, G)` with `self.G = G`: the script built G, so it is the script's to wrap."""
-    _edit(
+    edit(
         project / "solver.py", "def __init__(self, data_loader, config):", "def __init__(self, data_loader, config, G):"
     )
-    _edit(project / "solver.py", "        self.G = Generator(self.z_dim, image_size)\n", "")
-    _edit(
+    edit(project / "solver.py", "        self.G = Generator(self.z_dim, image_size)\n", "")
+    edit(
         project / "solver.py",
         "        self.data_loader = data_loader\n",
         "        self.data_loader = data_loader\n        self.G = G\n",
     )
     result = ddpfix.fix_project("main.py")
-    [wrap] = _found(result)["DDP301"]
+    [wrap] = by_code(result)["DDP301"]
     assert "(self.D at solver.py:57)" in wrap.message and "self.G at" not in wrap.message
     # G is the caller's to wrap, and this script builds none: the class is left as it is, and so is the script
     assert wrap.fix == "none" and "Solver also trains self.G, which it is handed" in wrap.message
@@ -298,15 +283,15 @@ def test_a_class_handed_the_model_it_trains_is_left_to_the_script(project):
 def test_a_file_the_call_names_per_rank_is_not_reported(project):
     """The module opens the path it is handed; the script's call names it per rank."""
     solver = project / "solver.py"
-    _edit(
+    edit(
         solver,
         "    def train(self):",
         "    def write_samples(self, path):\n        save_pgm(self.G(self.fixed_z), path)\n\n    def train(self):",
     )
     script = project / "main.py"
-    _edit(script, "    solver.train()\n", '    solver.train()\n    solver.write_samples(f"samples_rank{rank}.pgm")\n')
-    _edit(script, "    torch.manual_seed(0)\n", '    rank = int(os.environ.get("RANK", 0))\n    torch.manual_seed(0)\n')
-    _edit(script, "import argparse\n", "import argparse\nimport os\n")
+    edit(script, "    solver.train()\n", '    solver.train()\n    solver.write_samples(f"samples_rank{rank}.pgm")\n')
+    edit(script, "    torch.manual_seed(0)\n", '    rank = int(os.environ.get("RANK", 0))\n    torch.manual_seed(0)\n')
+    edit(script, "import argparse\n", "import argparse\nimport os\n")
     reported = [d.line for d in ddpfix.fix_project("main.py").diagnostics if d.code == "DDP405"]
     assert reported == [37]  # solver.train()'s sample images only, not the per-rank file of line 38
 
@@ -315,7 +300,7 @@ def test_nothing_is_converted_when_the_wrap_is_not_fixed(project):
     """With DDP301 ignored the class keeps its plain models: no process group, no sampler, and no
     unwrapped save either (there is no wrapper to unwrap)."""
     result = ddpfix.fix_project("main.py", ignore=["DDP301"])
-    found = _found(result)
+    found = by_code(result)
     [group] = found["DDP001"]
     assert group.fix == "none" and "(DDP301 is not fixed)" in group.message
     assert "DDP402" not in found and not result.others
@@ -325,13 +310,13 @@ def test_nothing_is_converted_when_the_wrap_is_not_fixed(project):
 def test_a_model_the_script_reads_through_the_solver_is_not_wrapped(project):
     """`solver.G.state_dict()` in the script would be the wrapper's: the class is left unwrapped and
     nothing is converted."""
-    _edit(
+    edit(
         project / "main.py",
         "    solver.train()\n",
         '    solver.train()\n    torch.save(solver.G.state_dict(), "G.pt")\n',
     )
     result = ddpfix.fix_project("main.py")
-    [wrap] = _found(result)["DDP301"]
+    [wrap] = by_code(result)["DDP301"]
     assert wrap.fix == "none" and "the script reads solver.G at line 36" in wrap.message, wrap.message
     assert not result.others and "init_process_group" not in result.code
 
@@ -339,31 +324,31 @@ def test_a_model_the_script_reads_through_the_solver_is_not_wrapped(project):
 def test_a_load_is_not_routed_where_the_saves_keep_the_wrappers_keys(project):
     """Without DDP402 the class's saves stay the wrapper's ('module.' keys): a load routed to the plain
     module would not read them back, so nothing is converted; with DDP402 both sides are the plain module's."""
-    _edit(project / "solver.py", "    def reset_grad(self):", RESTORE.lstrip("\n") + "\n    def reset_grad(self):")
+    edit(project / "solver.py", "    def reset_grad(self):", RESTORE.lstrip("\n") + "\n    def reset_grad(self):")
     result = ddpfix.fix_project("main.py", ignore=["DDP402"])
-    [wrap] = _found(result)["DDP301"]
+    [wrap] = by_code(result)["DDP301"]
     assert not wrap.applied and "self.G.load_state_dict (solver.py:62) would read the 'module.' keys" in wrap.message
     assert result.code == (project / "main.py").read_text() and not result.others
-    assert _found(ddpfix.fix_project("main.py"))["DDP301"][0].applied
+    assert by_code(ddpfix.fix_project("main.py"))["DDP301"][0].applied
 
 
 def test_the_loader_the_class_builds_itself_is_sharded_there_with_the_wrap(project):
     """The class builds its own loader from the dataset it is handed and draws from it with next(): the
     fix shards it where it is built (class_loaders.py), with the epoch counted where the iterator is
     remade, and wraps the models there; the script only joins the process group."""
-    _edit(
+    edit(
         project / "main.py",
         "    data_loader = DataLoader(dataset, batch_size=config.batch_size, shuffle=True, drop_last=True)\n"
         "    solver = Solver(data_loader, config)\n",
         "    solver = Solver(dataset, config)\n",
     )
-    _edit(
+    edit(
         project / "solver.py",
         "        self.data_loader = data_loader\n",
         "        self.data_loader = torch.utils.data.DataLoader(data_loader, batch_size=16, shuffle=True)\n",
     )
     result = ddpfix.fix_project("main.py")
-    found = _found(result)
+    found = by_code(result)
     [wrap] = found["DDP301"]
     assert wrap.applied
     [sampler] = found["DDP201"]
@@ -381,19 +366,19 @@ def test_no_conversion_when_the_loader_the_class_builds_cannot_be_sharded(projec
     """Built from a dict of arguments, the class's own loader cannot be sharded: wrapping the models
     would leave every rank training the same batches while looking done. Nothing is converted, and the
     finding says why."""
-    _edit(
+    edit(
         project / "main.py",
         "    data_loader = DataLoader(dataset, batch_size=config.batch_size, shuffle=True, drop_last=True)\n"
         "    solver = Solver(data_loader, config)\n",
         "    solver = Solver(dataset, config)\n",
     )
-    _edit(
+    edit(
         project / "solver.py",
         "        self.data_loader = data_loader\n",
         "        self.data_loader = torch.utils.data.DataLoader(**dict(dataset=data_loader, batch_size=16))\n",
     )
     result = ddpfix.fix_project("main.py")
-    [wrap] = _found(result)["DDP301"]
+    [wrap] = by_code(result)["DDP301"]
     assert wrap.fix == "none" and "takes its arguments from a dict" in wrap.message
     assert result.code == (project / "main.py").read_text() and not result.others
     assert {"DDP001", "DDP301"} <= {b.code for b in result.incomplete}
