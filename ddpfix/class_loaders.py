@@ -15,6 +15,11 @@ time like the class's wrap (module_wraps.py), and its epoch is set where the cla
         if isinstance(getattr(self.data_loader, "sampler", None), DistributedSampler):
             self.data_loader.sampler.set_epoch(epoch)
 
+A loader drawing an endless stream with replacement (`sampler=RandomSampler(ds, replacement=True,
+num_samples=n)`) gets a generator seeded per rank instead, and no epoch. A loader a function of another
+module builds for the class (`self.loader = build_loader(dataset, 8)`) is out of the fix's reach: it is
+reported without a fix, so the conversion says it is incomplete rather than done.
+
 A plain run, or any other caller without a process group, builds no sampler and skips the call. The
 loader is sharded only where the class's models are wrapped there too (and those are wrapped only
 where their data is sharded): every edit is tried on the module first, and where one cannot be made
