@@ -149,7 +149,7 @@ def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False):
 def _aliased(ctx: Context, cls: cst.ClassDef, attrs: set[str]) -> dict[int, str]:
     """id of each read of a local name that stands for one of `attrs` in a method of `cls` (`model =
     self.model`, or `model, config = self.model, self.config`: ast_reading.ast_aliases) -> that name."""
-    tree = ast.parse(ctx.facts.module.code)
+    tree = ctx.facts.index.ast_tree
     node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.name.value), None)
     named = {
         m.name: ast_aliases(m, attrs) for m in (node.body if node is not None else []) if isinstance(m, ast.FunctionDef)

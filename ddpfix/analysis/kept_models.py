@@ -41,12 +41,9 @@ def ast_kept_model_uses(cls: ast.ClassDef) -> dict[str, set[str]]:
                 continue
             for inner in ast.walk(node.args[0]):
                 if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
-                    owner = ast_dotted(inner.func.value) or ""
-                    owner = aliases[id(method)].get(owner, owner)
-                    if inner.func.attr in ("parameters", "named_parameters"):
-                        param = kept.get(owner, owner)
-                        if param in kept.values():
-                            optimized.add(param)
+                    param = _kept_param(inner.func.value, aliases[id(method)], kept)
+                    if inner.func.attr in ("parameters", "named_parameters") and param is not None:
+                        optimized.add(param)
     optimized |= _optimizer_of_the_model(cls, methods, kept, aliases)
     out: dict[str, set[str]] = {p: {PARAMETERS, TRAINS} for p in optimized}
     held: dict[str, set[str]] = {}  # a kept model the caller builds the optimizer for
@@ -73,10 +70,8 @@ def _moved(methods: list, kept: dict[str, str], aliases: dict) -> set[str]:
     for method in methods:
         for node in nodes(method):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
-                owner = ast_dotted(node.func.value) or ""
-                owner = aliases[id(method)].get(owner, owner)
-                if owner in kept:
-                    out.add(kept[owner])
+                param = _kept_param(node.func.value, aliases[id(method)], kept)
+                out |= {param} if param is not None else set()
     return out
 
 
@@ -96,11 +91,18 @@ def _optimizer_of_the_model(cls: ast.ClassDef, methods: list, kept: dict[str, st
             func = node.value.func
             if not isinstance(func, ast.Attribute) or ast_dotted(node.targets[0]) not in stepped:
                 continue
-            owner = ast_dotted(func.value) or ""
-            owner = aliases[id(method)].get(owner, owner)
-            if owner in kept:
-                out.add(kept[owner])
+            param = _kept_param(func.value, aliases[id(method)], kept)
+            out |= {param} if param is not None else set()
     return out
+
+
+def _kept_param(expr: ast.AST, aliases: dict[str, str], kept: dict[str, str]) -> str | None:
+    """The parameter of `__init__` a kept model `expr` names: `self.model`, a local name for it in the
+    method (`aliases`: `model = self.model`), or that parameter itself; None for anything else."""
+    owner = ast_dotted(expr) or ""
+    owner = aliases.get(owner, owner)
+    param = kept.get(owner, owner)
+    return param if param in kept.values() else None
 
 
 def kept_uses(uses: dict[str, dict[str, set[str]]], cls: ast.ClassDef) -> None:
