@@ -20,7 +20,8 @@ import libcst as cst
 from .analysis.ast_reading import kept_params
 from .analysis.config_factory import parsed
 from .handles import once_wrapped, wrap_level, wrappers
-from .module_unwrap import UNWRAP, inside_load
+from .module_routes import unwrap_code
+from .module_unwrap import inside_load
 from .rule import Context
 from .syntax import arg_slots, dotted, receiver
 
@@ -53,7 +54,7 @@ def unwrap_kept_attributes(ctx: Context) -> None:
                 f"self.{attr}",
             )
             level, why = wrap_level(ctx, handle)
-            spelled = UNWRAP.format(attr=name)
+            spelled = unwrap_code(ctx.facts.index, call, name)
             if ctx.report(call, f"{said}; use {spelled}.state_dict(){why}", fix=level):
                 ctx.plan.replace(recv, lambda _n, s=spelled: cst.parse_expression(s))  # type: ignore[arg-type]
 

@@ -31,6 +31,19 @@ from .syntax import dotted, walk
 from .wrapper_prints import shows
 
 UNWRAP = 'getattr({name}, "module", {name})'
+
+
+def unwrap_code(index, at: cst.CSTNode, name: str) -> str:
+    """`getattr(name, "module", name)` for the wrapper `name` read at `at`, its quotes the other kind
+    where `at` sits in an f-string of double quotes (before Python 3.12 the expressions of an
+    f-string cannot reuse its quote)."""
+    node = index.parent.get(at)
+    while node is not None and not isinstance(node, cst.FormattedString):
+        node = index.parent.get(node)
+    spelled = UNWRAP.format(name=name)
+    return spelled.replace('"', "'") if node is not None and '"' in node.start else spelled
+
+
 LOAD = "load_state_dict"
 # nn.Module methods a DDP wrapper answers as the plain model does (state_dict: with 'module.' keys, DDP402)
 SERVED = frozenset(
@@ -59,52 +72,124 @@ def routes(ctx, cls: cst.ClassDef, name: str, before: list, where: str, model=No
     of the model's class, where the caller knows them (else read from the build, `before[0]`)."""
     index = ctx.facts.index
     early = {id(n) for s in before for n in walk(s)}
-    members, forward_like = model if model is not None else _model_class(ctx, before[0])
-    out: list[cst.Attribute] = []
+    members = model if model is not None else _model_class(ctx, before[0])
+    out: list[cst.CSTNode] = []
     for node in walk(cls):
         if id(node) in early or not isinstance(node, (cst.Attribute, cst.Name)) or dotted(node) != name:
             continue
-        parent = index.parent.get(node)
-        line = f"{where}:{index.position(node).start.line}"
-        if isinstance(parent, cst.Call) and parent.func is node:
-            continue  # the forward
-        if isinstance(parent, cst.Attribute) and parent.value is node:
-            attr = parent.attr.value
-            outer = index.parent.get(parent)
-            called = isinstance(outer, cst.Call) and outer.func is parent
-            if called and attr in SERVED:
-                continue
-            if isinstance(outer, cst.Del):
-                return f"{name}.{attr} ({line}) is deleted through the DDP wrapper"
-            if (called and attr == LOAD) or reaches_model(attr, members):
-                if called and attr != LOAD and in_training_step(ctx.facts, parent):
-                    if forward_like is None or attr in forward_like:
-                        return (
-                            f"{name}.{attr}(...) ({line}) runs in the training step: on the plain module a forward "
-                            f"DDP does not see (its gradients would not be averaged); compute it in forward()"
-                        )
-                out.append(parent)
-                continue
-            return f"{name}.{attr} ({line}) is not served by the DDP wrapper as by the model"
-        if isinstance(parent, cst.Arg) and _is_getattr_unwrap(index, parent, name):
-            continue  # `getattr(self.G, "module", self.G)`: the plain module already
-        if isinstance(parent, cst.Arg) and _shown_by(index, parent):
-            out.append(node)  # `print(self.G)`: shown as the plain run shows it
-            continue
-        return (
-            f"{name} is handed on at {line}: whether what receives it needs the model or its DDP wrapper is not "
-            f"read there"
-        )
+        alias = _alias(index, node)
+        if alias is None:
+            found = _use(ctx, node, name, members, where)
+        else:  # `model, config = self.model, self.config`: the uses of `model` in that function
+            found = _alias_uses(ctx, alias, name, members, where)
+        if isinstance(found, str):
+            return found
+        out += found
     return out
 
 
-def route(ctx, uses: list[cst.Attribute], name: str) -> None:
-    """Read each of `uses` (`self.G.<attr>`, or `self.G` itself where it is shown) through the plain module."""
-    spelled = UNWRAP.format(name=name)
+def _use(ctx, node: cst.CSTNode, name: str, members, where: str) -> list[cst.CSTNode] | str:
+    """What of the use `node` of the wrapper (spelled `name`) to route to the plain module ([] where the
+    wrapper serves it), or why it can be neither."""
+    index = ctx.facts.index
+    members, forward_like = members
+    parent = index.parent.get(node)
+    line = f"{where}:{index.position(node).start.line}"
+    if isinstance(parent, cst.Call) and parent.func is node:
+        return []  # the forward
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        attr = parent.attr.value
+        outer = index.parent.get(parent)
+        called = isinstance(outer, cst.Call) and outer.func is parent
+        if called and attr in SERVED:
+            return []
+        if isinstance(outer, cst.Del):
+            return f"{name}.{attr} ({line}) is deleted through the DDP wrapper"
+        if (called and attr == LOAD) or reaches_model(attr, members):
+            if called and attr != LOAD and in_training_step(ctx.facts, parent):
+                if forward_like is None or attr in forward_like:
+                    return (
+                        f"{name}.{attr}(...) ({line}) runs in the training step: on the plain module a forward "
+                        f"DDP does not see (its gradients would not be averaged); compute it in forward()"
+                    )
+            return [parent]
+        return f"{name}.{attr} ({line}) is not served by the DDP wrapper as by the model"
+    if isinstance(parent, cst.Arg) and _is_getattr_unwrap(index, parent, name):
+        return []  # `getattr(self.G, "module", self.G)`: the plain module already
+    if isinstance(parent, cst.Arg) and _shown_by(index, parent):
+        return [node]  # `print(self.G)`: shown as the plain run shows it
+    return (
+        f"{name} is handed on at {line}: whether what receives it needs the model or its DDP wrapper is not read there"
+    )
+
+
+def _alias(index, node: cst.CSTNode) -> cst.Name | None:
+    """The local name `node` is bound to as a whole, in a function (`model = self.model`, or `model, config
+    = self.model, self.config`); None for any other use."""
+    parent = index.parent.get(node)
+    element = None
+    if isinstance(parent, cst.Element) and parent.value is node:
+        element, parent = parent, index.parent.get(parent)
+        if not isinstance(parent, cst.Tuple):
+            return None
+        value, parent = parent, index.parent.get(parent)
+    else:
+        value = node
+    if not (isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1):
+        return None
+    target = parent.targets[0].target
+    if element is not None:
+        if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(value.elements):
+            return None
+        target = target.elements[value.elements.index(element)].value
+    if type(target) is not cst.Name or index.enclosing(parent, cst.FunctionDef) is None:
+        return None
+    return target
+
+
+def _alias_uses(ctx, alias: cst.Name, name: str, members, where: str) -> list[cst.CSTNode] | str:
+    """The uses of `alias`, a local name for the wrapper `name`, in the function that binds it once,
+    classified as `_use` does; or why the name cannot be followed (bound again there)."""
+    index = ctx.facts.index
+    func = index.enclosing(alias, cst.FunctionDef)
+    out: list[cst.CSTNode] = []
+    for node in walk(func):
+        if type(node) is not cst.Name or node.value != alias.value or node is alias:
+            continue
+        parent = index.parent.get(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue  # `self.model`'s attribute name
+        if _binds(index, node):
+            line = index.position(node).start.line
+            return f"{alias.value}, which holds {name}, is bound again at {where}:{line}"
+        found = _use(ctx, node, alias.value, members, where)
+        if isinstance(found, str):
+            return found
+        out += found
+    return out
+
+
+def _binds(index, node: cst.Name) -> bool:
+    """Is `node` a name being bound (an assignment's or a loop's target, a parameter, `as` name)?"""
+    child, parent = node, index.parent.get(node)
+    while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        child, parent = parent, index.parent.get(parent)
+    if isinstance(parent, (cst.AssignTarget, cst.Param, cst.AsName, cst.Global, cst.Nonlocal)):
+        return True
+    if isinstance(parent, (cst.For, cst.CompFor, cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+        return parent.target is child
+    return False
+
+
+def route(ctx, uses: list[cst.CSTNode], name: str) -> None:
+    """Read each of `uses` (`self.G.<attr>`, or `self.G` itself where it is shown; also through a local
+    name for it, `model.init_hidden`, `print(model)`) through the plain module."""
     for use in uses:
-        if dotted(use) == name:
+        if type(use) is cst.Name or dotted(use) == name:
+            spelled = unwrap_code(ctx.facts.index, use, dotted(use))
             ctx.plan.replace(use, lambda n, s=spelled: cst.parse_expression(s))
         else:
+            spelled = unwrap_code(ctx.facts.index, use, dotted(use.value))  # type: ignore[attr-defined]
             ctx.plan.replace(use, lambda n, s=spelled: n.with_changes(value=cst.parse_expression(s)))
 
 
@@ -192,6 +277,22 @@ def _model_class(ctx, build: cst.CSTNode) -> tuple[set[str] | None, set[str] | N
 MOVES = ("to", "cuda", "cpu")
 
 
+def model_members(facts, raw: str, handle: str, wrap_stmt: cst.CSTNode) -> tuple[set[str] | None, set[str] | None]:
+    """(methods and attributes, the methods that run a forward) of the model's class, when it is a
+    class of this file or of the script's own modules; (None, None) for a class the analysis cannot
+    read (a library's)."""
+    base = raw[: -len(".module")] if raw.endswith(".module") else raw
+    cls = facts.models.model_class(base, wrap_stmt) or facts.models.model_class(handle, wrap_stmt)
+    if cls is not None:
+        methods, attrs = facts.models.class_members(cls)
+        return methods | attrs, facts.models.forward_like(cls) | (attrs - methods)
+    call = facts.models.constructor(base, wrap_stmt) or facts.models.constructor(handle, wrap_stmt)
+    summary = facts.modules.class_of(call.func) if call is not None else None
+    if summary is not None:
+        return summary.methods | summary.attributes, summary.forward_like | (summary.attributes - summary.methods)
+    return None, None
+
+
 def _shown_by(index, arg: cst.Arg) -> bool:
     """Is `arg` a positional argument of what shows it as text (`print(...)`, a logger's methods)?"""
     call = index.parent.get(arg)
@@ -210,4 +311,4 @@ def _is_getattr_unwrap(index, arg: cst.Arg, name: str) -> bool:
     )
 
 
-__all__ = ["SERVED", "UNWRAP", "handed_planner", "mixed_keys", "route", "routes"]
+__all__ = ["SERVED", "UNWRAP", "handed_planner", "mixed_keys", "model_members", "route", "routes", "unwrap_code"]

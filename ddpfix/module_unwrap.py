@@ -26,11 +26,11 @@ import libcst as cst
 
 from .analysis.ast_reading import ast_aliases
 from .handles import handoffs, wrap_level, wrappers
+from .module_routes import unwrap_code
 from .module_wraps import wrapped_here
 from .rule import Context, Rule
 from .syntax import arg_slots, dotted, method_name, walk
 
-UNWRAP = 'getattr({attr}, "module", {attr})'
 MOVES = ("to", "cuda", "cpu")  # a module moved to a device is the same module
 
 
@@ -99,6 +99,35 @@ def unwrap_built_models(ctx: Context, rule: Rule) -> None:
             others.keep(path, rule, _planner(cls.name, lambda _c, a=attrs: a, [], built=True))
 
 
+def unwrap_handed_wraps(ctx: Context, rule: Rule) -> None:
+    """Report (and fix, where allowed) the saves of the state_dict() of a model the script hands to a
+    class of its modules that moves it, where the fix wraps it in DDP there (handed_wraps.py)."""
+    from .handed_wraps import class_wrap, hand_over  # (it builds on this module's neighbours)
+
+    others = ctx.others
+    if others is None:
+        return
+    for model in ctx.facts.models.trained:
+        found = hand_over(ctx, model.handle)
+        wrap = class_wrap(ctx, rule, model) if found is not None else None
+        if found is None or wrap is None or wrap[0] is not None:
+            continue  # not wrapped there: DDP301 reports why
+        call, summary, cls_name, param = found
+        lines: list[int] = []
+        if others.trial(summary.path, rule, _planner(cls_name, _handed(param), lines, built=True)) or not lines:
+            continue
+        where = ", ".join(f"{others.shown(summary.path)}:{n}" for n in lines[:3])
+        message = (
+            f"{cls_name} saves the state_dict() of the {model.handle} it is handed, which the fix wraps in DDP there "
+            f"('module.' keys), at {where}: the fix saves getattr(..., \"module\", ...).state_dict() there, the plain "
+            "module's keys"
+        )
+        key = (rule.code, summary.path, cls_name)
+        if ctx.report(call, message) and key not in others.planned:
+            others.planned.add(key)
+            others.keep(summary.path, rule, _planner(cls_name, _handed(param), [], built=True))
+
+
 def _handed(slot: int | str):
     """The attributes `__init__` keeps its parameter `slot` as (`self.model = model`)."""
     return lambda cls: _kept_as(cls, slot)
@@ -139,7 +168,7 @@ def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False):
             if not built and inside_load(facts, node):
                 continue
             lines.append(facts.index.position(node).start.line)
-            spelled = cst.parse_expression(UNWRAP.format(attr=attr))
+            spelled = cst.parse_expression(unwrap_code(facts.index, node, attr))  # type: ignore[arg-type]
             ctx.plan.replace(node.func.value, lambda _n, s=spelled: s)
         return None
 
@@ -215,4 +244,4 @@ def inside_load(facts, call: cst.CSTNode) -> bool:
     return any(isinstance(a, cst.Call) and method_name(a) == "load_state_dict" for a in facts.index.ancestors(call))
 
 
-__all__ = ["UNWRAP", "unwrap_built_models", "unwrap_in_classes", "unwrap_planner"]
+__all__ = ["unwrap_handed_wraps", "unwrap_built_models", "unwrap_in_classes", "unwrap_planner"]

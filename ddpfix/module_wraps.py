@@ -199,26 +199,28 @@ def _planner(
             route(ctx, uses, f"self.{attr}")
             if routed is not None:
                 routed.extend((ctx.facts.index.position(use).start.line, dotted(use)) for use in uses)
-        ddp = ctx.plan.ref(DDP, "DDP")
-        flag = ctx.env("DISTRIBUTED")
-        device = RUNTIME["LOCAL_RANK"].format(torch=ctx.plan.ref("torch", "torch", style="import"))
         for attr, anchor in points:
-            m = f"self.{attr}"
-            stmts = ctx.plan.statements(
-                """
-                if {D}:
-                    {m} = {ddp}({m}, device_ids=[{device}] if {cuda} else None)
-                """,
-                D=flag,
-                m=m,
-                ddp=ddp,
-                device=device,
-                cuda=cuda_test(ctx, m, anchor),
-            )
-            ctx.plan.insert_after(anchor, stmts, order=Order.WRAP)
+            insert_wrap(ctx, f"self.{attr}", anchor)
         return None
 
     return plan
+
+
+def insert_wrap(ctx: Context, m: str, anchor: cst.CSTNode) -> None:
+    """`if dist.is_initialized(): m = DDP(m, ...)` after `anchor`, in a module of the script's (the
+    caller launches: the process group is asked at run time)."""
+    stmts = ctx.plan.statements(
+        """
+        if {D}:
+            {m} = {ddp}({m}, device_ids=[{device}] if {cuda} else None)
+        """,
+        D=ctx.env("DISTRIBUTED"),
+        m=m,
+        ddp=ctx.plan.ref(DDP, "DDP"),
+        device=RUNTIME["LOCAL_RANK"].format(torch=ctx.plan.ref("torch", "torch", style="import")),
+        cuda=cuda_test(ctx, m, anchor),
+    )
+    ctx.plan.insert_after(anchor, stmts, order=Order.WRAP)
 
 
 def _wrap_point(cls: cst.ClassDef, name: str) -> tuple[cst.CSTNode, list] | str:
@@ -289,4 +291,4 @@ def _mentions(stmt: cst.CSTNode, name: str) -> bool:
     return any(isinstance(n, (cst.Attribute, cst.Name)) and dotted(n) == name for n in walk(stmt))
 
 
-__all__ = ["keep_wraps", "withheld", "wrap_blocker", "wrapped_here", "wraps_in_modules"]
+__all__ = ["insert_wrap", "keep_wraps", "withheld", "wrap_blocker", "wrapped_here", "wraps_in_modules"]

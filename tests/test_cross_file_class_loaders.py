@@ -311,18 +311,26 @@ def test_a_loader_built_for_the_rank_is_not_reported(handed):
 MOVES = Path(__file__).parent / "golden" / "trainer_moves_handed_model"
 
 
-def test_a_model_the_class_moves_after_the_hand_over_is_not_wrapped_by_the_script(handed):
-    """The script no longer moves the model; the class does, after it is handed over. A wrap in the
-    script would hold a model on the CPU that is moved afterwards (its first backward fails on GPUs):
-    nothing is converted, and the findings say where to move it."""
+def test_a_model_the_class_moves_after_the_hand_over_is_wrapped_there_after_the_move(handed):
+    """The script no longer moves the model; the class does, under `if torch.cuda.is_available():`,
+    after it is handed over. A wrap in the script would hold a model on the CPU that is moved afterwards
+    (its first backward fails on GPUs): the wrap goes in the class, after that whole `if`, and the
+    class's save through a local name (`model = self.model`) writes the plain module's keys."""
     edit(handed / "main.py", ").to(device)\n", ")\n")
     result = ddpfix.fix_project("main.py")
     found = by_code(result)
     [wrap] = found["DDP301"]
-    assert wrap.fix == "none" and "Trainer() at line 17 moves it to its device after the hand-over" in wrap.message
-    assert result.code == (handed / "main.py").read_text() and not result.others
-    assert [d.fix for d in found["DDP402"]] == ["none"]  # nothing to unwrap without the wrap
-    assert {"DDP001", "DDP301", "DDP201"} <= {b.code for b in result.incomplete}
+    assert wrap.applied and "Trainer() at line 17 moves it to its device after the hand-over" in wrap.message
+    assert "DDP(" not in result.code and "raw_model" not in result.code  # the script keeps the plain module
+    trainer = result.others["trainer.py"].code
+    moved = "            self.model = self.model.to(self.device)\n"
+    wrapped = "        if dist.is_initialized():\n            self.model = DDP(self.model, device_ids="
+    assert moved + wrapped in trainer
+    assert 'torch.save(getattr(model, "module", model).state_dict(), self.config.ckpt_path)' in trainer
+    assert [d.applied for d in found["DDP402"]] == [True] and not result.incomplete
+    (handed / "main.py").write_text(result.code)
+    (handed / "trainer.py").write_text(trainer)
+    assert ddpfix.check_source(result.code, path="main.py", cross_file=True) == []
 
 
 def test_the_optimizer_a_method_of_the_model_builds_trains_the_handed_model(tmp_path):
@@ -338,5 +346,8 @@ def test_the_optimizer_a_method_of_the_model_builds_trains_the_handed_model(tmp_
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trainer")
     assert {PARAMETERS, TRAINS, MOVED} <= ast_kept_model_uses(cls)["model"]
     result = ddpfix.fix_project(MOVES / "input.py")
-    assert not result.others and result.code == (MOVES / "input.py").read_text()
-    assert "moves it to its device after the hand-over" in by_code(result)["DDP301"][0].message
+    [wrap] = by_code(result)["DDP301"]
+    assert wrap.applied and "moves it to its device after the hand-over" in wrap.message
+    assert "model.configure_optimizers at trainer.py:19" in wrap.message
+    trainer = result.others[str(MOVES / "trainer.py")].code
+    assert 'self.optimizer = getattr(model, "module", model).configure_optimizers(config)' in trainer

@@ -50,9 +50,6 @@ def blocked_wrap(models, index: TreeIndex) -> str | None:
                 f"the fix cannot wrap {model.handle} ({found[0]}() rebinds the global {model.handle} after the "
                 f"wrap, at line {found[1]}: the plain module and the wrapper would no longer be the model it loads)"
             )
-        moved = moved_after_wrap(models, index, model.handle)
-        if moved is not None:
-            return f"the fix cannot wrap {model.handle} ({moved})"
     return None
 
 

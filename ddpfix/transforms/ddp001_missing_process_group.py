@@ -9,6 +9,7 @@ from ..analysis.flow import binds
 from ..analysis.unseen_models import why_no_wrap
 from ..edits import backend_choice, torch_name
 from ..examples import clean, fixes
+from ..handed_wraps import withheld as handed_withheld
 from ..module_wraps import withheld
 from ..rule import NONE, UNSAFE, Context, Order, Rule
 from ..syntax import anchor_of, dotted, single_small, strip_docstring
@@ -195,7 +196,7 @@ def _dataparallel_level(ctx: Context) -> tuple[str | None, str | None]:
             f"{built}: wrap them there first; a process group without the wrap would train one unsynchronised "
             "copy per rank"
         )
-    blocked = why_no_wrap(facts)
+    blocked = why_no_wrap(facts) or handed_withheld(ctx)
     if blocked is not None:
         return NONE, f"{blocked}; a process group without the wrap would train one unsynchronised copy per rank"
     if not dataparallel_trains(models) or converts_keeping_plain_path(facts.index, facts.names, models, facts.launch):

@@ -10,6 +10,7 @@ from ..analysis.unseen_models import why_no_wrap
 from ..class_loaders import shard as shard_class_loaders
 from ..examples import clean, fixes, reports
 from ..factory_reports import report_factory_loaders
+from ..handed_wraps import withheld as handed_withheld
 from ..loader_factory import shard_factories
 from ..loader_kwargs import add_sampler_to_kwargs, kwargs_fix_blocker
 from ..local_samplers import swap_local_sampler
@@ -231,7 +232,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
         stuck = dataparallel and conversion_blocked(facts.index, facts.names, facts.models)
         # Models a class of the script's own modules builds and trains, unwrapped: no sampler before the wrap.
         built = None if facts.models.trained else withheld(ctx)
-        blocked = why_no_wrap(facts)
+        blocked = why_no_wrap(facts) or handed_withheld(ctx)
         why = f"{built}: wrap them there first" if built is not None else f"{blocked}: wrap it first"
         for loader, batch_loop in facts.data.training_loaders:
             if built is not None or blocked is not None:

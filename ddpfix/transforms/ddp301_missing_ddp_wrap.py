@@ -10,7 +10,9 @@ from ..analysis.unused import sits_out
 from ..diagnostic import NONE
 from ..edits import cuda_test
 from ..examples import clean, fixes
+from ..handed_wraps import class_wrap
 from ..handles import raw_handle
+from ..module_trials import keep
 from ..module_wraps import wraps_in_modules
 from ..plain_returns import return_plain
 from ..plan import PlannedWrap
@@ -45,10 +47,16 @@ trains it (`Trainer(model, loader).fit(2)` with `self.opt = torch.optim.SGD(mode
 self.config`, or that a method of the model builds, `self.optimizer = model.configure_optimizers(config)`
 then stepped: the script wraps it before the hand-over, and the class's optimizer is then over the
 wrapper's parameters; where the class moves the model to its device after the hand-over
-(`self.model = self.model.to(self.device)`) and the script has not moved it there before, the wrap
-would hold a model on the CPU that is moved afterwards, which fails at the first backward on GPUs, so
-nothing is converted and the finding says to move it first), and models kept in a list with one
-optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
+(`self.model = self.model.to(self.device)`, also under `if torch.cuda.is_available():`) and the script
+has not moved it there before, a wrap in the script would hold a model on the CPU that is moved
+afterwards, which fails at the first backward on GPUs, so the wrap goes in the class instead, right
+after that move in `__init__` and decided at run time (`if dist.is_initialized(): self.model =
+DDP(self.model, ...)`), the script keeping the plain module; the class's uses the wrapper does not
+serve, also through a local name (`model.configure_optimizers(config)`), go through the plain module,
+and its saves write the plain module's keys (DDP402). A class that binds or moves the model outside
+`__init__`, calls or hands on the plain parameter after the move, or whose object the script reads
+the model back from (`trainer.model`), is not converted, and the finding says why), and models kept
+in a list with one optimizer each (`opts = [SGD(net.parameters()) for net in nets]`).
 An optimizer over parameter groups of submodules (`{"params": model.head.parameters()}`) trains the
 model that owns them: it is wrapped, and the groups then come from the unwrapped model (DDP308).
 
@@ -196,10 +204,16 @@ script becomes distributed only so (another trained model is in `nn.DataParallel
                     fix="none",
                 )
                 continue
-            moved = moved_after_wrap(facts.models, facts.index, model.handle)
-            if moved is not None:
-                planned.level = NONE
-                ctx.report(anchor_of(_reported_binding(facts, model)), f"{self.message} ({moved})", fix="none")
+            in_class = class_wrap(ctx, self, model)
+            if in_class is not None:  # the class it is handed to moves it: the wrap goes there, after the move
+                del ctx.plan.wraps[model.handle]  # the script's name keeps the plain module
+                why, where, edits = in_class
+                reported = anchor_of(_reported_binding(facts, model))
+                if why is not None:
+                    moved = moved_after_wrap(facts.models, facts.index, model.handle)
+                    ctx.report(reported, f"{self.message} ({moved}; the fix does not: {why})", fix="none")
+                elif ctx.report(reported, f"{self.message}; {where}"):
+                    keep(ctx, self, edits)
                 continue
             made = ctx.report(anchor_of(_reported_binding(facts, model)))
             # what its finding offers (DDP001 may set up the process group only unsafely, or not); silenced: none

@@ -9,7 +9,7 @@ import libcst as cst
 from ..analysis.model_params import CUSTOM, TRAINS, reaches_model
 from ..examples import clean, fixes
 from ..handles import handoffs, in_training_step, once_wrapped, raw_at, wrap_level, wrappers
-from ..module_routes import handed_planner
+from ..module_routes import handed_planner, model_members
 from ..rule import Context, Rule
 from ..syntax import assigned_value, code_of, dotted, walk
 from ..wrapper_containers import container_uses
@@ -105,7 +105,7 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         for handle, (raw, wrap_stmt) in wrappers(ctx).items():
-            members, forward_like = _members(facts, raw, handle, wrap_stmt)
+            members, forward_like = model_members(facts, raw, handle, wrap_stmt)
             uses = [n for n in walk(facts.module) if type(n) is cst.Attribute and dotted(n.value) == handle]
             stored = {n.attr.value for n in uses if _written(facts, n)}  # set through the wrapper itself
             for node in uses:
@@ -237,7 +237,7 @@ def _route_in_class(ctx: Context, rule: Rule, hand) -> tuple[Path, object, str] 
     raw, wrap_stmt = wrappers(ctx)[hand.handle]
     where = others.shown(summary.path)
     routed: list[tuple[int, str]] = []
-    planner = handed_planner(cls_name, param, where, _members(facts, raw, hand.handle, wrap_stmt), routed)
+    planner = handed_planner(cls_name, param, where, model_members(facts, raw, hand.handle, wrap_stmt), routed)
     why = others.trial(summary.path, rule, planner)
     if why is not None:
         return why
@@ -253,22 +253,6 @@ def _written(facts, node: cst.Attribute) -> bool:
     return isinstance(parent, (cst.AssignTarget, cst.AugAssign)) or (
         isinstance(parent, cst.AnnAssign) and parent.target is node
     )
-
-
-def _members(facts, raw: str, handle: str, wrap_stmt: cst.CSTNode) -> tuple[set[str] | None, set[str] | None]:
-    """(methods and attributes, the methods that run a forward) of the model's class, when it is a
-    class of this file or of the script's own modules; (None, None) for a class the analysis cannot
-    read (a library's)."""
-    base = raw[: -len(".module")] if raw.endswith(".module") else raw
-    cls = facts.models.model_class(base, wrap_stmt) or facts.models.model_class(handle, wrap_stmt)
-    if cls is not None:
-        methods, attrs = facts.models.class_members(cls)
-        return methods | attrs, facts.models.forward_like(cls) | (attrs - methods)
-    call = facts.models.constructor(base, wrap_stmt) or facts.models.constructor(handle, wrap_stmt)
-    summary = facts.modules.class_of(call.func) if call is not None else None
-    if summary is not None:
-        return summary.methods | summary.attributes, summary.forward_like | (summary.attributes - summary.methods)
-    return None, None
 
 
 EXAMPLES = (

@@ -11,7 +11,7 @@ from ..examples import clean, fixes
 from ..factory_reports import report_factory_state_dicts
 from ..handles import handles_prefix, handoffs, keys_kept, once_wrapped, raw_at, wrap_level, wrappers
 from ..kept_state_dicts import unwrap_kept_attributes
-from ..module_unwrap import inside_load, unwrap_built_models, unwrap_in_classes
+from ..module_unwrap import inside_load, unwrap_built_models, unwrap_handed_wraps, unwrap_in_classes
 from ..rule import Context, Rule
 from ..syntax import code_of, dotted, receiver
 
@@ -157,6 +157,7 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                 ctx.plan.replace(hand.arg.value, lambda n, s=hand.raw: cst.parse_expression(s))
         unwrap_in_classes(ctx, self)
         unwrap_built_models(ctx, self)
+        unwrap_handed_wraps(ctx, self)
         unwrap_kept_attributes(ctx)
         report_factory_state_dicts(ctx)
 
