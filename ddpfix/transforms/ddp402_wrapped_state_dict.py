@@ -76,7 +76,9 @@ in place of each `self.G.state_dict()`: the plain module's keys under DDP, the s
 plain run; the class's loads into the model reach the plain module too (DDP301), so a checkpoint it
 saves is one it can load back, under DDP and in a plain run. The finding is reported at the script's
 call, naming the module's lines. The same edit serves a class handed the wrapper (`Trainer(model,
-...)` keeping `self.model = model`), unless that class loads into the wrapper itself. The script's own
+...)` keeping `self.model = model`), unless that class loads into the wrapper itself, and a class
+the fix wraps a handed model in, after the class moves it to its device (DDP301), also where it saves
+through a local name (`model = self.model`, then `torch.save(model.state_dict(), path)`). The script's own
 `torch.save(trainer.model.state_dict(), path)` through such an object (`trainer` built from the
 wrapper, its class keeping that parameter as `self.model`) saves
 `getattr(trainer.model, "module", trainer.model).state_dict()` likewise.
