@@ -20,6 +20,7 @@ from .analysis.model_params import (
     UNWRAPS,
 )
 from .diagnostic import NONE, SAFE, UNSAFE
+from .plain_spelling import unwrap_code
 from .syntax import assign_targets, calls_in, code_of, dotted, kwarg, mentions, method_name, positional, receiver, walk
 
 if TYPE_CHECKING:
@@ -103,6 +104,8 @@ def raw_at(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode, at: cst.
     wrap the script has; None when neither exists there."""
     index = ctx.facts.index
     wraps = ctx.facts.wraps
+    if raw.startswith("getattr("):  # a conditional wrap without a kept name: spelled for where it is read
+        return unwrap_code(index, at, handle)
     if raw.endswith(".module") or raw == handle:
         return raw
     if raw.startswith("self."):

@@ -20,8 +20,8 @@ import libcst as cst
 from .analysis.ast_reading import kept_params
 from .analysis.config_factory import parsed
 from .handles import once_wrapped, wrap_level, wrappers
-from .module_routes import unwrap_code
 from .module_unwrap import inside_load
+from .plain_spelling import unwrap_code
 from .rule import Context
 from .syntax import arg_slots, dotted, receiver
 

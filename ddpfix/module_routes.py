@@ -27,22 +27,9 @@ import libcst as cst
 
 from .analysis.model_params import reaches_model
 from .handles import in_training_step
+from .plain_spelling import unwrap_code
 from .syntax import dotted, walk
 from .wrapper_prints import shows
-
-UNWRAP = 'getattr({name}, "module", {name})'
-
-
-def unwrap_code(index, at: cst.CSTNode, name: str) -> str:
-    """`getattr(name, "module", name)` for the wrapper `name` read at `at`, its quotes the other kind
-    where `at` sits in an f-string of double quotes (before Python 3.12 the expressions of an
-    f-string cannot reuse its quote)."""
-    node = index.parent.get(at)
-    while node is not None and not isinstance(node, cst.FormattedString):
-        node = index.parent.get(node)
-    spelled = UNWRAP.format(name=name)
-    return spelled.replace('"', "'") if node is not None and '"' in node.start else spelled
-
 
 LOAD = "load_state_dict"
 # nn.Module methods a DDP wrapper answers as the plain model does (state_dict: with 'module.' keys, DDP402)
@@ -311,4 +298,4 @@ def _is_getattr_unwrap(index, arg: cst.Arg, name: str) -> bool:
     )
 
 
-__all__ = ["SERVED", "UNWRAP", "handed_planner", "mixed_keys", "model_members", "route", "routes", "unwrap_code"]
+__all__ = ["SERVED", "handed_planner", "mixed_keys", "model_members", "route", "routes"]

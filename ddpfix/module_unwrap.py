@@ -26,8 +26,8 @@ import libcst as cst
 
 from .analysis.ast_reading import ast_aliases
 from .handles import handoffs, wrap_level, wrappers
-from .module_routes import unwrap_code
 from .module_wraps import wrapped_here
+from .plain_spelling import unwrap_code
 from .rule import Context, Rule
 from .syntax import arg_slots, dotted, method_name, walk
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..plain_spelling import UNWRAP
 from ..syntax import assign_targets, assigned_value, dotted, walk
 from .classes import module_under
 from .index import TreeIndex
@@ -55,9 +56,11 @@ class Wraps:
         owner = index.parent.get(site.block)
         if isinstance(owner, cst.If) and owner.body is site.block:
             outer = index.site(owner)
-            return kept_before(
-                outer.block, owner
-            )  # a conditional wrap needs a kept handle: `.module` breaks the plain run
+            found = kept_before(outer.block, owner)
+            if found or handle not in assign_targets(site.stmt):
+                return found
+            # a conditional wrap without a kept handle: `.module` would break the plain run
+            return UNWRAP.format(name=handle)
         if handle in assign_targets(site.stmt):
             return f"{handle}.module"
         return None

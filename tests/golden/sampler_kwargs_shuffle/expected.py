@@ -43,7 +43,7 @@ def main():
             nn.functional.mse_loss(model(xb), yb).backward()
             optimizer.step()
         if RANK == 0:
-            print(f"epoch {epoch}: loss {nn.functional.mse_loss(model(xb), yb).item():.4f}")
+            print(f"epoch {epoch}: loss {nn.functional.mse_loss(getattr(model, 'module', model)(xb), yb).item():.4f}")
     if DISTRIBUTED:
         dist.destroy_process_group()
 

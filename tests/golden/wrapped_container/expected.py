@@ -41,7 +41,7 @@ def main():
             loss.backward()
             optimizer.step()
         if RANK == 0:
-            print(f"epoch {epoch} keys {sorted(model.state_dict())}")
+            print(f"epoch {epoch} keys {sorted(getattr(model, 'module', model).state_dict())}")
 
     if DISTRIBUTED:
         dist.destroy_process_group()
