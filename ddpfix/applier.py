@@ -50,6 +50,7 @@ class Applier(cst.CSTTransformer):
             self.touched.update(plan.facts.index.ancestors(key))
         self.leaving = set(leaving)
         self.final: dict[cst.CSTNode, cst.CSTNode] = {}  # a leaving statement -> its rewritten form
+        self.replaced: list[cst.CSTNode] = []  # what the replacements made (unread_raws.py reads them)
 
     def on_visit(self, node) -> bool:
         return node in self.touched
@@ -59,6 +60,7 @@ class Applier(cst.CSTTransformer):
         if fns:
             for fn in fns:
                 updated_node = fn(updated_node)
+            self.replaced.append(updated_node)
         if isinstance(original_node, cst.IndentedBlock):
             return updated_node.with_changes(body=self._rebuild(original_node, original_node.body, updated_node.body))
         if isinstance(original_node, cst.Module):

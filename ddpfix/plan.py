@@ -24,6 +24,7 @@ from .added_imports import ImportSpec, place_imports
 from .applier import Applier, Insert, blank
 from .order import Order
 from .syntax import single_small, strip_docstring
+from .unread_raws import drop_unread
 
 if TYPE_CHECKING:
     from .analysis import ScriptFacts
@@ -220,7 +221,11 @@ class Plan:
         if self.is_empty():
             return self.module
         place_imports(self)
-        return self.module.visit(Applier(self))
+        applier = Applier(self)
+        module = self.module.visit(applier)
+        if drop_unread(self, applier.replaced):  # `raw_model = model` that no edit reads: applied again without
+            module = self.module.visit(Applier(self))
+        return module
 
     def import_anchor(self) -> cst.BaseStatement | None:
         """The last top-level import statement of the file's import region (where setup code follows)."""

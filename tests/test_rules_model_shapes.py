@@ -96,7 +96,7 @@ def test_a_model_picked_in_an_if_chain_is_wrapped_after_the_chain_and_its_initia
         """,
         "DDP301",
     )
-    assert '    net.to("cpu")\n    raw_net = net\n    if DISTRIBUTED:\n        net = DDP(' in out
+    assert '    net.to("cpu")\n    if DISTRIBUTED:\n        net = DDP(' in out
     assert out.count("DDP(net") == 1
 
 
@@ -115,7 +115,7 @@ def test_a_model_built_and_trained_in_one_branch_is_wrapped_in_that_branch():
         """,
         "DDP301",
     )
-    assert "    model = nn.Linear(2, 1).cuda()\n    raw_model = model\n    if DISTRIBUTED:\n" in out
+    assert "    model = nn.Linear(2, 1).cuda()\n    if DISTRIBUTED:\n" in out
 
 
 def test_a_conditional_wrap_of_the_script_is_not_wrapped_again():
@@ -190,7 +190,7 @@ def test_an_optimizer_over_a_filtered_parameter_list_trains_the_model():
         """,
         "DDP301",
     )
-    assert "model = nn.Linear(2, 1)\nraw_model = model\nif DISTRIBUTED:\n    model = DDP(model" in out
+    assert "model = nn.Linear(2, 1)\nif DISTRIBUTED:\n    model = DDP(model" in out
 
 
 def test_an_optimizer_over_the_plain_alias_of_a_wrapped_model_is_not_a_new_model():
@@ -238,7 +238,7 @@ def test_an_optimizer_over_an_alias_the_script_runs_wraps_the_alias():
         """,
         "DDP301",
     )
-    assert "net = model\nraw_net = net\nif DISTRIBUTED:\n    net = DDP(net" in out
+    assert "net = model\nif DISTRIBUTED:\n    net = DDP(net" in out
 
 
 ENGINE = """
@@ -284,7 +284,7 @@ def test_a_model_handed_to_a_trainer_of_a_local_package_is_wrapped(tmp_path: Pat
     write(tmp_path, "engine/loop.py", ENGINE)
     path = write(tmp_path, "train.py", TRAINED_ELSEWHERE)
     out = fix_source(path.read_text(), path=str(path), select=["DDP301"]).code
-    assert "    model = nn.Linear(2, 1)\n    raw_model = model\n    if DISTRIBUTED:\n" in out
+    assert "    model = nn.Linear(2, 1)\n    if DISTRIBUTED:\n" in out
     assert out.index("model = DDP(model") < out.index("fit(model, loader, epochs=2)")
 
 
@@ -323,7 +323,7 @@ def test_a_loss_module_handed_to_a_local_trainer_is_not_a_model(tmp_path: Path):
         """,
     )
     out = fix_source(path.read_text(), path=str(path), select=["DDP301", "DDP308"]).code
-    assert "raw_model = model" in out and "criterion = DDP" not in out and "raw_criterion" not in out
+    assert "model = DDP(model" in out and "criterion = DDP" not in out and "raw_criterion" not in out
 
 
 def test_a_model_only_described_by_a_local_module_is_not_trained(tmp_path: Path):
@@ -348,7 +348,7 @@ def test_models_in_a_list_with_one_optimizer_each_are_wrapped_each():
     assert (
         "if DISTRIBUTED:\n    nets = [nn.SyncBatchNorm.convert_sync_batchnorm(net) "
         "if next(net.parameters()).is_cuda else net for net in nets]\n"
-        "raw_nets = nets\n"
+        ""
         "if DISTRIBUTED:\n"
         "    nets = [DDP(net, device_ids=[LOCAL_RANK] if next(net.parameters()).is_cuda else None) for net in nets]\n"
         "opts = [torch.optim.Adam(" in out
@@ -834,7 +834,7 @@ def test_dataparallel_around_the_constructor_is_never_half_converted():
     # the model is built plain; the plain run wraps it in DataParallel as before, then moves it; under
     # torchrun it is moved, then wrapped: DDP sees parameters already on their device
     assert (
-        "    model = nn.Linear(4, 1)\n    raw_model = model\n    if not DISTRIBUTED:\n"
+        "    model = nn.Linear(4, 1)\n    if not DISTRIBUTED:\n"
         "        model = nn.DataParallel(model)\n    model.cuda()\n    if DISTRIBUTED:\n"
         "        model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)\n"
     ) in safe.code

@@ -359,7 +359,7 @@ def test_a_helper_call_before_the_wrap_loads_before_it():
         model.load_state_dict(torch.load(path))
     """
     out = fixed(train(build='model = nn.Linear(2, 2)\n    load_weights(model, "init.pt")', defs=defs), "DDP301")
-    assert out.index('load_weights(model, "init.pt")') < out.index("raw_model = model")
+    assert out.index('load_weights(model, "init.pt")') < out.index("model = DDP(model")
 
 
 def test_names_of_another_method_are_not_used():
@@ -413,7 +413,7 @@ def test_manual_updates_mark_the_model_trained():
             f"        {update}\n"
         )
         out = fixed(script, "DDP301")
-        assert "raw_model = model\nif DISTRIBUTED:\n    model = DDP(model" in out, update
+        assert "if DISTRIBUTED:\n    model = DDP(model" in out, update
 
 
 def test_a_loop_over_parameters_without_gradients_is_not_training():
@@ -468,14 +468,14 @@ def test_a_tuple_builder_is_wrapped_in_its_caller():
     out = fixed(_built("model, opt = build(2)"), "DDP301")
     assert "    return net, opt\n" in out and "raw_net" not in out
     assert (
-        "    model, opt = build(2)\n    raw_model = model\n    if DISTRIBUTED:\n"
+        "    model, opt = build(2)\n    if DISTRIBUTED:\n"
         "        model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)\n" in out
     )
 
 
 def test_a_dict_builder_is_wrapped_where_its_model_is_taken():
     out = fixed(_built('parts = factory(2)\n            model, opt = parts["model"], parts["opt"]'), "DDP301")
-    assert '    model, opt = parts["model"], parts["opt"]\n    raw_model = model\n' in out
+    assert '    model, opt = parts["model"], parts["opt"]\n' in out
     out = fixed(_built('model = factory(2)["model"]\n            opt = torch.optim.SGD(model.parameters())'), "DDP301")
     assert out.count("DDP(model") == 1
 
@@ -486,7 +486,7 @@ def test_a_builder_of_a_local_module(tmp_path: Path):
         "import torch.nn as nn\n", "import torch.nn as nn\nimport zoo\n"
     )
     out = fixed(script, "DDP301", path=str(tmp_path / "train.py"))
-    assert "    model, opt = zoo.build(2)\n    raw_model = model\n" in out
+    assert "    model, opt = zoo.build(2)\n" in out
 
 
 def test_device_ids_follow_the_device_only_when_the_model_moves_with_it():
@@ -520,7 +520,7 @@ def test_dataparallel_in_an_elif_and_under_an_outer_if():
     )
     out = fixed(script, "DDP302")
     assert (
-        "    raw_model = model\n    if use_gpu:\n        model = model.cuda()\n"
+        "    if use_gpu:\n        model = model.cuda()\n"
         "        if torch.cuda.device_count() > 1 and not DISTRIBUTED:\n            model = nn.DataParallel(model)\n"
         '    elif force:\n        print("cpu")\n    if DISTRIBUTED:\n        model = DDP(model, ' in out
     )
@@ -542,7 +542,7 @@ def test_dataparallel_with_a_device_move_under_a_condition_keeps_the_move_there(
         """
     )
     out = fixed(script, "DDP302", unsafe_fixes=True)
-    assert "    if torch.cuda.device_count() > 1:\n        model = model.cuda()\n    raw_model = model\n" in out
+    assert "    if torch.cuda.device_count() > 1:\n        model = model.cuda()\n" in out
 
 
 def test_dataparallel_in_a_loop_is_reported_only():
@@ -588,8 +588,8 @@ def test_missing_wrap_is_shown_at_the_model_a_self_rebind_copies():
 
 
 def test_self_rebind_before_the_wrap_is_not_taken_for_the_kept_module():
-    """`cnn = cnn` (left by removing `.cuda()`) right before the wrap: the plain module the conversion
-    keeps is `raw_cnn`, so the forward through `cnn(...)` in the loop is the wrapper's, not a bypass."""
+    """`cnn = cnn` (left by removing `.cuda()`) right before the wrap is no name kept for the plain
+    module, so the forward through `cnn(...)` in the loop is the wrapper's, not a bypass."""
     script = src(
         """
         import torch
@@ -609,6 +609,6 @@ def test_self_rebind_before_the_wrap_is_not_taken_for_the_kept_module():
         """
     )
     result = fix_source(script)
-    assert "raw_cnn = cnn\nif DISTRIBUTED:\n    cnn = DDP(" in result.code
+    assert "cnn = cnn\nif DISTRIBUTED:\n    cnn = DDP(" in result.code
     assert result.incomplete == []
     assert [d.code for d in check_source(result.code) if d.code == "DDP309"] == []

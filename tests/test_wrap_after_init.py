@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from test_rules_models import fixed, train
 
-WRAP = "raw_model = model"
+WRAP = "model = DDP(model"
 NET = """
 class Net(nn.Module):
     def __init__(self):

@@ -78,10 +78,10 @@ def test_a_script_that_wraps_its_model_itself_reads_the_layers_through_module():
 def test_the_wrap_follows_a_function_of_the_script_that_freezes_the_part_it_is_handed():
     src = script(build=f"{SEQ}\nfreeze(model[0])")
     out = fix_source(src).code
-    assert out.index("freeze(model[0])") < out.index("raw_model = model"), out
+    assert out.index("freeze(model[0])") < out.index("model = DDP(model"), out
     src = script(build=f"{SEQ}\nfreeze(model)\nmodel[2].requires_grad_(True)")
     out = fix_source(src).code
-    assert out.index("model[2].requires_grad_(True)") < out.index("raw_model = model"), out
+    assert out.index("model[2].requires_grad_(True)") < out.index("model = DDP(model"), out
 
 
 def test_a_list_of_wrappers_is_a_container():

@@ -110,7 +110,6 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 becomes
 ```python
 model = Net().to(device)
-raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -127,8 +126,11 @@ the wrap would leave each rank its own weights for the whole run. A model define
 whole `if`, at the level where it is trained, so that the wrap runs whichever branch ran. A model a
 helper builds is wrapped in the caller, after the call (`model, optimizer = build(cfg)` then the
 wrap). A list of models is wrapped element by element: `raw_nets = nets`, then `nets = [DDP(net,
-...) for net in nets]` when distributed. `raw_model` keeps a handle on
-the plain module for saving (no `module.` prefix) and for custom methods. `device_ids` is set only on
+...) for net in nets]` when distributed. Where another fix needs the plain module after the wrap (a
+save of its state without the `module.` prefix, a method only the model has, `return raw_model`), the
+wrap keeps a name for it first, `raw_model = model`; where no edit reads that name, the line is left
+out. A wrap under a condition with no such name (`if args.distributed: model = DDP(model)`) reaches
+the plain module as `getattr(model, "module", model)`, which is the model itself in a plain run. `device_ids` is set only on
 CUDA (`ValueError: DistributedDataParallel device_ids and output_device arguments only work with
 single-device/multiple-device GPU modules or CPU modules` otherwise): the script's
 `device.type == "cuda"` when the model is moved with that device before the wrap, else
@@ -345,7 +347,6 @@ EXAMPLES = (
             dist.init_process_group("gloo")
             device = torch.device("cpu")
             model = nn.Linear(4, 1).to(device)
-            raw_model = model
             if DISTRIBUTED:
                 model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -361,8 +362,8 @@ EXAMPLES = (
             main()
         """,
         note=(
-            "The model is wrapped once it is on its device, before the optimizer sees it; `raw_model` keeps "
-            "the plain module:"
+            "The model is wrapped once it is on its device, before the optimizer sees it (no edit reads the plain "
+            "module after the wrap here, so no name is kept for it):"
         ),
     ),
     fixes(
@@ -398,7 +399,6 @@ EXAMPLES = (
         model = nn.Linear(4, 1)
         if torch.cuda.is_available():
             model = model.cuda()
-        raw_model = model
         if DISTRIBUTED:
             model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -400,7 +400,6 @@ EXAMPLES = (
             dist.init_process_group("gloo")
             device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
             model = nn.Linear(4, 1).to(device)
-            raw_model = model
             if DISTRIBUTED:
                 model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
             elif torch.cuda.device_count() > 1:
@@ -466,7 +465,6 @@ EXAMPLES = (
             device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
             model = nn.Linear(4, 1).to(device)
             batch = 8
-            raw_model = model
             if torch.cuda.device_count() > 1:
                 batch *= torch.cuda.device_count()
                 if not DISTRIBUTED:
@@ -535,7 +533,6 @@ EXAMPLES = (
 
         def set_model():
             model = nn.Linear(4, 1)
-            raw_model = model
             if torch.cuda.is_available():
                 if torch.cuda.device_count() > 1 and not DISTRIBUTED:
                     model = nn.DataParallel(model)
@@ -615,7 +612,6 @@ EXAMPLES = (
         def main(data_parallel=False):
             dist.init_process_group("gloo")
             model = nn.Linear(4, 1)
-            raw_model = model
             if DISTRIBUTED:
                 model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
             opt = torch.optim.SGD(model.parameters(), lr=0.1)

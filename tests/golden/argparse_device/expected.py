@@ -42,7 +42,6 @@ def main():
     train_loader = DataLoader(train_ds, batch_size=25, shuffle=(train_sampler is None), drop_last=True, sampler=train_sampler)
 
     model = nn.Linear(5, 3).to(device)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)

@@ -36,7 +36,6 @@ def main():
     inputs, targets = torch.randn(64, 8), torch.randn(64, 1)
     train_batches = BatchIterator(inputs, targets, batch_size=8)
     model = nn.Linear(8, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)

@@ -47,7 +47,6 @@ def main():
     corpus = torch.randint(0, 50, (2000,))
     train_data = batchify(corpus, 4)
     model = LM()
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)

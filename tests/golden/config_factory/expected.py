@@ -23,7 +23,6 @@ def main(config):
     torch.manual_seed(config["seed"])
     data_loader = init_obj(module_data, config["data_loader"])
     model = init_obj(module_arch, config["arch"])
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = init_obj(torch.optim, config["optimizer"], model.parameters())

@@ -26,7 +26,6 @@ def main():
     sampler = DistributedSampler(ds) if DISTRIBUTED else None
     loader = DataLoader(ds, batch_size=8, shuffle=(sampler is None), sampler=sampler)
     model = nn.Linear(3, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

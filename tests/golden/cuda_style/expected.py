@@ -54,7 +54,6 @@ def main():
     model = Net()
     if use_cuda:
         model.cuda(LOCAL_RANK)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = optim.Adam(model.parameters(), lr=0.01)

@@ -41,7 +41,6 @@ def set_loader(batch_size):
 def set_model():
     model = Net()
     criterion = nn.CrossEntropyLoss()
-    raw_model = model
     if torch.cuda.is_available():
         if torch.cuda.device_count() > 1 and not DISTRIBUTED:
             model = nn.DataParallel(model)  # one batch split over the GPUs

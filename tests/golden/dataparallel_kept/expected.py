@@ -37,7 +37,6 @@ def main():
     sampler = DistributedSampler(dataset) if DISTRIBUTED else None
     loader = DataLoader(dataset, batch_size=16, shuffle=(sampler is None), sampler=sampler)
     model = Net().to(device)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model.to(device), device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
     elif torch.cuda.device_count() > 1:  # several GPUs in one process

@@ -59,7 +59,6 @@ def test():
 
 if __name__ == "__main__":
     classifier = Classifier(5, 3)
-    raw_classifier = classifier
     if torch.cuda.device_count() > 1:
         if RANK == 0:
             print("Let's use", torch.cuda.device_count(), "GPUs!")

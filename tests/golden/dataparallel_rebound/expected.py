@@ -29,7 +29,6 @@ def main():
     loader = DataLoader(dataset, batch_size=8, shuffle=(sampler is None), sampler=sampler)
     net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     model = net
-    raw_model = model
     if not DISTRIBUTED:
         model = nn.DataParallel(model)
     model = model.to(device)

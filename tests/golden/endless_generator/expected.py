@@ -46,7 +46,6 @@ if __name__ == "__main__":
     data_gen = inf_generator(train_loader)
     batches_per_epoch = len(train_loader)
     model = nn.Linear(4, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)

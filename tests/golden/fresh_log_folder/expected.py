@@ -33,7 +33,6 @@ def main(log_dir="runs/latest"):
     sampler = DistributedSampler(dataset) if DISTRIBUTED else None
     loader = DataLoader(dataset, batch_size=8, shuffle=(sampler is None), sampler=sampler)
     model = nn.Linear(4, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

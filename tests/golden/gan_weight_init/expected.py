@@ -65,12 +65,10 @@ def main():
     G = Generator()
     D = Discriminator()
     G.weight_init(mean=0.0, std=0.02)
-    raw_G = G
     if DISTRIBUTED:
         G = DDP(G, device_ids=[LOCAL_RANK] if next(G.parameters()).is_cuda else None)
     D.weight_init(mean=0.0, std=0.02)
     nn.init.normal_(D.fc2.weight, 0.0, 0.02)
-    raw_D = D
     if DISTRIBUTED:
         D = DDP(D, device_ids=[LOCAL_RANK] if next(D.parameters()).is_cuda else None)
     criterion = nn.BCEWithLogitsLoss()

@@ -34,7 +34,6 @@ def main():
         json.dump({i: name for i, name in enumerate(LABELS)}, open("labels.json", "w"))
 
     model = nn.Linear(3, 2)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

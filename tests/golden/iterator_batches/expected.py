@@ -37,7 +37,6 @@ sampler = DistributedSampler(dataset) if DISTRIBUTED else None
 loader = DataLoader(dataset, batch_size=4, shuffle=(sampler is None), sampler=sampler)
 
 model = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 1))
-raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05)

@@ -36,7 +36,6 @@ def main():
     torch.manual_seed(0)
     loaders = get_dataloaders(cfg)
     model = nn.Linear(5, 2)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=cfg["lr"])

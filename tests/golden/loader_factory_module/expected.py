@@ -25,7 +25,6 @@ def main():
     torch.manual_seed(0)
     train_loader, val_loader = build_loaders(batch_size=9, distributed=DISTRIBUTED)
     model = nn.Linear(4, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -26,7 +26,6 @@ def main():
     train_loader = get_loader(make_data(96, seed=1), batch_size=8, distributed=DISTRIBUTED)
     val_loader = get_loader(make_data(32, seed=2), batch_size=8, shuffle=False)
     model = nn.Linear(4, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)

@@ -44,7 +44,6 @@ def main():
     torch.manual_seed(0)
     train_dl, val_dl = build_loaders(batch_size=12)
     model = nn.Linear(6, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)

@@ -74,7 +74,6 @@ def main():
     test_loader = DataLoader(test_set, **test_kwargs)
 
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).to(device)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -31,7 +31,6 @@ if DISTRIBUTED:
 loader = DataLoader(**loader_args)
 
 model = nn.Linear(5, 1)
-raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
 optimizer = torch.optim.Adam(model.parameters(), lr=0.01)

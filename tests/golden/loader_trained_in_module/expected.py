@@ -38,7 +38,6 @@ def main():
     train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=(train_sampler is None), sampler=train_sampler)
 
     model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 1))
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)

@@ -36,7 +36,6 @@ def main():
     sampler = DistributedSampler(dataset) if DISTRIBUTED else None
     loader = DataLoader(dataset, batch_size=10, shuffle=(sampler is None), sampler=sampler)
     model = nn.Linear(3, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)

@@ -44,7 +44,6 @@ def main():
     loader = DataLoader(dataset, batch_size=8, shuffle=(sampler is None), sampler=sampler)
 
     model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 1))
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     criterion = ScaledMSELoss(learn=True)

@@ -47,7 +47,6 @@ def main():
     n = len(x)
 
     model = nn.Linear(3, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)

@@ -35,7 +35,6 @@ def main():
     sampler = DistributedSampler(dataset) if DISTRIBUTED else None
     loader = DataLoader(dataset, batch_size=20, shuffle=(sampler is None), sampler=sampler)
     model = nn.Linear(4, 2)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     for epoch in range(3):

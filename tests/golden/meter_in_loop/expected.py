@@ -95,7 +95,6 @@ def main():
     sampler = DistributedSampler(dataset) if DISTRIBUTED else None
     loader = DataLoader(dataset, batch_size=4, shuffle=(sampler is None), sampler=sampler)
     model = nn.Linear(8, 4)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     criterion = nn.CrossEntropyLoss()

@@ -57,7 +57,6 @@ def main():
 
     parts = make_head(device)
     head, head_optimizer = parts["model"], parts["optimizer"]
-    raw_head = head
     if DISTRIBUTED:
         head = DDP(head, device_ids=[LOCAL_RANK] if next(head.parameters()).is_cuda else None)
     xs, ts = x.to(device), targets.to(device)

@@ -50,7 +50,6 @@ class Net(nn.Module):
 
 
 nets = [Net(batch_normalization=False), Net(batch_normalization=True)]
-raw_nets = nets
 if DISTRIBUTED:
     nets = [DDP(net, device_ids=[LOCAL_RANK] if next(net.parameters()).is_cuda else None, find_unused_parameters=True) for net in nets]
 opts = [torch.optim.Adam(net.parameters(), lr=0.02) for net in nets]

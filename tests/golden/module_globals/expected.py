@@ -28,7 +28,6 @@ train_loader = DataLoader(train_set, batch_size=10, shuffle=(train_sampler is No
 test_loader = DataLoader(test_set, batch_size=10)
 
 model = nn.Linear(4, 3).to(device)
-raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

@@ -30,7 +30,6 @@ def main():
     dist_sampler = DistributedSampler(dataset) if DISTRIBUTED else None
     loader = DataLoader(dataset, batch_size=8, shuffle=(dist_sampler is None), sampler=dist_sampler)
     model = nn.Linear(3, 1)
-    unwrapped_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

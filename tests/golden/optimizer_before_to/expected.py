@@ -28,7 +28,6 @@ def main():
 
     model = nn.Linear(4, 1)
     model.to(device)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
     # optimizer first, then the move: works, but is not the reference order

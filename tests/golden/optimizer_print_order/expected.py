@@ -51,7 +51,6 @@ def main():
     if use_cuda:
         model.cuda()
         criterion = criterion.cuda()
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
 

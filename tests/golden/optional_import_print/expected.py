@@ -32,7 +32,6 @@ if RANK == 0:
     print(points.size(), labels.size())
 
 net = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 2))
-raw_net = net
 if DISTRIBUTED:
     net = DDP(net, device_ids=[LOCAL_RANK] if next(net.parameters()).is_cuda else None)
 optimizer = torch.optim.Adam(net.parameters(), lr=0.01)

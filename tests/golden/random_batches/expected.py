@@ -31,7 +31,6 @@ def main():
     torch.manual_seed(1337)
     series = torch.sin(torch.arange(400) / 7.0) + 0.1 * torch.randn(400)
     model = nn.Sequential(nn.Linear(BLOCK, 32), nn.Tanh(), nn.Linear(32, BLOCK))
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)

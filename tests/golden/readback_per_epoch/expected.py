@@ -38,7 +38,6 @@ def main():
     sampler = DistributedSampler(data) if DISTRIBUTED else None
     loader = DataLoader(data, batch_size=12, shuffle=(sampler is None), sampler=sampler)
     model = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 2))
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)

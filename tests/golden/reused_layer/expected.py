@@ -39,7 +39,6 @@ def main():
     sampler = DistributedSampler(data) if DISTRIBUTED else None
     loader = DataLoader(data, batch_size=8, shuffle=(sampler is None), sampler=sampler)
     model = Net()
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None, find_unused_parameters=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -35,7 +35,6 @@ class CharRNN(nn.Module):
 
 
 model = CharRNN(len(chars))
-raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
 criterion = nn.CrossEntropyLoss()

@@ -35,7 +35,6 @@ def main():
 
     torch.manual_seed(0)
     model = NGram(len(vocab))
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

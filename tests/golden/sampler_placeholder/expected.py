@@ -33,7 +33,6 @@ def main():
     torch.manual_seed(0)
     train_loader = set_loader(8)
     model = nn.Linear(4, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -32,7 +32,6 @@ def main():
     train_loader = DataLoader(train_dataset, batch_size=8, shuffle=(train_sampler is None), sampler=train_sampler)
     val_x, val_y = x[96:].to(device), y[96:].to(device)
     model = nn.Linear(4, 1).to(device)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if device.type == "cuda" else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.02)

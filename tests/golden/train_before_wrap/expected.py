@@ -40,7 +40,6 @@ def main():
     loader = DataLoader(data, batch_size=8, shuffle=(sampler is None), sampler=sampler)
     model = nn.Linear(8, 2)
     model = train(model, loader, 1)  # pre-training
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     model = nn.Sequential(model, nn.ReLU(), nn.Linear(2, 2))

@@ -23,7 +23,6 @@ ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
 sampler = DistributedSampler(ds) if DISTRIBUTED else None
 loader = DataLoader(ds, batch_size=8, shuffle=(sampler is None), sampler=sampler)
 model = nn.Linear(4, 1)
-raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
 Trainer(model, loader).fit(2)

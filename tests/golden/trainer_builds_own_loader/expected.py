@@ -25,7 +25,6 @@ dataset = TensorDataset(x, y)
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 model = nn.Sequential(nn.Linear(6, 32), nn.Tanh(), nn.Linear(32, 1)).to(device)
-raw_model = model
 if DISTRIBUTED:
     model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
 config = TrainerConfig(max_epochs=3, batch_size=16, ckpt_path="regressor.pt")

@@ -29,7 +29,6 @@ if __name__ == "__main__":
     torch.manual_seed(0)
     train_loader, _ = build_loaders(batch_size=8, distributed=DISTRIBUTED)
     model = make_model()
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)

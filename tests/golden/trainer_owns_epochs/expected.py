@@ -30,7 +30,6 @@ def main():
     train_sampler = DistributedSampler(train_dataset) if DISTRIBUTED else None
     train_loader = DataLoader(train_dataset, batch_size=8, shuffle=(train_sampler is None), drop_last=True, sampler=train_sampler)
     model = nn.Linear(4, 1)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)

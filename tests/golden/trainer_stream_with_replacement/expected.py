@@ -31,7 +31,6 @@ if __name__ == "__main__":
     torch.manual_seed(3)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = nn.Sequential(nn.Linear(10, 32), nn.GELU(), nn.Linear(32, 4)).to(device)
-    raw_model = model
     if DISTRIBUTED:
         model = DDP(model, device_ids=[LOCAL_RANK] if next(model.parameters()).is_cuda else None)
     config = {
