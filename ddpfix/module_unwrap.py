@@ -56,20 +56,19 @@ def unwrap_in_classes(ctx: Context, rule: Rule) -> None:
                 path, cls = target.summary.path, target.member
                 if others.why_not(path) is not None:
                     continue
-                lines: list[int] = []
-                planner = unwrap_planner(cls, slot, lines)
-                if others.trial(path, rule, planner) is not None or not lines:
-                    continue
-                where = ", ".join(f"{others.shown(path)}:{n}" for n in lines[:3])
-                message = (
-                    f"{cls}() saves the state_dict() of {handle}, the DDP wrapper ('module.' keys), at {where}: the "
-                    f'fix saves getattr(..., "module", ...).state_dict() there, the plain module\'s keys'
-                )
                 level, why = wrap_level(ctx, handle)  # the wrap this plan cannot make leaves nothing to unwrap
-                key = (rule.code, path, cls)
-                if ctx.report(arg.value, message + why, fix=level) and key not in others.planned:
-                    others.planned.add(key)
-                    others.keep(path, rule, unwrap_planner(cls, slot, []))
+                words = f"{cls}() saves the state_dict() of {handle}, the DDP wrapper ('module.' keys)"
+                _unwrap_there(
+                    ctx,
+                    rule,
+                    arg.value,
+                    path,
+                    cls,
+                    lambda lines, c=cls, s=slot: unwrap_planner(c, s, lines),
+                    words,
+                    why,
+                    level,
+                )
 
 
 def unwrap_built_models(ctx: Context, rule: Rule) -> None:
@@ -81,22 +80,10 @@ def unwrap_built_models(ctx: Context, rule: Rule) -> None:
     for call, summary, cls in facts.training.models_built_in_modules:
         if not wrapped_here(ctx, rule, summary, cls):
             continue  # nothing is wrapped there: DDP301 reports why
-        path, attrs = summary.path, {f"self.{attr}" for attr, _ in cls.trained}
-        lines: list[int] = []
-        if (
-            others.trial(path, rule, _planner(cls.name, lambda _c, a=attrs: a, lines, built=True)) is not None
-            or not lines
-        ):
-            continue
-        where = ", ".join(f"{others.shown(path)}:{n}" for n in lines[:3])
-        message = (
-            f"{cls.name} saves the state_dict() of {', '.join(sorted(attrs))}, which the fix wraps in DDP ('module.' "
-            f'keys), at {where}: the fix saves getattr(..., "module", ...).state_dict() there, the plain module\'s keys'
-        )
-        key = (rule.code, path, cls.name)
-        if ctx.report(call, message) and key not in others.planned:
-            others.planned.add(key)
-            others.keep(path, rule, _planner(cls.name, lambda _c, a=attrs: a, [], built=True))
+        attrs = {f"self.{attr}" for attr, _ in cls.trained}
+        words = f"{cls.name} saves the state_dict() of {', '.join(sorted(attrs))}, which the fix wraps in DDP ('module.' keys)"
+        planner = lambda lines, c=cls.name, a=attrs: _planner(c, lambda _c: a, lines, built=True)  # noqa: E731
+        _unwrap_there(ctx, rule, call, summary.path, cls.name, planner, words)
 
 
 def unwrap_handed_wraps(ctx: Context, rule: Rule) -> None:
@@ -113,19 +100,29 @@ def unwrap_handed_wraps(ctx: Context, rule: Rule) -> None:
         if found is None or wrap is None or wrap[0] is not None:
             continue  # not wrapped there: DDP301 reports why
         call, summary, cls_name, param = found
-        lines: list[int] = []
-        if others.trial(summary.path, rule, _planner(cls_name, _handed(param), lines, built=True)) or not lines:
-            continue
-        where = ", ".join(f"{others.shown(summary.path)}:{n}" for n in lines[:3])
-        message = (
-            f"{cls_name} saves the state_dict() of the {model.handle} it is handed, which the fix wraps in DDP there "
-            f"('module.' keys), at {where}: the fix saves getattr(..., \"module\", ...).state_dict() there, the plain "
-            "module's keys"
-        )
-        key = (rule.code, summary.path, cls_name)
-        if ctx.report(call, message) and key not in others.planned:
-            others.planned.add(key)
-            others.keep(summary.path, rule, _planner(cls_name, _handed(param), [], built=True))
+        words = f"{cls_name} saves the state_dict() of the {model.handle} it is handed, which the fix wraps in DDP there ('module.' keys)"
+        planner = lambda lines, c=cls_name, p=param: _planner(c, _handed(p), lines, built=True)  # noqa: E731
+        _unwrap_there(ctx, rule, call, summary.path, cls_name, planner, words)
+
+
+def _unwrap_there(
+    ctx: Context, rule: Rule, at, path, cls_name: str, planner_of, words: str, why="", level=None
+) -> None:
+    """Try the unwrap `planner_of(lines)` makes in the module at `path`; where it edits something, report
+    it at `at` (`words`, then where) and keep it, once per class."""
+    others = ctx.others
+    assert others is not None
+    lines: list[int] = []
+    if others.trial(path, rule, planner_of(lines)) is not None or not lines:
+        return
+    where = ", ".join(f"{others.shown(path)}:{n}" for n in lines[:3])
+    message = (
+        f'{words}, at {where}: the fix saves getattr(..., "module", ...).state_dict() there, the plain module\'s keys'
+    )
+    key = (rule.code, path, cls_name)
+    if ctx.report(at, message + why, fix=level) and key not in others.planned:
+        others.planned.add(key)
+        others.keep(path, rule, planner_of([]))
 
 
 def _handed(slot: int | str):
