@@ -27,7 +27,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .analysis.handed_models import moved_by_trainer
-from .module_routes import MOVES, mixed_keys, model_members, route, routes
+from .module_routes import MOVES, mixed_keys, model_members, route, routes, unmoved
 from .module_trials import Edit, tried
 from .module_wraps import insert_wrap
 from .rule import Context, Rule
@@ -183,8 +183,7 @@ def _kept_value(stmt: cst.SimpleStatementLine, param: str) -> bool:
     """Does `stmt` assign `param` itself, maybe moved (`model.to(device)`)?"""
     small = stmt.body[0]
     value = small.value if isinstance(small, cst.Assign) else None
-    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in MOVES:
-        value = value.func.value
+    value = unmoved(value)
     return type(value) is cst.Name and value.value == param
 
 

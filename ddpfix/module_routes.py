@@ -246,8 +246,7 @@ def _model_class(ctx, build: cst.CSTNode) -> tuple[set[str] | None, set[str] | N
     a class the analysis cannot read (a library's)."""
     facts = ctx.facts
     value = next((s.value for s in getattr(build, "body", ()) if isinstance(s, cst.Assign)), None)
-    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in MOVES:
-        value = value.func.value
+    value = unmoved(value)
     if not isinstance(value, cst.Call):
         return None, None
     name = dotted(value.func)
@@ -261,7 +260,14 @@ def _model_class(ctx, build: cst.CSTNode) -> tuple[set[str] | None, set[str] | N
     return None, None
 
 
-MOVES = ("to", "cuda", "cpu")
+MOVES = ("to", "cuda", "cpu")  # a module moved to a device is the same module
+
+
+def unmoved(value):
+    """`model` of `model.to(device)`, `model.cuda()` (any chain of moves): the module moved, the same object."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in MOVES:
+        value = value.func.value
+    return value
 
 
 def model_members(facts, raw: str, handle: str, wrap_stmt: cst.CSTNode) -> tuple[set[str] | None, set[str] | None]:
@@ -298,4 +304,4 @@ def _is_getattr_unwrap(index, arg: cst.Arg, name: str) -> bool:
     )
 
 
-__all__ = ["SERVED", "handed_planner", "mixed_keys", "model_members", "route", "routes"]
+__all__ = ["MOVES", "SERVED", "handed_planner", "mixed_keys", "model_members", "route", "routes", "unmoved"]

@@ -26,12 +26,11 @@ import libcst as cst
 
 from .analysis.ast_reading import ast_aliases
 from .handles import handoffs, wrap_level, wrappers
+from .module_routes import unmoved
 from .module_wraps import wrapped_here
 from .plain_spelling import unwrap_code
 from .rule import Context, Rule
 from .syntax import arg_slots, dotted, method_name, walk
-
-MOVES = ("to", "cuda", "cpu")  # a module moved to a device is the same module
 
 
 def unwrap_in_classes(ctx: Context, rule: Rule) -> None:
@@ -212,8 +211,7 @@ def _kept_as(cls: cst.ClassDef, slot: int | str) -> set[str]:
 def _the_argument(value: cst.BaseExpression, name: str | None, kwargs: str | None, slot: int | str) -> bool:
     """Is `value` the argument itself: its parameter (`model`), its entry of `**kwargs`
     (`kwargs['model']`), either moved to a device (`.to(device)`, `.cuda()`: the same module back)?"""
-    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in MOVES:
-        value = value.func.value
+    value = unmoved(value)
     if isinstance(value, cst.Name):
         return name is not None and value.value == name
     if kwargs is None or not isinstance(slot, str) or not isinstance(value, cst.Subscript):
