@@ -16,9 +16,10 @@ time like the class's wrap (module_wraps.py), and its epoch is set where the cla
             self.data_loader.sampler.set_epoch(epoch)
 
 A loader drawing an endless stream with replacement (`sampler=RandomSampler(ds, replacement=True,
-num_samples=n)`) gets a generator seeded per rank instead, and no epoch. A loader a function of another
-module builds for the class (`self.loader = build_loader(dataset, 8)`) is out of the fix's reach: it is
-reported without a fix, so the conversion says it is incomplete rather than done.
+num_samples=n)`) gets a generator seeded per rank instead, and no epoch. A loader a function of the
+script's modules builds for the class (`self.loader = build_loader(dataset, 8)`) is sharded where that
+function builds it (class_factory_loaders.py); one the fix does not follow is reported without a fix,
+so the conversion says it is incomplete rather than done.
 
 A plain run, or any other caller without a process group, builds no sampler and skips the call. The
 loader is sharded only where the class's models are wrapped there too (and those are wrapped only
@@ -36,6 +37,8 @@ import libcst as cst
 from .analysis.class_loaders import OwnLoader, foreign_loaders, own_loaders
 from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
+from .class_factory_loaders import factory_edits, factory_loaders
+from .loader_factory import PARAM
 from .module_epochs import epoch_loop_planner
 from .module_trials import Edit, keep, sampler_planner, tried
 from .rule import Context, Rule
@@ -43,15 +46,22 @@ from .syntax import dotted
 
 
 def shard_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
-    """Why the training loaders `cls` builds for itself cannot be sharded there (None: they can, or it
-    builds none: `loaders(...)` says which)."""
+    """Why the training loaders `cls` builds for itself, or a function builds for it, cannot be sharded
+    there (None: they can, or there are none: `trains_on_loaders(...)` says which)."""
     if ctx.fixing and "DDP201" not in ctx.fixing:
         return "DDP201 is not fixed"
-    return tried(ctx, rule, _edits(loaders(summary, cls)))[0]
+    own = loaders(summary, cls)
+    return tried(ctx, rule, _edits(own) if own else factory_edits(ctx, factory_loaders(ctx, summary, cls.name)))[0]
 
 
 def loaders(summary, cls) -> list[OwnLoader]:
     return own_loaders(summary.path, cls.name)
+
+
+def trains_on_loaders(ctx: Context, summary, cls) -> bool:
+    """Does `cls` train on DataLoaders the fix can find where they are built: its own, or one a function
+    of the script's modules builds for it (class_factory_loaders.py)?"""
+    return bool(loaders(summary, cls) or factory_loaders(ctx, summary, cls.name))
 
 
 def shard(ctx: Context, rule: Rule, unwrapped: Callable[[object, object], str | None]) -> None:
@@ -64,7 +74,7 @@ def shard(ctx: Context, rule: Rule, unwrapped: Callable[[object, object], str | 
         own = loaders(summary, cls) if cls is not None else []
         if not own:
             if cls is not None:
-                _report_foreign(ctx, call, summary, cls)
+                _shard_foreign(ctx, rule, call, summary, cls, unwrapped)
             continue
         where = ", ".join(f"{o.reach} at {shown(facts.modules, Finding('', summary.path, o.line, ''))}" for o in own)
         owner = f"{dotted(call.func) or cls.name}() trains on a DataLoader {cls.name} builds itself ({where})"
@@ -85,10 +95,33 @@ def shard(ctx: Context, rule: Rule, unwrapped: Callable[[object, object], str | 
             keep(ctx, rule, edits)
 
 
-def _report_foreign(ctx: Context, call: cst.Call, summary, cls) -> None:
+def _shard_foreign(ctx: Context, rule: Rule, call: cst.Call, summary, cls, unwrapped) -> None:
     """A loader the class trains on that another function builds for it (`self.loader =
-    build_loader(dataset, 8)`): no rule shards it there, so the conversion is not complete (invariant 3)."""
+    build_loader(dataset, 8)`): sharded where that function builds it (class_factory_loaders.py), or,
+    where the fix does not reach, reported so the conversion is not complete (invariant 3)."""
+    made = factory_loaders(ctx, summary, cls.name)
+    reached = {f.found for f in made}
+    if made:
+        modules = ctx.facts.modules
+        head = ", ".join(
+            f"{f.found.reach}, a DataLoader {f.found.builder}() builds for {cls.name} "
+            f"({shown(modules, Finding('', f.path, f.found.line, ''))}) without a DistributedSampler"
+            for f in made
+        )
+        head = f"{dotted(call.func) or cls.name}() trains on {head}"
+        why, places, edits = tried(ctx, rule, factory_edits(ctx, made))
+        why = why or unwrapped(summary, cls)
+        if why is not None:
+            ctx.report(call, f"{head}: give it one there, and set its epoch (the fix does not: {why})", fix="none")
+        elif ctx.report(
+            call,
+            f"{head}: the fix gives {made[0].found.builder}() a parameter {made[0].built.gate or PARAM}=False that "
+            f"adds one, passes it when distributed, and sets its epoch ({', '.join(places)})",
+        ):
+            keep(ctx, rule, edits)
     for found in foreign_loaders(summary, cls.name):
+        if found in reached:
+            continue
         where = shown(ctx.facts.modules, Finding("", summary.path, found.line, ""))
         ctx.report(
             call,
@@ -127,4 +160,4 @@ def _loader(call: cst.Call) -> bool:
     return (dotted(call.func) or "").split(".")[-1] == "DataLoader"
 
 
-__all__ = ["loaders", "shard", "shard_blocker"]
+__all__ = ["loaders", "shard", "shard_blocker", "trains_on_loaders"]

@@ -88,7 +88,7 @@ def shard_factories(ctx: Context, rule: Rule, unwrapped: str | None = None) -> N
                 continue
             if lines and not kept:
                 assert ctx.others is not None
-                ctx.others.keep(path, rule, _planner(path, func, lines, where_is))
+                ctx.others.keep(path, rule, factory_planner(path, func, lines, where_is))
                 kept = True
             if first:
                 flag = cst.parse_expression(ctx.env("DISTRIBUTED"))
@@ -114,10 +114,10 @@ def _why_not(ctx: Context, rule: Rule, path, func: str, lines: list[int]) -> str
     why = others.why_not(path)
     if why is not None:
         return why
-    return others.trial(path, rule, _planner(path, func, lines, others.shown(path)))
+    return others.trial(path, rule, factory_planner(path, func, lines, others.shown(path)))
 
 
-def _planner(path, func: str, lines: list[int], shown: str):
+def factory_planner(path, func: str, lines: list[int], shown: str):
     """The edit of the factory `func` of the module, on that module's own context: why not, or None."""
 
     def plan(ctx: Context) -> str | None:
@@ -185,4 +185,4 @@ def _append(items: list[cst.Param], new: cst.Param) -> list[cst.Param]:
     return [*items, new]
 
 
-__all__ = ["PARAM", "shard_factories"]
+__all__ = ["PARAM", "factory_planner", "shard_factories"]

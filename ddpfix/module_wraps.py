@@ -31,7 +31,7 @@ import libcst as cst
 from .analysis.class_models import OPTIMIZER_WORDS
 from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
-from .class_loaders import loaders, shard_blocker
+from .class_loaders import shard_blocker, trains_on_loaders
 from .edits import cuda_test
 from .module_routes import mixed_keys, route, routes
 from .rule import RUNTIME, Context, Order, Rule
@@ -65,9 +65,11 @@ def _data_not_found(ctx: Context, rule: Rule, summary, cls) -> str | None:
     rank would train the same batches while the conversion looked done. Left to the user, saying so."""
     if ctx.facts.data.training_loaders:
         return None
-    if loaders(summary, cls):
+    if trains_on_loaders(ctx, summary, cls):
         why = shard_blocker(ctx, rule, summary, cls)
-        return None if why is None else f"the DataLoader {cls.name} builds itself cannot be sharded there: {why}"
+        return (
+            None if why is None else f"the DataLoader {cls.name} trains on cannot be sharded where it is built: {why}"
+        )
     return (
         "no DataLoader the script builds was found to reach its training, so the fix could not shard the data "
         "it trains on: hand it a loader the script builds, or give that loader a DistributedSampler by hand"

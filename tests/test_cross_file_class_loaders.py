@@ -277,19 +277,62 @@ def _helper_built(handed: Path, args: str = "shuffle=True", extra: str = "") -> 
     )
 
 
-def test_a_loader_a_helper_builds_for_the_class_is_reported_not_left_silent(handed):
-    """The class trains on what a function of another module builds (a DataLoader with no sampler):
-    the fix does not reach it, so the conversion is incomplete, and `check` on the output says so too."""
+def test_a_loader_a_helper_builds_for_the_class_is_sharded_where_the_helper_builds_it(handed):
+    """The class trains on what a function of another module builds (a DataLoader with no sampler): the
+    function gets `distributed=False` and a sampler when it is true, the class's call passes it, decided
+    at run time, and the class's epoch loop sets the sampler's epoch; `check` on the output is silent and
+    a second run changes nothing."""
     _helper_built(handed)
     result = ddpfix.fix_project("main.py")
     [sampler] = by_code(result)["DDP201"]
-    assert sampler.fix == "none"
-    assert "trains on loader, a DataLoader build_loader() builds for Trainer (trainer.py:39)" in sampler.message
+    assert (
+        sampler.applied
+        and "trains on loader, a DataLoader build_loader() builds for Trainer (trainer.py:39)" in sampler.message
+    )
+    assert not result.incomplete
+    data = result.others["data.py"].code
+    assert "def build_loader(dataset, batch_size, distributed=False):\n" in data
+    assert "    sampler = DistributedSampler(dataset) if distributed else None\n" in data
+    assert "shuffle=(sampler is None), sampler=sampler)" in data
+    trainer = result.others["trainer.py"].code
+    assert "loader = build_loader(self.train_dataset, config.batch_size, distributed=dist.is_initialized())" in trainer
+    assert "                loader.sampler.set_epoch(epoch)\n" in trainer
+    _write(handed, result)
+    assert ddpfix.check_source(result.code, path="main.py", cross_file=True) == []
+    again = ddpfix.fix_project("main.py")
+    assert again.code == result.code and not again.others
+
+
+def test_a_helper_that_gives_a_sampler_when_asked_is_only_asked(handed):
+    _helper_built(
+        handed,
+        "shuffle=not distributed, sampler=DistributedSampler(dataset) if distributed else None",
+        ", DistributedSampler",
+    )
+    edit(handed / "data.py", "(dataset, batch_size)", "(dataset, batch_size, distributed=False)")
+    result = ddpfix.fix_project("main.py")
+    assert by_code(result)["DDP201"][0].applied and "data.py" not in result.others
+    assert "distributed=dist.is_initialized())" in result.others["trainer.py"].code
+
+
+def test_a_helper_reached_through_its_module_is_reported_not_left_silent(handed):
+    """`data.build_loader(...)`: a function the fix does not follow there, so the conversion is
+    incomplete, and `check` on the output says so too."""
+    _helper_built(handed)
+    edit(handed / "trainer.py", "from data import build_loader\n", "import data\n")
+    edit(handed / "trainer.py", "loader = build_loader(", "loader = data.build_loader(")
+    result = ddpfix.fix_project("main.py")
+    [sampler] = by_code(result)["DDP201"]
+    assert sampler.fix == "none" and "where the fix does not reach" in sampler.message
     assert [b.invariant.number for b in result.incomplete if b.code == "DDP201"] == [3]
-    (handed / "main.py").write_text(result.code)
-    for path, change in result.others.items():
-        (handed / path).write_text(change.code)
+    _write(handed, result)
     assert "DDP201" in {d.code for d in ddpfix.check_source(result.code, path="main.py", cross_file=True)}
+
+
+def _write(folder: Path, result) -> None:
+    (folder / "main.py").write_text(result.code)
+    for path, change in result.others.items():
+        (folder / path).write_text(change.code)
 
 
 def test_a_helper_that_builds_a_distributed_sampler_is_not_reported(handed):

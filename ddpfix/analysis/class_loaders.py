@@ -29,6 +29,7 @@ from .ast_reading import ast_dotted
 from .config_factory import parsed
 from .factory_classes import iterates
 from .module_summary import LOADER, SAMPLER
+from .returns import Built
 
 TRAINS = frozenset({"backward"})
 
@@ -70,6 +71,7 @@ class ForeignLoader:
     reach: str  # `self.loader`, or a local of the method that trains on it
     line: int  # of the call that builds it
     builder: str  # that call's function: `build_loader`, `data.get_loader`
+    method: str = ""  # the method whose loop trains on it
 
 
 WRAPPERS = frozenset({"iter", "enumerate", "zip", "list", "tuple", "range", "len", "tqdm", "tqdm.tqdm"})
@@ -81,8 +83,9 @@ def foreign_loaders(summary, cls: str) -> list[ForeignLoader]:
     build a DataLoader through such calls (the summary's LOADER) and no DistributedSampler (SAMPLER):
     a loader no rule shards, built where the fix does not reach."""
     members = [m for m in summary.effects if m.startswith(f"{cls}.")]
-    if not any(summary.does(m, LOADER) for m in members) or any(summary.does(m, SAMPLER) for m in members):
+    if not any(summary.does(m, LOADER) for m in members):
         return []
+    sampled = any(summary.does(m, SAMPLER) for m in members)
     tree = parsed(summary.path)
     node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree else None
     if node is None:
@@ -93,10 +96,19 @@ def foreign_loaders(summary, cls: str) -> list[ForeignLoader]:
         for target, call in _builds(method, lambda func: func.split(".")[-1] != "DataLoader" and func not in WRAPPERS):
             if any(word in ast.unparse(call).lower() for word in ("rank", "distributed", "world")):
                 continue  # built per rank already
+            if sampled and not _gated(summary, ast_dotted(call.func)):
+                continue  # a DistributedSampler the class or the function builds
             searched = list(methods.values()) if target.startswith("self.") else [method]
-            if any(_trains_over(m, target, methods) for m in searched):
-                out.append(ForeignLoader(target, call.lineno, ast_dotted(call.func) or "a call"))
+            loop = next((m for m in searched if _trains_over(m, target, methods)), None)
+            if loop is not None:
+                out.append(ForeignLoader(target, call.lineno, ast_dotted(call.func) or "a call", loop.name))
     return sorted(out, key=lambda f: f.line)
+
+
+def _gated(summary, func: str | None) -> bool:
+    """Does `func` return a loader that gets its sampler only when a parameter asks for it?"""
+    built = summary.returns.get(func or "")
+    return isinstance(built, Built) and built.gate is not None
 
 
 def _builds(

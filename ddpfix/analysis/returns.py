@@ -44,6 +44,8 @@ def returned(func: ast.FunctionDef | ast.AsyncFunctionDef, kind_of: Callable[[as
     for node in sorted(_own_nodes(func), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             built = _built(node.value, kind_of, params, local)
+            if built is None and isinstance(node.value, ast.Name):
+                built = local.get(node.value.id)  # `data_loader = train_loader`
             if built is not None:
                 local[node.targets[0].id] = built
         elif isinstance(node, ast.Return):

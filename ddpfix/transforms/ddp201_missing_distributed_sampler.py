@@ -164,11 +164,16 @@ the sampler is added only where those models are wrapped there, and they are wra
 loader can be sharded (not when it takes its arguments from a dict, has a sampler of its own, is built
 anew each epoch, or no loop around the pass can name an epoch); otherwise nothing is converted and both
 findings say why. For a model the script hands the class, the script wraps it, and a loader the fix
-cannot shard is reported without a fix (the conversion is then incomplete, invariant 3). So is a
-loader such a class trains on that a function of another module builds for it (`self.loader =
-build_loader(dataset, 8)`, where the class's code builds a DataLoader and no DistributedSampler): the
-fix does not reach it there, and says so rather than report the conversion done. A validation
-loader the class only evaluates on is left alone.
+cannot shard is reported without a fix (the conversion is then incomplete, invariant 3). A loader
+such a class trains on that a function of the script's modules builds and returns for it
+(`self.data_loader = get_loader(config)`, `get_loader` in loaders.py, also through a local name:
+`train_loader = DataLoader(...); data_loader = train_loader; return data_loader`) is sharded where that
+function builds it, as for a factory the script calls itself: the function gets `distributed=False`
+and the sampler when it is true, the class's call passes `distributed=dist.is_initialized()`, and the
+class's loop sets the epoch; a function that gives its loader a sampler only when a parameter asks for
+it is only asked. One the fix does not follow (`data.get_loader(...)` through a module, a function
+returning several loaders) is reported without a fix: the fix does not reach it there, and says so
+rather than report the conversion done. A validation loader the class only evaluates on is left alone.
 Where that module may not be edited (outside the script's folder, an installed package, read-only,
 cross-file edits off, an epoch loop with no epoch variable), the sampler still goes in here and the
 message says where `set_epoch(epoch)` must be added by hand, and why the fix does not (DDP204 keeps
