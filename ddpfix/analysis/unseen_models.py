@@ -84,7 +84,7 @@ def unseen_clause(call: cst.Call) -> str:
 def why_no_wrap(facts) -> str | None:
     """Why a trained model stays unwrapped in this pass, as a clause for DDP001 and DDP201 (then no
     process group and no sampler either); None when every wrap can be made."""
-    blocked = blocked_wrap(facts.models, facts.index)
+    blocked = blocked_wrap(facts.models, facts.index, facts.training)
     if blocked is not None:
         return blocked
     call = unseen_training(facts)

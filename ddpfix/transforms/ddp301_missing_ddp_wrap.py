@@ -15,6 +15,7 @@ from ..handles import raw_handle
 from ..module_trials import keep
 from ..module_wraps import wraps_in_modules
 from ..plain_returns import return_plain
+from ..plain_spelling import UNWRAP
 from ..plan import PlannedWrap
 from ..rule import Context, Order, Rule
 from ..syntax import anchor_of, assign_targets, assigned_value, dotted
@@ -83,9 +84,14 @@ reported at the step, without a fix, and nothing else of the conversion is made 
 process group and a sampler without the wrap would train one unsynchronised copy per rank.
 
 A module-level model that a function rebinds through `global` (`def model_load(fn): global model;
-model = torch.load(fn)`), called after the wrap, is reported without a fix: from that call on the
-name holds what was loaded, while the kept plain module (`raw_model`) still holds the trained one.
-No process group or sampler is added then either (DDP001, DDP201).
+model = torch.load(fn)`) is wrapped without a name kept for the plain module when that function is
+called only once training is over (at the script's top level, no loop around the call, nothing after
+it that trains, as in loading the best model back for the final test): every use that needs the
+plain module reads it from the name as it is then, `getattr(model, "module", model)`, the loaded
+module itself after the call. Called where training may go on after it (in a loop, in a function,
+before more training), it is reported without a fix: from that call on the name holds what was
+loaded, while a kept plain module would still hold the trained one. No process group or sampler is
+added then either (DDP001, DDP201).
 
 A function that builds its model and trains it (also through a Trainer object of the script's
 modules) before returning it is where the wrap goes, not after the call that hands it back (a helper
@@ -191,10 +197,19 @@ script becomes distributed only so (another trained model is in `nn.DataParallel
             holds = _holds_parameters(facts, model)
             if holds is False:
                 continue  # a loss of torch.nn whose parameters() an optimizer is given: it has none to sync
-            raw = raw_handle(ctx, model)
-            planned = ctx.plan.wraps[model.handle] = PlannedWrap(raw)  # later rules see the wrap, fixed or not
             point = facts.models.wrap_point(model)
+            # a function that rebinds the global name once training is over (`model_load(args.save)` for the
+            # test): no name kept for the plain module, which would still hold the trained one
             rebound = rebound_after(facts.index, model.handle, point.anchor)
+            loaded = (
+                rebound is not None
+                and model.each is None
+                and rebound_after(facts.index, model.handle, point.anchor, facts.training) is None
+            )
+            if loaded:
+                rebound = None
+            raw = UNWRAP.format(name=model.handle) if loaded else raw_handle(ctx, model)
+            planned = ctx.plan.wraps[model.handle] = PlannedWrap(raw)  # later rules see the wrap, fixed or not
             before = len(ctx.diagnostics)
             if rebound is not None:
                 planned.level = NONE
@@ -224,8 +239,7 @@ script becomes distributed only so (another trained model is in `nn.DataParallel
                 continue
             ddp = ctx.plan.ref(DDP, "DDP")
             template = """
-                {raw} = {m}
-                if {D}{some}:
+                {keep}if {D}{some}:
                     {m} = {ddp}({m}, device_ids=[{L}] if {cuda} else None{unused})
                 """
             if model.each is not None:  # a list of models trained side by side: wrap each one
@@ -236,6 +250,7 @@ script becomes distributed only so (another trained model is in `nn.DataParallel
                 """
             stmts = ctx.plan.statements(
                 template,
+                keep="" if loaded else f"{raw} = {model.handle}\n",
                 raw=raw,
                 m=model.handle,
                 e=model.each or "",

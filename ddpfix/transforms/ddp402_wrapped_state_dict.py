@@ -28,7 +28,8 @@ class WrappedStateDict(Rule):
 wrapper handed to a helper of the script (of this file or of its own modules) that saves its
 `state_dict()` (`save_checkpoint(model, path)`), or the whole wrapper pickled (`torch.save(model,
 path)`, `joblib.dump`, `pickle.dump`, also as a value of the dict saved, `state = {"net": net, "acc":
-acc}; torch.save(state, path)`: loading it needs a process group), also by a helper or a method of
+acc}; torch.save(state, path)`, or an element of a list or tuple saved, `torch.save([model, criterion,
+optimizer], f)`: loading it needs a process group), also by a helper or a method of
 an object of this file it is handed to (`early_stopper.is_continuable(model, loss)` running
 `torch.save(model, self.save_path)`: the plain module is passed). The methods that return the
 module they are called on return the wrapper itself: `model.float().state_dict()` and
@@ -135,10 +136,13 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
                             "keep one before wrapping and save it",
                             fix="none",
                         )
-                    elif ctx.report(
+                        continue
+                    level, why = wrap_level(ctx, handle)
+                    if ctx.report(
                         value,
                         f"{saved} pickles the DDP wrapper{how} (loading it needs a process group): save "
-                        f"{_through(spelled, base, value)}",
+                        f"{_through(spelled, base, value)}{why}",
+                        fix=level,
                     ):
                         ctx.plan.replace(base, lambda n, s=spelled: cst.parse_expression(s))
         for hand in handoffs(ctx):
@@ -167,16 +171,19 @@ cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fi
 def _pickled(facts, call: cst.Call, first: cst.BaseExpression | None) -> list[cst.BaseExpression]:
     """What a pickler's first argument pickles whole: itself, or the values of a dict literal it is
     (`torch.save({"net": net, "acc": acc}, path)`) or that its name was last given in this scope
-    (`state = {"net": net, ...}; torch.save(state, path)`)."""
+    (`state = {"net": net, ...}; torch.save(state, path)`), or the elements of a list or tuple literal
+    (`torch.save([model, criterion, optimizer], f)`)."""
     if first is None:
         return []
     found = first
     name = dotted(first) if isinstance(first, cst.Name) else None
     if name is not None:
         given = facts.names.value_before(facts.index.scope_of(call), name, call)
-        found = given if isinstance(given, cst.Dict) else first
+        found = given if isinstance(given, (cst.Dict, cst.List, cst.Tuple)) else first
     if isinstance(found, cst.Dict):
         return [e.value for e in found.elements if isinstance(e, cst.DictElement)]
+    if isinstance(found, (cst.List, cst.Tuple)):
+        return [e.value for e in found.elements if isinstance(e, cst.Element)]
     return [first]
 
 
