@@ -8,8 +8,10 @@ from ..analysis.call_params import param_for
 from ..analysis.foreign_streams import unknown_streams
 from ..analysis.handed_streams import unsharded_handoffs
 from ..analysis.random_batches import draws_batch, seeds_random_alike
+from ..analysis.stream_windows import stream_windows
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
+from ..stream_shards import shard_stream
 from ..syntax import assign_targets, assigned_value, code_of, dotted, is_literal, kwarg, positional, single_small, walk
 
 RANDOM_INDICES = {"torch.randint", "numpy.random.randint"}
@@ -45,7 +47,16 @@ Training batches taken from tensors without a DataLoader, in one of these shapes
   DataLoader: an instance of a batch-iterator class (`train_loader = TextClassDataLoader(path, bs)`,
   handed to `train()`), or what a method of such an object yields (`for X, Y in
   data.get_batches(X, Y, bs, True)`): reported, no rule splits it (an object built from a loader the
-  rules know, or from data the caller cut by rank, is not).
+  rules know, or from data the caller cut by rank, is not);
+- windows a helper cuts from one stream in a `while` loop that advances by their length (`while i <
+  train_data.size(0) - 1: seq_len = max(5, int(np.random.normal(bptt, 5))); data, targets =
+  get_batch(train_data, i, seq_len=seq_len); ...; i += seq_len`, a language model's bptt windows of a
+  random length; the helper of the script or of its own modules, slicing its first parameter at its
+  second): no offsets to stride, so each rank takes its own stretch of the stream where it is bound,
+  all as long (`stretch = len(train_data) // WORLD_SIZE`, then `train_data = train_data[RANK * stretch
+  : (RANK + 1) * stretch]`), and the ranks take the same number of windows while their lengths are
+  the same on every rank. Lengths drawn at random with nothing seeded, or a stream bound more than
+  once, are reported without a fix.
 
 ## Why
 DDP does not shard input. Every process cuts the same batches (the same offsets; the same random
@@ -85,7 +96,8 @@ numbers as before.
 ## Fix safety
 Safe for the shapes above. Batches taken with `x.split(bs)`, `torch.chunk`, or a `range` with another
 start, and random draws whose size is not a literal tuple, are reported with what to do by hand.
-Loops that already depend on the rank are left alone.
+Loops that already depend on the rank are left alone. A stream cut into stretches loses up to
+WORLD_SIZE - 1 rows at its end when distributed; a plain run keeps the whole stream.
 """
 
     def run(self, ctx: Context) -> None:
@@ -136,6 +148,8 @@ Loops that already depend on the rank are left alone.
                     ctx.report(call, f"{self.message}; {SPAWNED}", fix="none")
                 else:
                     self._draw(ctx, call)
+        for found in stream_windows(facts):
+            shard_stream(ctx, found, SPAWNED if spawned else None)
         for arg, message in unsharded_handoffs(facts):
             ctx.report(arg, message, fix="none")
         for node, message in unknown_streams(facts):
@@ -368,6 +382,80 @@ def _cuts(ctx: Context, loop: cst.For, node: cst.CSTNode, counts: set[str], mess
 
 
 EXAMPLES = (
+    fixes(
+        """
+        import os
+
+        import numpy as np
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        RANK = int(os.environ.get("RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        dist.init_process_group("gloo")
+
+
+        def get_batch(source, i, seq_len):
+            return source[i : i + seq_len], source[i + 1 : i + 1 + seq_len]
+
+
+        np.random.seed(0)
+        train_data = torch.randn(400, 4, 8)
+        model = DDP(nn.Linear(8, 8))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        i = 0
+        while i < train_data.size(0) - 1:
+            seq_len = max(2, int(np.random.normal(6, 2)))
+            data, targets = get_batch(train_data, i, seq_len)
+            loss = nn.functional.mse_loss(model(data), targets)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            i += seq_len
+        """,
+        """
+        import os
+
+        import numpy as np
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        RANK = int(os.environ.get("RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+        dist.init_process_group("gloo")
+
+
+        def get_batch(source, i, seq_len):
+            return source[i : i + seq_len], source[i + 1 : i + 1 + seq_len]
+
+
+        np.random.seed(0)
+        train_data = torch.randn(400, 4, 8)
+        if DISTRIBUTED:  # each rank its own stretch of the stream, all as long: the ranks take the same steps
+            stretch = len(train_data) // WORLD_SIZE
+            train_data = train_data[RANK * stretch : (RANK + 1) * stretch]
+        model = DDP(nn.Linear(8, 8))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        i = 0
+        while i < train_data.size(0) - 1:
+            seq_len = max(2, int(np.random.normal(6, 2)))
+            data, targets = get_batch(train_data, i, seq_len)
+            loss = nn.functional.mse_loss(model(data), targets)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            i += seq_len
+        """,
+        note=(
+            "Windows of a random length cut from one stream: each rank now walks its own stretch, all as long, "
+            "and draws the same lengths (seeded alike), so the ranks take the same steps:"
+        ),
+    ),
     fixes(
         """
         import os
