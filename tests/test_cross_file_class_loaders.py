@@ -303,6 +303,31 @@ def test_a_loader_a_helper_builds_for_the_class_is_sharded_where_the_helper_buil
     assert again.code == result.code and not again.others
 
 
+def test_a_helper_in_the_class_s_own_module_gets_both_edits_there(handed):
+    """The function that builds the loader stands in trainer.py beside the class: the function's edit and
+    the call's land in the one module, and `check` on the output is silent."""
+    edit(
+        handed / "trainer.py",
+        "class Trainer:\n",
+        "def build_loader(dataset, batch_size):\n"
+        "    return DataLoader(dataset, batch_size=batch_size, shuffle=True)\n\n\nclass Trainer:\n",
+    )
+    edit(
+        handed / "trainer.py",
+        "        loader = DataLoader(self.train_dataset, shuffle=True, pin_memory=True, batch_size=config.batch_size)\n",
+        "        loader = build_loader(self.train_dataset, config.batch_size)\n",
+    )
+    result = ddpfix.fix_project("main.py")
+    assert by_code(result)["DDP201"][0].applied and not result.incomplete
+    trainer = result.others["trainer.py"].code
+    assert "def build_loader(dataset, batch_size, distributed=False):\n" in trainer
+    assert "shuffle=(sampler is None), sampler=sampler)" in trainer
+    assert "loader = build_loader(self.train_dataset, config.batch_size, distributed=dist.is_initialized())" in trainer
+    assert trainer.count("set_epoch(epoch)") == 1
+    _write(handed, result)
+    assert ddpfix.check_source(result.code, path="main.py", cross_file=True) == []
+
+
 def test_a_helper_that_gives_a_sampler_when_asked_is_only_asked(handed):
     _helper_built(
         handed,
