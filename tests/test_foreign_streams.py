@@ -3,7 +3,9 @@ the script's own code that never builds a DataLoader (analysis/foreign_streams.p
 
 from __future__ import annotations
 
-from ddpfix import fix_project
+import pytest
+
+from ddpfix import check_source, fix_project
 
 UTILS = """
 import torch
@@ -61,6 +63,9 @@ if __name__ == "__main__":
 """
 
 
+LOOP = "    for xb, yb in data.get_batches(x, y, batch_size, True):"
+
+
 def ddp209(tmp_path, script, **modules):
     for name, text in modules.items():
         (tmp_path / f"{name}.py").write_text(text)
@@ -69,15 +74,49 @@ def ddp209(tmp_path, script, **modules):
     return [d for d in result.diagnostics if d.code == "DDP209"], result
 
 
-def test_method_of_a_module_class_reached_through_a_parameter_is_reported(tmp_path):
-    """`data` is a parameter: the caller's `Windows(x, y)` (a star import of utils.py) builds it."""
-    [d], result = ddp209(tmp_path, SCRIPT, utils=UTILS)
+def test_samples_a_method_takes_from_the_function_s_parameters_are_cut_by_rank_before_the_loop(tmp_path):
+    """`data` is a parameter: the caller's `Windows(x, y)` (a star import of utils.py) builds it, and its
+    get_batches() takes samples from `x` and `y` only (`len(x)`, `x[picked]`): each rank takes its own
+    samples of both, as many on every rank, before the loop; `check` on the output is silent and a
+    second run changes nothing."""
+    seeded = SCRIPT.replace("    x, y = torch.randn", "    torch.manual_seed(0)\n    x, y = torch.randn")
+    [d], result = ddp209(tmp_path, seeded, utils=UTILS)
+    assert d.applied and d.line == seeded.splitlines().index(LOOP) + 1
+    assert "Windows.get_batches() of utils.py" in d.message and "its own samples of x, y" in d.message
+    assert not result.incomplete
     assert (
-        d.fix == "none"
-        and d.line == SCRIPT.splitlines().index("    for xb, yb in data.get_batches(x, y, batch_size, True):") + 1
-    )
-    assert "Windows.get_batches() of utils.py" in d.message
-    assert "after the conversion every rank would train on the same batches" in d.message
+        "    if DISTRIBUTED:  # each rank its own samples, as many on every rank: the ranks take the same steps\n"
+        "        x = x[RANK::WORLD_SIZE][: len(x) // WORLD_SIZE]\n"
+        "        y = y[RANK::WORLD_SIZE][: len(y) // WORLD_SIZE]\n" + LOOP
+    ) in result.code
+    (tmp_path / "train.py").write_text(result.code)
+    assert check_source(result.code, path=str(tmp_path / "train.py"), cross_file=True) == []
+    assert fix_project(str(tmp_path / "train.py")).code == result.code
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "file"),
+    [
+        ("yield x[picked], y[picked]", "yield x[picked].float(), y.float()[picked]", "utils"),  # y read another way
+        ("yield x[picked], y[picked]", "yield x[picked, :2], y[picked]", "utils"),  # past the first dimension
+        ("yield x[picked], y[picked]", "yield helper(x, picked), y[picked]", "utils"),  # x handed on
+        (LOOP, "    x = x * 2\n" + LOOP, "train"),  # bound again before the loop
+        (LOOP, "    for _ in range(2):\n    " + LOOP, "train"),  # cut again on each pass of an outer loop
+    ],
+)
+def test_batches_the_cut_could_not_keep_aligned_or_even_are_reported_without_a_fix(tmp_path, old, new, file):
+    utils, script = UTILS, SCRIPT
+    if file == "utils":
+        utils = utils.replace(old, new)
+    else:
+        body = script[script.index(LOOP) : script.index("\n\n\ndef main")]
+        script = (
+            script.replace(body, body.replace("\n    ", "\n        ")).replace(LOOP, new)
+            if "range" in new
+            else (script.replace(old, new))
+        )
+    [d], result = ddp209(tmp_path, script, utils=utils)
+    assert d.fix == "none" and "no rule shards it" in d.message
     assert [b.code for b in result.incomplete if b.code == "DDP209"] == ["DDP209"]
     assert "init_process_group" in result.code  # the rest converts; the summary says what is missing
 

@@ -35,6 +35,27 @@ def fixed(src: str, *codes: str, **kw) -> str:
     return fix_source(src, select=list(codes), **kw).code
 
 
+# --------------------------------------------------------------------------- DDP104
+SHARD = """
+dist.init_process_group("gloo")
+model = DDP(nn.Linear(2, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(65, 2)
+shard = {cut}
+for xb in shard.split(8):
+    loss = model(xb).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_ddp104_a_shard_cut_to_one_length_on_every_rank_is_even():
+    assert len(found(script(SHARD.format(cut="x[RANK::WORLD_SIZE]")), "DDP104")) == 1
+    assert found(script(SHARD.format(cut="x[RANK::WORLD_SIZE][: len(x) // WORLD_SIZE]")), "DDP104") == []
+    assert len(found(script(SHARD.format(cut="x[RANK::WORLD_SIZE][:16]")), "DDP104")) == 1  # not shown even
+
+
 # --------------------------------------------------------------------------- DDP206
 EVAL = """
 def main():

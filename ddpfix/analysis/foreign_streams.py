@@ -17,17 +17,40 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
 from ..syntax import code_of, dotted, kwarg, positional, walk
 from .config_factory import parsed
+from .method_samples import sampled_names
 
 UNWRAPPED = ("enumerate", "tqdm", "tqdm.tqdm", "iter")
 
 
-def unknown_streams(facts) -> Iterator[tuple[cst.CSTNode, str]]:
-    """(the loop's iterable, DDP209's message) for each training loop over such an object."""
+@dataclass(frozen=True)
+class UnknownStream:
+    """A training loop over batches no rule shards: `node` the loop's iterable, `what` where they come
+    from, `same` what follows, `loop` the loop, `cut` the function's parameters the batches are taken
+    from, to cut by rank before the loop (None: nothing that can be cut there; reported only)."""
+
+    node: cst.CSTNode
+    what: str
+    same: str
+    loop: cst.For
+    cut: list[str] | None
+
+    @property
+    def message(self) -> str:
+        return (
+            f"training batches come from {self.what}: not a DataLoader, and no rule shards it, so {self.same}; give "
+            "each rank its own part of the data before it is built (its samples [RANK::WORLD_SIZE], the same number "
+            "of batches on every rank)"
+        )
+
+
+def unknown_streams(facts) -> Iterator[UnknownStream]:
+    """Each training loop over such an object."""
     distributed = facts.launch.init_calls or facts.launch.joins_elsewhere
     data = facts.data
     known = {loader.target for loader in data.loaders} | {f.target for f in data.foreign}
@@ -51,12 +74,7 @@ def unknown_streams(facts) -> Iterator[tuple[cst.CSTNode, str]]:
                 if distributed
                 else "after the conversion every rank would train on the same batches"
             )
-            yield (
-                loop.iter,
-                f"training batches come from {what}: not a DataLoader, and no rule shards it, so {same}; give each "
-                "rank its own part of the data before it is built (its samples [RANK::WORLD_SIZE], the same number "
-                "of batches on every rank)",
-            )
+            yield UnknownStream(loop.iter, what, same, loop, _cut(facts, loop, value) if name is None else None)
             break
 
 
@@ -117,20 +135,55 @@ def _builder(facts, value: cst.Call) -> str | None:
             return None  # a loader factory: DDP201's
         return _unless_loader(parsed(summary.path), member, f"{member}() of {summary.path.name}")
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-        # a method of an instance of a class of the script or its modules: `data.get_batches(...)`
-        for owner in _resolved(facts, func.value.value, value):
-            if any(facts.ranks.depends_on_rank(a.value) for a in owner.args):
-                return None
-            target = facts.modules.target_of(owner.func)
-            if target is not None and target.summary is not None and target.member in target.summary.classes:
-                where = f"{target.member}.{func.attr.value}() of {target.summary.path.name}"
-                return _unless_loader(parsed(target.summary.path), target.member, where)
-            own = _own(facts, dotted(owner.func))
-            if isinstance(own, cst.ClassDef):
-                return f"{own.name.value}.{func.attr.value}()"
-        return None
+        method = _method(facts, value)
+        return method[0] if method is not None else None
     own = _own(facts, dotted(func))
     return f"{own.name.value}()" if own is not None else None
+
+
+def _method(facts, value: cst.Call) -> tuple[str, ast.Module, str] | None:
+    """For `data.get_batches(...)`, a method of an instance of a class of the script or its modules that
+    names no DataLoader: (where it is, the tree of its module, the class)."""
+    func = value.func
+    assert isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+    for owner in _resolved(facts, func.value.value, value):
+        if any(facts.ranks.depends_on_rank(a.value) for a in owner.args):
+            return None
+        target = facts.modules.target_of(owner.func)
+        if target is not None and target.summary is not None and target.member in target.summary.classes:
+            where = f"{target.member}.{func.attr.value}() of {target.summary.path.name}"
+            tree = parsed(target.summary.path)
+            found = _unless_loader(tree, target.member, where)
+            return (found, tree, target.member) if found is not None and tree is not None else None
+        own = _own(facts, dotted(owner.func))
+        if isinstance(own, cst.ClassDef):
+            return f"{own.name.value}.{func.attr.value}()", ast.parse(code_of(own)), own.name.value
+    return None
+
+
+def _cut(facts, loop: cst.For, value: cst.Call) -> list[str] | None:
+    """The parameters of the function around `loop` that `value` (the loop's own iterable) takes its
+    samples from, each to be cut by rank right before the loop; None where that would not hold: the
+    call is not a method of such a class, a name it samples is bound in the function before the loop
+    or is none of its parameters, or the loop runs inside another (it would be cut again each pass)."""
+    func = value.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return None
+    scope = facts.index.scope_of(loop)
+    method = _method(facts, value)
+    if method is None or not isinstance(scope, cst.FunctionDef):
+        return None
+    names = sampled_names(method[1], method[2], func.attr.value, value)
+    params = {p.name.value for p in scope.params.params}
+    if names is None or any(n not in params or facts.names.value_before(scope, n, loop) is not None for n in names):
+        return None
+    outer = [o for o in facts.index.loops if o is not loop and _inside(facts, loop, o, scope)]
+    return None if outer else names
+
+
+def _inside(facts, node: cst.CSTNode, loop: cst.CSTNode, scope: cst.FunctionDef) -> bool:
+    """Is `node` in `loop`'s body, both in `scope`?"""
+    return facts.index.scope_of(loop) is scope and any(n is node for n in walk(loop))
 
 
 def _own(facts, name: str | None) -> cst.ClassDef | cst.FunctionDef | None:
@@ -163,4 +216,4 @@ def _last(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-__all__ = ["unknown_streams"]
+__all__ = ["UnknownStream", "unknown_streams"]

@@ -78,6 +78,7 @@ def _subscripts(facts):
     seen = set()
     ranks = facts.ranks
     for assign in facts.index.assigns:
+        even = {id(n.value) for n in walk(assign.value) if _cut_even(n)}
         for n in walk(assign.value):
             if type(n) is cst.Subscript and len(n.slice) == 1 and type(n.slice[0].slice) is cst.Slice:
                 sl = n.slice[0].slice
@@ -85,10 +86,24 @@ def _subscripts(facts):
                     sl.lower is not None
                     and sl.step is not None
                     and ranks.depends_on_rank(sl.lower)
-                    and id(n) not in seen
+                    and id(n) not in seen | even
                 ):
                     seen.add(id(n))
                     yield n
+
+
+def _cut_even(node: cst.CSTNode) -> bool:
+    """`<shard>[: len(data) // world_size]`: a shard cut to one length on every rank."""
+    if not (type(node) is cst.Subscript and type(node.value) is cst.Subscript and len(node.slice) == 1):
+        return False
+    sl = node.slice[0].slice
+    upper = sl.upper if type(sl) is cst.Slice and sl.lower is None and sl.step is None else None
+    return (
+        isinstance(upper, cst.BinaryOperation)
+        and isinstance(upper.operator, cst.FloorDivide)
+        and isinstance(upper.left, cst.Call)
+        and dotted(upper.left.func) == "len"
+    )
 
 
 def _is_iterable(facts, expr) -> bool:

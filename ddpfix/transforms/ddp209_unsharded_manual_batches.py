@@ -11,6 +11,7 @@ from ..analysis.random_batches import draws_batch, seeds_random_alike
 from ..analysis.stream_windows import stream_windows
 from ..examples import clean, fixes, reports
 from ..rule import Context, Order, Rule
+from ..sample_shards import shard_samples
 from ..stream_shards import shard_stream
 from ..syntax import assign_targets, assigned_value, code_of, dotted, is_literal, kwarg, positional, single_small, walk
 
@@ -47,7 +48,11 @@ Training batches taken from tensors without a DataLoader, in one of these shapes
   DataLoader: an instance of a batch-iterator class (`train_loader = TextClassDataLoader(path, bs)`,
   handed to `train()`), or what a method of such an object yields (`for X, Y in
   data.get_batches(X, Y, bs, True)`): reported, no rule splits it (an object built from a loader the
-  rules know, or from data the caller cut by rank, is not);
+  rules know, or from data the caller cut by rank, is not). Where the method takes its samples from
+  tensors the loop's function is handed, and reads them only as `len(X)`, `X.size(0)` or
+  `X.shape[0]` and as `X[index]` (a permutation's slice, a range), each rank takes its own samples
+  of each of them right before the loop, as many on every rank (`X = X[RANK::WORLD_SIZE][: len(X) //
+  WORLD_SIZE]`), so whatever order the method draws, the ranks' batches are disjoint and as many;
 - windows a helper cuts from one stream in a `while` loop that advances by their length (`while i <
   train_data.size(0) - 1: seq_len = max(5, int(np.random.normal(bptt, 5))); data, targets =
   get_batch(train_data, i, seq_len=seq_len); ...; i += seq_len`, a language model's bptt windows of a
@@ -97,7 +102,13 @@ numbers as before.
 Safe for the shapes above. Batches taken with `x.split(bs)`, `torch.chunk`, or a `range` with another
 start, and random draws whose size is not a literal tuple, are reported with what to do by hand.
 Loops that already depend on the rank are left alone. A stream cut into stretches loses up to
-WORLD_SIZE - 1 rows at its end when distributed; a plain run keeps the whole stream.
+WORLD_SIZE - 1 rows at its end when distributed; a plain run keeps the whole stream. The samples a
+method takes are cut only where nothing else could miss the cut or make it twice: every tensor the
+method samples is one of the function's parameters, handed to the method as a plain name, not bound
+again before the loop, and the loop runs in no other loop of its function (else each pass would cut
+again); a method that reads such a tensor any other way (`X[:, 0]`, `X.cuda()`, `helper(X)`) is
+reported without a fix, since a cut of some of its inputs only would pair samples wrongly. Up to
+WORLD_SIZE - 1 samples are left out when distributed; a plain run takes every sample, as before.
 """
 
     def run(self, ctx: Context) -> None:
@@ -152,8 +163,8 @@ WORLD_SIZE - 1 rows at its end when distributed; a plain run keeps the whole str
             shard_stream(ctx, found, SPAWNED if spawned else None)
         for arg, message in unsharded_handoffs(facts):
             ctx.report(arg, message, fix="none")
-        for node, message in unknown_streams(facts):
-            ctx.report(node, message, fix="none")
+        for stream in unknown_streams(facts):
+            shard_samples(ctx, stream, SPAWNED if spawned else None)
         if seeds_random_alike(facts):
             for call in facts.names.calls_matching(lambda q: q in RANDOM_STARTS):
                 if draws_batch(facts, call, loops) and not facts.ranks.depends_on_rank(call):
@@ -454,6 +465,86 @@ EXAMPLES = (
         note=(
             "Windows of a random length cut from one stream: each rank now walks its own stretch, all as long, "
             "and draws the same lengths (seeded alike), so the ranks take the same steps:"
+        ),
+    ),
+    fixes(
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        RANK = int(os.environ.get("RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        dist.init_process_group("gloo")
+
+
+        class Windows:
+            def get_batches(self, inputs, targets, batch_size):
+                index = torch.randperm(len(inputs))
+                for start in range(0, len(inputs), batch_size):
+                    excerpt = index[start : start + batch_size]
+                    yield inputs[excerpt], targets[excerpt]
+
+
+        def train(data, X, Y, model, opt, batch_size):
+            for xb, yb in data.get_batches(X, Y, batch_size):
+                loss = nn.functional.mse_loss(model(xb), yb)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        torch.manual_seed(0)
+        X, Y = torch.randn(64, 8), torch.randn(64, 1)
+        model = DDP(nn.Linear(8, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        train(Windows(), X, Y, model, opt, 8)
+        """,
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        RANK = int(os.environ.get("RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+        dist.init_process_group("gloo")
+
+
+        class Windows:
+            def get_batches(self, inputs, targets, batch_size):
+                index = torch.randperm(len(inputs))
+                for start in range(0, len(inputs), batch_size):
+                    excerpt = index[start : start + batch_size]
+                    yield inputs[excerpt], targets[excerpt]
+
+
+        def train(data, X, Y, model, opt, batch_size):
+            if DISTRIBUTED:  # each rank its own samples, as many on every rank: the ranks take the same steps
+                X = X[RANK::WORLD_SIZE][: len(X) // WORLD_SIZE]
+                Y = Y[RANK::WORLD_SIZE][: len(Y) // WORLD_SIZE]
+            for xb, yb in data.get_batches(X, Y, batch_size):
+                loss = nn.functional.mse_loss(model(xb), yb)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        torch.manual_seed(0)
+        X, Y = torch.randn(64, 8), torch.randn(64, 1)
+        model = DDP(nn.Linear(8, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        train(Windows(), X, Y, model, opt, 8)
+        """,
+        note=(
+            "Batches a method of the script's own class takes from the tensors it is handed: each rank cuts "
+            "its own samples of them before the loop, as many on every rank:"
         ),
     ),
     fixes(
