@@ -113,3 +113,41 @@ def test_a_symbolic_trace_of_a_module_class_is_no_training_forward(tmp_path):
     assert p.stdout.strip() == "def forward(self, x):"
     end, inputs, trained = forwards(trace)
     assert len(trained) == 1 and len(inputs) == 1 and end["train_forwards"] == 1, trace
+
+
+TEARDOWN = """
+import atexit
+
+
+class Last:
+    def __del__(self):
+        print("teardown ran", flush=True)
+
+
+keep = Last()
+atexit.register(lambda: print("exit handler ran", flush=True))
+"""
+
+
+def test_a_run_of_one_process_that_joins_a_group_itself_leaves_without_the_teardown(tmp_path):
+    """The suite sets DDPFIX_PROBE_SKIP_TEARDOWN=1 (tests/teardown.py): a process group's gloo threads
+    outlive `destroy_process_group()` and now and then abort the interpreter's teardown. A script that
+    joins a group of one itself (no WORLD_SIZE in the environment) has them too, so it also leaves
+    without the teardown: its exit handlers run, the teardown (a module-level object's `__del__`) does
+    not; a run that joins no group keeps the real exit."""
+    joined = (
+        PRELUDE
+        + TEARDOWN
+        + (
+            "dist.init_process_group('gloo', init_method=sys.argv[1], rank=0, world_size=1)\n"
+            "step(DDP(Net()), True, xs[0])\n"
+            "dist.destroy_process_group()\n"
+        )
+    )
+    p, trace, _ = run_probe(tmp_path, joined, args=[(tmp_path / "store").as_uri()])
+    assert p.returncode == 0 and trace[-1]["status"] == "ok", p.stderr
+    assert "exit handler ran" in p.stdout and "teardown ran" not in p.stdout, p.stdout
+    plain = PRELUDE + TEARDOWN + "step(Net(), True, xs[0])\n"
+    (tmp_path / "plain").mkdir()
+    p, _, _ = run_probe(tmp_path / "plain", plain)
+    assert p.returncode == 0 and "exit handler ran" in p.stdout and "teardown ran" in p.stdout, p.stdout

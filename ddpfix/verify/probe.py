@@ -91,6 +91,7 @@ class _State:
         self.seq = 0  # sequence number of the next trace line: a gap in the file is a lost line
         self.lost = 0  # trace lines that could not be written
         self.torch_hooked = False  # _on_torch_imported ran
+        self.joined = False  # the script joined a process group (its gloo threads may outlive it)
         self.steps = 0
         self.first_step_t = None
         self.digest_time = 0.0
@@ -525,6 +526,7 @@ def _patch_distributed() -> None:
         site = _site(2)
         with _quiet:
             result = orig_init(*args, **kwargs)
+        S.joined = True
         try:
             backend = str(dist.get_backend())
         except Exception:
@@ -1477,9 +1479,10 @@ def _leave() -> None:
     `destroy_process_group()`, and at teardown they race the interpreter's exit ("terminate called
     without an active exception"): a crash that is torch's, after the script's last line, which makes a
     finished run look like a crashed one now and then. `ddpfix verify` itself does not skip it: a crash
-    at exit is part of what a user's run does, and is reported as one."""
-    if os.environ.get("DDPFIX_PROBE_SKIP_TEARDOWN") != "1" or _env_int("WORLD_SIZE", 1) <= 1:
-        return  # the real exit; or a plain run: no process group's threads to race
+    at exit is part of what a user's run does, and is reported as one. A run of one process that joins
+    a group itself (`init_process_group(..., world_size=1)`) has those threads too."""
+    if os.environ.get("DDPFIX_PROBE_SKIP_TEARDOWN") != "1" or (_env_int("WORLD_SIZE", 1) <= 1 and not S.joined):
+        return  # the real exit; or a plain run that joined no process group: no threads to race
     import atexit
     import gc
 
