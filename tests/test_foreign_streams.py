@@ -102,6 +102,7 @@ def test_samples_a_method_takes_from_the_function_s_parameters_are_cut_by_rank_b
         ("yield x[picked], y[picked]", "yield helper(x, picked), y[picked]", "utils"),  # x handed on
         (LOOP, "    x = x * 2\n" + LOOP, "train"),  # bound again before the loop
         (LOOP, "    for _ in range(2):\n    " + LOOP, "train"),  # cut again on each pass of an outer loop
+        ("        optimizer.step()\n", "        optimizer.step()\n    print(len(x))\n", "train"),  # whole x read after
     ],
 )
 def test_batches_the_cut_could_not_keep_aligned_or_even_are_reported_without_a_fix(tmp_path, old, new, file):

@@ -165,7 +165,9 @@ def _cut(facts, loop: cst.For, value: cst.Call) -> list[str] | None:
     """The parameters of the function around `loop` that `value` (the loop's own iterable) takes its
     samples from, each to be cut by rank right before the loop; None where that would not hold: the
     call is not a method of such a class, a name it samples is bound in the function before the loop
-    or is none of its parameters, or the loop runs inside another (it would be cut again each pass)."""
+    or is none of its parameters, the function reads it anywhere but in the loop's iterable (a number
+    computed on the whole data would then be computed on this rank's part; the loop's own target
+    rebinding it is fine), or the loop runs inside another (it would be cut again each pass)."""
     func = value.func
     if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
         return None
@@ -177,8 +179,19 @@ def _cut(facts, loop: cst.For, value: cst.Call) -> list[str] | None:
     params = {p.name.value for p in scope.params.params}
     if names is None or any(n not in params or facts.names.value_before(scope, n, loop) is not None for n in names):
         return None
+    if any(_read_elsewhere(scope, loop, n) for n in names):
+        return None
     outer = [o for o in facts.index.loops if o is not loop and _inside(facts, loop, o, scope)]
     return None if outer else names
+
+
+def _read_elsewhere(scope: cst.FunctionDef, loop: cst.For, name: str) -> bool:
+    """Does the function use `name` outside the loop's iterable, where the loop's target does not
+    rebind it (`for X, Y in data.get_batches(X, Y, ...)` rebinds X and Y)?"""
+    if any(isinstance(n, cst.Name) and n.value == name for n in walk(loop.target)):
+        return False
+    in_iter = {id(n) for n in walk(loop.iter)}
+    return any(isinstance(n, cst.Name) and n.value == name and id(n) not in in_iter for n in walk(scope.body))
 
 
 def _inside(facts, node: cst.CSTNode, loop: cst.CSTNode, scope: cst.FunctionDef) -> bool:
