@@ -100,6 +100,7 @@ def test_samples_a_method_takes_from_the_function_s_parameters_are_cut_by_rank_b
         ("yield x[picked], y[picked]", "yield x[picked].float(), y.float()[picked]", "utils"),  # y read another way
         ("yield x[picked], y[picked]", "yield x[picked, :2], y[picked]", "utils"),  # past the first dimension
         ("yield x[picked], y[picked]", "yield helper(x, picked), y[picked]", "utils"),  # x handed on
+        ("yield x[picked], y[picked]", "yield x[picked], self.y[picked]", "utils"),  # other data, same index
         (LOOP, "    x = x * 2\n" + LOOP, "train"),  # bound again before the loop
         (LOOP, "    for _ in range(2):\n    " + LOOP, "train"),  # cut again on each pass of an outer loop
         ("        optimizer.step()\n", "        optimizer.step()\n    print(len(x))\n", "train"),  # whole x read after

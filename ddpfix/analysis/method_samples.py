@@ -27,17 +27,30 @@ def sampled_names(tree: ast.Module, owner: str | None, member: str, call: cst.Ca
     params = [a.arg for a in func.args.posonlyargs + func.args.args][1 if owner is not None else 0 :]
     if len(call.args) > len(params):
         return None
+    uses = {param: _uses(func, param) for param in params}
+    if None in uses.values() or any(uses[p] for p in params[len(call.args) :]) or _indexes_more(func, uses):
+        return None  # read some other way, a sampled parameter left to its default, or more data sampled
     names = []
     for arg, param in zip(call.args, params):
-        uses = _uses(func, param)
-        if uses is None:
-            return None  # read some other way: not shown to be samples
-        if uses:
+        if uses[param]:
             name = dotted(arg.value)
             if name is None or "." in name:
                 return None
             names.append(name)
     return names or None
+
+
+def _indexes_more(func: ast.FunctionDef, uses: dict[str, bool | None]) -> bool:
+    """Does the function take samples of anything else with the index it takes the parameters' with
+    (`self.labels[excerpt]` beside `inputs[excerpt]`)? That one would not be cut, and its samples
+    would no longer pair with theirs."""
+    sampled = {p for p, taken in uses.items() if taken}
+    subscripts = [n for n in ast.walk(func) if isinstance(n, ast.Subscript)]
+    mine = [n for n in subscripts if isinstance(n.value, ast.Name) and n.value.id in sampled]
+    index = {n.id for s in mine for n in ast.walk(s.slice) if isinstance(n, ast.Name)}
+    return any(
+        n not in mine and any(isinstance(m, ast.Name) and m.id in index for m in ast.walk(n.slice)) for n in subscripts
+    )
 
 
 def _function(tree: ast.Module, owner: str | None, member: str) -> ast.FunctionDef | None:

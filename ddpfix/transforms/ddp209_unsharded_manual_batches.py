@@ -108,8 +108,9 @@ method samples is one of the function's parameters, handed to the method as a pl
 again before the loop, and read nowhere else in the function unless the loop's target rebinds it
 (else a number taken over the whole data would be taken over this rank's part), and the loop runs in
 no other loop of its function (else each pass would cut again); a method that reads such a tensor
-any other way (`X[:, 0]`, `X.cuda()`, `helper(X)`) is reported without a fix, since a cut of some of
-its inputs only would pair samples wrongly. Up to WORLD_SIZE - 1 samples are left out when
+any other way (`X[:, 0]`, `X.cuda()`, `helper(X)`), or takes samples of other data with the same index
+(`self.labels[excerpt]` beside `X[excerpt]`), is reported without a fix, since a cut of some of its
+inputs only would pair samples wrongly. Up to WORLD_SIZE - 1 samples are left out when
 distributed; a plain run takes every sample, as before.
 """
 
