@@ -123,6 +123,18 @@ def test_batches_the_cut_could_not_keep_aligned_or_even_are_reported_without_a_f
     assert "init_process_group" in result.code  # the rest converts; the summary says what is missing
 
 
+def test_a_loop_that_rebinds_the_names_is_cut_unless_the_function_reads_them_before_it(tmp_path):
+    """`for x, y in data.get_batches(x, y, ...)` rebinds x and y: reads in the loop and after it are of
+    the batch, cut or not; a read before the loop (`n = len(x)`) would count this rank's part once cut."""
+    seeded = SCRIPT.replace("    x, y = torch.randn", "    torch.manual_seed(0)\n    x, y = torch.randn")
+    rebinding = seeded.replace(LOOP, LOOP.replace("xb, yb", "x, y")).replace("model(xb), yb", "model(x), y")
+    [d], result = ddp209(tmp_path, rebinding, utils=UTILS)
+    assert d.applied and not result.incomplete
+    counted = rebinding.replace(LOOP.replace("xb, yb", "x, y"), "    n = len(x)\n" + LOOP.replace("xb, yb", "x, y"))
+    [d], result = ddp209(tmp_path, counted, utils=UTILS)
+    assert d.fix == "none" and [b.code for b in result.incomplete] == ["DDP209"]
+
+
 def test_script_class_cutting_batches_is_reported_and_one_built_over_a_loader_is_not(tmp_path):
     own = SCRIPT.replace("from utils import *\n", UTILS.replace("import torch\n", ""))
     [d], _ = ddp209(tmp_path, own)

@@ -179,19 +179,26 @@ def _cut(facts, loop: cst.For, value: cst.Call) -> list[str] | None:
     params = {p.name.value for p in scope.params.params}
     if names is None or any(n not in params or facts.names.value_before(scope, n, loop) is not None for n in names):
         return None
-    if any(_read_elsewhere(scope, loop, n) for n in names):
+    if any(_read_elsewhere(facts, scope, loop, n) for n in names):
         return None
     outer = [o for o in facts.index.loops if o is not loop and _inside(facts, loop, o, scope)]
     return None if outer else names
 
 
-def _read_elsewhere(scope: cst.FunctionDef, loop: cst.For, name: str) -> bool:
-    """Does the function use `name` outside the loop's iterable, where the loop's target does not
-    rebind it (`for X, Y in data.get_batches(X, Y, ...)` rebinds X and Y)?"""
-    if any(isinstance(n, cst.Name) and n.value == name for n in walk(loop.target)):
-        return False
+def _read_elsewhere(facts, scope: cst.FunctionDef, loop: cst.For, name: str) -> bool:
+    """Does the function use `name` outside the loop's iterable: anywhere, or, where the loop's target
+    rebinds it (`for X, Y in data.get_batches(X, Y, ...)`), before the loop (`n = len(X)`, which would
+    count this rank's part once cut)?"""
+    rebound = any(isinstance(n, cst.Name) and n.value == name for n in walk(loop.target))
+    start = facts.index.position(loop).start.line
     in_iter = {id(n) for n in walk(loop.iter)}
-    return any(isinstance(n, cst.Name) and n.value == name and id(n) not in in_iter for n in walk(scope.body))
+    return any(
+        isinstance(n, cst.Name)
+        and n.value == name
+        and id(n) not in in_iter
+        and (not rebound or facts.index.position(n).start.line < start)
+        for n in walk(scope.body)
+    )
 
 
 def _inside(facts, node: cst.CSTNode, loop: cst.CSTNode, scope: cst.FunctionDef) -> bool:

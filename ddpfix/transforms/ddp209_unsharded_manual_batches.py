@@ -105,9 +105,9 @@ Loops that already depend on the rank are left alone. A stream cut into stretche
 WORLD_SIZE - 1 rows at its end when distributed; a plain run keeps the whole stream. The samples a
 method takes are cut only where nothing else could miss the cut or make it twice: every tensor the
 method samples is one of the function's parameters, handed to the method as a plain name, not bound
-again before the loop, and read nowhere else in the function unless the loop's target rebinds it
-(else a number taken over the whole data would be taken over this rank's part), and the loop runs in
-no other loop of its function (else each pass would cut again); a method that reads such a tensor
+again before the loop, and read nowhere else in the function (where the loop's target rebinds it,
+nowhere before the loop), else a number taken over the whole data would be taken over this rank's
+part, and the loop runs in no other loop of its function (else each pass would cut again); a method that reads such a tensor
 any other way (`X[:, 0]`, `X.cuda()`, `helper(X)`), or takes samples of other data with the same index
 (`self.labels[excerpt]` beside `X[excerpt]`), is reported without a fix, since a cut of some of its
 inputs only would pair samples wrongly. Up to WORLD_SIZE - 1 samples are left out when
