@@ -65,16 +65,18 @@ def unknown_streams(facts) -> Iterator[UnknownStream]:
         for value, name in _values(facts, loop):
             if any(facts.ranks.depends_on_rank(a.value) for a in value.args) or _mentions(value, known):
                 continue
-            built = _builder(facts, value)
-            if built is None:
+            found = _builder(facts, value)
+            if found is None:
                 continue
+            built, method = found
             what = f"{name}, which {built} builds" if name else f"{code_of(value)} ({built})"
             same = (
                 "every rank trains on the same batches"
                 if distributed
                 else "after the conversion every rank would train on the same batches"
             )
-            yield UnknownStream(loop.iter, what, same, loop, _cut(facts, loop, value) if name is None else None)
+            cut = _cut(facts, loop, value, method) if name is None and method is not None else None
+            yield UnknownStream(loop.iter, what, same, loop, cut)
             break
 
 
@@ -124,21 +126,23 @@ def _mentions(value: cst.Call, known: set[str | None]) -> bool:
     return any(isinstance(n, cst.Name) and n.value in known for n in walk(value))
 
 
-def _builder(facts, value: cst.Call) -> str | None:
+def _builder(facts, value: cst.Call) -> tuple[str, tuple[ast.Module, str] | None] | None:
     """`Class()` or `module.py's function()` where the code that makes the batches is the script's own
-    and names no DataLoader; None otherwise (a library's, a loader factory, code that builds a loader)."""
+    and names no DataLoader, with, for a method of an instance of such a class, the tree of its module
+    and the class; None otherwise (a library's, a loader factory, code that builds a loader)."""
     func = value.func
     target = facts.modules.target_of(func)
     if target is not None and target.summary is not None and target.member is not None:
         summary, member = target.summary, target.member
         if member not in summary.classes and summary.returns.get(member) is not None:
             return None  # a loader factory: DDP201's
-        return _unless_loader(parsed(summary.path), member, f"{member}() of {summary.path.name}")
+        where = _unless_loader(parsed(summary.path), member, f"{member}() of {summary.path.name}")
+        return (where, None) if where is not None else None
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
         method = _method(facts, value)
-        return method[0] if method is not None else None
+        return (method[0], method[1:]) if method is not None else None
     own = _own(facts, dotted(func))
-    return f"{own.name.value}()" if own is not None else None
+    return (f"{own.name.value}()", None) if own is not None else None
 
 
 def _method(facts, value: cst.Call) -> tuple[str, ast.Module, str] | None:
@@ -161,21 +165,18 @@ def _method(facts, value: cst.Call) -> tuple[str, ast.Module, str] | None:
     return None
 
 
-def _cut(facts, loop: cst.For, value: cst.Call) -> list[str] | None:
-    """The parameters of the function around `loop` that `value` (the loop's own iterable) takes its
-    samples from, each to be cut by rank right before the loop; None where that would not hold: the
-    call is not a method of such a class, a name it samples is bound in the function before the loop
+def _cut(facts, loop: cst.For, value: cst.Call, method: tuple[ast.Module, str]) -> list[str] | None:
+    """The parameters of the function around `loop` that `value` (the loop's own iterable, a method of
+    the class `method` names in its module's tree) takes its samples from, each to be cut by rank right
+    before the loop; None where that would not hold: a name it samples is bound in the function before the loop
     or is none of its parameters, the function reads it anywhere but in the loop's iterable (a number
     computed on the whole data would then be computed on this rank's part; the loop's own target
     rebinding it is fine), or the loop runs inside another (it would be cut again each pass)."""
-    func = value.func
-    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-        return None
     scope = facts.index.scope_of(loop)
-    method = _method(facts, value)
-    if method is None or not isinstance(scope, cst.FunctionDef):
+    if not isinstance(scope, cst.FunctionDef):
         return None
-    names = sampled_names(method[1], method[2], func.attr.value, value)
+    assert isinstance(value.func, cst.Attribute)
+    names = sampled_names(method[0], method[1], value.func.attr.value, value)
     params = {p.name.value for p in scope.params.params}
     if names is None or any(n not in params or facts.names.value_before(scope, n, loop) is not None for n in names):
         return None

@@ -27,7 +27,8 @@ def sampled_names(tree: ast.Module, owner: str | None, member: str, call: cst.Ca
     params = [a.arg for a in func.args.posonlyargs + func.args.args][1 if owner is not None else 0 :]
     if len(call.args) > len(params):
         return None
-    uses = {param: _uses(func, param) for param in params}
+    parents = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+    uses = {param: _uses(func, param, parents) for param in params}
     if None in uses.values() or any(uses[p] for p in params[len(call.args) :]) or _indexes_more(func, uses):
         return None  # read some other way, a sampled parameter left to its default, or more data sampled
     names = []
@@ -64,10 +65,10 @@ def _function(tree: ast.Module, owner: str | None, member: str) -> ast.FunctionD
     return found[0] if len(found) == 1 else None
 
 
-def _uses(func: ast.FunctionDef, param: str) -> bool | None:
+def _uses(func: ast.FunctionDef, param: str, parents: dict) -> bool | None:
     """True: `param` is read only by its length and by taking samples (`param[index]`, at least once);
-    False: never subscripted (a size, a flag); None: subscripted and read some other way too, or rebound."""
-    parents = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
+    False: never subscripted (a size, a flag); None: subscripted and read some other way too, or rebound.
+    `parents`: each node of the function's to the node above it."""
     taken = other = False
     for node in ast.walk(func):
         if not (isinstance(node, ast.Name) and node.id == param):

@@ -86,7 +86,8 @@ def _subscripts(facts):
                     sl.lower is not None
                     and sl.step is not None
                     and ranks.depends_on_rank(sl.lower)
-                    and id(n) not in seen | even
+                    and id(n) not in seen
+                    and id(n) not in even
                 ):
                     seen.add(id(n))
                     yield n
