@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, code_of, is_main_guard, kwarg, mentions, positional, walk
+from .eval_paths import evaluation_branch
 from .flow import binds
 from .index import TreeIndex
 from .launch import Launch
@@ -38,6 +39,7 @@ class DpConversion:
     lines: list[DpLine] = field(default_factory=list)
     blocker: str | None = None  # why it is not converted automatically (None: it is)
     later: cst.BaseStatement | None = None  # a device move after the last line: the wrap follows it
+    evaluation: bool = False  # the line is on a path that only evaluates and leaves (`eval_paths`)
 
     @property
     def target(self) -> cst.BaseStatement:
@@ -58,6 +60,10 @@ def dataparallel_conversions(index: TreeIndex, names: Names, models: Models) -> 
             out.append(DpConversion(None, [DpLine(call, stmt, stmt, "", False)], "shape"))
             continue
         handle = targets[0]
+        branch = evaluation_branch(index, names, models.training, call)
+        if branch is not None:  # its own conversion: the line kept for a plain run, no DDP wrap
+            out.append(_evaluation(index, call, stmt, handle, code_of(value.deep_replace(call, module.value)), branch))
+            continue
         conv = by_handle.get(handle)
         if conv is None:
             conv = by_handle[handle] = DpConversion(handle)
@@ -75,6 +81,20 @@ def dataparallel_conversions(index: TreeIndex, names: Names, models: Models) -> 
             if last.unwrapped == conv.handle or last.top is last.stmt:  # `model = DataParallel(Net())` too
                 conv.later = later_device_move(index, models, last.top, conv.handle)  # type: ignore[arg-type]
     return out
+
+
+def _evaluation(
+    index: TreeIndex, call: cst.Call, stmt: cst.BaseStatement, handle: str, unwrapped: str, branch: cst.IndentedBlock
+) -> DpConversion:
+    """A DataParallel line on a path that only evaluates and leaves: under torchrun it need not run
+    (each process evaluates with its plain model), so it is kept for the plain run only, where it
+    wraps the handle itself and nothing on that path reads `handle.module`."""
+    conv = DpConversion(handle, [DpLine(call, stmt, stmt, unwrapped, False)], evaluation=True)
+    if unwrapped != handle or index.in_one_line_suite(stmt):
+        conv.blocker = "shape"
+    elif mentions(branch, f"{handle}.module"):
+        conv.blocker = f"the evaluation after it reads {handle}.module, which the plain model lacks: convert it by hand"
+    return conv
 
 
 def _line(
@@ -178,13 +198,14 @@ def dataparallel_trains(models: Models) -> bool:
     `Models.dataparallel`), or, where the analysis sees no trained model (built and returned by a helper,
     its optimizer made in another module), any? A process group or sampler beside it would train one
     unsynchronised copy per rank."""
-    if not any(not models.beside_ddp(c) for c in models.dp_calls):
+    if not any(not models.beside_ddp(c) for c in models.dp_training_calls):
         return False
     return not models.trained or any(models.dataparallel(m) is not None for m in models.trained)
 
 
 CHOICE = "choice"  # `if DISTRIBUTED: model = DDP(...)` / `else:` the line (or `elif` the test around it)
 GUARD = "guard"  # the line runs `if not DISTRIBUTED`, and the wrap follows the device moves after it
+EVALUATION = "evaluation"  # a line on a path that only evaluates: `if not DISTRIBUTED`, and no wrap
 
 
 def plain_path(conv: DpConversion, models: Models, launch: Launch) -> str | None:
@@ -197,6 +218,8 @@ def plain_path(conv: DpConversion, models: Models, launch: Launch) -> str | None
     nothing moves the model after the line and the `if` around it (if any) has no `else` and no other
     statement that binds a name or touches the model (under torchrun that branch no longer runs);
     `GUARD` otherwise (`if torch.cuda.is_available(): ... model = model.cuda(); criterion = ...`)."""
+    if conv.evaluation and conv.blocker is None:
+        return EVALUATION
     if conv.blocker is not None or conv.handle is None or len(conv.lines) != 1 or launch.own_path is not None:
         return None  # (a script that may join its group on its own terms: nothing says the DDP branch runs)
     line, handle = conv.lines[0], conv.handle
@@ -266,6 +289,7 @@ __all__ = [
     "dataparallel_conversions",
     "dataparallel_trains",
     "CHOICE",
+    "EVALUATION",
     "GUARD",
     "built_inside",
     "plain_path",

@@ -21,6 +21,7 @@ from ..syntax import (
     walk,
 )
 from .classes import DDP_NAMES, DP_NAMES, SELF_RETURNING, Classes
+from .eval_paths import evaluation_branch
 from .flags import negated, under_flag
 from .handed_models import handed_to_trainers
 from .index import Site, TreeIndex
@@ -65,6 +66,10 @@ class Models:
     @cached_property
     def dp_calls(self) -> list[cst.Call]:
         return self.names.calls_matching(lambda q: q in DP_NAMES)
+
+    @cached_property
+    def dp_training_calls(self) -> list[cst.Call]:  # not on a path that only evaluates and leaves
+        return [c for c in self.dp_calls if evaluation_branch(self.index, self.names, self.training, c) is None]
 
     @cached_property
     def syncbn_calls(self) -> list[cst.Call]:
@@ -257,14 +262,12 @@ class Models:
     def dataparallel(self, model: Model) -> cst.Call | None:
         """An `nn.DataParallel(<model>)` call for this model, if the script has one (also one the model is
         built inside: `model = nn.DataParallel(Net())`)."""
-        found = self._wrap_in(assigned_value(model.definition.stmt), DP_NAMES)
-        if found is not None:
-            return found
-        found = self._wrapper_call(model, self.dp_calls)
+        calls = self.dp_training_calls
+        found = self._wrap_in(assigned_value(model.definition.stmt), DP_NAMES) or self._wrapper_call(model, calls)
         if found is not None:
             return found
         # `model = nn.DataParallel(net)`, then `model = model.to(device)`: the handle bound from one
-        return next((c for c in self.dp_calls if model.handle in assign_targets(self.index.site(c).stmt)), None)
+        return next((c for c in calls if model.handle in assign_targets(self.index.site(c).stmt)), None)
 
     def _wrapper_call(self, model: Model, calls: list[cst.Call]) -> cst.Call | None:
         bases = {model.handle.split(".")[-1], model.each}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.dataparallel import CHOICE, built_inside, dataparallel_conversions, plain_path
+from ..analysis.dataparallel import CHOICE, EVALUATION, built_inside, dataparallel_conversions, plain_path
 from ..diagnostic import SAFE, UNSAFE
 from ..edits import cuda_test
 from ..examples import clean, fixes
@@ -87,6 +87,16 @@ touches the model or has an `else`, keeps the line too: it runs only in a plain 
 torch.cuda.device_count() > 1 and not DISTRIBUTED:`, or the line under `if not DISTRIBUTED:`), and
 the DDP wrap follows the outermost `if` around it and the device moves after it.
 
+A DataParallel line on a path that only evaluates and then leaves the program or the function (a
+test-only branch: `if args.test_only: net = load(); net = nn.DataParallel(net); evaluate(net);
+sys.exit(0)`, nothing on it reaching an optimizer or a backward) wraps no model that trains: it is
+kept for the plain run (`if not DISTRIBUTED:` around it) with no DDP wrap, so under torchrun each
+process evaluates with its plain model, and it does not count as a second DataParallel line of the
+trained model. Where that evaluation reads `net.module` (which the plain model lacks) it is left to
+the user. `net.module if use_cuda else net` (either order, with a test that only reads) becomes the
+kept `raw_net`: after the conversion the wrapper is there on the CPU path too, so the choice would
+pickle or save it.
+
 Where the plain run cannot be kept — several DataParallel lines of one model, a line in an `if` that
 also moves the model or builds it in the call (`if n > 1: model = nn.DataParallel(Net()).cuda()`:
 torchrun's ranks would not know when to move it), or a DataParallel line in a function that returns
@@ -123,6 +133,10 @@ fix, at its level, so an apply never leaves the script half converted.
                 continue
             handle = conv.handle
             kept = plain_path(conv, facts.models, facts.launch)
+            if kept == EVALUATION:
+                if ctx.report(conv.lines[0].call, f"{self.message}; {EVALUATES}", fix=SAFE):
+                    _plain_only(ctx, conv.lines[0].stmt)
+                continue
             message, level = (f"{self.message}; {KEPT}", SAFE) if kept else (f"{self.message}; {BATCH}", None)
             applied = [ctx.report(line.call, message, fix=level) for line in conv.lines]
             if kept == CHOICE and isinstance(conv.lines[0].top, cst.If):  # (in `check` too, as apply makes it)
@@ -157,6 +171,10 @@ fix, at its level, so an apply never leaves the script half converted.
 
 
 BATCH = "DataParallel's batch is global, DDP's is per process"
+EVALUATES = (
+    "this path only evaluates and leaves: under torchrun each process evaluates with its plain model, "
+    "and a plain run keeps DataParallel"
+)
 KEPT = "under torchrun DDP takes its place, and a plain run keeps it (DDP's batch is per process, see DDP207)"
 
 
@@ -190,24 +208,31 @@ def _keep_for_plain_run(ctx: Context, conv, raw: str) -> None:
     `if` around it and the device moves after it (`model = model.cuda()`), where `DDP302`'s wrap goes."""
     line, handle = conv.lines[0], conv.handle
     plan = ctx.plan
-    distributed = ctx.env("DISTRIBUTED")
     unwrapped, first = _bound_first(ctx, line, handle)
-    owner = _sole_statement_of(ctx, line.stmt)
-    if owner is not None:  # `if n > 1:` around the line alone: the test says it
-        plan.replace(owner, lambda n, d=distributed: n.with_changes(test=_and_not(n.test, d)))
-    else:
-        guarded = plan.statements(f"if not {distributed}:\n    pass")[0]
-
-        def keep(node: cst.CSTNode, guarded=guarded) -> cst.If:
-            body = guarded.body.with_changes(body=[node.with_changes(leading_lines=())])
-            return guarded.with_changes(body=body, leading_lines=node.leading_lines)
-
-        plan.replace(line.stmt, keep)
+    _plain_only(ctx, line.stmt)
     wrap = [_ddp_wrap(ctx, handle, unwrapped, conv.target)]
     plan.insert_before(line.top, plan.statements("\n".join([*first, f"{raw} = {handle}"])), order=Order.WRAP)
     plan.insert_after(conv.target, wrap, order=Order.WRAP)
     plan.wraps[handle] = PlannedWrap(raw, conv.target)
     _unwrap_module_reads(ctx, handle, raw, conv.target)
+
+
+def _plain_only(ctx: Context, stmt: cst.BaseStatement) -> None:
+    """The line runs only in a plain process: `if n > 1 and not DISTRIBUTED:` where an `if` holds it
+    alone, else the line under `if not DISTRIBUTED:`."""
+    plan = ctx.plan
+    distributed = ctx.env("DISTRIBUTED")
+    owner = _sole_statement_of(ctx, stmt)
+    if owner is not None:  # `if n > 1:` around the line alone: the test says it
+        plan.replace(owner, lambda n, d=distributed: n.with_changes(test=_and_not(n.test, d)))
+        return
+    guarded = plan.statements(f"if not {distributed}:\n    pass")[0]
+
+    def keep(node: cst.CSTNode, guarded=guarded) -> cst.If:
+        body = guarded.body.with_changes(body=[node.with_changes(leading_lines=())])
+        return guarded.with_changes(body=body, leading_lines=node.leading_lines)
+
+    plan.replace(stmt, keep)
 
 
 def _ddp_wrap(ctx: Context, handle: str, module: str, at: cst.CSTNode) -> cst.If:
@@ -266,7 +291,26 @@ def _unwrap_module_reads(ctx: Context, handle: str, raw: str, target: cst.CSTNod
             and dotted(node) == f"{handle}.module"
             and facts.wraps.after_wrap(node, handle, target)
         ):
+            either = facts.index.parent.get(node)
+            if isinstance(either, cst.IfExp) and _either_module(either, handle):
+                node = either  # `net.module if use_cuda else net`: the plain module either way
             ctx.plan.replace(node, lambda n, raw=raw: cst.parse_expression(raw))
+
+
+PURE_TESTS = {"isinstance", "hasattr", "len", "torch.cuda.is_available", "torch.cuda.device_count"}
+
+
+def _either_module(choice: cst.IfExp, handle: str) -> bool:
+    """`handle.module if TEST else handle` (or the other way round) with a TEST that does nothing but
+    read: after the conversion both branches are the plain module, and the choice can go."""
+    branches = {dotted(choice.body), dotted(choice.orelse)}
+    if branches != {handle, f"{handle}.module"}:
+        return False
+    return not any(
+        isinstance(n, (cst.Await, cst.Yield, cst.NamedExpr, cst.Lambda))
+        or (isinstance(n, cst.Call) and dotted(n.func) not in PURE_TESTS)
+        for n in walk(choice.test)
+    )
 
 
 def _drop(ctx: Context, line, handle: str) -> None:

@@ -53,7 +53,7 @@ def main():
         if RANK == 0:
             print(f"epoch {epoch} loss {loss.item():.4f}")
 
-    model_to_save = raw_model if hasattr(model, "module") else model
+    model_to_save = raw_model
     if RANK == 0:
         torch.save(model_to_save.state_dict(), "model.pt")
 
