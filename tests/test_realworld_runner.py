@@ -138,6 +138,24 @@ def test_compare_runs():
     assert "files differ" in run.compare_runs(_plain(), _plain(files=("b.pt",))).pop()
 
 
+def test_the_original_runs_again_until_its_own_randomness_shows():
+    """The rewrite printed one line more; the first rerun of the original printed as the first run, the
+    second did not: the original is no yardstick, and the stdout difference goes (other reasons stay).
+    An original that prints the same every time keeps the difference after ORIGINAL_RERUNS reruns."""
+    first = _plain(out="saved\nloss 0.5\n")
+    differences = ["stdout differs: +saved", "files differ: only original ['a.pt'], only rewrite []"]
+    runs = iter([_plain(out="saved\nloss 0.7\n"), _plain(out="loss 0.7\n"), _plain(out="never asked\n")])
+    kept, own = run.without_own_randomness(first, differences, lambda: next(runs))
+    assert kept == differences[1:] and own and own[0].startswith("stdout differs"), (kept, own)
+    assert next(runs)["stdout"] == "never asked\n"  # it stopped at the run that differed
+    calls = []
+    kept, own = run.without_own_randomness(
+        first, differences, lambda: calls.append(1) or _plain(out="saved\nloss 0.9\n")
+    )
+    assert (kept, own, len(calls)) == (differences, [], run.ORIGINAL_RERUNS)
+    assert run.without_own_randomness(first, differences[1:], lambda: 1 / 0) == (differences[1:], [])
+
+
 def _single(**kw):
     r = {
         "kind": "single",
