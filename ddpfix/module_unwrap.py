@@ -27,7 +27,7 @@ import libcst as cst
 from .analysis.ast_reading import ast_aliases
 from .handles import handoffs, wrap_level, wrappers
 from .module_routes import unmoved
-from .module_wraps import wrapped_here
+from .module_wraps import targets, wrapped_here
 from .plain_spelling import unwrap_code
 from .rule import Context, Rule
 from .syntax import arg_slots, dotted, method_name, walk
@@ -79,9 +79,10 @@ def unwrap_built_models(ctx: Context, rule: Rule) -> None:
     for call, summary, cls in facts.training.models_built_in_modules:
         if not wrapped_here(ctx, rule, summary, cls):
             continue  # nothing is wrapped there: DDP301 reports why
-        attrs = {f"self.{attr}" for attr, _ in cls.trained}
+        attrs = {name for _method, name in targets(cls)}
         words = f"{cls.name} saves the state_dict() of {', '.join(sorted(attrs))}, which the fix wraps in DDP ('module.' keys)"
-        planner = lambda lines, c=cls.name, a=attrs: _planner(c, lambda _c: a, lines, built=True)  # noqa: E731
+        scopes = {method for method, _name in targets(cls)}
+        planner = lambda lines, c=cls.name, a=attrs, m=scopes: _planner(c, lambda _c: a, lines, True, m)  # noqa: E731
         _unwrap_there(ctx, rule, call, summary.path, cls.name, planner, words)
 
 
@@ -135,10 +136,11 @@ def unwrap_planner(cls_name: str, slot: int | str, lines: list[int]):
     return _planner(cls_name, _handed(slot), lines)
 
 
-def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False):
+def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False, scopes=frozenset({None})):
     """Unwrap `self.<attr>.state_dict()` in the methods of `cls_name`, for the attributes `attrs_of(cls)`
     (the model handed to `__init__`, or, `built`, each model the class builds and the fix wraps, whose
     loads the wrap routes to the plain module too: module_routes.py); `lines` gets the lines edited.
+    `scopes`: the methods to look in (None: all; a model a method keeps as its local is saved there).
     None (nothing to do) is no error."""
 
     def plan(ctx: Context) -> str | None:
@@ -150,7 +152,12 @@ def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False):
         if not attrs or _unwraps_itself(cls, attrs, loads=not built):
             return None
         aliases: dict[int, str] | None = None  # read only for `model.state_dict()` on a local name
-        for node in walk(cls):
+        searched = (
+            [cls]
+            if None in scopes
+            else [m for m in cls.body.body if getattr(m, "name", None) and m.name.value in scopes]
+        )
+        for node in (n for scope in searched for n in walk(scope)):
             if not isinstance(node, cst.Call) or method_name(node) != "state_dict":
                 continue
             assert isinstance(node.func, cst.Attribute)

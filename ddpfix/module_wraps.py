@@ -33,11 +33,18 @@ from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
 from .class_loaders import shard_blocker, trains_on_loaders
 from .edits import cuda_test
+from .local_wraps import local_wrap_point, method_of
 from .module_routes import mixed_keys, route, routes
 from .rule import RUNTIME, Context, Order, Rule
 from .syntax import dotted, walk
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
+
+
+def targets(cls) -> list[tuple[str | None, str]]:
+    """What the fix wraps in `cls` (a class summary): (None, `self.G`) for each model attribute it trains,
+    (method, `model`) for each model a method builds and trains as its local (local_wraps.py)."""
+    return [(None, f"self.{attr}") for attr, _ in cls.trained] + [(m, n) for m, n, _ in cls.local_models]
 
 
 def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
@@ -54,7 +61,7 @@ def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
         or _data_not_found(ctx, rule, summary, cls)
         or others.why_not(summary.path)
         or others.trial(
-            summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path), plain=_plain_saves(ctx))
+            summary.path, rule, _planner(cls.name, targets(cls), others.shown(summary.path), plain=_plain_saves(ctx))
         )
     )
 
@@ -103,8 +110,7 @@ def keep_wraps(ctx: Context, rule: Rule, summary, cls) -> None:
     key = ("wrap", summary.path, cls.name)
     if key not in others.planned:
         others.planned.add(key)
-        attrs = [attr for attr, _ in cls.trained]
-        others.keep(summary.path, rule, _planner(cls.name, attrs, others.shown(summary.path), plain=_plain_saves(ctx)))
+        others.keep(summary.path, rule, _planner(cls.name, targets(cls), others.shown(summary.path), _plain_saves(ctx)))
 
 
 def wrapped_here(ctx: Context, rule: Rule, summary, cls) -> bool:
@@ -132,7 +138,14 @@ def wraps_in_modules(ctx: Context, rule: Rule) -> None:
     facts = ctx.facts
     for call, summary, cls in facts.training.models_built_in_modules:
         places = ", ".join(
-            f"self.{attr} at {shown(facts.modules, Finding('', summary.path, line, ''))}" for attr, line in cls.trained
+            [
+                f"self.{attr} at {shown(facts.modules, Finding('', summary.path, line, ''))}"
+                for attr, line in cls.trained
+            ]
+            + [
+                f"{name} in {method}() at {shown(facts.modules, Finding('', summary.path, line, ''))}"
+                for method, name, line in cls.local_models
+            ]
         )
         head = f"{dotted(call.func) or cls.name}() trains models {cls.name} builds itself and never wraps in "
         head += f"DistributedDataParallel ({places})"
@@ -154,9 +167,7 @@ def _routed(ctx: Context, rule: Rule, summary, cls) -> str:
     uses: list[tuple[int, str]] = []
     where = others.shown(summary.path)
     if others.why_not(summary.path) is None:
-        others.trial(
-            summary.path, rule, _planner(cls.name, [a for a, _ in cls.trained], where, uses, _plain_saves(ctx))
-        )
+        others.trial(summary.path, rule, _planner(cls.name, targets(cls), where, _plain_saves(ctx), uses))
     if not uses:
         return ""
     places = ", ".join(f"{use} at {where}:{line}" for line, use in sorted(set(uses))[:3])
@@ -169,10 +180,8 @@ def _plain_saves(ctx: Context) -> bool:
     return not ctx.fixing or "DDP402" in ctx.fixing
 
 
-def _planner(
-    cls_name: str, attrs: list[str], where: str, routed: list[tuple[int, str]] | None = None, plain: bool = True
-):
-    """Wrap `self.<attr>` for each of `attrs` in the class `cls_name` of the module (`where`: its file as
+def _planner(cls_name: str, wrapped: list, where: str, plain: bool = True, routed: list[tuple[int, str]] | None = None):
+    """Wrap each of `wrapped` (`targets`) in the class `cls_name` of the module (`where`: its file as
     shown), on the module's own context, and route the uses the wrapper does not serve to the plain
     module (module_routes.py); `routed` gets (line, use) for each of those. `plain`: the class's saves
     of the models' state_dict() become the plain module's (DDP402), as the loads routed there read."""
@@ -183,26 +192,29 @@ def _planner(
         cls = next((s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == cls_name), None)
         if cls is None:
             return f"{cls_name} is not a class at the top level of the module"
-        handed = sorted(_optimized(cls) - {f"self.{attr}" for attr in attrs})
+        handed = sorted(_optimized(cls) - {name for method, name in wrapped if method is None})
         if handed:
             return f"{cls_name} also trains {handed[0]}, which it is handed: the caller's to wrap"
         points = []
-        for attr in attrs:
-            point = _wrap_point(cls, f"self.{attr}")
+        for method, name in wrapped:
+            scope = cls if method is None else method_of(cls, method)
+            if scope is None:
+                return f"{method} is not a method of {cls_name}"
+            point = _wrap_point(cls, name) if method is None else local_wrap_point(scope, name, _assigns, _optimizes)
             if isinstance(point, str):
                 return point
-            uses = routes(ctx, cls, f"self.{attr}", point[1], where)
+            uses = routes(ctx, scope, name, point[1], where)
             if isinstance(uses, str):
                 return uses
-            why = None if plain else mixed_keys(ctx, cls, f"self.{attr}", uses, where)
+            why = None if plain else mixed_keys(ctx, scope, name, uses, where)
             if why is not None:
                 return why
-            points.append((attr, point[0]))
-            route(ctx, uses, f"self.{attr}")
+            points.append((name, point[0]))
+            route(ctx, uses, name)
             if routed is not None:
                 routed.extend((ctx.facts.index.position(use).start.line, dotted(use)) for use in uses)
-        for attr, anchor in points:
-            insert_wrap(ctx, f"self.{attr}", anchor)
+        for name, anchor in points:
+            insert_wrap(ctx, name, anchor)
         return None
 
     return plan

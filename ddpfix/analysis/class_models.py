@@ -50,6 +50,38 @@ def ast_trained_attributes(cls: ast.ClassDef) -> list[tuple[str, int]]:
     return [(attr, lines[attr]) for attr in trained if attr in lines and attr not in handed]
 
 
+def ast_local_models(cls: ast.ClassDef) -> list[tuple[str, str, int]]:
+    """(method, name, line of the build) for each local of a method an optimizer of that method is built
+    over (`model = Net(); model = model.to(device); opt = Adam(model.parameters())` in `train()`): built
+    there by a call, not a parameter of the method, and [] when the class wraps a model in DDP itself."""
+    if ast_wraps(cls):
+        return []
+    out: list[tuple[str, str, int]] = []
+    for method in (m for m in cls.body if isinstance(m, ast.FunctionDef)):
+        params = {a.arg for a in [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]}
+        built: dict[str, int] = {}
+        optimized: list[str] = []
+        for node in nodes(method):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                for t in node.targets:
+                    if isinstance(t, ast.Name) and t.id not in built:
+                        built[t.id] = node.lineno
+            name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
+            if name is None or not any(word in name for word in OPTIMIZER_WORDS) or not node.args:
+                continue
+            for inner in (n for arg in node.args for n in ast.walk(arg)):
+                if (
+                    isinstance(inner, ast.Call)
+                    and isinstance(inner.func, ast.Attribute)
+                    and inner.func.attr in ("parameters", "named_parameters")
+                    and isinstance(inner.func.value, ast.Name)
+                    and inner.func.value.id not in optimized
+                ):
+                    optimized.append(inner.func.value.id)
+        out += [(method.name, n, built[n]) for n in optimized if n in built and n not in params]
+    return out
+
+
 def ast_wraps(cls: ast.ClassDef) -> bool:
     """Does the class wrap a model in DDP itself (`self.G = DDP(self.G)`, under any test)?"""
     return any(
@@ -59,4 +91,4 @@ def ast_wraps(cls: ast.ClassDef) -> bool:
     )
 
 
-__all__ = ["ast_trained_attributes", "ast_wraps"]
+__all__ = ["ast_local_models", "ast_trained_attributes", "ast_wraps"]

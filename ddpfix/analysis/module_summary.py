@@ -59,6 +59,8 @@ class ClassSummary:
     attributes: set[str] = field(default_factory=set)  # set on self in any method
     forward_like: set[str] = field(default_factory=set)  # methods that run a forward (model_params.py)
     trained: list[tuple[str, int]] = field(default_factory=list)  # models it trains itself (class_models.py)
+    # models a method builds and trains as its own locals: (method, name, line of the build)
+    local_models: list[tuple[str, str, int]] = field(default_factory=list)
     wraps: bool = False  # wraps a model in DistributedDataParallel itself (class_models.py)
     builds: set[str] = field(default_factory=set)  # the names it calls: the classes it may build
     # each parameter its forward sets from its input, or that of a class it builds or derives from

@@ -18,7 +18,7 @@ from .ast_reading import (
     nodes,
 )
 from .class_bases import inherit_methods, is_main_block
-from .class_models import ast_trained_attributes, ast_wraps
+from .class_models import ast_local_models, ast_trained_attributes, ast_wraps
 from .imports import ImportTable, Origin, find_module
 from .input_parameters import built_parameters, read_input_parameters
 from .kept_models import kept_uses
@@ -264,6 +264,7 @@ class _Summariser:
     def _class(self, node: ast.ClassDef) -> None:
         trained, wraps = ast_trained_attributes(node), ast_wraps(node)
         cls = ClassSummary(node.name, [ast_dotted(b) or "" for b in node.bases], trained=trained, wraps=wraps)
+        cls.local_models = ast_local_models(node)
         read_input_parameters(cls, node, str(self.summary.path))
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):

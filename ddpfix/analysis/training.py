@@ -174,11 +174,12 @@ class Training:
     @cached_property
     def models_built_in_modules(self) -> list[tuple[cst.Call, ModuleSummary, object]]:
         """Of `trained_in_modules`, the calls whose class builds the models it trains itself (`self.G =
-        Generator(...)` in `Solver.__init__`): (call, the module's summary, the class's summary)."""
+        Generator(...)` in `Solver.__init__`, or `model = Net()` a local of the method called, beside its
+        optimizer): (call, the module's summary, the class's summary)."""
         out = []
         for call, summary, method in self.trained_in_modules:
             cls = summary.classes.get(method.split(".")[0])
-            if cls is not None and cls.trained:
+            if cls is not None and (cls.trained or any(m == method.split(".")[-1] for m, _, _ in cls.local_models)):
                 out.append((call, summary, cls))
         return out
 

@@ -170,6 +170,13 @@ getattr(self.model, "module", self.model).load_state_dict(ckpt["model_state"])
 h = torch.zeros(batch_size, getattr(self.model, "module", self.model).hidden_size)
 ```
 A load before the wrap (between the build and the optimizer) is the model's own and stays as it is.
+A model the method the script calls builds and trains as its own local (`Trainer(args).train()`, with
+`model = Forecaster(...)`, `model = model.to(self.device)` and the optimizer over `model.parameters()`
+in `Trainer.train`) gets its wrap in that method the same way, after the statements that build and
+prepare it at the method's top level and before its optimizer; its saves and the reads of what only
+the model has go through `getattr(model, "module", model)`. Such a model bound inside a block of the
+method, bound to something else before its optimizer or again after it, or put in `nn.DataParallel`
+there is left to the user, and the whole script with it.
 The saves the class loads back are the plain module's too (DDP402); where DDP402 is not fixed, a
 class that saves and loads its model's state is not converted (the keys would not match).
 A method of the model that runs a forward (or of a class not read, a library's) called in the
