@@ -58,8 +58,9 @@ def local_wrap_point(func: cst.FunctionDef, name: str, assigns, optimizes) -> tu
 
 def _mentions(stmt: cst.CSTNode, name: str) -> bool:
     """Does `stmt` read `name` (on the right of an assignment, or anywhere in another statement)?"""
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
-        stmt = stmt.body[0].value
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+        stmt = small.value
     return any(isinstance(n, cst.Name) and n.value == name for n in walk(stmt))
 
 

@@ -77,3 +77,11 @@ def test_a_local_model_the_fix_cannot_wrap_there_leaves_the_whole_script_alone(p
     assert wrap.fix == "none" and why in wrap.message, wrap.message
     assert result.code == (project / "main.py").read_text() and not result.others
     assert {"DDP001", "DDP301"} <= {b.code for b in result.incomplete}
+
+
+def test_an_annotated_build_is_a_build(project):
+    edit(project / "trainer.py", BUILD, "        model: nn.Module = Forecaster(hidden=16)\n")
+    result = ddpfix.fix_project("main.py")
+    [wrap] = by_code(result)["DDP301"]
+    assert wrap.applied and "model in train() at trainer.py:25" in wrap.message, wrap.message
+    assert MOVE + "        if dist.is_initialized():\n" in result.others["trainer.py"].code

@@ -62,8 +62,8 @@ def ast_local_models(cls: ast.ClassDef) -> list[tuple[str, str, int]]:
         built: dict[str, int] = {}
         optimized: list[str] = []
         for node in nodes(method):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                for t in node.targets:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
                     if isinstance(t, ast.Name) and t.id not in built:
                         built[t.id] = node.lineno
             name = ast_dotted(node.func) if isinstance(node, ast.Call) else None

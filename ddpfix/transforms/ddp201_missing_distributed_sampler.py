@@ -331,7 +331,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
     def _unwrapped(self, ctx: Context, summary, cls, script: str | None) -> str | None:
         """Why the models a class of the script's modules trains stay unwrapped in this pass: those it
         builds, wrapped there (module_wraps.py), or the model the script hands it, wrapped by the script."""
-        if cls.trained:
+        if cls.trained or cls.local_models:
             return (
                 None
                 if wrapped_here(ctx, self, summary, cls)
