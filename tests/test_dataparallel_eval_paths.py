@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from ddpfix import check_source, fix_source
+from ddpfix import check_source, fix_project, fix_source
 
 SCRIPT = """
 import sys
@@ -100,3 +100,22 @@ def test_a_choice_whose_test_does_something_keeps_its_test():
     src = script(saved="net.module if ready() else net").replace("use_cuda = ", "ready = lambda: True\nuse_cuda = ")
     out = fix_source(src).code
     assert 'torch.save(raw_net if ready() else net, "net.pt")' in out, out
+
+
+def test_a_branch_that_trains_through_a_function_of_the_scripts_modules_is_not_an_evaluation(tmp_path):
+    """`fit(net, loader)` from fitting.py trains the branch's DataParallel model before the exit: that
+    line is the trained model's too (two DataParallel lines of one model: by hand), not a plain-run-only
+    evaluation, which would have left the model it trains unwrapped under torchrun."""
+    (tmp_path / "fitting.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\ndef fit(net, loader):\n"
+        "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n    for x, y in loader:\n"
+        "        loss = nn.functional.mse_loss(net(x), y)\n        opt.zero_grad()\n"
+        "        loss.backward()\n        opt.step()\n"
+    )
+    evaluation = "    net.eval()\n    with torch.no_grad():\n        print(sum(nn.functional.mse_loss(net(x), y).item() for x, y in loader))\n"
+    src = "from fitting import fit\n" + script().replace(evaluation, "    fit(net, loader)\n")
+    path = tmp_path / "train.py"
+    path.write_text(src)
+    result = fix_project(str(path))
+    assert result.code == src and not result.others, result.full_diff
+    assert [d.fix for d in result.diagnostics if d.code == "DDP302"] == ["none", "none"]

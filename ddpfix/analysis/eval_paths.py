@@ -34,11 +34,17 @@ def evaluation_branch(index: TreeIndex, names: Names, training: Training, call: 
             return None
         body = list(block.body)  # type: ignore[union-attr]
         rest = body[next(i for i, s in enumerate(body) if s is x) :]
-        if any(training.reaches_training(s) for s in rest):
+        if any(training.reaches_training(s) or _trains_elsewhere(index, training, s) for s in rest):
             return None
         if _leaves(names, body[-1], targets[0], index.scope_of(stmt)):
             return block  # type: ignore[return-value]
         x = test  # type: ignore[assignment]
+
+
+def _trains_elsewhere(index: TreeIndex, training: Training, stmt: cst.CSTNode) -> bool:
+    """Does `stmt` call a function or method of the script's own modules that trains (`fit(net, loader)`
+    from a local package)? `reaches_training` follows only this file's functions."""
+    return any(index.contains(stmt, call) for call in training.module_training_calls)
 
 
 def _leaves(names: Names, last: cst.CSTNode, handle: str, scope: cst.CSTNode) -> bool:

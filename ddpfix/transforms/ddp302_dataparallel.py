@@ -89,7 +89,8 @@ the DDP wrap follows the outermost `if` around it and the device moves after it.
 
 A DataParallel line on a path that only evaluates and then leaves the program or the function (a
 test-only branch: `if args.test_only: net = load(); net = nn.DataParallel(net); evaluate(net);
-sys.exit(0)`, nothing on it reaching an optimizer or a backward) wraps no model that trains: it is
+sys.exit(0)`, nothing on it reaching an optimizer or a backward, also through a function of the
+script's modules) wraps no model that trains: it is
 kept for the plain run (`if not DISTRIBUTED:` around it) with no DDP wrap, so under torchrun each
 process evaluates with its plain model, and it does not count as a second DataParallel line of the
 trained model. Where that evaluation reads `net.module` (which the plain model lacks) it is left to
