@@ -19,11 +19,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .syntax import dotted, walk
-
-
-def method_of(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
-    return next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+from .syntax import dotted, mentions, walk
 
 
 def local_wrap_point(func: cst.FunctionDef, name: str, assigns, optimizes) -> tuple[cst.CSTNode, list] | str:
@@ -61,7 +57,7 @@ def _mentions(stmt: cst.CSTNode, name: str) -> bool:
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
         stmt = small.value
-    return any(isinstance(n, cst.Name) and n.value == name for n in walk(stmt))
+    return mentions(stmt, name)
 
 
-__all__ = ["local_wrap_point", "method_of"]
+__all__ = ["local_wrap_point"]

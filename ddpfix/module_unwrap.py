@@ -26,6 +26,7 @@ import libcst as cst
 
 from .analysis.ast_reading import ast_aliases
 from .handles import handoffs, wrap_level, wrappers
+from .module_epochs import function_of
 from .module_routes import unmoved
 from .module_wraps import targets, wrapped_here
 from .plain_spelling import unwrap_code
@@ -152,11 +153,8 @@ def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False, sco
         if not attrs or _unwraps_itself(cls, attrs, loads=not built):
             return None
         aliases: dict[int, str] | None = None  # read only for `model.state_dict()` on a local name
-        searched = (
-            [cls]
-            if None in scopes
-            else [m for m in cls.body.body if getattr(m, "name", None) and m.name.value in scopes]
-        )
+        found = [function_of(facts.module, f"{cls_name}.{m}") for m in scopes if m is not None]
+        searched = [cls] if None in scopes else [m for m in found if m is not None]
         for node in (n for scope in searched for n in walk(scope)):
             if not isinstance(node, cst.Call) or method_name(node) != "state_dict":
                 continue

@@ -33,7 +33,8 @@ from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
 from .class_loaders import shard_blocker, trains_on_loaders
 from .edits import cuda_test
-from .local_wraps import local_wrap_point, method_of
+from .local_wraps import local_wrap_point
+from .module_epochs import function_of
 from .module_routes import mixed_keys, route, routes
 from .rule import RUNTIME, Context, Order, Rule
 from .syntax import dotted, walk
@@ -197,7 +198,7 @@ def _planner(cls_name: str, wrapped: list, where: str, plain: bool = True, route
             return f"{cls_name} also trains {handed[0]}, which it is handed: the caller's to wrap"
         points = []
         for method, name in wrapped:
-            scope = cls if method is None else method_of(cls, method)
+            scope = cls if method is None else function_of(module, f"{cls_name}.{method}")
             if scope is None:
                 return f"{method} is not a method of {cls_name}"
             point = _wrap_point(cls, name) if method is None else local_wrap_point(scope, name, _assigns, _optimizes)

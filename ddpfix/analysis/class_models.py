@@ -24,17 +24,9 @@ def ast_trained_attributes(cls: ast.ClassDef) -> list[tuple[str, int]]:
             continue
         if name.split(".")[-1] in ("DistributedDataParallel", "DDP"):
             return []
-        if not any(word in name for word in OPTIMIZER_WORDS) or not node.args:
-            continue
-        for inner in ast.walk(node.args[0]):
-            if (
-                isinstance(inner, ast.Call)
-                and isinstance(inner.func, ast.Attribute)
-                and inner.func.attr in ("parameters", "named_parameters")
-            ):
-                owner = ast_dotted(inner.func.value) or ""
-                if owner.startswith("self.") and owner.count(".") == 1 and owner[5:] not in trained:
-                    trained.append(owner[5:])
+        for owner in _parameter_owners(node, name, first_only=True):
+            if owner.startswith("self.") and owner.count(".") == 1 and owner[5:] not in trained:
+                trained.append(owner[5:])
     lines: dict[str, int] = {}
     handed: set[str] = set()  # `self.model = model`: a model the caller built (and wraps)
     for node in nodes(cls):
@@ -67,19 +59,28 @@ def ast_local_models(cls: ast.ClassDef) -> list[tuple[str, str, int]]:
                     if isinstance(t, ast.Name) and t.id not in built:
                         built[t.id] = node.lineno
             name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
-            if name is None or not any(word in name for word in OPTIMIZER_WORDS) or not node.args:
-                continue
-            for inner in (n for arg in node.args for n in ast.walk(arg)):
-                if (
-                    isinstance(inner, ast.Call)
-                    and isinstance(inner.func, ast.Attribute)
-                    and inner.func.attr in ("parameters", "named_parameters")
-                    and isinstance(inner.func.value, ast.Name)
-                    and inner.func.value.id not in optimized
-                ):
-                    optimized.append(inner.func.value.id)
+            for owner in _parameter_owners(node, name, first_only=False):
+                if "." not in owner and owner not in optimized:
+                    optimized.append(owner)
         out += [(method.name, n, built[n]) for n in optimized if n in built and n not in params]
     return out
+
+
+def _parameter_owners(call, name: str | None, first_only: bool) -> list[str]:
+    """For an optimizer call (`name` holds one of OPTIMIZER_WORDS), the spelled receivers of the
+    `X.parameters()` / `X.named_parameters()` in its first argument (`first_only`) or in any; [] for
+    any other call."""
+    if name is None or not any(word in name for word in OPTIMIZER_WORDS) or not call.args:
+        return []
+    out = []
+    for inner in (n for arg in (call.args[:1] if first_only else call.args) for n in ast.walk(arg)):
+        if (
+            isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Attribute)
+            and inner.func.attr in ("parameters", "named_parameters")
+        ):
+            out.append(ast_dotted(inner.func.value) or "")
+    return [o for o in out if o]
 
 
 def ast_wraps(cls: ast.ClassDef) -> bool:

@@ -134,4 +134,24 @@ COLLECTIVES = frozenset(
     }
 )
 
-__all__ = ["COLLECTIVES", "DDP_API", "MODULE_API", "WRAPPER_API"]
+# Calls that read the environment or the hardware and change nothing: a statement that makes only these
+# may move above init_process_group (DDP006), a test made of them may be dropped (DDP302).
+READ_ONLY_CALLS = frozenset(
+    {
+        "int",
+        "str",
+        "float",
+        "bool",
+        "len",
+        "min",
+        "max",
+        "getattr",
+        "os.environ.get",
+        "os.getenv",
+        "torch.device",
+        "torch.cuda.is_available",
+        "torch.cuda.device_count",
+    }
+)
+
+__all__ = ["COLLECTIVES", "DDP_API", "MODULE_API", "READ_ONLY_CALLS", "WRAPPER_API"]

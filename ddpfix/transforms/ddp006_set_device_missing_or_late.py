@@ -9,6 +9,7 @@ import libcst as cst
 from ..analysis.flow import binds, conflicts, reads
 from ..analysis.imports import Origin
 from ..analysis.summaries import SET_DEVICE
+from ..analysis.torch_api import READ_ONLY_CALLS
 from ..edits import torch_name
 from ..examples import clean, fixes, reports
 from ..rule import NONE, Context, Order, Rule
@@ -163,25 +164,6 @@ def _device_setters(facts):
             yield call
 
 
-# Calls a statement may make and still move above init_process_group: they read the environment or
-# the hardware and change nothing.
-PURE_CALLS = {
-    "int",
-    "str",
-    "float",
-    "bool",
-    "len",
-    "min",
-    "max",
-    "getattr",
-    "os.environ.get",
-    "os.getenv",
-    "torch.device",
-    "torch.cuda.is_available",
-    "torch.cuda.device_count",
-}
-
-
 def _hoist(facts, set_device: cst.Call, init: cst.Call):
     """The statements to move before the init statement so set_device runs first: the one holding
     set_device, and before it the assignments of the names it reads that sit between the two (when
@@ -219,7 +201,7 @@ def _pure(facts, stmt: cst.CSTNode) -> bool:
         return False
     for call in calls_in(stmt):
         q = facts.names.call_qual(call) or ""
-        if q not in PURE_CALLS and not (
+        if q not in READ_ONLY_CALLS and not (
             method_name(call) == "format" and isinstance(call.func.value, cst.SimpleString)
         ):  # type: ignore[attr-defined]
             return False

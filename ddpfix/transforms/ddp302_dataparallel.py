@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.dataparallel import CHOICE, EVALUATION, built_inside, dataparallel_conversions, plain_path
+from ..analysis.torch_api import READ_ONLY_CALLS
 from ..diagnostic import SAFE, UNSAFE
 from ..edits import cuda_test
 from ..examples import clean, fixes
@@ -293,15 +294,15 @@ def _unwrap_module_reads(ctx: Context, handle: str, raw: str, target: cst.CSTNod
             and facts.wraps.after_wrap(node, handle, target)
         ):
             either = facts.index.parent.get(node)
-            if isinstance(either, cst.IfExp) and _either_module(either, handle):
+            if isinstance(either, cst.IfExp) and _either_module(facts, either, handle):
                 node = either  # `net.module if use_cuda else net`: the plain module either way
             ctx.plan.replace(node, lambda n, raw=raw: cst.parse_expression(raw))
 
 
-PURE_TESTS = {"isinstance", "hasattr", "len", "torch.cuda.is_available", "torch.cuda.device_count"}
+READ_ONLY_TESTS = READ_ONLY_CALLS | {"isinstance", "hasattr"}
 
 
-def _either_module(choice: cst.IfExp, handle: str) -> bool:
+def _either_module(facts, choice: cst.IfExp, handle: str) -> bool:
     """`handle.module if TEST else handle` (or the other way round) with a TEST that does nothing but
     read: after the conversion both branches are the plain module, and the choice can go."""
     branches = {dotted(choice.body), dotted(choice.orelse)}
@@ -309,7 +310,7 @@ def _either_module(choice: cst.IfExp, handle: str) -> bool:
         return False
     return not any(
         isinstance(n, (cst.Await, cst.Yield, cst.NamedExpr, cst.Lambda))
-        or (isinstance(n, cst.Call) and dotted(n.func) not in PURE_TESTS)
+        or (isinstance(n, cst.Call) and facts.names.call_qual(n) not in READ_ONLY_TESTS)
         for n in walk(choice.test)
     )
 
