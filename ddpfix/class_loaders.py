@@ -55,7 +55,7 @@ def shard_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
 
 
 def loaders(summary, cls) -> list[OwnLoader]:
-    return own_loaders(summary.path, cls.name)
+    return own_loaders(summary.path, cls.name, cls.function)
 
 
 def trains_on_loaders(ctx: Context, summary, cls) -> bool:
@@ -69,15 +69,15 @@ def shard(ctx: Context, rule: Rule, unwrapped: Callable[[object, object], str | 
     script trains through that class (the models it builds, or the model the script hands it), and
     shard them where `unwrapped(summary, cls)` finds no reason the models it trains stay unwrapped."""
     facts = ctx.facts
-    for call, summary, method in facts.training.trained_in_modules:
-        cls = summary.classes.get(method.split(".")[0])
+    for call, summary, cls in _owners(facts):
         own = loaders(summary, cls) if cls is not None else []
         if not own:
-            if cls is not None:
+            if cls is not None and not cls.function:
                 _shard_foreign(ctx, rule, call, summary, cls, unwrapped)
             continue
         where = ", ".join(f"{o.reach} at {shown(facts.modules, Finding('', summary.path, o.line, ''))}" for o in own)
-        owner = f"{dotted(call.func) or cls.name}() trains on a DataLoader {cls.name} builds itself ({where})"
+        builder = "it" if cls.function else cls.name
+        owner = f"{dotted(call.func) or cls.name}() trains on a DataLoader {builder} builds itself ({where})"
         if all(o.stream for o in own):
             head = f"{owner} that draws with replacement, the same samples on every rank"
             remedy, done = "seed its generator per rank there", "the fix gives each rank its own random stream there"
@@ -93,6 +93,17 @@ def shard(ctx: Context, rule: Rule, unwrapped: Callable[[object, object], str | 
             ctx.report(call, f"{head}: {remedy} (the fix does not: {why})", fix="none")
         elif ctx.report(call, f"{head}: {done} ({', '.join(places)})"):
             keep(ctx, rule, edits)
+
+
+def _owners(facts):
+    """(call, module summary, class summary or None) for each call of the script that trains through a
+    class of its modules (`Solver(args).train()`), and (call, module summary, owner record) for each call
+    of a module-level function that builds and trains its own model (`fit(epochs)`)."""
+    for call, summary, method in facts.training.trained_in_modules:
+        yield call, summary, summary.classes.get(method.split(".")[0])
+    for call, summary, owner in facts.training.models_built_in_modules:
+        if owner.function:
+            yield call, summary, owner
 
 
 def _shard_foreign(ctx: Context, rule: Rule, call: cst.Call, summary, cls, unwrapped) -> None:
@@ -145,12 +156,11 @@ def _edits(own: list[OwnLoader]) -> list[Edit]:
         )
         if o.stream:
             continue  # an endless stream has no epochs to set
-        member = f"{o.cls}.{o.method}"
         edits.append(
             (
                 o.path,
-                ("set_epoch", o.path, member, o.reach),
-                lambda lines, m=member, r=o.reach: epoch_loop_planner(m, r, lines),
+                ("set_epoch", o.path, o.member, o.reach),
+                lambda lines, m=o.member, r=o.reach: epoch_loop_planner(m, r, lines),
             )
         )
     return edits

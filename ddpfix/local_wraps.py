@@ -33,7 +33,7 @@ def local_wrap_point(func: cst.FunctionDef, name: str, assigns, optimizes) -> tu
     binds = [n for n in walk(func) if isinstance(n, cst.SimpleStatementLine) and assigns(n, name)]
     top = [i for i, s in enumerate(body) if any(s is b for b in binds)]
     if not binds or len(top) != len(binds):
-        return f"{name} is bound inside a block of {where}: the fix wraps a model built at the method's top level"
+        return f"{name} is bound inside a block of {where}: the fix wraps a model built at the top level of {where}"
     start = top[0]
     optimizer = next((i for i in range(start + 1, len(body)) if optimizes(body[i], name)), None)
     if optimizer is None:

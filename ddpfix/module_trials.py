@@ -49,7 +49,8 @@ def keep(ctx: Context, rule: Rule, edits: list[Edit]) -> None:
 
 
 def sampler_planner(cls_name: str, line: int, lines: list[int], builds: Callable[[cst.Call], bool]) -> Planner:
-    """A DistributedSampler for the loader a method of the class `cls_name` builds at `line` (the call
+    """A DistributedSampler for the loader a method of the class `cls_name` (or the module-level function
+    `cls_name`: ClassSummary.function) builds at `line` (the call
     there that `builds` picks), when torch.distributed is initialized; for a loader drawing with
     replacement (`sampler=RandomSampler(ds, replacement=True, num_samples=n)`), a generator seeded per
     rank instead."""
@@ -58,7 +59,8 @@ def sampler_planner(cls_name: str, line: int, lines: list[int], builds: Callable
         facts = ctx.facts
         call = next((c for c in facts.index.calls if builds(c) and facts.index.position(c).start.line == line), None)
         site = facts.index.site(call) if call is not None else None
-        if call is None or site is None or site.cls is None or site.cls.name.value != cls_name:
+        owner = site.cls or site.func if site is not None else None  # a class, or a module-level function
+        if call is None or owner is None or owner.name.value != cls_name:
             return f"{cls_name} does not build its loader at line {line}"
         if any(a.star for a in call.args):
             return f"the loader of {cls_name} (line {line}) takes its arguments from a dict"

@@ -81,9 +81,9 @@ def unwrap_built_models(ctx: Context, rule: Rule) -> None:
         if not wrapped_here(ctx, rule, summary, cls):
             continue  # nothing is wrapped there: DDP301 reports why
         attrs = {name for _method, name in targets(cls)}
-        words = f"{cls.name} saves the state_dict() of {', '.join(sorted(attrs))}, which the fix wraps in DDP ('module.' keys)"
+        words = f"{cls.shown} saves the state_dict() of {', '.join(sorted(attrs))}, which the fix wraps in DDP ('module.' keys)"
         scopes = {method for method, _name in targets(cls)}
-        planner = lambda lines, c=cls.name, a=attrs, m=scopes: _planner(c, lambda _c: a, lines, True, m)  # noqa: E731
+        planner = lambda lines, c=cls, a=attrs, m=scopes: _planner(c.name, lambda _c: a, lines, True, m, c.function)  # noqa: E731
         _unwrap_there(ctx, rule, call, summary.path, cls.name, planner, words)
 
 
@@ -137,23 +137,25 @@ def unwrap_planner(cls_name: str, slot: int | str, lines: list[int]):
     return _planner(cls_name, _handed(slot), lines)
 
 
-def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False, scopes=frozenset({None})):
+def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False, scopes=frozenset({None}), function=False):
     """Unwrap `self.<attr>.state_dict()` in the methods of `cls_name`, for the attributes `attrs_of(cls)`
     (the model handed to `__init__`, or, `built`, each model the class builds and the fix wraps, whose
     loads the wrap routes to the plain module too: module_routes.py); `lines` gets the lines edited.
     `scopes`: the methods to look in (None: all; a model a method keeps as its local is saved there).
+    `function`: `cls_name` is a module-level function, its own one method (ClassSummary.function).
     None (nothing to do) is no error."""
 
     def plan(ctx: Context) -> str | None:
         facts = ctx.facts
-        cls = next((s for s in facts.module.body if isinstance(s, cst.ClassDef) and s.name.value == cls_name), None)
+        kind = cst.FunctionDef if function else cst.ClassDef
+        cls = next((s for s in facts.module.body if isinstance(s, kind) and s.name.value == cls_name), None)
         if cls is None:
-            return f"{cls_name} is not a class at the top level of the module"
+            return f"{cls_name} is not defined at the top level of the module"
         attrs = attrs_of(cls)
         if not attrs or _unwraps_itself(cls, attrs, loads=not built):
             return None
         aliases: dict[int, str] | None = None  # read only for `model.state_dict()` on a local name
-        found = [function_of(facts.module, f"{cls_name}.{m}") for m in scopes if m is not None]
+        found = [function_of(facts.module, m if function else f"{cls_name}.{m}") for m in scopes if m is not None]
         searched = [cls] if None in scopes else [m for m in found if m is not None]
         for node in (n for scope in searched for n in walk(scope)):
             if not isinstance(node, cst.Call) or method_name(node) != "state_dict":

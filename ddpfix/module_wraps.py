@@ -62,21 +62,22 @@ def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
         or _data_not_found(ctx, rule, summary, cls)
         or others.why_not(summary.path)
         or others.trial(
-            summary.path, rule, _planner(cls.name, targets(cls), others.shown(summary.path), plain=_plain_saves(ctx))
+            summary.path, rule, _planner(cls, targets(cls), others.shown(summary.path), plain=_plain_saves(ctx))
         )
     )
 
 
 def _data_not_found(ctx: Context, rule: Rule, summary, cls) -> str | None:
-    """No training DataLoader of the script was found, nor one the class builds itself and the fix
-    shards there (class_loaders.py): the fix could not shard what the wrapped models train on, so every
-    rank would train the same batches while the conversion looked done. Left to the user, saying so."""
-    if ctx.facts.data.training_loaders:
+    """No training DataLoader of the script was found (built there, or by a function of its modules it
+    calls: loader_factory.py), nor one the class builds itself and the fix shards there
+    (class_loaders.py): the fix could not shard what the wrapped models train on, so every rank would
+    train the same batches while the conversion looked done. Left to the user, saying so."""
+    if ctx.facts.data.training_loaders or ctx.facts.data.foreign_loaders():
         return None
     if trains_on_loaders(ctx, summary, cls):
         why = shard_blocker(ctx, rule, summary, cls)
         return (
-            None if why is None else f"the DataLoader {cls.name} trains on cannot be sharded where it is built: {why}"
+            None if why is None else f"the DataLoader {cls.shown} trains on cannot be sharded where it is built: {why}"
         )
     return (
         "no DataLoader the script builds was found to reach its training, so the fix could not shard the data "
@@ -111,7 +112,7 @@ def keep_wraps(ctx: Context, rule: Rule, summary, cls) -> None:
     key = ("wrap", summary.path, cls.name)
     if key not in others.planned:
         others.planned.add(key)
-        others.keep(summary.path, rule, _planner(cls.name, targets(cls), others.shown(summary.path), _plain_saves(ctx)))
+        others.keep(summary.path, rule, _planner(cls, targets(cls), others.shown(summary.path), _plain_saves(ctx)))
 
 
 def wrapped_here(ctx: Context, rule: Rule, summary, cls) -> bool:
@@ -124,7 +125,7 @@ def withheld(ctx: Context) -> str | None:
     this pass does not wrap them there: no process group and no sampler then (no half conversion)."""
     rule = ctx.rule
     for _call, summary, cls in ctx.facts.training.models_built_in_modules:
-        where = f"{cls.name} in {summary.path.name}"
+        where = f"{cls.shown} in {summary.path.name}"
         if ctx.fixing and "DDP301" not in ctx.fixing:
             return f"{where} builds the models it trains and the fix does not wrap them there (DDP301 is not fixed)"
         why = wrap_blocker(ctx, rule, summary, cls) if rule is not None else "no rule asks"
@@ -148,7 +149,8 @@ def wraps_in_modules(ctx: Context, rule: Rule) -> None:
                 for method, name, line in cls.local_models
             ]
         )
-        head = f"{dotted(call.func) or cls.name}() trains models {cls.name} builds itself and never wraps in "
+        builder = "it" if cls.function else cls.name
+        head = f"{dotted(call.func) or cls.name}() trains models {builder} builds itself and never wraps in "
         head += f"DistributedDataParallel ({places})"
         why = wrap_blocker(ctx, rule, summary, cls)
         if why is not None:
@@ -168,7 +170,7 @@ def _routed(ctx: Context, rule: Rule, summary, cls) -> str:
     uses: list[tuple[int, str]] = []
     where = others.shown(summary.path)
     if others.why_not(summary.path) is None:
-        others.trial(summary.path, rule, _planner(cls.name, targets(cls), where, _plain_saves(ctx), uses))
+        others.trial(summary.path, rule, _planner(cls, targets(cls), where, _plain_saves(ctx), uses))
     if not uses:
         return ""
     places = ", ".join(f"{use} at {where}:{line}" for line, use in sorted(set(uses))[:3])
@@ -181,26 +183,28 @@ def _plain_saves(ctx: Context) -> bool:
     return not ctx.fixing or "DDP402" in ctx.fixing
 
 
-def _planner(cls_name: str, wrapped: list, where: str, plain: bool = True, routed: list[tuple[int, str]] | None = None):
-    """Wrap each of `wrapped` (`targets`) in the class `cls_name` of the module (`where`: its file as
-    shown), on the module's own context, and route the uses the wrapper does not serve to the plain
-    module (module_routes.py); `routed` gets (line, use) for each of those. `plain`: the class's saves
-    of the models' state_dict() become the plain module's (DDP402), as the loads routed there read."""
+def _planner(owner, wrapped: list, where: str, plain: bool = True, routed: list[tuple[int, str]] | None = None):
+    """Wrap each of `wrapped` (`targets`) in `owner` (a class summary, or a module-level function's owner
+    record) of the module (`where`: its file as shown), on the module's own context, and route the uses
+    the wrapper does not serve to the plain module (module_routes.py); `routed` gets (line, use) for each
+    of those. `plain`: the class's saves of the models' state_dict() become the plain module's (DDP402),
+    as the loads routed there read."""
 
     def plan(ctx: Context) -> str | None:
         ctx.joins_elsewhere()  # the module does not know how its caller launched: ask the process group
         module = ctx.facts.module
-        cls = next((s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == cls_name), None)
+        kind = cst.FunctionDef if owner.function else cst.ClassDef
+        cls = next((s for s in module.body if isinstance(s, kind) and s.name.value == owner.name), None)
         if cls is None:
-            return f"{cls_name} is not a class at the top level of the module"
+            return f"{owner.shown} is not defined at the top level of the module"
         handed = sorted(_optimized(cls) - {name for method, name in wrapped if method is None})
         if handed:
-            return f"{cls_name} also trains {handed[0]}, which it is handed: the caller's to wrap"
+            return f"{owner.name} also trains {handed[0]}, which it is handed: the caller's to wrap"
         points = []
         for method, name in wrapped:
-            scope = cls if method is None else function_of(module, f"{cls_name}.{method}")
+            scope = cls if method is None else function_of(module, owner.member(method))
             if scope is None:
-                return f"{method} is not a method of {cls_name}"
+                return f"{method} is not a method of {owner.name}"
             point = _wrap_point(cls, name) if method is None else local_wrap_point(scope, name, _assigns, _optimizes)
             if isinstance(point, str):
                 return point

@@ -98,7 +98,7 @@ def test_no_sampler_from_a_factory_where_the_wrap_cannot_be_made(tmp_path):
     main = folder(tmp_path, CHOSEN)
     found = by_code(main)
     [wrap] = found["DDP301"]
-    assert wrap.fix == "none" and "no DataLoader the script builds" in wrap.message
+    assert wrap.fix == "none" and "self.unet is assigned 3 times in Solver" in wrap.message
     [shard] = found["DDP201"]
     assert shard.fix == "none" and "built by get_loader()" in shard.message
     assert "wrap them there first, then shard the data" in shard.message

@@ -1,5 +1,5 @@
 """Training through the script's own modules on a model the script never holds: a function that
-builds and trains its model (`run(5)`), or a class called through an alias whose model a base class
+builds and trains its model on data no loader brings (`run(5)`), or a class called through an alias whose model a base class
 of another module builds (`Exp = Exp_Informer; exp = Exp(args); exp.train()`). No rule can wrap that
 model, so DDP301 says where to, and no process group, sampler or guard goes in (each rank would train
 its own copy while `apply` reported success)."""
@@ -91,12 +91,15 @@ def found(path: str) -> dict:
     return out
 
 
-def test_a_model_built_and_trained_inside_a_module_function(tmp_path):
+def test_a_model_built_and_trained_inside_a_module_function_on_data_no_loader_brings(tmp_path):
+    """run() builds its model and trains it on batches it draws itself: the wrap would go in run()
+    (test_function_model_wraps.py), but no loader reaches that training to shard, so nothing is made."""
     path = write(tmp_path, main=MAIN, engine=ENGINE.replace("{wrap}", ""))
     by = found(path)
     [wrap] = by["DDP301"]
-    assert wrap.fix == "none" and "run() trains a model the script never holds" in wrap.message
-    assert [d.fix for d in by["DDP001"]] == ["none"] and "which the fix cannot wrap" in by["DDP001"][0].message
+    assert wrap.fix == "none" and "run() trains models it builds itself" in wrap.message
+    assert "no DataLoader the script builds was found" in wrap.message
+    assert [d.fix for d in by["DDP001"]] == ["none"] and "the fix cannot wrap them there" in by["DDP001"][0].message
     result = fix_source(open(path).read(), path=path, cross_file=True)
     assert result.code == open(path).read() and not result.others
 
@@ -144,14 +147,21 @@ run(loader, 2)
 """
 
 
-def test_a_factory_loader_gets_no_sampler_beside_an_unseen_model(tmp_path):
+def test_a_factory_loader_handed_to_a_function_that_builds_its_model(tmp_path):
+    """The script builds its loader with build_loader() and hands it to run(), which builds and trains
+    its own model: the loader gets its sampler where build_loader() builds it, run() the wrap and the
+    loader's epoch, and check on the output is clean."""
     path = write(tmp_path, main=LOADER_MAIN, lib=LOADER_LIB)
     by = found(path)
     [shard] = by["DDP201"]
-    assert shard.fix == "none" and "built by build_loader()" in shard.message
-    assert "run() trains a model the script never holds" in shard.message
+    assert shard.fix == "safe" and "built by build_loader()" in shard.message, shard.message
     result = fix_source(open(path).read(), path=path, cross_file=True)
-    assert result.code == open(path).read() and not result.others
+    assert result.incomplete == [] and "loader = build_loader(distributed=DISTRIBUTED)" in result.code
+    lib = next(iter(result.others.values())).code
+    assert "        model = DDP(model, " in lib and "            loader.sampler.set_epoch(epoch)\n" in lib
+    (tmp_path / "main.py").write_text(result.code)
+    (tmp_path / "lib.py").write_text(lib)
+    assert [d for d in check_source(result.code, path=path, cross_file=True) if not d.info] == []
 
 
 def test_a_model_whose_optimizer_another_helper_builds_is_wrapped(tmp_path):

@@ -42,15 +42,23 @@ class OwnLoader:
     method: str  # the method whose loop trains on it
     line: int  # of its DataLoader(...) call
     stream: bool = False  # it draws with replacement (`sampler=RandomSampler(ds, replacement=True, ...)`): no epochs
+    function: bool = False  # `cls` is a module-level function, its own one method (ClassSummary.function)
+
+    @property
+    def member(self) -> str:
+        """The function whose loop trains on it, as module_epochs.function_of finds it."""
+        return self.method if self.function else f"{self.cls}.{self.method}"
 
 
-def own_loaders(path: Path, cls: str) -> list[OwnLoader]:
-    """The loaders the class `cls` of the module at `path` builds and trains on, in line order."""
+def own_loaders(path: Path, cls: str, function: bool = False) -> list[OwnLoader]:
+    """The loaders the class `cls` of the module at `path` builds and trains on, in line order; with
+    `function`, those the module-level function `cls` builds and trains on (ClassSummary.function)."""
     tree = parsed(path)
-    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree else None
+    kind = ast.FunctionDef if function else ast.ClassDef
+    node = next((n for n in tree.body if isinstance(n, kind) and n.name == cls), None) if tree else None
     if node is None:
         return []
-    methods = {m.name: m for m in node.body if isinstance(m, ast.FunctionDef)}
+    methods = {node.name: node} if function else {m.name: m for m in node.body if isinstance(m, ast.FunctionDef)}
     built = [(m, target, call) for m in methods.values() for target, call in _builds(m)]
     out = []
     for method, target, call in built:
@@ -62,7 +70,7 @@ def own_loaders(path: Path, cls: str) -> list[OwnLoader]:
             searched = [method]
         loop = next((m for m in searched if _trains_over(m, target, methods)), None)
         if loop is not None:
-            out.append(OwnLoader(path, cls, target, loop.name, call.lineno, _stream(call) is not None))
+            out.append(OwnLoader(path, cls, target, loop.name, call.lineno, _stream(call) is not None, function))
     return sorted(out, key=lambda o: o.line)
 
 

@@ -48,22 +48,30 @@ def ast_local_models(cls: ast.ClassDef) -> list[tuple[str, str, int]]:
     there by a call, not a parameter of the method, and [] when the class wraps a model in DDP itself."""
     if ast_wraps(cls):
         return []
-    out: list[tuple[str, str, int]] = []
-    for method in (m for m in cls.body if isinstance(m, ast.FunctionDef)):
-        params = {a.arg for a in [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]}
-        built: dict[str, int] = {}
-        optimized: list[str] = []
-        for node in nodes(method):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
-                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                    if isinstance(t, ast.Name) and t.id not in built:
-                        built[t.id] = node.lineno
-            name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
-            for owner in _parameter_owners(node, name, first_only=False):
-                if "." not in owner and owner not in optimized:
-                    optimized.append(owner)
-        out += [(method.name, n, built[n]) for n in optimized if n in built and n not in params]
-    return out
+    methods = (m for m in cls.body if isinstance(m, ast.FunctionDef))
+    return [(method.name, name, line) for method in methods for name, line in ast_function_locals(method)]
+
+
+def ast_function_locals(func: ast.FunctionDef) -> list[tuple[str, int]]:
+    """(name, line of the build) for each local of `func` an optimizer of `func` is built over, built
+    there by a call and not a parameter of `func` (ast_local_models; and for a module-level function
+    that builds and trains its own model: `def fit(epochs): model = Net(); opt = SGD(model.parameters())`),
+    [] when `func` wraps a model in DDP itself."""
+    if ast_wraps(func):
+        return []
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    built: dict[str, int] = {}
+    optimized: list[str] = []
+    for node in nodes(func):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(t, ast.Name) and t.id not in built:
+                    built[t.id] = node.lineno
+        name = ast_dotted(node.func) if isinstance(node, ast.Call) else None
+        for owner in _parameter_owners(node, name, first_only=False):
+            if "." not in owner and owner not in optimized:
+                optimized.append(owner)
+    return [(n, built[n]) for n in optimized if n in built and n not in params]
 
 
 def _parameter_owners(call, name: str | None, first_only: bool) -> list[str]:
@@ -83,8 +91,8 @@ def _parameter_owners(call, name: str | None, first_only: bool) -> list[str]:
     return [o for o in out if o]
 
 
-def ast_wraps(cls: ast.ClassDef) -> bool:
-    """Does the class wrap a model in DDP itself (`self.G = DDP(self.G)`, under any test)?"""
+def ast_wraps(cls: ast.ClassDef | ast.FunctionDef) -> bool:
+    """Does the class (or function) wrap a model in DDP itself (`self.G = DDP(self.G)`, under any test)?"""
     return any(
         isinstance(node, ast.Call)
         and (ast_dotted(node.func) or "").split(".")[-1] in ("DistributedDataParallel", "DDP")
@@ -92,4 +100,4 @@ def ast_wraps(cls: ast.ClassDef) -> bool:
     )
 
 
-__all__ = ["ast_local_models", "ast_trained_attributes", "ast_wraps"]
+__all__ = ["ast_function_locals", "ast_local_models", "ast_trained_attributes", "ast_wraps"]

@@ -66,6 +66,18 @@ class ClassSummary:
     # each parameter its forward sets from its input, or that of a class it builds or derives from
     input_parameters: list[InputWrite] = field(default_factory=list)
     is_module: bool = False  # an nn.Module (through its bases; input_parameters.py)
+    # a module-level function that builds and trains its own local models (`def fit(epochs): model =
+    # Net(); opt = SGD(model.parameters())`), read as a class whose one method is itself (module_wraps.py)
+    function: bool = False
+
+    def member(self, method: str) -> str:
+        """How `module_epochs.function_of` names `method` of this owner: `Trainer.train`, or `fit`."""
+        return method if self.function else f"{self.name}.{method}"
+
+    @property
+    def shown(self) -> str:
+        """The owner as a message names it: `Trainer`, or `fit()`."""
+        return f"{self.name}()" if self.function else self.name
 
 
 @dataclass
@@ -78,6 +90,8 @@ class ModuleSummary:
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     runs_as_program: bool = False  # has an `if __name__ == "__main__":` block
     at_import: set[str] = field(default_factory=set)  # effects of its module-level code
+    # function -> its owner record (ClassSummary.function) where it builds and trains its own local models
+    builders: dict[str, ClassSummary] = field(default_factory=dict)
     returns: dict[str, Shape] = field(default_factory=dict)  # function -> the loaders / samplers it returns
     params: dict[str, list[str]] = field(default_factory=dict)  # function -> parameter names (no self)
     param_uses: dict[str, dict[str, set[str]]] = field(

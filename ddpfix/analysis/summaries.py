@@ -18,7 +18,7 @@ from .ast_reading import (
     nodes,
 )
 from .class_bases import inherit_methods, is_main_block
-from .class_models import ast_local_models, ast_trained_attributes, ast_wraps
+from .class_models import ast_function_locals, ast_local_models, ast_trained_attributes, ast_wraps
 from .imports import ImportTable, Origin, find_module
 from .input_parameters import built_parameters, read_input_parameters
 from .kept_models import kept_uses
@@ -151,6 +151,15 @@ class _Summariser:
         for node in self.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._function(node.name, node)
+                built = ast_function_locals(node) if isinstance(node, ast.FunctionDef) else []
+                if built:
+                    self.summary.builders[node.name] = ClassSummary(
+                        node.name,
+                        [],
+                        methods={node.name},
+                        local_models=[(node.name, n, line) for n, line in built],
+                        function=True,
+                    )
             elif isinstance(node, ast.ClassDef):
                 self._class(node)
             elif is_main_block(node):
@@ -303,9 +312,9 @@ class _Summariser:
         name = ast_dotted(call.func)
         if name is None:
             return set()
-        last = name.split(".")[-1]
         origin = self.table.imported.get(name.split(".")[0])
         qual = name if origin is None else ".".join(filter(None, [origin[0], origin[1], *name.split(".")[1:]]))
+        last = qual.split(".")[-1]  # `DDP(...)` after `from torch.nn.parallel import DistributedDataParallel as DDP`
         out = set()
         if qual.startswith("torch"):
             effect = _DIRECT.get(last)

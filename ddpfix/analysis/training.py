@@ -175,12 +175,20 @@ class Training:
     def models_built_in_modules(self) -> list[tuple[cst.Call, ModuleSummary, object]]:
         """Of `trained_in_modules`, the calls whose class builds the models it trains itself (`self.G =
         Generator(...)` in `Solver.__init__`, or `model = Net()` a local of the method called, beside its
-        optimizer): (call, the module's summary, the class's summary)."""
+        optimizer): (call, the module's summary, the class's summary); and the calls of a module-level
+        function that builds and trains its own local model (`fit(epochs)`: its owner record, a
+        ClassSummary with `function` set)."""
         out = []
         for call, summary, method in self.trained_in_modules:
             cls = summary.classes.get(method.split(".")[0])
             if cls is not None and (cls.trained or any(m == method.split(".")[-1] for m, _, _ in cls.local_models)):
                 out.append((call, summary, cls))
+        methods = {id(c) for c, _, _ in self.trained_in_modules}
+        for call in self.module_training_calls:  # `fit(epochs)`, whose function builds the model it trains
+            target = self.modules.target_of(call.func) if id(call) not in methods else None  # type: ignore[union-attr]
+            owner = target.summary.builders.get(target.member or "") if target and target.summary else None
+            if owner is not None:
+                out.append((call, target.summary, owner))  # type: ignore[union-attr]
         return out
 
     def trains_in(self, node: cst.CSTNode, depth: int = 0) -> bool:

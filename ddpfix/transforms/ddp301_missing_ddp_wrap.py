@@ -100,7 +100,8 @@ the plain module (`return raw_model`), the object a plain run returns, for the c
 
 Training the script reaches only through its own modules, on a model it never holds, is reported at
 the call without a fix, and withholds the rest of the conversion the same way: a function that builds
-and trains its model (`run(5)`), or a method of a class whose model the fix cannot place (built in a
+and trains its model reached through another function of the modules (`main()` there calling
+`fit()`), or a method of a class whose model the fix cannot place (built in a
 base class of another module; also a class called through an alias, `Exp = Exp_Informer`). A
 function or class there that wraps its model in DDP itself is left to do so.
 
@@ -176,7 +177,13 @@ in `Trainer.train`) gets its wrap in that method the same way, after the stateme
 prepare it at the method's top level and before its optimizer; its saves and the reads of what only
 the model has go through `getattr(model, "module", model)`. Such a model bound inside a block of the
 method, bound to something else before its optimizer or again after it, or put in `nn.DataParallel`
-there is left to the user, and the whole script with it.
+there is left to the user, and the whole script with it. A module-level function the script calls
+that builds and trains its model as a local (`fit(args.epochs, args.out)`, with `model =
+Regressor(width=12).to(device)` and its optimizer in `fit` of fitting.py) is read the same way: the
+wrap, the DataLoader it builds (a sampler when distributed, its epoch set in the function's loop), its
+saves and its prints are all fixed in that function, under the same limits; a loader the script builds
+(or a function of its modules builds for it) and hands to that function is sharded where it is built.
+With no loader found to reach that training (batches the function draws itself), nothing is converted.
 The saves the class loads back are the plain module's too (DDP402); where DDP402 is not fixed, a
 class that saves and loads its model's state is not converted (the keys would not match).
 A method of the model that runs a forward (or of a class not read, a library's) called in the
