@@ -28,6 +28,11 @@ class ImportSpec:
         return f"from {self.module} import {self.name}" + (f" as {self.asname}" if self.asname else "")
 
     @property
+    def local(self) -> str:
+        """The name the import binds: `dist`, `DistributedSampler`, `os` (`torch` for `import torch.nn`)."""
+        return self.asname or self.name or self.module.split(".")[0]
+
+    @property
     def sort_key(self) -> str:
         return self.module.lower()
 

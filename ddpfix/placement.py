@@ -139,8 +139,7 @@ class Placement:
         """Local name -> module of each import the plan adds."""
         out = {}
         for spec in self.plan.imports:
-            local = spec.asname or spec.name or spec.module.split(".")[0]
-            out[local] = spec.module
+            out[spec.local] = spec.module
         return out
 
     def limit_imports(self, extra: Iterable[int] = ()) -> None:

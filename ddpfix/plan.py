@@ -23,7 +23,7 @@ import libcst as cst
 from .added_imports import ImportSpec, place_imports
 from .applier import Applier, Insert, blank
 from .order import Order
-from .syntax import single_small, strip_docstring
+from .syntax import dotted, single_small, strip_docstring
 from .unread_raws import drop_unread
 
 if TYPE_CHECKING:
@@ -121,6 +121,10 @@ class Plan:
         existing = self.facts.names.alias_for(qualified, via_parent=via_parent)
         if existing is not None:
             self.bound[qualified] = existing
+            spec = self._import_again(existing.split(".")[0])
+            if spec is not None:  # `import os` only in the `__main__` block or a function
+                self._touch()
+                self.imports.append(spec)
             return existing
         taken = self.facts.index.identifiers
         name = preferred if preferred not in taken and preferred not in self.introduced else self.fresh(preferred)
@@ -137,6 +141,34 @@ class Plan:
         self.imports.append(spec)
         self.bound[qualified] = name
         return name
+
+    def _import_again(self, name: str) -> ImportSpec | None:
+        """The same import at the top of the file for `name`, where the script imports it only inside a
+        block (its `__main__` block, a function): the setup and constants this plan puts at the top
+        read it before that block runs. None where an import at the top level (or in a top-level
+        `try:`) binds it, or where the import is relative or already added."""
+        found = None
+        for node in self.facts.index.imports:
+            if isinstance(node.names, cst.ImportStar):
+                continue
+            for alias in node.names:
+                if _bound_name(alias) != name:
+                    continue
+                parent = self.facts.index.parent
+                block = parent.get(parent.get(node))
+                owner = parent.get(block)
+                if block is self.module or (isinstance(owner, cst.Try) and parent.get(owner) is self.module):
+                    return None
+                found = found or (node, alias)
+        if found is None or (isinstance(found[0], cst.ImportFrom) and (found[0].relative or found[0].module is None)):
+            return None
+        node, alias = found
+        asname = alias.asname.name.value if alias.asname is not None else None  # type: ignore[union-attr]
+        if isinstance(node, cst.ImportFrom):
+            spec = ImportSpec(dotted(node.module) or "", dotted(alias.name), asname)
+        else:
+            spec = ImportSpec(dotted(alias.name) or "", asname=asname)
+        return None if spec in self.imports else spec
 
     # ------------------------------------------------------------------ parsing templates
     def statements(self, template: str, **names: str) -> list[cst.BaseStatement]:
@@ -257,3 +289,10 @@ def _clean_blank_lines(stmt: cst.BaseStatement) -> cst.BaseStatement:
 
 
 __all__ = ["ImportSpec", "Order", "Plan", "PlannedWrap", "Replacer", "blank"]
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    """The name an import alias binds: `dist` for `torch.distributed as dist`, `os.path` binds `os`."""
+    if alias.asname is not None:
+        return alias.asname.name.value  # type: ignore[union-attr]
+    return (dotted(alias.name) or "").split(".")[0]

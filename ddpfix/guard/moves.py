@@ -193,7 +193,8 @@ class MoveCheck:
                 )
 
     def _check_insert(self, scope, order: _Order, ins, key: Key, entries, moved_keys) -> Iterator[Problem]:
-        bound_here: set[str] = set()
+        # the imports the plan adds go at the top, above the first statement that reads them
+        bound_here: set[str] = {spec.local for spec in self.plan.imports}
         params = self._params.get(id(scope))
         if params is None:
             params = self._params[id(scope)] = _parameters(scope)

@@ -25,7 +25,8 @@ class UnguardedSave(Rule):
 ## What
 `torch.save(...)` (and `np.save`, `save_image`, `savefig`, `imageio.mimsave`/`imwrite`,
 `cv2.imwrite`, `torchaudio.save`, `joblib.dump`, `save_pretrained`, a pandas frame's `to_csv(path)` / `to_json` /
-`to_pickle` / `to_parquet` / `to_excel`, a figure's `fig.savefig(path)`) on every rank, and a `shutil.copyfile` /
+`to_pickle` / `to_parquet` / `to_excel`, a figure's `fig.savefig(path)`, a matplotlib animation's
+`anim.save(path)`) on every rank, and a `shutil.copyfile` /
 `shutil.copy` / `shutil.move` / `os.replace` / `os.rename` of a file such a save writes. A deletion
 is a write too: `os.remove` / `os.unlink` / `os.rmdir` / `shutil.rmtree` / `Path(p).unlink()` of a
 path shared by the ranks (the old checkpoints a `glob` lists, a log folder emptied before
@@ -208,10 +209,22 @@ def _writes_file(facts, call) -> bool:
         path = _path_of(facts, call)
         return path is None or not _in_memory(facts, path.value)
     method = method_name(call)
+    if method == "save" and isinstance(call.func, cst.Attribute) and _animation(facts, call.func.value):
+        return True  # `anim.save("celeba.gif", writer="imagemagick")`
     if method not in METHOD_WRITERS or not isinstance(call.func, cst.Attribute):
         return False
     path = _path_of(facts, call)
     return method == "save_pretrained" or (path is not None and not _in_memory(facts, path.value))
+
+
+def _animation(facts, value: cst.BaseExpression) -> bool:
+    """A matplotlib animation (`animation.ArtistAnimation(...)`, `FuncAnimation(...)`), or a name every
+    assignment of which in its scope is one: its `save(path)` writes the file."""
+    return _every_value(
+        facts,
+        value,
+        lambda v: isinstance(v, cst.Call) and (facts.names.call_qual(v) or "").startswith("matplotlib.animation."),
+    )
 
 
 def _in_memory(facts, value: cst.BaseExpression) -> bool:
