@@ -1,0 +1,44 @@
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Regressor(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.width = width
+        self.net = nn.Sequential(nn.Linear(5, width), nn.BatchNorm1d(width), nn.ReLU(), nn.Linear(width, 1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def evaluate(model, loader, device):
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for x, y in loader:
+            total += nn.functional.mse_loss(model(x.to(device)), y.to(device), reduction="sum").item()
+    model.train()
+    print(f"evaluated a regressor {model.width} units wide")
+    return total / len(loader.dataset)
+
+
+def fit(epochs, out):
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)
+    data = TensorDataset(torch.randn(80, 5), torch.randn(80, 1))
+    test = TensorDataset(torch.randn(20, 5), torch.randn(20, 1))
+    loader = DataLoader(data, batch_size=10, shuffle=True)
+    test_loader = DataLoader(test, batch_size=10)
+    model = Regressor(width=12).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    for epoch in range(epochs):
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            loss = nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        print(f"epoch {epoch} test loss {evaluate(model, test_loader, device):.4f}")
+    torch.save(model.state_dict(), out)
