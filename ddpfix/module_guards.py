@@ -18,8 +18,10 @@ each of them, and the entry script need not hand the module anything. A statemen
 guards, or that only a rank-guarded caller reaches, is left alone.
 
 The module is edited only where `ModuleEdits` allows it (see module_edits.py) and where the statement
-can be guarded on its own (it does not share its line with other code); otherwise the finding is
-reported without a fix, saying why.
+can be guarded on its own (it does not share its line with other code, and its arguments call no
+method of the object nor function of the module, `print(f"{evaluate(model, loader):.4f}")`, whose
+forward through the wrapper would run on rank 0 alone); otherwise the finding is reported without a
+fix, saying why.
 """
 
 from __future__ import annotations
@@ -152,7 +154,7 @@ def guard_statements(lines: list[int], what: str, match: Match, where: str, guar
                 return f"the {what} at {where}:{line} is not a statement of its own"
             if facts.ranks.rank_guarded(call):
                 continue
-            method = _object_call(call)
+            method = _object_call(facts, call)
             if method is not None and _with_of(facts, call) is None:
                 # `print(f"... {self.validate():.1f}")`: guarded, a forward it runs would run on rank 0 alone
                 return f"the {what} at {where}:{line} calls {method}(), which would then run on rank 0 only"
@@ -164,13 +166,16 @@ def guard_statements(lines: list[int], what: str, match: Match, where: str, guar
     return plan
 
 
-def _object_call(call: cst.Call) -> str | None:
-    """A method of the object (`self.validate()`) or a module it holds (`self.model(x)`: a forward)
-    called inside `call`'s arguments; not a method of what it holds (`self.model.state_dict()`)."""
+def _object_call(facts, call: cst.Call) -> str | None:
+    """A method of the object (`self.validate()`) or a module it holds (`self.model(x)`: a forward), or a
+    function of the module (`evaluate(model, loader)`), called inside `call`'s arguments; not a method of
+    what it holds (`self.model.state_dict()`)."""
     for arg in call.args:
         for node in walk(arg.value):
             name = dotted(node.func) if type(node) is cst.Call else None
             if name is not None and name.startswith("self.") and name.count(".") == 1:
+                return name
+            if name is not None and facts.index.callee_of(node) is not None:
                 return name
     return None
 

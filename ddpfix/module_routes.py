@@ -18,13 +18,19 @@ Not routed, and the wrap then withheld with the reason: a method of the model th
 (or one of a class the analysis cannot read) called in the training step, whose gradients the plain
 module would keep from DDP's averaging; another method of the two APIs that the wrapper serves
 otherwise (`to()` after the wrap, `apply()`, `.module`); the model handed on (`load_weights(self.G,
-path)`): what the callee needs is not read here.
+path)`): what the callee needs is not read here. Handed to a function of the same module
+(`evaluate(model, test_loader, device)`), the wrapper is followed there, two calls deep: the uses of
+the parameter that receives it are read the same way and routed in that function, its `state_dict()`
+too (saved there, it would keep the wrapper's keys); a plain model any other caller hands it passes
+through `getattr(model, "module", model)` unchanged. A function that binds that parameter again is not
+followed.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
+from .analysis.call_params import param_for
 from .analysis.model_params import reaches_model
 from .handles import in_training_step
 from .plain_spelling import unwrap_code
@@ -75,7 +81,7 @@ def routes(ctx, cls: cst.ClassDef, name: str, before: list, where: str, model=No
     return out
 
 
-def _use(ctx, node: cst.CSTNode, name: str, members, where: str) -> list[cst.CSTNode] | str:
+def _use(ctx, node: cst.CSTNode, name: str, members, where: str, depth: int = 0) -> list[cst.CSTNode] | str:
     """What of the use `node` of the wrapper (spelled `name`) to route to the plain module ([] where the
     wrapper serves it), or why it can be neither."""
     index = ctx.facts.index
@@ -105,9 +111,52 @@ def _use(ctx, node: cst.CSTNode, name: str, members, where: str) -> list[cst.CST
         return []  # `getattr(self.G, "module", self.G)`: the plain module already
     if isinstance(parent, cst.Arg) and _shown_by(index, parent):
         return [node]  # `print(self.G)`: shown as the plain run shows it
+    callee = _callee(ctx, parent) if isinstance(parent, cst.Arg) and depth < CALLEE_DEPTH else None
+    if callee is not None:  # `evaluate(model, loader)` of this module: what it does with it, routed there
+        return _callee_uses(ctx, *callee, (members, forward_like), where, depth + 1)
     return (
         f"{name} is handed on at {line}: whether what receives it needs the model or its DDP wrapper is not read there"
     )
+
+
+CALLEE_DEPTH = 2  # how far the wrapper is followed into the module's functions it is handed to
+
+
+def _callee(ctx, arg: cst.Arg) -> tuple[cst.FunctionDef, str] | None:
+    """The function of this module a call hands the wrapper to as `arg`, with the parameter that
+    receives it; None for anything else (a library's function, a method, `**kwargs`)."""
+    call = ctx.facts.index.parent.get(arg)
+    func = ctx.facts.index.callee_of(call) if isinstance(call, cst.Call) else None
+    if func is None or ctx.facts.index.enclosing(func, cst.ClassDef) is not None:
+        return None
+    param = param_for(func, call, arg)
+    return None if param is None else (func, param)
+
+
+def _callee_uses(ctx, func: cst.FunctionDef, param: str, members, where: str, depth: int) -> list | str:
+    """What of the uses of the parameter `param` of `func`, handed the wrapper, to route to the plain
+    module, as `_use` reads them, and its `state_dict()` too (saved there, it would keep the wrapper's
+    'module.' keys); or why one can be neither. The routes hold for every caller: the plain module of a
+    model is the model itself."""
+    index = ctx.facts.index
+    out: list[cst.CSTNode] = []
+    for node in walk(func.body):
+        if type(node) is not cst.Name or node.value != param:
+            continue
+        parent = index.parent.get(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue
+        if _binds(index, node):
+            line = index.position(node).start.line
+            return f"{param} is bound again in {func.name.value}() at {where}:{line}, which is handed the DDP wrapper"
+        if isinstance(parent, cst.Attribute) and parent.attr.value == "state_dict":
+            out.append(parent)
+            continue
+        found = _use(ctx, node, param, members, where, depth)
+        if isinstance(found, str):
+            return found
+        out += found
+    return out
 
 
 def _alias(index, node: cst.CSTNode) -> cst.Name | None:

@@ -118,3 +118,51 @@ def test_a_function_the_script_reaches_through_another_is_still_reported(project
     [wrap] = by_code(result)["DDP301"]
     assert wrap.fix == "none" and "never holds" in wrap.message, wrap.message
     assert result.code == (project / "main.py").read_text() and not result.others
+
+
+HANDS = Path(__file__).parent / "golden" / "fit_function_hands_model_to_evaluate"
+
+
+@pytest.fixture
+def handing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return golden_project(HANDS, tmp_path, "fitting.py")
+
+
+def test_a_function_of_the_module_handed_the_model_reads_the_plain_module_there(handing):
+    """evaluate(model, test_loader, device) reads model.width: routed in evaluate, which a plain model
+    passes through unchanged; the wrap is made (before: 'model is handed on', nothing converted)."""
+    result = ddpfix.fix_project("main.py")
+    assert result.incomplete == [] and by_code(result)["DDP301"][0].applied
+    text = result.others["fitting.py"].code
+    assert "print(f\"evaluated a regressor {getattr(model, 'module', model).width} units wide\")" in text
+    assert "        model = DDP(model, " in text
+
+
+def test_a_print_that_calls_a_function_of_the_module_stays_on_every_rank(handing):
+    """The epoch's print runs evaluate(), a forward through the wrapper: guarded to rank 0, the other
+    ranks would never join its buffer broadcast. Left on every rank, saying why."""
+    result = ddpfix.fix_project("main.py")
+    [prints] = by_code(result)["DDP406"]
+    assert prints.fix == "none" and "calls evaluate(), which would then run on rank 0 only" in prints.message
+    text = result.others["fitting.py"].code
+    assert '        print(f"epoch {epoch} test loss {evaluate(model, test_loader, device):.4f}")\n' in text
+
+
+def test_a_state_dict_saved_by_the_function_handed_the_model_is_the_plain_modules(handing):
+    edit(
+        handing / "fitting.py",
+        "    model.train()\n",
+        '    model.train()\n    torch.save(model.state_dict(), "last.pt")\n',
+    )
+    result = ddpfix.fix_project("main.py")
+    text = result.others["fitting.py"].code
+    assert 'torch.save(getattr(model, "module", model).state_dict(), "last.pt")' in text
+
+
+def test_a_function_that_rebinds_the_model_it_is_handed_is_not_followed(handing):
+    edit(handing / "fitting.py", "    model.eval()\n", "    model = model.eval()\n")
+    result = ddpfix.fix_project("main.py")
+    [wrap] = by_code(result)["DDP301"]
+    assert wrap.fix == "none" and "model is bound again in evaluate()" in wrap.message, wrap.message
+    assert not result.others

@@ -335,7 +335,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
             return (
                 None
                 if wrapped_here(ctx, self, summary, cls)
-                else f"the models of {cls.name} are not wrapped there (DDP301)"
+                else f"the models of {cls.shown} are not wrapped there (DDP301)"
             )
         if ctx.fixing and "DDP301" not in ctx.fixing:
             return "the model it trains is not wrapped (DDP301 is not fixed)"

@@ -184,6 +184,9 @@ wrap, the DataLoader it builds (a sampler when distributed, its epoch set in the
 saves and its prints are all fixed in that function, under the same limits; a loader the script builds
 (or a function of its modules builds for it) and hands to that function is sharded where it is built.
 With no loader found to reach that training (batches the function draws itself), nothing is converted.
+The model handed to another function of the module (`evaluate(model, test_loader, device)`) is
+followed there: what only the model has (`model.width`) and its `state_dict()` are read through
+`getattr(model, "module", model)` in that function.
 The saves the class loads back are the plain module's too (DDP402); where DDP402 is not fixed, a
 class that saves and loads its model's state is not converted (the keys would not match).
 A method of the model that runs a forward (or of a class not read, a library's) called in the
