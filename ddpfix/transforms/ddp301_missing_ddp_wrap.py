@@ -191,8 +191,9 @@ The saves the class loads back are the plain module's too (DDP402); where DDP402
 class that saves and loads its model's state is not converted (the keys would not match).
 A method of the model that runs a forward (or of a class not read, a library's) called in the
 training step, whose gradients on the plain module DDP would not average; a move or another use of
-the two APIs after the wrap (`self.G.to(device)`, `self.G.module`); a model handed on
-(`load_weights(self.G, path)`, whose callee may need the model or the wrapper); a model built more
+the two APIs after the wrap (`self.G.to(device)`, `self.G.module`); a model handed on to a function
+the fix does not read (another module's, a library's: `load_weights(self.G, path)`, whose callee may
+need the model or the wrapper; one of the same module is followed, see above); a model built more
 than once or whose optimizer is built in another block; a model the script itself reaches through
 the object it trains with (`solver.G.state_dict()`); and a class that also trains a model it is
 handed are not wrapped there: then nothing is distributed (DDP001 adds no process group and DDP201
