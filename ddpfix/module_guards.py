@@ -19,9 +19,9 @@ guards, or that only a rank-guarded caller reaches, is left alone.
 
 The module is edited only where `ModuleEdits` allows it (see module_edits.py) and where the statement
 can be guarded on its own (it does not share its line with other code, and its arguments call no
-method of the object nor function of the module, `print(f"{evaluate(model, loader):.4f}")`, whose
-forward through the wrapper would run on rank 0 alone); otherwise the finding is reported without a
-fix, saying why.
+method of the object nor function of the module handed the model it trains,
+`print(f"{evaluate(model, loader):.4f}")`, whose forward through the wrapper would run on rank 0
+alone); otherwise the finding is reported without a fix, saying why.
 """
 
 from __future__ import annotations
@@ -168,15 +168,19 @@ def guard_statements(lines: list[int], what: str, match: Match, where: str, guar
 
 def _object_call(facts, call: cst.Call) -> str | None:
     """A method of the object (`self.validate()`) or a module it holds (`self.model(x)`: a forward), or a
-    function of the module (`evaluate(model, loader)`), called inside `call`'s arguments; not a method of
-    what it holds (`self.model.state_dict()`)."""
+    function of the module handed a model it trains (`evaluate(model, loader)`), called inside `call`'s
+    arguments; not a method of what it holds (`self.model.state_dict()`), nor a helper handed no model
+    (`format_time(dt)`)."""
+    models = None
     for arg in call.args:
         for node in walk(arg.value):
             name = dotted(node.func) if type(node) is cst.Call else None
             if name is not None and name.startswith("self.") and name.count(".") == 1:
                 return name
             if name is not None and facts.index.callee_of(node) is not None:
-                return name
+                models = {m.handle for m in facts.models.trained} if models is None else models
+                if any(dotted(a.value) in models for a in node.args):
+                    return name
     return None
 
 

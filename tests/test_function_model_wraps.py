@@ -166,3 +166,15 @@ def test_a_function_that_rebinds_the_model_it_is_handed_is_not_followed(handing)
     [wrap] = by_code(result)["DDP301"]
     assert wrap.fix == "none" and "model is bound again in evaluate()" in wrap.message, wrap.message
     assert not result.others
+
+
+def test_a_print_that_calls_a_helper_handed_no_model_is_guarded(handing):
+    edit(
+        handing / "fitting.py",
+        '        print(f"epoch {epoch} test loss {evaluate(model, test_loader, device):.4f}")\n',
+        '        print(f"epoch {epoch} at {stamp(epoch)}")\n',
+    )
+    edit(handing / "fitting.py", "def fit(", 'def stamp(n):\n    return f"#{n}"\n\n\ndef fit(')
+    result = ddpfix.fix_project("main.py")
+    assert by_code(result)["DDP406"][0].applied
+    assert '            print(f"epoch {epoch} at {stamp(epoch)}")\n' in result.others["fitting.py"].code
