@@ -204,6 +204,13 @@ def function_of(module: cst.Module, member: str) -> cst.FunctionDef | None:
     return next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
 
 
+def owner_of(module: cst.Module, name: str, function: bool = False) -> cst.ClassDef | cst.FunctionDef | None:
+    """The class `name` at the top level of `module`; with `function`, the function `name` there (a
+    module-level function read as the owner of one method, ClassSummary.function)."""
+    kind = cst.FunctionDef if function else cst.ClassDef
+    return next((s for s in module.body if isinstance(s, kind) and s.name.value == name), None)
+
+
 def _epoch_loop(ctx: Context, func: cst.FunctionDef, param: str, methods: list) -> cst.For | cst.While | None:
     """The innermost loop of `func` around its pass over `param` (a parameter, or an attribute
     `self.train_loader`): a loop iterating it (also through `enumerate(tqdm(...))`), or a call handing
@@ -275,6 +282,7 @@ __all__ = [
     "drawn_passes",
     "epoch_loop_planner",
     "function_of",
+    "owner_of",
     "keep_set_epoch",
     "plan_drawn_passes",
     "set_epoch_blocker",

@@ -26,7 +26,7 @@ import libcst as cst
 
 from .analysis.ast_reading import ast_aliases
 from .handles import handoffs, wrap_level, wrappers
-from .module_epochs import function_of
+from .module_epochs import function_of, owner_of
 from .module_routes import unmoved
 from .module_wraps import targets, wrapped_here
 from .plain_spelling import unwrap_code
@@ -147,8 +147,7 @@ def _planner(cls_name: str, attrs_of, lines: list[int], built: bool = False, sco
 
     def plan(ctx: Context) -> str | None:
         facts = ctx.facts
-        kind = cst.FunctionDef if function else cst.ClassDef
-        cls = next((s for s in facts.module.body if isinstance(s, kind) and s.name.value == cls_name), None)
+        cls = owner_of(facts.module, cls_name, function)
         if cls is None:
             return f"{cls_name} is not defined at the top level of the module"
         attrs = attrs_of(cls)

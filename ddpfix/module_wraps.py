@@ -34,7 +34,7 @@ from .analysis.module_summary import Finding
 from .class_loaders import shard_blocker, trains_on_loaders
 from .edits import cuda_test
 from .local_wraps import local_wrap_point
-from .module_epochs import function_of
+from .module_epochs import function_of, owner_of
 from .module_routes import mixed_keys, route, routes
 from .rule import RUNTIME, Context, Order, Rule
 from .syntax import dotted, walk
@@ -193,8 +193,7 @@ def _planner(owner, wrapped: list, where: str, plain: bool = True, routed: list[
     def plan(ctx: Context) -> str | None:
         ctx.joins_elsewhere()  # the module does not know how its caller launched: ask the process group
         module = ctx.facts.module
-        kind = cst.FunctionDef if owner.function else cst.ClassDef
-        cls = next((s for s in module.body if isinstance(s, kind) and s.name.value == owner.name), None)
+        cls = owner_of(module, owner.name, owner.function)
         if cls is None:
             return f"{owner.shown} is not defined at the top level of the module"
         handed = sorted(_optimized(cls) - {name for method, name in wrapped if method is None})

@@ -49,7 +49,7 @@ def ast_local_models(cls: ast.ClassDef) -> list[tuple[str, str, int]]:
     if ast_wraps(cls):
         return []
     methods = (m for m in cls.body if isinstance(m, ast.FunctionDef))
-    return [(method.name, name, line) for method in methods for name, line in ast_function_locals(method)]
+    return [(method.name, name, line) for method in methods for name, line in _locals(method)]
 
 
 def ast_function_locals(func: ast.FunctionDef) -> list[tuple[str, int]]:
@@ -57,8 +57,10 @@ def ast_function_locals(func: ast.FunctionDef) -> list[tuple[str, int]]:
     there by a call and not a parameter of `func` (ast_local_models; and for a module-level function
     that builds and trains its own model: `def fit(epochs): model = Net(); opt = SGD(model.parameters())`),
     [] when `func` wraps a model in DDP itself."""
-    if ast_wraps(func):
-        return []
+    return [] if ast_wraps(func) else _locals(func)
+
+
+def _locals(func: ast.FunctionDef) -> list[tuple[str, int]]:
     params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
     built: dict[str, int] = {}
     optimized: list[str] = []
