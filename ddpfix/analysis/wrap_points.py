@@ -66,6 +66,9 @@ INIT_NAME = re.compile(r"(^|_)(init|initiali[sz]e|reset)(_|$)")
 # Calls that change the parameters they reach in place: any `x.foo_(...)` tensor method, and these.
 WRITING_METHODS = {"apply", "load_state_dict", "reset_parameters", "copy_"}
 BENIGN_CALLS = {"print", "len", "sum", "str", "repr", "format", "type", "isinstance", "hasattr", "getattr", "id"}
+# a writer's graph of the model (`writer.add_graph(model, x)`), wandb's gradient hooks (`wandb.watch(model)`):
+# they read the plain model before the wrap as well as after it, and prepare nothing DDP must see
+INSPECTING_METHODS = {"add_graph", "watch"}
 
 
 @dataclass(eq=False)
@@ -210,12 +213,15 @@ class WrapPoints:
             if any(dotted(a.value) == handle for a in call.args):
                 name = dotted(func) or ""
                 q = self.names.call_qual(call) or ""
-                if name in BENIGN_CALLS or name.split(".")[-1] in LOGGER_METHODS:
+                if name in BENIGN_CALLS or name.split(".")[-1] in LOGGER_METHODS | INSPECTING_METHODS:
                     continue
                 if q.endswith("convert_sync_batchnorm") or self._loads_into(call, handle):
                     prep = True
                     continue
                 return "use"
+        if not prep and not isinstance(stmt, (cst.For, cst.While)):
+            # `if args.freeze: for name, p in model.named_parameters(): p.requires_grad_(False)`
+            prep = any(type(n) in (cst.For, cst.While) and self.init_loop(n, handle) for n in walk(stmt))
         targets = assign_targets(stmt)
         if handle in targets:
             return "prep" if prep else "use"

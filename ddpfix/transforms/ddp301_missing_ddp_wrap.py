@@ -71,8 +71,9 @@ criterion.parameters()):` (DDP refuses a module without parameters that need gra
 The wrap follows what prepares the model where it is built: a move to its device, a load, an
 initialisation, and what changes which parameters it trains, a freeze (`for p in
 model.backbone.parameters(): p.requires_grad = False`, `model.fc.requires_grad_(False)`, a function
-of the script handed the model or a part of it that does so, `freeze(model[0])`) or a new
-layer (`model.fc = nn.Linear(512, 10)`). DDP registers the parameters that need a gradient, of the
+of the script handed the model or a part of it that does so, `freeze(model[0])`, also under a
+flag, `if args.freeze_layers: ...`) or a new layer (`model.fc = nn.Linear(512, 10)`); what only reads
+the model there (a writer's `add_graph(model, x)`, `wandb.watch(model)`) does not stop it. DDP registers the parameters that need a gradient, of the
 layers it holds, when it is built: a freeze or a new layer after the wrap leaves it waiting for
 gradients that never come, and the second step raises "Expected to have finished reduction in the
 prior iteration".

@@ -27,8 +27,8 @@ class MakedirsRace(Rule):
     docs = """
 ## What
 A folder made on every rank after checking that it is missing:
-`if not os.path.exists(d): os.makedirs(d)` (also `os.path.isdir`, `os.mkdir`, and pathlib's
-`if not p.exists(): p.mkdir()`), or made without `exist_ok=True` and no check at all. Also a fresh
+`if not os.path.exists(d): os.makedirs(d)` (also `if os.path.exists(d) is False:`, `os.path.isdir`,
+`os.mkdir`, and pathlib's `if not p.exists(): p.mkdir()`), or made without `exist_ok=True` and no check at all. Also a fresh
 folder each run, `if os.path.isdir(d): shutil.rmtree(d)` right before `os.makedirs(d)` (with
 `exist_ok=True` too): there one rank deletes what another has just made and written.
 
@@ -238,10 +238,19 @@ def _existence_check(facts, call: cst.Call, path_code: str) -> cst.If | None:
         owner = parent.get(holder)
     if not isinstance(owner, cst.If):
         return None
-    test = owner.test
-    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
-        return None
-    return owner if _checked_path(facts, test.expression) == path_code else None
+    asked = _negated(owner.test)
+    return owner if asked is not None and _checked_path(facts, asked) == path_code else None
+
+
+def _negated(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The expression `test` negates: `not X`, `X is False`, `X == False`; else None."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.expression
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        (target,) = test.comparisons
+        if isinstance(target.operator, (cst.Is, cst.Equal)) and is_literal(target.comparator, False):
+            return test.left
+    return None
 
 
 def _checked_path(facts, test: cst.BaseExpression) -> str | None:
