@@ -49,7 +49,8 @@ class Rule:
     fix: ClassVar[str] = SAFE
     requires: ClassVar[tuple[str, ...]] = ()  # rules whose fixes this rule's fix needs (DDP201 needs DDP001)
     provides: ClassVar[frozenset[str]] = frozenset()  # plan state this rule fills: "wraps", "samplers", "hoisted"
-    reads: ClassVar[frozenset[str]] = frozenset()  # plan state this rule reads: its providers run first
+    # plan state this rule reads: its providers run first (what only `after_plan` reads, any of them)
+    reads: ClassVar[frozenset[str]] = frozenset()
     docs: ClassVar[str] = ""
     info: ClassVar[bool] = False  # its lines inform (no problem to fix): `check` does not fail on them
     # its fix means something only in a script that runs distributed (a rank-0 guard, a per-rank

@@ -19,16 +19,18 @@ from .rule import Context, Order
 from .syntax import code_of, dotted, is_literal, kwarg, positional
 
 
-def add_sampler(ctx: Context, loader: Loader, ds_arg: cst.Arg, *, flag: str | None = None) -> str:
+def add_sampler(ctx: Context, loader: Loader, ds_arg: cst.Arg, *, flag: str | None = None, exact: bool = False) -> str:
     """Give the loader a DistributedSampler under `flag` (default: the script's DISTRIBUTED), built
-    just before it; the sampler's name."""
+    just before it; the sampler's name. `exact`: instead, each rank's own indices in order,
+    `range(RANK, len(dataset), WORLD_SIZE)`, none repeated (shards may differ by one sample: for
+    evaluation whose sums are reduced, DDP212)."""
     plan = ctx.plan
     call = loader.site.node
     assert isinstance(call, cst.Call)
     p = prefix(loader.local or loader.target or "loader")
     head = "self." if (loader.local or "").startswith("self.") else ""  # the sampler lives where the loader is built
     stmt = loader.site.stmt
-    sampler_cls = plan.ref(SAMPLER, "DistributedSampler")
+    sampler_cls = None if exact else plan.ref(SAMPLER, "DistributedSampler")
     dist_flag = flag if flag is not None else ctx.env("DISTRIBUTED")
 
     ds_expr, new_stmts = dataset_name(ctx, loader, ds_arg)
@@ -47,9 +49,19 @@ def add_sampler(ctx: Context, loader: Loader, ds_arg: cst.Arg, *, flag: str | No
     else:
         sampler_args = f"{ds_expr}, shuffle={code_of(shuffle)}"
         loader_shuffle = f"({sampler} is None and {code_of(shuffle)})"
-    new_stmts += plan.statements(
-        "{s} = {cls}({args}) if {d} else None", s=sampler, cls=sampler_cls, args=sampler_args, d=dist_flag
-    )
+    if exact:
+        new_stmts += plan.statements(
+            "{s} = range({r}, len({ds}), {w}) if {d} else None  # every sample on one rank",
+            s=sampler,
+            r=ctx.env("RANK"),
+            ds=ds_expr,
+            w=ctx.env("WORLD_SIZE"),
+            d=dist_flag,
+        )
+    else:
+        new_stmts += plan.statements(
+            "{s} = {cls}({args}) if {d} else None", s=sampler, cls=sampler_cls, args=sampler_args, d=dist_flag
+        )
     plan.insert_before(stmt, new_stmts, order=Order.SAMPLER)
 
     def rewrite(node: cst.Call) -> cst.Call:
@@ -138,6 +150,27 @@ def is_iterable_dataset(facts, expr: cst.BaseExpression) -> bool:
     return False
 
 
+def taken_per_rank(facts, expr: cst.BaseExpression, depth: int = 3) -> bool:
+    """Is the dataset a part each rank takes for itself: its value, an argument of the call that builds
+    it, or what its name was assigned from depends on the rank (`partitioner.use(dist.get_rank())`,
+    `Subset(ds, range(rank, n, world_size))`)?"""
+    if facts.ranks.depends_on_rank(expr):
+        return True
+    if depth == 0:
+        return False
+    if type(expr) is cst.Call:
+        return any(taken_per_rank(facts, a.value, depth - 1) for a in expr.args)
+    if type(expr) is cst.Name:
+        site = facts.index.site(expr)
+        scope = site.func or facts.index.module
+        for line in facts.names.assignments(scope, expr.value):
+            for small in getattr(line.node, "body", ()):
+                if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+                    if taken_per_rank(facts, small.value, depth - 1):
+                        return True
+    return False
+
+
 def _bound_to_class(facts, var: str, cls_name: str) -> bool:
     for assign in facts.index.assigns:
         if any(dotted(t.target) == var for t in assign.targets) and isinstance(assign.value, cst.Call):
@@ -146,4 +179,4 @@ def _bound_to_class(facts, var: str, cls_name: str) -> bool:
     return False
 
 
-__all__ = ["add_sampler", "add_set_epoch", "is_iterable_dataset"]
+__all__ = ["add_sampler", "add_set_epoch", "is_iterable_dataset", "taken_per_rank"]

@@ -17,6 +17,7 @@ from .local_writes import method_of_instance
 from .model_params import TRAINS
 from .modules import LocalModules
 from .names import Names
+from .reduced_sums import REDUCED, REDUCED_EACH_BATCH
 from .training import Training
 from .values import handle_of
 
@@ -55,20 +56,35 @@ class Handoffs:
         """The first call after `binding`, in its scope, that hands `target` to code training over it,
         also through a function of this file that hands on the parameter it gets it as (`model =
         train(train_loader)`, with `Trainer(model, loader)` in `train`)."""
+        for call, slot, arg, scope in self._handing(target, binding):
+            found = self._engine(call, slot, scope) or self._module(call, slot, scope)
+            if found is None and depth < HANDOFF_DEPTH:
+                found = self._through_function(call, arg, depth)
+            if found is not None:
+                return found
+        return None
+
+    def summed_by(self, target: str, binding: cst.CSTNode) -> tuple[Handoff, bool] | None:
+        """The first call after `binding`, in its scope, that hands `target` to a function or method of
+        the script's own modules which sums over it and reduces the sum over the ranks (reduced_sums.py),
+        and whether its loop runs quietly (under no_grad, no collective of its own at each batch)."""
+        for call, slot, _, scope in self._handing(target, binding):
+            for use in (REDUCED, REDUCED_EACH_BATCH):
+                found = self._module(call, slot, scope, use)
+                if found is not None:
+                    return found, use == REDUCED
+        return None
+
+    def _handing(self, target: str, binding: cst.CSTNode):
+        """(call, slot, argument, scope) for each argument `target` is handed as, after `binding` in its scope."""
         index = self.index
         scope = index.scope_of(binding)
         for call in index.calls:
             if index.scope_of(call) is not scope or not index.before(binding, call):
                 continue
             for slot, arg in arg_slots(call):
-                if handle_of(arg.value) != target:
-                    continue
-                found = self._engine(call, slot, scope) or self._module(call, slot, scope)
-                if found is None and depth < HANDOFF_DEPTH:
-                    found = self._through_function(call, arg, depth)
-                if found is not None:
-                    return found
-        return None
+                if handle_of(arg.value) == target:
+                    yield call, slot, arg, scope
 
     def _through_function(self, call: cst.Call, arg: cst.Arg, depth: int) -> Handoff | None:
         callee = self.index.callee_of(call)
@@ -140,8 +156,9 @@ class Handoffs:
         funcs = [f for f in self.index.funcs if f.name.value == name]
         return len(funcs) == 1 and self.training.trains_in(funcs[0])
 
-    def _module(self, call: cst.Call, slot: int | str, scope) -> Handoff | None:
-        """A function or method of one of the script's own modules that trains over the argument."""
+    def _module(self, call: cst.Call, slot: int | str, scope, use: str = TRAINS_ON) -> Handoff | None:
+        """A function or method of one of the script's own modules that trains over the argument (or
+        does `use` with it and does not train over it)."""
         summary, member = self._callee(call, scope)
         if summary is None or member is None:
             return None
@@ -152,7 +169,7 @@ class Handoffs:
             return None
         name = slot if isinstance(slot, str) else (params[slot] if slot < len(params) else None)
         uses = summary.param_uses.get(member, {}).get(name or "", set())
-        if TRAINS_ON not in uses:
+        if use not in uses or (use != TRAINS_ON and TRAINS_ON in uses):
             return None
         where = (
             f"the {member.split('.')[0]} class of {summary.path.name}"

@@ -38,7 +38,7 @@ def ast_loader_uses(
     }
     for node in nodes(func):
         if isinstance(node, (ast.For, ast.AsyncFor)):
-            param = _iterated(node.iter, out)
+            param = iterated_param(node.iter, out)
             if param is None:
                 continue
             if trains(node):
@@ -85,7 +85,7 @@ class AttributesAsNames(ast.NodeTransformer):
         return node
 
 
-def _iterated(expr: ast.AST, params: dict) -> str | None:
+def iterated_param(expr: ast.AST, params: dict) -> str | None:
     """The parameter (or attribute: `self.train_loader`) a `for` loop iterates: itself, or through calls that hand its items on
     (`enumerate(tqdm(loader))`, a logger's `metric_logger.log_every(loader, 10, header)`): the first
     argument of any call but those that only count (`range(len(loader))`)."""
@@ -152,5 +152,6 @@ __all__ = [
     "TRAINS_ON",
     "ast_loader_uses",
     "ast_stored_loader_uses",
+    "iterated_param",
     "stored_loader_uses",
 ]

@@ -103,6 +103,9 @@ class ModuleSummary:
     # function -> "save"/"load" -> the files its torch.save/torch.load name, in its parameters (path_templates.py)
     file_paths: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     library: dict[str, str] = field(default_factory=dict)  # a library its imports bind: `dist` -> torch.distributed
+    # function -> parameter it divides by the world size -> (the flag parameter it does so under, or None
+    # for always; that flag's default): a helper that averages what it all-reduces (reduced_sums.py)
+    averages: dict[str, dict[str, tuple]] = field(default_factory=dict)
     # the names it imports (local name -> (module, member, relative level)): what a package re-exports
     imported: dict[str, tuple[str, str | None, int]] = field(default_factory=dict)
 

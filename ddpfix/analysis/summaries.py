@@ -55,6 +55,7 @@ from .module_summary import (
 )
 from .module_writes import PER_RANK_KINDS, every_rank_writes, rank_guarded_calls
 from .path_templates import path_templates
+from .reduced_sums import REDUCED, REDUCED_EACH_BATCH, SumLoop, ast_averages, ast_call_averages, ast_sum_op, ast_summed
 from .returns import LOADER as RETURNS_LOADER
 from .returns import SAMPLER as RETURNS_SAMPLER
 from .returns import returned
@@ -137,6 +138,7 @@ class _Summariser:
         self.defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}  # function or Class.method -> its node
         self.passes: dict[str, dict[str, list[tuple[str, Slot]]]] = {}  # function -> parameter -> (callee, slot)
         self.guarded: dict[str, set[int]] = {}  # function -> its calls under a rank test (ids)
+        self.summed: dict[str, dict[str, SumLoop]] = {}  # function -> loader parameter -> its summing loop
         self.read: set[Stamp] = set()  # the other modules read, and what they read
 
     def _other(self, path: Path) -> ModuleSummary:
@@ -237,6 +239,10 @@ class _Summariser:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # what it does with a model it receives
             params = self.summary.params[name] = ast_params(node, method="." in name)
             self.summary.param_uses[name], self.passes[name] = ast_uses(node, params, name.rpartition(".")[0] or None)
+            self.summed[name] = ast_summed(node, params)
+            averages = ast_averages(node, params)
+            if averages:
+                self.summary.averages[name] = averages
             self.defs[name] = node
             if ast_trains(node):
                 direct.add(TRAINS)
@@ -304,9 +310,39 @@ class _Summariser:
             if not changed:
                 break
         self.summary.effects = effects
+        for name, by_param in self.summed.items():  # a sum over a loader, reduced over the ranks after the loop
+            for param, loop in by_param.items():
+                if loop.averaged or not any(self._sums(call, effects) for call in loop.after):
+                    continue  # an average over the ranks of whole-set values is the whole-set value
+                quiet = loop.no_grad and not any(COLLECTIVE in self._call_effects(c, effects) for c in loop.inside)
+                self.summary.param_uses[name].setdefault(param, set()).add(REDUCED if quiet else REDUCED_EACH_BATCH)
         for name in list(self.summary.joins_on_cuda):  # a join through another function: not known to need a GPU
             if any(INIT in self._call_effects(c, effects) for c in self.calls[name] if not joins_itself(c, self._qual)):
                 del self.summary.joins_on_cuda[name]
+
+    def _sums(self, call: ast.Call, effects: dict[str, set[str]]) -> bool:
+        """Does `call` add up its argument over the ranks: a collective that sums (`dist.all_reduce(x)`), or a
+        function of the script's modules that issues one and does not divide that argument by the world
+        size (`reduce_value(x, average=False)`, where `if average: value /= world_size`)?"""
+        if COLLECTIVE not in self._call_effects(call, effects):
+            return False
+        if self._qual(ast_dotted(call.func) or "").startswith("torch.distributed"):
+            return ast_sum_op(call)
+        found = self._function_of(call)
+        return found is not None and not ast_call_averages(call, *found)
+
+    def _function_of(self, call: ast.Call) -> tuple[ModuleSummary, str] | None:
+        """(summary, function) for a call of a function of this module or of another local module."""
+        name = ast_dotted(call.func)
+        if name is None:
+            return None
+        if name in self.summary.params:
+            return self.summary, name
+        if name.split(".")[0] in self.table.imported:
+            kind, path, member = self.table.resolve(name)
+            if kind is Origin.LOCAL and path is not None and member and path not in self.seen:
+                return self._other(path), member
+        return None
 
     def _call_effects(self, call: ast.Call, effects: dict[str, set[str]]) -> set[str]:
         name = ast_dotted(call.func)

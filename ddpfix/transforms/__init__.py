@@ -30,6 +30,7 @@ from .ddp208_download_on_every_rank import DownloadOnEveryRank
 from .ddp209_unsharded_manual_batches import UnshardedManualBatches
 from .ddp210_task_drawn_per_rank import TaskDrawnPerRank
 from .ddp211_same_data_every_rank import SameDataEveryRank
+from .ddp212_summed_on_every_rank import SummedOnEveryRank
 from .ddp301_missing_ddp_wrap import MissingDdpWrap
 from .ddp302_dataparallel import DataParallelToDdp
 from .ddp303_device_ids_mismatch import DeviceIdsMismatch
@@ -84,6 +85,7 @@ RULES: list[Rule] = [
     UnshardedManualBatches(),
     TaskDrawnPerRank(),
     SameDataEveryRank(),
+    SummedOnEveryRank(),
     MissingSyncBatchNorm(),
     DataParallelToDdp(),
     MissingDdpWrap(),

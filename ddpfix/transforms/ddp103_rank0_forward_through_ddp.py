@@ -18,7 +18,7 @@ class Rank0ForwardThroughDdp(Rule):
         "forward of the DDP wrapper on rank 0 only: DDP's forward can issue collectives the other ranks never join"
     )
     requires = ("DDP301",)
-    reads = frozenset({"wraps"})
+    reads = frozenset({"wraps", "hoisted"})
     docs = """
 ## What
 `model(x)`, or a helper of the script (of this file or of its own modules) that runs the model's
@@ -63,7 +63,13 @@ through the model, or a call where no name reaches the plain module, gets the di
         `if RANK == 0: print(...)`): the guard makes them rank-0-only forwards."""
         facts = ctx.facts
         guarded = [*ctx.plan.guards, *ctx.plan.unmade_guards]
-        calls = [c for s in guarded for c in calls_in(s) if not rank0_only(ctx, c)]  # those run() saw
+        hoisted = {id(c) for c in ctx.plan.hoisted}  # taken out of the guard: every rank runs them
+        calls = [
+            c
+            for s in guarded
+            for c in calls_in(s)
+            if not rank0_only(ctx, c) and not any(id(a) in hoisted for a in (c, *ctx.facts.index.ancestors(c)))
+        ]  # (those run() saw are left out)
         if not calls:
             return
         self._forwards(ctx, calls)

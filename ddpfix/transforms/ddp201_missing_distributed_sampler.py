@@ -17,7 +17,7 @@ from ..local_samplers import swap_local_sampler
 from ..module_epochs import set_epoch_blocker
 from ..module_wraps import withheld, wrapped_here
 from ..rule import Context, Rule
-from ..sampler_edit import add_sampler, add_set_epoch, is_iterable_dataset
+from ..sampler_edit import add_sampler, add_set_epoch, is_iterable_dataset, taken_per_rank
 from ..syntax import kwarg, positional
 
 
@@ -305,7 +305,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                     fix="none",
                 )
                 continue
-            if ds_arg is not None and _taken_per_rank(facts, ds_arg.value):
+            if ds_arg is not None and taken_per_rank(facts, ds_arg.value):
                 continue  # a dataset each rank builds for itself (`partitioner.use(dist.get_rank())`): already split
             message = _elsewhere(ctx, self, loader, batch_loop)
             if contents is not None and (contents.has("shuffle") or ds_key):
@@ -360,27 +360,6 @@ def _elsewhere(ctx: Context, rule: Rule, loader: Loader, batch_loop: cst.CSTNode
         f"{head}: call {handoff.there or loader.target}.sampler.set_epoch(epoch) at the start of each epoch there "
         f"(the fix cannot edit that file: {why})"
     )
-
-
-def _taken_per_rank(facts, expr: cst.BaseExpression, depth: int = 3) -> bool:
-    """Is the dataset a part each rank takes for itself: its value, an argument of the call that builds
-    it, or what its name was assigned from depends on the rank (`partitioner.use(dist.get_rank())`,
-    `Subset(ds, range(rank, n, world_size))`)?"""
-    if facts.ranks.depends_on_rank(expr):
-        return True
-    if depth == 0:
-        return False
-    if type(expr) is cst.Call:
-        return any(_taken_per_rank(facts, a.value, depth - 1) for a in expr.args)
-    if type(expr) is cst.Name:
-        site = facts.index.site(expr)
-        scope = site.func or facts.index.module
-        for line in facts.names.assignments(scope, expr.value):
-            for small in getattr(line.node, "body", ()):
-                if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
-                    if _taken_per_rank(facts, small.value, depth - 1):
-                        return True
-    return False
 
 
 def _has_unpassed_sampler(facts, call: cst.Call) -> bool:

@@ -10,14 +10,21 @@ from ..analysis.training import HELPER_DEPTH
 from ..edits import guard_site
 from ..examples import clean, fixes
 from ..factory_reports import report_factory_writes
+from ..hoisted_calls import hoist, to_hoist
 from ..module_guards import guard_module_writes, is_print
 from ..rule import Context, Rule
 from ..syntax import calls_in, dotted
+
+COLLECTIVE_INSIDE = (
+    "print on every rank, of a value whose computation issues a collective every rank must join: compute it "
+    "on every rank first, then print it on rank 0"
+)
 
 
 class UnguardedPrint(Rule):
     code = "DDP406"
     distributed_only = True
+    provides = frozenset({"hoisted"})
     name = "unguarded-print"
     message = "print runs on every rank: output is duplicated once per process"
     docs = """
@@ -72,7 +79,11 @@ every class the module offers, in whichever file (a base class's epoch loop), to
 
 ## Fix safety
 Safe: a plain run has RANK 0 and prints exactly as before. A script whose own rank variable a plain
-run sets to -1 (`int(os.environ.get("RANK", -1))`) is guarded with `in (-1, 0)`.
+run sets to -1 (`int(os.environ.get("RANK", -1))`) is guarded with `in (-1, 0)`. A value whose
+computation issues a collective (`print(f"{evaluate(model, val_loader):.3f}")`, where `evaluate()`
+all-reduces its count) is computed first on every rank, `evaluate_result = evaluate(model, val_loader)`,
+and only the print is rank 0's: a collective under the guard would wait for the other ranks forever.
+Inside a lambda or a comprehension it cannot be taken out: that print stays on every rank, reported.
 """
 
     def run(self, ctx: Context) -> None:
@@ -90,7 +101,14 @@ run sets to -1 (`int(os.environ.get("RANK", -1))`) is guarded with `in (-1, 0)`.
                 continue  # print("ERROR: ..."); sys.exit(1): each failing rank says why
             if distributed and not _repeats_with_training(facts, call):
                 continue  # a start-up message of a script that already runs distributed
-            guard_site(ctx, call)
+            collectives = to_hoist(facts, call)
+            if collectives is None:
+                ctx.report(call, COLLECTIVE_INSIDE, fix="none")
+            elif guard_site(ctx, call):
+                hoist(ctx, call, collectives)
+            else:  # what a fix would take out of the guard (`check` plans no edit): no rank-0-only forward
+                for collective in collectives:
+                    ctx.plan.hoisted.append(collective)
         if not distributed:  # what a module of the script prints for it (`trainer.log()`): guarded there
             harm = "output is duplicated once per process"
             guard_module_writes(ctx, self, EVERY_RANK_PRINT, "print", harm, is_print, ranks.print_silenced)

@@ -1,0 +1,163 @@
+"""Loaders every rank iterates whole while what is summed over them is reduced over the ranks (DDP212):
+a loop over the loader that trains nothing and adds into a name (`correct += (pred == y).sum()`), then,
+after that loop, a collective handed the name (`dist.all_reduce(correct)`, or a helper that issues
+one, `reduce_value(correct, average=False)`). The loop runs where the loader is built, in a function of
+the script it is handed to, or in a function or method of the script's own modules (reduced_sums.py).
+Each rank counts the whole set and the reduction adds the ranks' counts: WORLD_SIZE times the total."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..syntax import calls_in, dotted, kwarg, positional, walk
+from .data import Loader
+from .model_params import ast_params
+from .reduced_sums import MISSING, NO_GRAD, SUM_OPS, WORLD_NAMES, ast_averages, averaged
+
+
+@dataclass(frozen=True)
+class Summed:
+    loader: Loader
+    where: str  # what sums and reduces: "evaluate() in train_eval_utils.py", "the loop at line 40"
+    # the loop runs under no_grad and issues no collective at each batch: shards that differ by one
+    # sample leave no rank waiting (else only equal shards would do, which repeat samples)
+    quiet: bool
+
+
+def summed_loaders(facts) -> list[Summed]:
+    """The loaders no training loop draws from whose sums are reduced over the ranks, once each."""
+    data = facts.data
+    training = {id(loader.site.node) for loader, _ in data.training_loaders}
+    out: list[Summed] = []
+    seen: set[int] = set()
+    for loader in data.loaders:
+        node = loader.site.node
+        if id(node) in training or id(node) in seen or loader.target is None or loader.binding is None:
+            continue
+        found = _here(facts, loader)
+        if found is None:
+            handed = data.handoffs.summed_by(loader.target, loader.binding)
+            found = (handed[0].where, handed[1]) if handed is not None else None
+        if found is not None:
+            seen.add(id(node))
+            out.append(Summed(loader, *found))
+    return out
+
+
+def _here(facts, loader: Loader) -> tuple[str, bool] | None:
+    """A loop of this file over `loader` (where it is built, or in a function handed it) whose sums a
+    collective after the loop reduces: (how a message names that code, whether it runs quietly)."""
+    index = facts.index
+    for loop in index.loops:
+        if type(loop) is not cst.For or not facts.data.iterates(loop, loader) or facts.training.trains_in(loop):
+            continue
+        sums = {n.target.value for n in walk(loop.body) if type(n) is cst.AugAssign and type(n.target) is cst.Name}
+        if not sums:
+            continue
+        scope = index.scope_of(loop)
+        body = scope.body if isinstance(scope, cst.FunctionDef) else scope
+        for call in calls_in(body):
+            if index.contains(loop, call) or not index.before(loop, call):
+                continue
+            handed = [a.value for a in call.args]
+            if not any(type(v) is cst.Name and v.value in sums for v in handed) or not _sums(facts, call):
+                continue
+            if any(_divided(n) in sums for n in walk(body) if index.before(loop, n) and not index.contains(loop, n)):
+                return None  # averaged over the ranks: whole-set values stay what they are
+            line = index.position(loop).start.line
+            where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else f"the loop at line {line}"
+            return where, _no_grad(facts, loop) and not facts.ranks.collectives_in(loop.body)
+    return None
+
+
+def _sums(facts, call: cst.Call) -> bool:
+    """Does `call` add up its arguments over the ranks: a collective that sums (`dist.all_reduce(x)`), or a
+    function of this file or of the script's modules that issues one and does not divide what it is
+    handed by the world size (`reduce_value(x, average=False)`, where `if average: value /= world_size`)?"""
+    op = facts.ranks.collective_op(call)
+    if op is None:
+        return False
+    if not op.endswith("()"):  # torch.distributed's own
+        given = kwarg(call, "op") or positional(call, 1)
+        return given is None or (dotted(given.value) or "").split(".")[-1] in SUM_OPS
+    callee = facts.index.callee_of(call)
+    if isinstance(callee, cst.FunctionDef):
+        func = _ast_def(facts, callee)
+        if func is None:
+            return False
+        params = ast_params(func, method=False)
+        averages = ast_averages(func, params)
+    else:
+        target = facts.modules.target_of(call.func)
+        if target is None or target.summary is None or target.member is None:
+            return False
+        params = target.summary.params.get(target.member, [])
+        averages = target.summary.averages.get(target.member, {})
+    positional_args = [a for a in call.args if a.keyword is None and not a.star]
+    handed = params[: len(positional_args)] + [a.keyword.value for a in call.args if a.keyword is not None]
+
+    def flag_value(flag: str) -> object:
+        given = kwarg(call, flag)
+        if given is None and flag in params and params.index(flag) < len(positional_args):
+            given = positional_args[params.index(flag)]
+        if given is None:
+            return MISSING
+        value = given.value
+        return value.value == "True" if type(value) is cst.Name and value.value in ("True", "False") else None
+
+    return not averaged(averages, handed, flag_value)
+
+
+def _ast_def(facts, func: cst.FunctionDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """Python's parse of the function `func` of this file (same name, same `def` line)."""
+    line = facts.index.position(func.name).start.line
+    for node in ast.walk(facts.index.ast_tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func.name.value:
+            if node.lineno == line:
+                return node
+    return None
+
+
+def _divided(node: cst.CSTNode) -> str | None:
+    """The name `node` divides by the world size (`x /= world_size`, `x / dist.get_world_size()`,
+    `x.div_(world_size)`), as reduced_sums.ast_divided reads it in Python's parse."""
+    if type(node) is cst.AugAssign and type(node.operator) in (cst.DivideAssign, cst.FloorDivideAssign):
+        return node.target.value if type(node.target) is cst.Name and _world(node.value) else None
+    if type(node) is cst.BinaryOperation and type(node.operator) in (cst.Divide, cst.FloorDivide):
+        return node.left.value if type(node.left) is cst.Name and _world(node.right) else None
+    if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in ("div", "div_"):
+        owner = node.func.value
+        return owner.value if type(owner) is cst.Name and any(_world(a.value) for a in node.args) else None
+    return None
+
+
+def _world(node: cst.CSTNode) -> bool:
+    for n in walk(node):
+        if type(n) is cst.Call and (dotted(n.func) or "").endswith("get_world_size"):
+            return True
+        if type(n) is cst.Name and n.value.lower() in WORLD_NAMES:
+            return True
+        if type(n) is cst.Attribute and n.attr.value.lower() in WORLD_NAMES:
+            return True
+    return False
+
+
+def _no_grad(facts, loop: cst.For) -> bool:
+    """Under `with torch.no_grad():` (or inference_mode), or in a function decorated with it."""
+    for up in facts.index.ancestors(loop):
+        if isinstance(up, cst.With) and any(_grad_off(i.item) for i in up.items):
+            return True
+        if isinstance(up, cst.FunctionDef) and any(_grad_off(d.decorator) for d in up.decorators):
+            return True
+    return False
+
+
+def _grad_off(expr: cst.BaseExpression) -> bool:
+    target = expr.func if isinstance(expr, cst.Call) else expr
+    return (dotted(target) or "").split(".")[-1] in NO_GRAD
+
+
+__all__ = ["Summed", "summed_loaders"]
