@@ -92,3 +92,43 @@ def test_a_positive_test_is_no_existence_check():
     result = _fixed(makedirs=makedirs)
     assert 'os.makedirs("out")' in result.code
     assert 'os.makedirs("out", exist_ok=True)' not in result.code
+
+
+def test_a_block_that_trains_and_swaps_weights_in_is_no_preparation():
+    """A `try:` around the epoch loop whose averaged-weights swap (`for prm in model.parameters():
+    prm.data = ...`, as ASGD scripts do) writes parameters: the wrap stays before the training."""
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        torch.manual_seed(0)
+        loader = DataLoader(TensorDataset(torch.randn(32, 8), torch.randn(32, 1)), batch_size=4, shuffle=True)
+        model = nn.Linear(8, 1)
+        optimizer = torch.optim.ASGD(model.parameters(), lr=0.1, t0=0)
+
+
+        def train():
+            for x, y in loader:
+                optimizer.zero_grad()
+                nn.functional.mse_loss(model(x), y).backward()
+                optimizer.step()
+
+
+        try:
+            for epoch in range(2):
+                train()
+                saved = {}
+                for prm in model.parameters():
+                    saved[prm] = prm.data.clone()
+                    prm.data = optimizer.state[prm]["ax"].clone()
+                for prm in model.parameters():
+                    prm.data = saved[prm].clone()
+        except KeyboardInterrupt:
+            print("stopped early")
+        """
+    ).lstrip()
+    lines = [line.strip() for line in fix_source(src).code.splitlines()]
+    wrap = next(i for i, line in enumerate(lines) if line.startswith("model = DDP(model"))
+    assert wrap < lines.index("try:")

@@ -220,8 +220,7 @@ class WrapPoints:
                     continue
                 return "use"
         if not prep and not isinstance(stmt, (cst.For, cst.While)):
-            # `if args.freeze: for name, p in model.named_parameters(): p.requires_grad_(False)`
-            prep = any(type(n) in (cst.For, cst.While) and self.init_loop(n, handle) for n in walk(stmt))
+            prep = self._holds_init_loops(stmt, handle)
         targets = assign_targets(stmt)
         if handle in targets:
             return "prep" if prep else "use"
@@ -231,6 +230,16 @@ class WrapPoints:
         if isinstance(stmt, (cst.For, cst.While)):
             return "use"
         return "prep" if prep else "benign"
+
+    def _holds_init_loops(self, stmt: cst.BaseStatement, handle: str) -> bool:
+        """`if args.freeze: for name, p in model.named_parameters(): p.requires_grad_(False)`: a statement
+        whose loops (the outermost ones) all freeze or re-initialise the model, and that trains nothing.
+        Not a `try:` around the epoch loop that also swaps averaged weights in (`for prm in
+        model.parameters(): prm.data = ...`): that one runs the training."""
+        index = self.names.index
+        loops = [n for n in walk(stmt) if type(n) in (cst.For, cst.While)]
+        outer = [loop for loop in loops if not any(o is not loop and index.contains(o, loop) for o in loops)]
+        return bool(outer) and all(self.init_loop(loop, handle) for loop in outer) and not self.training.trains_in(stmt)
 
     # ----------------------------------------------------------------- in-place (re-)initialisation
     @cached_property
