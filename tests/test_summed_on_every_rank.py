@@ -55,6 +55,19 @@ def _script(reduce: str = REDUCE, show: str = SHOW, grad: str = "torch.no_grad()
     return HEAD.format(reduce=reduce, show=show, grad=grad, each=each)
 
 
+def _with_module(tmp_path, module: str, show: str):
+    """The script with `show` in its epoch loop, importing evaluate() from metrics.py (`module`) beside it:
+    (its source, its path)."""
+    (tmp_path / "metrics.py").write_text(textwrap.dedent(module).lstrip())
+    script = _script(reduce="pass", show=show).replace(
+        "from torch.utils.data import DataLoader, TensorDataset\n",
+        "from torch.utils.data import DataLoader, TensorDataset\n\nfrom metrics import evaluate\n",
+    )
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    return script, str(path)
+
+
 def _codes(src: str) -> list[str]:
     return [d.code for d in check_source(src)]
 
@@ -100,9 +113,9 @@ def test_the_training_loader_is_never_this_rules():
 
 
 def test_a_helper_module_that_reduces_what_it_sums(tmp_path):
-    (tmp_path / "metrics.py").write_text(
-        textwrap.dedent(
-            """
+    script, path = _with_module(
+        tmp_path,
+        """
             import torch
             import torch.distributed as dist
 
@@ -121,16 +134,10 @@ def test_a_helper_module_that_reduces_what_it_sums(tmp_path):
                     total += (model(x).argmax(1) == y).sum()
                 total = reduce_value(total, average=False)
                 return total.item()
-            """
-        ).lstrip()
+            """,
+        "print(epoch, evaluate(model, val_loader) / len(val_set))",
     )
-    script = _script(reduce="pass", show="print(epoch, evaluate(model, val_loader) / len(val_set))").replace(
-        "from torch.utils.data import DataLoader, TensorDataset\n",
-        "from torch.utils.data import DataLoader, TensorDataset\n\nfrom metrics import evaluate\n",
-    )
-    path = tmp_path / "train.py"
-    path.write_text(script)
-    result = fix_source(script, path=str(path), cross_file=True)
+    result = fix_source(script, path=path, cross_file=True)
     assert EXACT in result.code
     message = next(d.message for d in result.diagnostics if d.code == "DDP212")
     assert "evaluate() in metrics.py" in message
@@ -143,17 +150,13 @@ def test_a_helper_module_that_reduces_what_it_sums(tmp_path):
 
 
 def test_a_helper_module_that_sums_without_reducing_is_left_whole(tmp_path):
-    (tmp_path / "metrics.py").write_text(
+    script, path = _with_module(
+        tmp_path,
         "import torch\n\n\ndef evaluate(model, data_loader):\n    total = 0\n"
-        "    for x, y in data_loader:\n        total += (model(x).argmax(1) == y).sum().item()\n    return total\n"
+        "    for x, y in data_loader:\n        total += (model(x).argmax(1) == y).sum().item()\n    return total\n",
+        "print(epoch, evaluate(model, val_loader) / len(val_set))",
     )
-    script = _script(reduce="pass", show="print(epoch, evaluate(model, val_loader) / len(val_set))").replace(
-        "from torch.utils.data import DataLoader, TensorDataset\n",
-        "from torch.utils.data import DataLoader, TensorDataset\n\nfrom metrics import evaluate\n",
-    )
-    path = tmp_path / "train.py"
-    path.write_text(script)
-    result = fix_source(script, path=str(path), cross_file=True)
+    result = fix_source(script, path=path, cross_file=True)
     assert "DDP212" not in [d.code for d in result.diagnostics]
     assert "val_sampler" not in result.code
 
@@ -201,9 +204,9 @@ def test_a_local_helper_that_averages_is_left_alone_and_one_that_sums_is_not():
 
 
 def test_a_helper_module_whose_reduction_averages_by_default_is_left_alone(tmp_path):
-    (tmp_path / "metrics.py").write_text(
-        textwrap.dedent(
-            """
+    script, path = _with_module(
+        tmp_path,
+        """
             import torch
             import torch.distributed as dist
 
@@ -224,14 +227,8 @@ def test_a_helper_module_whose_reduction_averages_by_default_is_left_alone(tmp_p
                 for x, y in data_loader:
                     total += (model(x).argmax(1) == y).sum()
                 return (reduce_value(total, average=False) if summed else reduce_value(total)).item()
-            """
-        ).lstrip()
+            """,
+        "print(epoch, evaluate(model, val_loader, {summed}) / len(val_set))",
     )
-    script = _script(reduce="pass", show="print(epoch, evaluate(model, val_loader, {summed}) / len(val_set))").replace(
-        "from torch.utils.data import DataLoader, TensorDataset\n",
-        "from torch.utils.data import DataLoader, TensorDataset\n\nfrom metrics import evaluate\n",
-    )
-    path = tmp_path / "train.py"
-    path.write_text(script)
-    codes = [d.code for d in check_source(script, path=str(path), cross_file=True)]
+    codes = [d.code for d in check_source(script, path=path, cross_file=True)]
     assert "DDP212" in codes  # one of its reductions sums (average=False): a whole-set count would double
