@@ -232,3 +232,14 @@ def test_a_helper_module_whose_reduction_averages_by_default_is_left_alone(tmp_p
     )
     codes = [d.code for d in check_source(script, path=path, cross_file=True)]
     assert "DDP212" in codes  # one of its reductions sums (average=False): a whole-set count would double
+
+
+def test_a_division_by_anything_but_a_sample_count_may_be_an_average():
+    # `n_procs` is no name the analysis knows for the world size: read as a possible average, left alone
+    maybe = "dist.all_reduce(correct)\n    correct = correct / n_procs"
+    assert "DDP212" not in _codes(
+        _script(reduce=maybe).replace("torch.manual_seed(0)\n", "n_procs = 2\ntorch.manual_seed(0)\n")
+    )
+    # a mean over the data (divided by the set's length) is still a sum over the ranks first
+    mean = "dist.all_reduce(correct)\n    return correct.item() / len(loader.dataset)"
+    assert "DDP212" in _codes(_script(reduce=mean))

@@ -21,9 +21,10 @@ REDUCED = "reduced"  # a parameter use: summed over in a loop and the sum reduce
 # could leave a rank waiting, so no exact sharding is offered
 REDUCED_EACH_BATCH = "reduced_each_batch"
 NO_GRAD = ("no_grad", "inference_mode")
-# what a reduction divides by when it averages over the ranks (`value /= world_size`): a call of
-# get_world_size(), or a name or attribute spelled as one of these
-WORLD_NAMES = {"world_size", "nprocs", "num_replicas", "num_processes", "ngpus", "n_gpus", "num_gpus", "world"}
+# A division of a reduced value by anything but a count of samples (`len(val_set)`) may be an average
+# over the ranks (`value /= world_size`, `/ nprocs`, `/ total` of another reduced count): whole-set values
+# then stay right, and sharding would change them. Only a division by `len(...)` is taken for a mean
+# over the data.
 SUM_OPS = ("SUM",)
 
 
@@ -126,15 +127,15 @@ def ast_call_averages(call: ast.Call, summary, member: str) -> bool:
 
 
 def ast_divided(node: ast.AST) -> str | None:
-    """The name `node` divides by the world size: `x /= world_size`, `x / dist.get_world_size()`,
-    `x.div_(world_size)`; else None."""
+    """The name `node` divides by what may be the world size (anything but `len(...)`): `x /= world_size`,
+    `x / dist.get_world_size()`, `x.div_(n)`; else None."""
     if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
-        return node.target.id if isinstance(node.target, ast.Name) and _world(node.value) else None
+        return node.target.id if isinstance(node.target, ast.Name) and _not_size(node.value) else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
-        return node.left.id if isinstance(node.left, ast.Name) and _world(node.right) else None
+        return node.left.id if isinstance(node.left, ast.Name) and _not_size(node.right) else None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("div", "div_"):
         owner = node.func.value
-        return owner.id if isinstance(owner, ast.Name) and any(_world(a) for a in node.args) else None
+        return owner.id if isinstance(owner, ast.Name) and any(_not_size(a) for a in node.args) else None
     return None
 
 
@@ -144,15 +145,9 @@ def ast_sum_op(call: ast.Call) -> bool:
     return op is None or (ast_dotted(op) or "").split(".")[-1] in SUM_OPS
 
 
-def _world(node: ast.AST) -> bool:
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call) and (ast_dotted(n.func) or "").endswith("get_world_size"):
-            return True
-        if isinstance(n, ast.Name) and n.id.lower() in WORLD_NAMES:
-            return True
-        if isinstance(n, ast.Attribute) and n.attr.lower() in WORLD_NAMES:
-            return True
-    return False
+def _not_size(divisor: ast.AST) -> bool:
+    """Is `divisor` anything but a count of samples (`len(val_set)`, `len(loader.dataset)`)?"""
+    return not any(isinstance(n, ast.Call) and ast_dotted(n.func) == "len" for n in ast.walk(divisor))
 
 
 def _no_grad(node: ast.AST) -> bool:
@@ -176,7 +171,6 @@ __all__ = [
     "REDUCED",
     "REDUCED_EACH_BATCH",
     "SUM_OPS",
-    "WORLD_NAMES",
     "SumLoop",
     "ast_averages",
     "ast_call_averages",

@@ -15,7 +15,7 @@ import libcst as cst
 from ..syntax import calls_in, dotted, kwarg, positional, walk
 from .data import Loader
 from .model_params import ast_params
-from .reduced_sums import MISSING, NO_GRAD, SUM_OPS, WORLD_NAMES, ast_averages, averaged
+from .reduced_sums import MISSING, NO_GRAD, SUM_OPS, ast_averages, averaged
 
 
 @dataclass(frozen=True)
@@ -122,27 +122,20 @@ def _ast_def(facts, func: cst.FunctionDef) -> ast.FunctionDef | ast.AsyncFunctio
 
 
 def _divided(node: cst.CSTNode) -> str | None:
-    """The name `node` divides by the world size (`x /= world_size`, `x / dist.get_world_size()`,
-    `x.div_(world_size)`), as reduced_sums.ast_divided reads it in Python's parse."""
+    """The name `node` divides by what may be the world size (anything but `len(...)`), as
+    reduced_sums.ast_divided reads it in Python's parse."""
     if type(node) is cst.AugAssign and type(node.operator) in (cst.DivideAssign, cst.FloorDivideAssign):
-        return node.target.value if type(node.target) is cst.Name and _world(node.value) else None
+        return node.target.value if type(node.target) is cst.Name and _not_size(node.value) else None
     if type(node) is cst.BinaryOperation and type(node.operator) in (cst.Divide, cst.FloorDivide):
-        return node.left.value if type(node.left) is cst.Name and _world(node.right) else None
+        return node.left.value if type(node.left) is cst.Name and _not_size(node.right) else None
     if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in ("div", "div_"):
         owner = node.func.value
-        return owner.value if type(owner) is cst.Name and any(_world(a.value) for a in node.args) else None
+        return owner.value if type(owner) is cst.Name and any(_not_size(a.value) for a in node.args) else None
     return None
 
 
-def _world(node: cst.CSTNode) -> bool:
-    for n in walk(node):
-        if type(n) is cst.Call and (dotted(n.func) or "").endswith("get_world_size"):
-            return True
-        if type(n) is cst.Name and n.value.lower() in WORLD_NAMES:
-            return True
-        if type(n) is cst.Attribute and n.attr.value.lower() in WORLD_NAMES:
-            return True
-    return False
+def _not_size(divisor: cst.CSTNode) -> bool:
+    return not any(type(n) is cst.Call and dotted(n.func) == "len" for n in walk(divisor))
 
 
 def _no_grad(facts, loop: cst.For) -> bool:

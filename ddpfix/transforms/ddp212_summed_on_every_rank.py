@@ -28,6 +28,13 @@ average=False)`). The loop runs where the loader is built, in a function of the 
 to, or in a function or method of the script's own modules (`evaluate(model, val_loader, device)` of
 a helper module written for several processes, whose reduction does nothing in a single process).
 
+Only a reduction that sums is one: `dist.all_reduce` with no other `op`, or a helper that divides what
+it is handed by nothing (`reduce_value(x, average=False)`, where `if average: value /= world_size`).
+A value divided after the reduction by anything but a count of samples (`/ world_size`, `/ nprocs`,
+`/ total` of another reduced count) may be an average over the ranks, which whole-set values leave
+right: not reported. A division by `len(...)` (`correct / len(val_set)`) is a mean over the data, and
+the sum before it is still doubled.
+
 ## Why
 Every rank iterates the whole loader, so each rank's sum is already the total; the all-reduce then
 adds the ranks' totals: the metric is WORLD_SIZE times the single-process number (an accuracy of 1.2
