@@ -31,7 +31,7 @@ SUM_OPS = ("SUM",)
 @dataclass
 class SumLoop:
     after: list[ast.Call] = field(default_factory=list)  # calls after the loop handed a name it adds into
-    averaged: bool = False  # the function divides one of those names by the world size after the loop
+    averaged: bool = False  # the function divides one of those names after the loop (ast_divided)
     inside: list[ast.Call] = field(default_factory=list)  # the calls of the loop itself
     no_grad: bool = False  # under torch.no_grad() / inference_mode (a `with` or the function's decorator)
 
@@ -60,7 +60,7 @@ def ast_summed(func: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) 
         ]
         if after:
             inside = [c for c in ast.walk(loop) if isinstance(c, ast.Call)]
-            averaged = any(n.lineno > end and ast_divided(n) in sums for n in nodes(func) if hasattr(n, "lineno"))
+            averaged = divided_after(func, end, sums)
             out[param] = SumLoop(after, averaged, inside, decorated or _under_no_grad(loop, parents))
     return out
 
@@ -109,10 +109,10 @@ def averaged(averages: dict[str, tuple], handed: list[str], flag_value: Callable
     return False
 
 
-def ast_call_averages(call: ast.Call, summary, member: str) -> bool:
-    """Does `call` of the function `member` of the module `summary` divide what it is handed by the
-    world size (`reduce_value(x)` with `if average: value /= world_size`, `average=True` by default)?"""
-    params = summary.params.get(member, [])
+def ast_call_averages(call: ast.Call, params: list[str], averages: dict[str, tuple]) -> bool:
+    """Does `call` of a function with parameters `params` and averaged parameters `averages`
+    (`ast_averages`) divide what it is handed by the world size (`reduce_value(x)` with `if average:
+    value /= world_size`, `average=True` by default)?"""
     handed = [params[i] for i in range(min(len(call.args), len(params)))] + [k.arg for k in call.keywords if k.arg]
 
     def flag_value(flag: str) -> object:
@@ -123,7 +123,12 @@ def ast_call_averages(call: ast.Call, summary, member: str) -> bool:
             return MISSING
         return given.value if isinstance(given, ast.Constant) else None
 
-    return averaged(summary.averages.get(member, {}), handed, flag_value)
+    return averaged(averages, handed, flag_value)
+
+
+def divided_after(scope: ast.AST, line: int, sums: set[str]) -> bool:
+    """Is one of `sums` divided (ast_divided) in `scope` below `line`: maybe an average over the ranks?"""
+    return any(getattr(n, "lineno", 0) > line and ast_divided(n) in sums for n in nodes(scope))
 
 
 def ast_divided(node: ast.AST) -> str | None:

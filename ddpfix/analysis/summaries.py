@@ -328,21 +328,18 @@ class _Summariser:
             return False
         if self._qual(ast_dotted(call.func) or "").startswith("torch.distributed"):
             return ast_sum_op(call)
-        found = self._function_of(call)
+        found = self._signature(call)
         return found is not None and not ast_call_averages(call, *found)
 
-    def _function_of(self, call: ast.Call) -> tuple[ModuleSummary, str] | None:
-        """(summary, function) for a call of a function of this module or of another local module."""
-        name = ast_dotted(call.func)
-        if name is None:
-            return None
-        if name in self.summary.params:
-            return self.summary, name
-        if name.split(".")[0] in self.table.imported:
+    def _signature(self, call: ast.Call) -> tuple[list[str], dict[str, tuple]] | None:
+        """(parameters, averaged parameters) of the function of this or another local module `call` calls."""
+        name = ast_dotted(call.func) or ""
+        summary, member = (self.summary, name) if name in self.summary.params else (None, None)
+        if summary is None and name.split(".")[0] in self.table.imported:
             kind, path, member = self.table.resolve(name)
             if kind is Origin.LOCAL and path is not None and member and path not in self.seen:
-                return self._other(path), member
-        return None
+                summary = self._other(path)
+        return None if summary is None else (summary.params.get(member, []), summary.averages.get(member, {}))
 
     def _call_effects(self, call: ast.Call, effects: dict[str, set[str]]) -> set[str]:
         name = ast_dotted(call.func)

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..syntax import calls_in, dotted, kwarg, positional, walk
+from ..syntax import calls_in, code_of, dotted, kwarg, positional, walk
 from .data import Loader
 from .model_params import ast_params
-from .reduced_sums import MISSING, NO_GRAD, SUM_OPS, ast_averages, averaged
+from .reduced_sums import NO_GRAD, SUM_OPS, ast_averages, ast_call_averages, divided_after
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,9 @@ def _here(facts, loader: Loader) -> tuple[str, bool] | None:
             handed = [a.value for a in call.args]
             if not any(type(v) is cst.Name and v.value in sums for v in handed) or not _sums(facts, call):
                 continue
-            if any(_divided(n) in sums for n in walk(body) if index.before(loop, n) and not index.contains(loop, n)):
-                return None  # averaged over the ranks: whole-set values stay what they are
+            tree = _ast_def(facts, scope) if isinstance(scope, cst.FunctionDef) else index.ast_tree
+            if tree is None or divided_after(tree, index.position(loop).end.line, sums):
+                return None  # maybe averaged over the ranks: whole-set values stay what they are
             line = index.position(loop).start.line
             where = f"{scope.name.value}()" if isinstance(scope, cst.FunctionDef) else f"the loop at line {line}"
             return where, _no_grad(facts, loop) and not facts.ranks.collectives_in(loop.body)
@@ -96,19 +97,11 @@ def _sums(facts, call: cst.Call) -> bool:
             return False
         params = target.summary.params.get(target.member, [])
         averages = target.summary.averages.get(target.member, {})
-    positional_args = [a for a in call.args if a.keyword is None and not a.star]
-    handed = params[: len(positional_args)] + [a.keyword.value for a in call.args if a.keyword is not None]
-
-    def flag_value(flag: str) -> object:
-        given = kwarg(call, flag)
-        if given is None and flag in params and params.index(flag) < len(positional_args):
-            given = positional_args[params.index(flag)]
-        if given is None:
-            return MISSING
-        value = given.value
-        return value.value == "True" if type(value) is cst.Name and value.value in ("True", "False") else None
-
-    return not averaged(averages, handed, flag_value)
+    try:  # read as Python reads it, as the summaries read their modules' calls
+        parsed = ast.parse(code_of(call).strip(), mode="eval").body
+    except SyntaxError:
+        return False
+    return isinstance(parsed, ast.Call) and not ast_call_averages(parsed, params, averages)
 
 
 def _ast_def(facts, func: cst.FunctionDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -119,23 +112,6 @@ def _ast_def(facts, func: cst.FunctionDef) -> ast.FunctionDef | ast.AsyncFunctio
             if node.lineno == line:
                 return node
     return None
-
-
-def _divided(node: cst.CSTNode) -> str | None:
-    """The name `node` divides by what may be the world size (anything but `len(...)`), as
-    reduced_sums.ast_divided reads it in Python's parse."""
-    if type(node) is cst.AugAssign and type(node.operator) in (cst.DivideAssign, cst.FloorDivideAssign):
-        return node.target.value if type(node.target) is cst.Name and _not_size(node.value) else None
-    if type(node) is cst.BinaryOperation and type(node.operator) in (cst.Divide, cst.FloorDivide):
-        return node.left.value if type(node.left) is cst.Name and _not_size(node.right) else None
-    if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in ("div", "div_"):
-        owner = node.func.value
-        return owner.value if type(owner) is cst.Name and any(_not_size(a.value) for a in node.args) else None
-    return None
-
-
-def _not_size(divisor: cst.CSTNode) -> bool:
-    return not any(type(n) is cst.Call and dotted(n.func) == "len" for n in walk(divisor))
 
 
 def _no_grad(facts, loop: cst.For) -> bool:
