@@ -1,0 +1,3 @@
+"""Helpers for the training script."""
+from .logger import *
+from .misc import *
