@@ -10,10 +10,12 @@ The statement that builds the object and every statement that uses it become ran
     if RANK == 0:
         csv_logger.writerow(row)
 
-Only where that is all the script does with it: the name is bound once, by that statement, and each
-other mention of it is the receiver of a call that is a statement of its own (`csv_logger.close()`),
-after the binding and in the same scope. Anything else (the object handed to a function, stored,
-read in an expression, used by a nested function) leaves the finding without a fix.
+Only where that is all the script does with it: the name is bound only by statements that build
+the object with the same call (`logger = Logger(path, resume=True)` in one branch, `logger =
+Logger(path)` in the other: each is guarded), and each other mention of it is the receiver of a call
+that is a statement of its own (`csv_logger.close()`), after the first binding and in the same scope.
+Anything else (the object handed to a function, stored, read in an expression, used by a nested
+function) leaves the finding without a fix.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import libcst as cst
 
 from .edits import guard
 from .rule import Context
-from .syntax import assign_targets, assigned_value, walk
+from .syntax import assign_targets, assigned_value, dotted, walk
 
 
 def rank0_object_statements(ctx: Context, call: cst.Call) -> list[cst.CSTNode] | None:
@@ -36,6 +38,8 @@ def rank0_object_statements(ctx: Context, call: cst.Call) -> list[cst.CSTNode] |
         return None
     name, scope = targets[0], index.scope_of(call)
     out: list[cst.CSTNode] = [site.stmt]
+    first = site.stmt
+    uses: list[cst.CSTNode] = []
     for node in walk(facts.module):
         if not isinstance(node, cst.Name) or node.value != name:
             continue
@@ -45,14 +49,31 @@ def rank0_object_statements(ctx: Context, call: cst.Call) -> list[cst.CSTNode] |
         ):
             continue  # `args.log`, `f(log=...)`: another name spelled the same
         if isinstance(parent, cst.AssignTarget) and parent.target is node:
-            if index.site(node).stmt is not site.stmt:
-                return None  # bound again
+            stmt = index.site(node).stmt
+            if stmt is not site.stmt:
+                if not _builds_alike(stmt, call) or index.scope_of(stmt) is not scope:
+                    return None  # bound again, to something else
+                out.append(stmt)
+                first = stmt if index.before(stmt, first) else first
             continue
         stmt = _own_statement_call(ctx, node)
-        if stmt is None or index.scope_of(stmt) is not scope or not index.before(site.stmt, stmt):
+        if stmt is None or index.scope_of(stmt) is not scope:
             return None
-        out.append(stmt)
-    return out
+        uses.append(stmt)
+    if any(not index.before(first, stmt) for stmt in uses):
+        return None
+    return out + uses
+
+
+def _builds_alike(stmt: cst.CSTNode, call: cst.Call) -> bool:
+    """Does `stmt` bind one name to a call of the same callable as `call`?"""
+    value = assigned_value(stmt)
+    return (
+        isinstance(value, cst.Call)
+        and len(assign_targets(stmt)) == 1
+        and dotted(value.func) is not None
+        and dotted(value.func) == dotted(call.func)
+    )
 
 
 def guard_object(ctx: Context, statements: list[cst.CSTNode], call: cst.Call) -> None:

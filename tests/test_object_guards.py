@@ -68,6 +68,30 @@ def test_object_handed_to_a_function_gets_no_fix(tmp_path):
     assert not found.applied and found.fix == "none"
 
 
+def test_an_object_built_alike_in_either_branch_is_kept_to_rank_0_in_both(tmp_path):
+    """`log = CSVLogger("a.csv")` in one branch and `log = CSVLogger("b.csv")` in the other: both
+    bindings and every use are guarded; a use before the first binding is not followed."""
+    branches = 'if len("ab") > 1:\n    log = CSVLogger("a.csv")\nelse:\n    log = CSVLogger("b.csv")\n'
+    write(tmp_path, "csvlog.py", LOGGER)
+    path = write(
+        tmp_path,
+        "train.py",
+        SCRIPT.format(use="log.writerow(loss.item())").replace('log = CSVLogger("log.csv")\n', branches),
+    )
+    result = fix_source(path.read_text(), path=str(path), cross_file=True)
+    found = [d for d in result.diagnostics if d.code == "DDP405"]
+    assert len(found) == 2 and all(d.applied for d in found)
+    assert (
+        '    if RANK == 0:\n        log = CSVLogger("a.csv")\nelse:\n    if RANK == 0:\n        log = CSVLogger("b.csv")'
+        in result.code
+    )
+    assert "        log.writerow(loss.item())" in result.code and result.incomplete == []
+    early = path.read_text().replace("opt = torch", "log.close()\nopt = torch")
+    path.write_text(early)
+    result = fix_source(early, path=str(path), cross_file=True)
+    assert [d.applied for d in result.diagnostics if d.code == "DDP405"] == [False, False]
+
+
 HANDLE = """
 import json
 

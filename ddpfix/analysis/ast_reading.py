@@ -62,6 +62,15 @@ def imported_names(tree: ast.Module) -> Imported:
     return out
 
 
+def star_imports(tree: ast.Module) -> list[tuple[str, int]]:
+    """(module, relative level) of each `from module import *` at the top of the module, in order."""
+    return [
+        (node.module or "", node.level)
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+    ]
+
+
 def import_origins(node: ast.Import | ast.ImportFrom) -> list[tuple[str, tuple[str, str | None, int]]]:
     """(local name, (module, member, level)) for each name an import binds (a star import binds none
     it names)."""

@@ -108,6 +108,7 @@ class ModuleSummary:
     averages: dict[str, dict[str, tuple]] = field(default_factory=dict)
     # the names it imports (local name -> (module, member, relative level)): what a package re-exports
     imported: dict[str, tuple[str, str | None, int]] = field(default_factory=dict)
+    stars: list[tuple[str, int]] = field(default_factory=list)  # its `from module import *`: (module, level)
 
     def defines(self, name: str) -> bool:
         """Does the module define `name` (a function or class) itself?"""

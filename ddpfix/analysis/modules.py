@@ -102,12 +102,19 @@ class LocalModules:
 
     def _reexported(self, summary: ModuleSummary, member: str) -> tuple[ModuleSummary, str]:
         """`from train_utils import train_one_epoch` where train_utils/__init__.py has `from
-        .train_and_eval import train_one_epoch`: the module that defines it, and its name there."""
+        .train_and_eval import train_one_epoch` (or `from .train_and_eval import *`): the module that
+        defines it, and its name there."""
         for _ in range(3):
             head = member.split(".")[0]
-            if summary.defines(head) or head not in summary.imported:
+            if summary.defines(head):
                 break
             find = finder(summary.path, self._find)
+            if head not in summary.imported:
+                starred = _star_source(summary, head, find, self._find)
+                if starred is None:
+                    break
+                summary = starred
+                continue
             origin, path, inner = ImportTable(summary.imported, find).resolve(member)
             if origin is not Origin.LOCAL or path is None or inner is None:
                 break
@@ -198,6 +205,18 @@ class LocalModules:
         """Does `func` name something of an import that could not be read?"""
         target = self.target_of(func)
         return target is not None and target.origin is Origin.UNKNOWN
+
+
+def _star_source(summary: ModuleSummary, name: str, find, outer) -> ModuleSummary | None:
+    """The local module a star import of `summary`'s module takes `name` from (the last one that
+    defines it, as Python binds it), or None."""
+    for module, level in reversed(summary.stars):
+        path = find(module, level) if module else None
+        if path is not None:
+            source = summarise(path, finder(path, outer))
+            if source.defines(name):
+                return source
+    return None
 
 
 def _imported_cst(imports: list[cst.Import | cst.ImportFrom]) -> Imported:

@@ -16,6 +16,7 @@ from .ast_reading import (
     imported_names,
     is_rank_test,
     nodes,
+    star_imports,
 )
 from .class_bases import inherit_methods, is_main_block
 from .class_models import ast_function_locals, ast_local_models, ast_trained_attributes, ast_wraps
@@ -104,7 +105,7 @@ def summarise(path: Path, find, _seen: frozenset[Path] = frozenset()) -> ModuleS
     except (SyntaxError, ValueError, OSError, RecursionError):
         CACHE[key] = summary
         return summary
-    summary.imported = imported_names(tree)
+    summary.imported, summary.stars = imported_names(tree), star_imports(tree)
     summariser = _Summariser(summary, tree, ImportTable(summary.imported, find), _seen | {path})
     summariser.run()
     CACHE[key] = summary

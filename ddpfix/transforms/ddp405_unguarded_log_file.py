@@ -77,7 +77,11 @@ for epoch in range(3):
     if RANK == 0:
         csv_logger.writerow({"epoch": epoch, "loss": f"{loss.item():.4f}"})
 ```
-An object handed on, stored, rebound or read in an expression is reported without a fix.
+An object built alike in either branch (`logger = Logger(path, resume=True)` under `if args.resume:`,
+`logger = Logger(path)` under `else:`) has each construction guarded, and its uses after the first.
+A class taken from a package that re-exports its module with `from .logger import *` is read in that
+module. An object handed on, stored, rebound to anything else or read in an expression is reported
+without a fix.
 
 ## Why
 All processes append to the same file: interleaved, duplicated or clobbered lines.
