@@ -34,8 +34,14 @@ SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
 
 def set_epoch_blocker(ctx: Context, rule: Rule, handoff: Handoff) -> tuple[str | None, str]:
-    """Why the module `handoff` names cannot get the set_epoch call (None: it can, checked on a trial),
-    and where it goes (`simclr.py:68`, the epoch loop)."""
+    """Why the modules `handoff` names (itself and `also`) cannot get the set_epoch call (None: they
+    can, checked on a trial), and where it goes (`simclr.py:68`, the epoch loop)."""
+    found = [_blocker(ctx, rule, h) for h in handoff.each()]
+    why = next((w for w, _ in found if w is not None), None)
+    return why, ", ".join(where for _, where in found if where)
+
+
+def _blocker(ctx: Context, rule: Rule, handoff: Handoff) -> tuple[str | None, str]:
     others = ctx.others
     if others is None:
         return "cross-file edits are off", ""
@@ -49,13 +55,14 @@ def set_epoch_blocker(ctx: Context, rule: Rule, handoff: Handoff) -> tuple[str |
 
 
 def keep_set_epoch(ctx: Context, rule: Rule, handoff: Handoff) -> None:
-    """Make the edit `set_epoch_blocker` allowed part of this pass's fix (once, whichever rule asks)."""
+    """Make the edits `set_epoch_blocker` allowed part of this pass's fix (each once, whichever rule asks)."""
     others = ctx.others
-    assert others is not None and handoff.path is not None and handoff.member and handoff.param
-    key = ("set_epoch", handoff.path, handoff.member, handoff.param)
-    if key not in others.planned:
-        others.planned.add(key)
-        others.keep(handoff.path, rule, epoch_loop_planner(handoff.member, handoff.param, []))
+    for each in handoff.each():
+        assert others is not None and each.path is not None and each.member and each.param
+        key = ("set_epoch", each.path, each.member, each.param)
+        if key not in others.planned:
+            others.planned.add(key)
+            others.keep(each.path, rule, epoch_loop_planner(each.member, each.param, []))
 
 
 def epoch_loop_planner(member: str, param: str, lines: list[int]):
@@ -76,6 +83,14 @@ def epoch_loop_planner(member: str, param: str, lines: list[int]):
                 return f"{member}() does not keep {param} as an attribute of its own"
             searched = [(m, attr) for m in methods]
         found = [(loop, name) for f, name in searched for loop in [_epoch_loop(ctx, f, name, methods)] if loop]
+        if not found:  # handed to a generator that passes over it again and again: its loop runs the epochs
+            found = [
+                (loop, name)
+                for f, handed in searched
+                for g, name in _handed_to(ctx.facts.module, cls, f, handed)
+                for loop in [_epoch_loop(ctx, g, name, [])]
+                if loop
+            ]
         if not found:
             drawn = [(f, name) for f, name in searched if _draws_with_next(f, name)]
             if drawn:
@@ -236,6 +251,32 @@ def _epoch_loop(ctx: Context, func: cst.FunctionDef, param: str, methods: list) 
                     if loop is not None:
                         return loop
     return None
+
+
+def _handed_to(
+    module: cst.Module, cls: cst.CSTNode | None, func: cst.FunctionDef, param: str
+) -> list[tuple[cst.FunctionDef, str]]:
+    """(function, its parameter) for each call in `func` that hands `param` on as a positional argument
+    to a method of the same class (`self.get_infinite_batches(train_loader)`) or to a function at the
+    top level of the module."""
+    out = []
+    for call in walk(func.body):
+        if not isinstance(call, cst.Call):
+            continue
+        at = [i for i, a in enumerate(call.args) if a.keyword is None and not a.star and dotted(a.value) == param]
+        name = dotted(call.func) or ""
+        if not at:
+            continue
+        if name.startswith("self.") and name.count(".") == 1 and isinstance(cls, cst.ClassDef):
+            callee, skip = function_of(module, f"{cls.name.value}.{name[5:]}"), 1
+        elif "." not in name:
+            callee, skip = function_of(module, name), 0
+        else:
+            continue
+        params = [p.name.value for p in callee.params.params] if callee is not None else []
+        if callee is not None and at[0] + skip < len(params):
+            out.append((callee, params[at[0] + skip]))
+    return out
 
 
 def _loop_around(index, func: cst.FunctionDef, start: cst.CSTNode) -> cst.For | cst.While | None:

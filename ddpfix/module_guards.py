@@ -55,12 +55,14 @@ def guard_module_writes(
     make_planner: MakePlanner | None = None,
     verb: str = "runs",
     instead: Callable[[Context, cst.Call], list[cst.CSTNode] | None] | None = None,
+    last: tuple[MakePlanner, str] | None = None,
 ) -> None:
     """Report each of the script's calls that runs `what` (found by the summaries as `kind`; None: named
     as the summaries name each, `torch.save`, `imageio.mimsave`, ...) on every rank in one of its own
     modules, and guard it there to rank 0 where the fix may (`skip`: calls to leave alone;
     `make_planner`: how the module's edit is planned, by default a guard of each statement found;
-    `instead`: the script's statements to guard where the module cannot be edited)."""
+    `instead`: the script's statements to guard where the module cannot be edited; `last`: another
+    planner of the module's edit, and the words for it, where neither can be made)."""
     make = make_planner or guard_statements
     facts = ctx.facts
     named = what
@@ -78,6 +80,13 @@ def guard_module_writes(
         head = f"{called(call)}() {verb} {what} on every rank ({where}): {harm}"
         if why is not None:
             statements = instead(ctx, call) if instead is not None else None
+            if statements is None and last is not None:  # the other planner: its reason, where it has one
+                other = why_not_guarded(ctx, rule, lines, what, match, [], last[0])
+                if other is None:
+                    if ctx.report(call, f"{head}; {last[1]}"):
+                        keep_guards(ctx, rule, lines, what, match, last[0])
+                    continue
+                why = other
             if statements is None:
                 ctx.report(
                     call,

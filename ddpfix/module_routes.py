@@ -64,7 +64,7 @@ def routes(ctx, cls: cst.ClassDef, name: str, before: list, where: str, model=No
     or why one cannot be served by the wrapper nor routed. `model`: (members, those that run a forward)
     of the model's class, where the caller knows them (else read from the build, `before[0]`)."""
     index = ctx.facts.index
-    early = {id(n) for s in before for n in walk(s)}
+    early = {id(n) for s in [*before, *_run_before(cls, before)] for n in walk(s)}
     members = model if model is not None else _model_class(ctx, before[0])
     out: list[cst.CSTNode] = []
     for node in walk(cls):
@@ -78,6 +78,20 @@ def routes(ctx, cls: cst.ClassDef, name: str, before: list, where: str, model=No
         if isinstance(found, str):
             return found
         out += found
+    return out
+
+
+def _run_before(cls: cst.CSTNode, before: list) -> list[cst.FunctionDef]:
+    """The methods of `cls` that only the statements before the wrap call (`self.check_cuda(args.cuda)`,
+    moving the models to the GPU in `__init__`): they run before it too."""
+    if not isinstance(cls, cst.ClassDef):
+        return []
+    early = {id(n) for s in before for n in walk(s)}
+    out = []
+    for method in (m for m in cls.body.body if isinstance(m, cst.FunctionDef)):
+        calls = [c for c in walk(cls) if isinstance(c, cst.Call) and dotted(c.func) == f"self.{method.name.value}"]
+        if calls and all(id(c) in early for c in calls):
+            out.append(method)
     return out
 
 

@@ -32,6 +32,7 @@ from .analysis.class_models import OPTIMIZER_WORDS
 from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
 from .class_loaders import shard_blocker, trains_on_loaders
+from .double_backward import lone_penalty
 from .edits import cuda_test
 from .local_wraps import local_wrap_point
 from .module_epochs import function_of, owner_of
@@ -116,8 +117,13 @@ def keep_wraps(ctx: Context, rule: Rule, summary, cls) -> None:
 
 
 def wrapped_here(ctx: Context, rule: Rule, summary, cls) -> bool:
-    """Does this pass wrap the models `cls` builds, in its module (DDP301 fixed, and the wrap possible)?"""
-    return (not ctx.fixing or "DDP301" in ctx.fixing) and wrap_blocker(ctx, rule, summary, cls) is None
+    """Does this pass wrap the models `cls` builds, in its module (DDP301 fixed, the wrap possible, and
+    no other class the script trains through withholding the conversion)?"""
+    return (
+        (not ctx.fixing or "DDP301" in ctx.fixing)
+        and wrap_blocker(ctx, rule, summary, cls) is None
+        and withheld(ctx) is None
+    )
 
 
 def withheld(ctx: Context) -> str | None:
@@ -207,6 +213,15 @@ def _planner(owner, wrapped: list, where: str, plain: bool = True, routed: list[
             point = _wrap_point(cls, name) if method is None else local_wrap_point(scope, name, _assigns, _optimizes)
             if isinstance(point, str):
                 return point
+            penalty = lone_penalty(cls, name) if isinstance(cls, cst.ClassDef) else None
+            if penalty is not None:
+                line = ctx.facts.index.position(penalty).start.line
+                return (
+                    f"the gradient penalty over {name}'s output (torch.autograd.grad at {where}:{line}) is "
+                    f"back-propagated on its own, a double backward that can leave parameters of {name} (a last "
+                    "bias) without a gradient, whose reduction DDP never finishes; add the penalty to the loss "
+                    "back-propagated with the other terms, then convert"
+                )
             uses = routes(ctx, scope, name, point[1], where)
             if isinstance(uses, str):
                 return uses
@@ -257,7 +272,7 @@ def _wrap_point(cls: cst.ClassDef, name: str) -> tuple[cst.CSTNode, list] | str:
         optimizer = next((i for i in range(start + 1, len(body)) if _optimizes(body[i], name)), None)
         if optimizer is None:
             return f"the optimizer over {name}.parameters() is not built in the block that builds {name}"
-        last = max(i for i in range(start, optimizer) if i == start or _mentions(body[i], name))
+        last = max(i for i in range(start, optimizer) if i == start or _mentions(body[i], name, cls))
         return body[last], body[start : last + 1]
     return f"{name} is not built in a method of {cls.name.value}"
 
@@ -305,8 +320,20 @@ def _optimized(cls: cst.ClassDef) -> set[str]:
     return out
 
 
-def _mentions(stmt: cst.CSTNode, name: str) -> bool:
-    return any(isinstance(n, (cst.Attribute, cst.Name)) and dotted(n) == name for n in walk(stmt))
+def _mentions(stmt: cst.CSTNode, name: str, cls: cst.ClassDef | None = None) -> bool:
+    """Does `stmt` read or write `name`, itself or through a method of `cls` it calls (`self.check_cuda(...)`
+    moving `self.D` to the GPU)?"""
+    if any(isinstance(n, (cst.Attribute, cst.Name)) and dotted(n) == name for n in walk(stmt)):
+        return True
+    if cls is None:
+        return False
+    methods = {m.name.value: m for m in cls.body.body if isinstance(m, cst.FunctionDef)}
+    for call in walk(stmt):
+        called = dotted(call.func) if isinstance(call, cst.Call) else None
+        if called and called.startswith("self.") and called.count(".") == 1 and called[5:] in methods:
+            if _mentions(methods[called[5:]].body, name):
+                return True
+    return False
 
 
 __all__ = ["insert_wrap", "keep_wraps", "withheld", "wrap_blocker", "wrapped_here", "wraps_in_modules"]

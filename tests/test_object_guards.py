@@ -56,16 +56,39 @@ def test_object_built_and_used_in_statements_is_kept_to_rank_0(tmp_path):
     assert result.incomplete == []
 
 
-def test_object_read_in_an_expression_gets_no_fix(tmp_path):
+DEVNULL = 'open(filename, "w") if not dist.is_initialized() or dist.get_rank() == 0 else open(os.devnull, "w")'
+
+
+def _devnull_in_module(result, found) -> None:
+    """The object stays on every rank; its class opens the file on rank 0, os.devnull on the others."""
+    assert found.applied and "the fix has rank 0 write it there, the other ranks os.devnull" in found.message
+    (change,) = result.others.values()
+    assert f"self.csv_file = {DEVNULL}" in change.code
+    assert result.incomplete == []
+
+
+def test_object_read_in_an_expression_is_kept_and_its_class_writes_devnull_on_other_ranks(tmp_path):
     result, found = _run(tmp_path, "print(log.csv_file.name)")
-    assert not found.applied and found.fix == "none"
     assert 'log = CSVLogger("log.csv")\n' in result.code and "    log = CSVLogger" not in result.code
-    assert [i.code for i in result.incomplete] == ["DDP405"]
+    _devnull_in_module(result, found)
 
 
-def test_object_handed_to_a_function_gets_no_fix(tmp_path):
+def test_object_handed_to_a_function_is_kept_and_its_class_writes_devnull_on_other_ranks(tmp_path):
     result, found = _run(tmp_path, "print_row(log)")
-    assert not found.applied and found.fix == "none"
+    _devnull_in_module(result, found)
+
+
+def test_a_class_whose_file_is_read_back_gets_no_fix(tmp_path):
+    reads = (
+        LOGGER.replace("open(filename,", 'open("log.csv",')
+        + '\n    def rows(self):\n        return open("log.csv").read()\n'
+    )
+    write(tmp_path, "csvlog.py", reads)
+    path = write(tmp_path, "train.py", SCRIPT.format(use="print_row(log)"))
+    result = fix_source(path.read_text(), path=str(path), cross_file=True)
+    (found,) = [d for d in result.diagnostics if d.code == "DDP405"]
+    assert not found.applied and found.fix == "none" and result.others == {}
+    assert [i.code for i in result.incomplete] == ["DDP405"]
 
 
 def test_an_object_built_alike_in_either_branch_is_kept_to_rank_0_in_both(tmp_path):
@@ -89,7 +112,12 @@ def test_an_object_built_alike_in_either_branch_is_kept_to_rank_0_in_both(tmp_pa
     early = path.read_text().replace("opt = torch", "log.close()\nopt = torch")
     path.write_text(early)
     result = fix_source(early, path=str(path), cross_file=True)
-    assert [d.applied for d in result.diagnostics if d.code == "DDP405"] == [False, False]
+    found = [d for d in result.diagnostics if d.code == "DDP405"]  # not kept to rank 0 here: devnull there
+    assert [d.applied for d in found] == [
+        True,
+        True,
+    ] and "    if RANK == 0:\n        log = CSVLogger" not in result.code
+    assert all("the other ranks os.devnull" in d.message for d in found)
 
 
 HANDLE = """

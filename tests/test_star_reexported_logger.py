@@ -97,11 +97,18 @@ def test_an_object_built_in_either_branch_is_built_and_used_on_rank_0_only(tmp_p
     assert result.incomplete == []
 
 
-def test_a_branch_that_binds_the_name_to_something_else_leaves_it_without_a_fix(tmp_path):
+def test_a_branch_that_binds_the_name_to_something_else_leaves_the_object_on_every_rank(tmp_path):
+    # not kept to rank 0 in the script: the class opens the file on rank 0 and os.devnull elsewhere
     result = _run(tmp_path, other="logger = None")
     (found,) = _codes(result, "DDP405")
-    assert not found.applied and found.fix == "none"
-    assert [i.code for i in result.incomplete] == ["DDP405"]
+    assert found.applied and "the other ranks os.devnull" in found.message
+    assert '    logger = Logger("log.txt", resume=True)\n' in result.code  # unguarded
+    logger = next(c.code for p, c in result.others.items() if p.endswith("logger.py"))
+    assert (
+        'self.file = open(fpath, "a") if not dist.is_initialized() or dist.get_rank() == 0 else open(os.devnull, "a")'
+        in logger
+    )
+    assert result.incomplete == []
 
 
 def test_the_last_star_import_that_defines_the_name_is_the_one_read(tmp_path):

@@ -4,7 +4,7 @@ script's own modules that trains over its loader argument (`simclr.train(train_l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
@@ -15,6 +15,7 @@ from .index import TreeIndex
 from .loader_params import EPOCHS, KEPT_AS, SETS_EPOCH, TRAINS_ON
 from .local_writes import method_of_instance
 from .model_params import TRAINS
+from .module_summary import ModuleSummary
 from .modules import LocalModules
 from .names import Names
 from .reduced_sums import REDUCED, REDUCED_EACH_BATCH
@@ -41,6 +42,11 @@ class Handoff:
     member: str | None = None  # that function: "train", or "SimCLR.train" for a method
     param: str | None = None  # its parameter that receives the loader
     there: str | None = None  # how that code names the loader, when not as the script does (`self.data_loader`)
+    # the same call reaching other classes' methods (an instance bound per branch): each runs its epochs
+    also: list[Handoff] = field(default_factory=list)
+
+    def each(self) -> list[Handoff]:
+        return [self, *self.also]
 
 
 class Handoffs:
@@ -158,10 +164,18 @@ class Handoffs:
 
     def _module(self, call: cst.Call, slot: int | str, scope, use: str = TRAINS_ON) -> Handoff | None:
         """A function or method of one of the script's own modules that trains over the argument (or
-        does `use` with it and does not train over it)."""
-        summary, member = self._callee(call, scope)
-        if summary is None or member is None:
-            return None
+        does `use` with it and does not train over it); with the others the call may reach (`also`)."""
+        found = [
+            h
+            for summary, member in self._callees(call, scope)
+            for h in [self._one(call, slot, summary, member, use)]
+            if h
+        ]
+        if found:
+            found[0].also = found[1:]
+        return found[0] if found else None
+
+    def _one(self, call: cst.Call, slot: int | str, summary, member: str, use: str) -> Handoff | None:
         # `Learner(model, opt, train_loader)`: a class that keeps it (`_callee` names its `__init__`)
         built = member.endswith(".__init__") and member.removesuffix(".__init__") in summary.classes
         params = summary.params.get(member)
@@ -181,28 +195,30 @@ class Handoffs:
             call, where, EPOCHS in uses, SETS_EPOCH in uses, path=summary.path, member=member, param=name, there=there
         )
 
-    def _callee(self, call: cst.Call, scope):
+    def _callees(self, call: cst.Call, scope) -> list[tuple[ModuleSummary, str]]:
         """(module summary, member) of a local module's function (`train(...)`, `engine.train(...)`) or
         of a method called through an instance of a local module's class (`simclr = SimCLR(...)`, then
-        `simclr.train(...)`)."""
+        `simclr.train(...)`; one per class where branches bind the instance to different ones)."""
         target = self.modules.target_of(call.func)
         if target is not None and target.summary is not None and target.member is not None:
             if target.member in target.summary.classes:  # `Solver(loader, config)`: what its methods do with it
-                return target.summary, f"{target.member}.__init__"
-            return target.summary, target.member
+                return [(target.summary, f"{target.member}.__init__")]
+            return [(target.summary, target.member)]
         func = call.func
         if not isinstance(func, cst.Attribute):
-            return None, None
+            return []
         obj = dotted(func.value)
         if obj is None or "." in obj:
-            return None, None
-        ctor = self.names.value_before(scope, obj, call)
-        if not isinstance(ctor, cst.Call):
-            return None, None
-        made = self.modules.target_of(ctor.func)
-        if made is None or made.summary is None or made.member not in made.summary.classes:
-            return None, None
-        return made.summary, f"{made.member}.{func.attr.value}"
+            return []
+        out = []
+        for site in self.names.assignments_before(scope, obj, call):
+            ctor = assigned_value(site.stmt)
+            made = self.modules.target_of(ctor.func) if isinstance(ctor, cst.Call) else None
+            if made is not None and made.summary is not None and made.member in made.summary.classes:
+                found = (made.summary, f"{made.member}.{func.attr.value}")
+                if found not in out:
+                    out.append(found)
+        return out
 
 
 __all__ = ["Handoff", "Handoffs"]

@@ -64,7 +64,50 @@ def ast_loader_uses(
             for p in handed:
                 if p in out and _in_loop(node, parents, func):
                     out[p].add(EPOCHS)
+    for param, loops in _drawn_through(func, out, parents).items():
+        if any(trains(loop) for loop in loops):
+            out[param] |= {TRAINS_ON, EPOCHS}
     return {p: uses for p, uses in out.items() if uses}
+
+
+DRAWS = {"__next__", "next"}  # `batches.__next__()`, `batches.next()`
+
+
+def _drawn_through(func: ast.AST, params: dict, parents: dict) -> dict[str, list[ast.AST]]:
+    """parameter -> the loops that draw batches with next() from what a call made of it (`self.data =
+    self.get_infinite_batches(train_loader)`, then `images = self.data.__next__()` in the loop): a
+    generator or wrapper handing the loader's batches on, pass after pass."""
+    made: dict[str, str] = {}  # `self.data` -> `train_loader`
+    for node in nodes(func):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call):
+            target = ast_dotted(node.targets[0])
+            callee = ast_dotted(node.value.func) or ""
+            handed = [ast_dotted(a) for a in node.value.args]
+            if target is not None and callee not in BUILTINS and len(handed) >= 1 and handed[0] in params:
+                made[target] = handed[0]  # type: ignore[assignment]
+    out: dict[str, list[ast.AST]] = {}
+    for node in nodes(func) if made else ():
+        if not isinstance(node, ast.Call):
+            continue
+        name = ast_dotted(node.func) or ""
+        first = ast_dotted(node.args[0]) if node.args else None
+        source = first if name == "next" else name.rpartition(".")[0] if name.rpartition(".")[2] in DRAWS else None
+        loop = _loop_of(node, parents, func)
+        if source in made and loop is not None:
+            out.setdefault(made[source], []).append(loop)
+    return out
+
+
+def _loop_of(node: ast.AST, parents: dict, func: ast.AST) -> ast.AST | None:
+    """The outermost loop of `func` around `node` (None: not in a loop of its own)."""
+    found, cur = None, parents.get(node)
+    while cur is not None and cur is not func:
+        if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)):
+            found = cur
+        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return None
+        cur = parents.get(cur)
+    return found
 
 
 class AttributesAsNames(ast.NodeTransformer):

@@ -25,47 +25,56 @@ def writes_through(index: TreeIndex, names: Names, modules: LocalModules, call: 
         return _method_findings(modules, call.func.value, call.func.attr.value, kind)
     if type(call.func.value) is not cst.Name:
         return found
+    out: list[Finding] = []  # bound in several branches (`model = GAN(args)` / `model = WGAN(args)`): each class's
+    for ctor in _constructors(index, names, call.func.value.value, call):
+        out += [f for f in _method_findings(modules, ctor, call.func.attr.value, kind) if f not in out]
+    return out
+
+
+def _constructors(index: TreeIndex, names: Names, owner: str, call: cst.Call) -> list[cst.Call]:
+    """The calls that bind `owner`, the receiver of `call`: in its scope, then at module level."""
     scope = index.scope_of(call)
-    owner = call.func.value.value
-    for site in names.assignments(scope, owner) + (
+    sites = names.assignments(scope, owner) + (
         names.assignments(index.module, owner) if scope is not index.module else []
-    ):
-        value = assigned_value(site.stmt)
-        if type(value) is cst.Call:
-            found = _method_findings(modules, value, call.func.attr.value, kind)
-            if found:
-                return found
-    return []
+    )
+    return [value for site in sites for value in [assigned_value(site.stmt)] if type(value) is cst.Call]
 
 
 def method_of_instance(
     index: TreeIndex, names: Names, modules: LocalModules, call: cst.Call
 ) -> tuple[ModuleSummary, str] | None:
     """`(summary, "Class.method")` for a method called on an instance of a class of the script's own
-    modules (`solver = Solver(...)`, then `solver.train()`; or `Solver(...).train()`); None otherwise."""
+    modules (`solver = Solver(...)`, then `solver.train()`; or `Solver(...).train()`); None otherwise.
+    The first of `methods_of_instance`."""
+    found = methods_of_instance(index, names, modules, call)
+    return found[0] if found else None
+
+
+def methods_of_instance(
+    index: TreeIndex, names: Names, modules: LocalModules, call: cst.Call
+) -> list[tuple[ModuleSummary, str]]:
+    """`(summary, "Class.method")` for each class of the script's own modules whose instance the
+    receiver of the method call `call` may be: one, or one per branch that binds it (`model =
+    GAN(args)` under `if`, `model = WGAN(args)` under `elif`)."""
     if type(call.func) is not cst.Attribute:
-        return None
+        return []
     method = call.func.attr.value
     ctors: list[cst.Call] = []
     if type(call.func.value) is cst.Call:
         ctors.append(call.func.value)
     elif type(call.func.value) is cst.Name:
-        scope = index.scope_of(call)
-        owner = call.func.value.value
-        for site in names.assignments(scope, owner) + (
-            names.assignments(index.module, owner) if scope is not index.module else []
-        ):
-            value = assigned_value(site.stmt)
-            if type(value) is cst.Call:
-                ctors.append(value)
+        ctors = _constructors(index, names, call.func.value.value, call)
+    out: list[tuple[ModuleSummary, str]] = []
     for ctor in ctors:
         func = _class_alias(index, names, ctor.func)
         if modules.class_of(func) is None:
             continue
         target = modules.target_of(func)
         if target is not None and target.summary is not None and target.member is not None:
-            return target.summary, f"{target.member}.{method}"
-    return None
+            found = (target.summary, f"{target.member}.{method}")
+            if found not in out:
+                out.append(found)
+    return out
 
 
 def _class_alias(index: TreeIndex, names: Names, func: cst.BaseExpression) -> cst.BaseExpression:
@@ -137,6 +146,7 @@ __all__ = [
     "EVERY_RANK_TRACKER",
     "called",
     "instances",
+    "methods_of_instance",
     "module_calls",
     "shown",
     "writes_through",

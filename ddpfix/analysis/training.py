@@ -12,7 +12,7 @@ import libcst as cst
 from ..syntax import assign_targets, assigned_value, calls_in, dotted, kwarg, method_name, positional, receiver
 from .call_params import param_for, param_name, param_names
 from .index import Site, TreeIndex
-from .local_writes import method_of_instance
+from .local_writes import methods_of_instance
 from .model_params import PARAMETERS, TRAINS
 from .names import Names
 
@@ -165,10 +165,10 @@ class Training:
         out: list[tuple[cst.Call, ModuleSummary, str]] = []
         if self.modules is None:
             return out
-        for call in self.index.calls:
-            found = method_of_instance(self.index, self.names, self.modules, call)
-            if found is not None and found[0].does(found[1], TRAINS):
-                out.append((call, *found))
+        for call in self.index.calls:  # (one entry per class the receiver may be an instance of)
+            for summary, method in methods_of_instance(self.index, self.names, self.modules, call):
+                if summary.does(method, TRAINS):
+                    out.append((call, summary, method))
         return out
 
     @cached_property

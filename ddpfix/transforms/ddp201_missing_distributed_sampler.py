@@ -125,7 +125,10 @@ again when it runs out (`except StopIteration: data_iter = iter(self.data_loader
 loop: each pass over the loader is an epoch. So does a generator handed the loader that restarts it
 (`def inf_generator(iterable):` making `iterable.__iter__()` again on `StopIteration`, with
 `data_gen = inf_generator(train_loader)` and `data_gen.__next__()` in a loop over steps; `iter(x)` and
-`x.__iter__()`, `next(it)` and `it.__next__()` are read alike). The fix counts the passes and sets the
+`x.__iter__()`, `next(it)` and `it.__next__()` are read alike), and so does a method of a class of the
+script's modules handed the loader that makes batches of it with a generator method (`self.data =
+self.get_infinite_batches(train_loader)`, `images = self.data.__next__()` in its training loop, the
+generator looping `while True:` over the loader: the count goes around that loop). The fix counts the passes and sets the
 epoch before each `iter()`, so every pass is reshuffled and the ranks' shards stay disjoint:
 ```python
         epoch = 0

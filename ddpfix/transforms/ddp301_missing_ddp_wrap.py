@@ -8,6 +8,7 @@ from ..analysis.global_rebinds import moved_after_wrap, rebound_after
 from ..analysis.unseen_models import unseen_clause, unseen_training
 from ..analysis.unused import sits_out
 from ..diagnostic import NONE
+from ..double_backward import lone_penalty
 from ..edits import cuda_test
 from ..examples import clean, fixes
 from ..handed_wraps import class_wrap
@@ -171,7 +172,21 @@ into it and what only the model has (any name outside the public API of `nn.Modu
 getattr(self.model, "module", self.model).load_state_dict(ckpt["model_state"])
 h = torch.zeros(batch_size, getattr(self.model, "module", self.model).hidden_size)
 ```
-A load before the wrap (between the build and the optimizer) is the model's own and stays as it is.
+A load before the wrap (between the build and the optimizer) is the model's own and stays as it is;
+so is a method of the class that only the statements before the wrap call (`self.check_cuda(args.cuda)`
+moving `self.D` and `self.G` to the GPU in `__init__`): the wrap goes after that call. An instance
+bound in several branches to different classes (`model = GAN(args)` under `if`, `model = WGAN(args)`
+under `elif`, then `model.train(train_loader)`) is reported for each class and converted in each,
+or, where one of them cannot be, in none (no branch trains unsynchronised copies).
+
+A gradient penalty back-propagated on its own through a model the fix would wrap (WGAN-GP:
+`prob = D(interpolated)`, `gradients = torch.autograd.grad(outputs=prob, inputs=interpolated,
+create_graph=True)[0]`, then `penalty.backward()` by itself, in the script or in a class of its
+modules) is a double backward that leaves parameters without a gradient (the critic's last bias);
+DDP never finishes that reduction ("Expected to have finished reduction in the prior iteration", with
+`find_unused_parameters=True` or `static_graph=True` too). That model is reported without a fix,
+naming the `autograd.grad` line: add the penalty to the loss back-propagated with the other terms
+(`(d_fake - d_real + penalty).backward()`, which DDP accepts), then convert.
 A model the method the script calls builds and trains as its own local (`Trainer(args).train()`, with
 `model = Forecaster(...)`, `model = model.to(self.device)` and the optimizer over `model.parameters()`
 in `Trainer.train`) gets its wrap in that method the same way, after the statements that build and
@@ -237,6 +252,18 @@ script becomes distributed only so (another trained model is in `nn.DataParallel
                     f"{self.message} ({rebound[0]}() rebinds the global {model.handle} after the wrap, at line "
                     f"{rebound[1]}: the plain module and the wrapper would no longer be the model it loads; keep "
                     "what it loads apart from the trained model, or wrap by hand)",
+                    fix="none",
+                )
+                continue
+            penalty = lone_penalty(facts.module, model.handle)
+            if penalty is not None:
+                planned.level = NONE
+                ctx.report(
+                    anchor_of(_reported_binding(facts, model)),
+                    f"{self.message} (the gradient penalty over its output, torch.autograd.grad at line "
+                    f"{facts.index.position(penalty).start.line}, is back-propagated on its own: a double backward "
+                    f"that can leave parameters of {model.handle} without a gradient, whose reduction DDP never "
+                    "finishes; add the penalty to the loss back-propagated with the other terms, then convert)",
                     fix="none",
                 )
                 continue

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.effects import FILE_HANDLERS, LOGGER_METHODS
-from ..analysis.file_paths import READERS, path_shapes
 from ..analysis.local_writes import EVERY_RANK_LOG_FILE
+from ..devnull_opens import devnull_open, devnull_or_guard, read_back, reads_too
 from ..edits import guard, guard_site, opens_for_writing
 from ..examples import clean, fixes, reports
 from ..module_guards import guard_module_writes
@@ -21,7 +21,6 @@ from ..syntax import (
     method_name,
     positional,
     receiver,
-    string_value,
     walk,
 )
 
@@ -80,7 +79,10 @@ for epoch in range(3):
 An object built alike in either branch (`logger = Logger(path, resume=True)` under `if args.resume:`,
 `logger = Logger(path)` under `else:`) has each construction guarded, and its uses after the first.
 A class taken from a package that re-exports its module with `from .logger import *` is read in that
-module. An object handed on, stored, rebound to anything else or read in an expression is reported
+module. Where the object cannot be kept to rank 0 in the script either, a file the module binds to a
+name (`self.file = open("losses.txt", "w")` in a trainer's `train()`, written by its other methods)
+is opened by rank 0 there and the other ranks open os.devnull with the same mode, unless the module
+reads that file back or opens it for reading too. An object handed on, stored, rebound to anything else or read in an expression is reported
 without a fix.
 
 ## Why
@@ -136,7 +138,7 @@ Safe. A file handler used anywhere but in plain statements of the same block get
             guard_site(ctx, stmt, "file opened for writing on every rank: all processes write the same file")
         for call in _inline_opens(facts):  # `pickle.dump(vocab, open(path, "wb"))`: written where it is opened
             message = "file opened for writing on every rank: all processes write the same file"
-            read = _read_back(facts, call)
+            read = read_back(facts, call)
             if read is not None:  # rank 0 alone writing it, the others could read it before it is there
                 ctx.report(
                     call,
@@ -151,19 +153,10 @@ Safe. A file handler used anywhere but in plain statements of the same block get
             if statements is None:  # handed on, or used in ways no guard can follow: the others write nowhere
                 name = assign_targets(facts.index.site(call).stmt)[0]
                 message = f"{name} is a file every rank opens for writing"
-                if _read_back(facts, call) is not None or _reads_too(call):
+                if read_back(facts, call) is not None or reads_too(call):
                     ctx.report(call, f"{message}: open and use it on rank 0 only", fix="none")
                 elif ctx.report(call, f"{message}: the other ranks write theirs to os.devnull"):
-                    nowhere = call.with_changes(
-                        args=[
-                            call.args[0].with_changes(
-                                value=cst.parse_expression(ctx.plan.ref("os", "os", style="import") + ".devnull")
-                            ),
-                            *call.args[1:],
-                        ]
-                    )
-                    test = cst.parse_expression(ctx.rank0(call))
-                    ctx.plan.replace(call, lambda n, t=test, o=nowhere: cst.IfExp(test=t, body=n, orelse=o))
+                    devnull_open(ctx, call)
             elif ctx.report(call, "file opened for writing on every rank: all processes write the same file"):
                 guard_object(ctx, statements, call)
         harm = "all processes write the same file"
@@ -179,6 +172,7 @@ Safe. A file handler used anywhere but in plain statements of the same block get
             per_rank,
             verb="opens a",
             instead=rank0_object_statements,
+            last=(devnull_or_guard, "the fix has rank 0 write it there, the other ranks os.devnull"),
         )
 
     def _guard_handler(self, ctx: Context, call: cst.Call) -> bool:
@@ -309,40 +303,6 @@ def _inline_opens(facts) -> list[cst.Call]:
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and small.value is not call:
             out.append(call)
     return out
-
-
-def _read_back(facts, call: cst.Call) -> int | None:
-    """The line of a read of the file `call` opens for writing: an `open` not for writing
-    (`pickle.load(open(path, "rb"))`) or a common reader (`np.load(path)`, file_paths.READERS), its
-    path compared as DDP410 compares them (`path_shapes`); None if there is none."""
-    written = _path_shapes_of(facts, call, (0, "file"))
-    for other in facts.index.calls:
-        if other is call:
-            continue
-        if dotted(other.func) == "open":
-            if opens_for_writing(other):
-                continue
-            slot = (0, "file")
-        else:
-            slot = READERS.get(facts.names.call_qual(other) or "")
-            if slot is None:
-                continue
-        if written & _path_shapes_of(facts, other, slot):
-            return facts.index.position(other).start.line
-    return None
-
-
-def _reads_too(call: cst.Call) -> bool:
-    """`open(path, "r+")`, `open(path, "a+")`: a file read as well as written (or one whose path is
-    not the first argument)."""
-    mode = positional(call, 1) or kwarg(call, "mode")
-    text = string_value(mode.value) if mode is not None else "r"
-    return not call.args or call.args[0].keyword is not None or text is None or "+" in text
-
-
-def _path_shapes_of(facts, call: cst.Call, slot: tuple[int, str]) -> set[str]:
-    path = positional(call, slot[0]) or kwarg(call, slot[1])
-    return path_shapes(facts, path.value) if path is not None else set()
 
 
 def _write_opens(facts) -> list[cst.With]:
