@@ -50,6 +50,16 @@ def lone_penalty(owner: cst.ClassDef | cst.Module, name: str) -> cst.Call | None
     return None
 
 
+def penalty_words(name: str, at: str) -> str:
+    """Why the model `name` is not wrapped, with the `autograd.grad` call's place `at` ("line 18",
+    "models/wgan.py:318")."""
+    return (
+        f"the gradient penalty over {name}'s output (torch.autograd.grad at {at}) is back-propagated on its "
+        f"own, a double backward that can leave parameters of {name} (a last bias) without a gradient, whose "
+        "reduction DDP never finishes; add the penalty to the loss back-propagated with the other terms, then convert"
+    )
+
+
 def _penalty(
     func: cst.FunctionDef | cst.Module, name: str, penalty_methods: dict[str, cst.Call]
 ) -> tuple[cst.Call, set[str], bool] | None:
@@ -113,4 +123,4 @@ def _names(target: cst.BaseExpression) -> set[str]:
     return {found} if found else set()
 
 
-__all__ = ["lone_penalty"]
+__all__ = ["lone_penalty", "penalty_words"]

@@ -32,7 +32,7 @@ from .analysis.class_models import OPTIMIZER_WORDS
 from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
 from .class_loaders import shard_blocker, trains_on_loaders
-from .double_backward import lone_penalty
+from .double_backward import lone_penalty, penalty_words
 from .edits import cuda_test
 from .local_wraps import local_wrap_point
 from .module_epochs import function_of, owner_of
@@ -215,13 +215,7 @@ def _planner(owner, wrapped: list, where: str, plain: bool = True, routed: list[
                 return point
             penalty = lone_penalty(cls, name) if isinstance(cls, cst.ClassDef) else None
             if penalty is not None:
-                line = ctx.facts.index.position(penalty).start.line
-                return (
-                    f"the gradient penalty over {name}'s output (torch.autograd.grad at {where}:{line}) is "
-                    f"back-propagated on its own, a double backward that can leave parameters of {name} (a last "
-                    "bias) without a gradient, whose reduction DDP never finishes; add the penalty to the loss "
-                    "back-propagated with the other terms, then convert"
-                )
+                return penalty_words(name, f"{where}:{ctx.facts.index.position(penalty).start.line}")
             uses = routes(ctx, scope, name, point[1], where)
             if isinstance(uses, str):
                 return uses

@@ -8,7 +8,7 @@ from ..analysis.global_rebinds import moved_after_wrap, rebound_after
 from ..analysis.unseen_models import unseen_clause, unseen_training
 from ..analysis.unused import sits_out
 from ..diagnostic import NONE
-from ..double_backward import lone_penalty
+from ..double_backward import lone_penalty, penalty_words
 from ..edits import cuda_test
 from ..examples import clean, fixes
 from ..handed_wraps import class_wrap
@@ -245,27 +245,19 @@ script becomes distributed only so (another trained model is in `nn.DataParallel
             raw = UNWRAP.format(name=model.handle) if loaded else raw_handle(ctx, model)
             planned = ctx.plan.wraps[model.handle] = PlannedWrap(raw)  # later rules see the wrap, fixed or not
             before = len(ctx.diagnostics)
-            if rebound is not None:
-                planned.level = NONE
-                ctx.report(
-                    anchor_of(_reported_binding(facts, model)),
-                    f"{self.message} ({rebound[0]}() rebinds the global {model.handle} after the wrap, at line "
-                    f"{rebound[1]}: the plain module and the wrapper would no longer be the model it loads; keep "
-                    "what it loads apart from the trained model, or wrap by hand)",
-                    fix="none",
-                )
-                continue
             penalty = lone_penalty(facts.module, model.handle)
-            if penalty is not None:
-                planned.level = NONE
-                ctx.report(
-                    anchor_of(_reported_binding(facts, model)),
-                    f"{self.message} (the gradient penalty over its output, torch.autograd.grad at line "
-                    f"{facts.index.position(penalty).start.line}, is back-propagated on its own: a double backward "
-                    f"that can leave parameters of {model.handle} without a gradient, whose reduction DDP never "
-                    "finishes; add the penalty to the loss back-propagated with the other terms, then convert)",
-                    fix="none",
+            why = None
+            if rebound is not None:
+                why = (
+                    f"{rebound[0]}() rebinds the global {model.handle} after the wrap, at line {rebound[1]}: the "
+                    "plain module and the wrapper would no longer be the model it loads; keep what it loads apart "
+                    "from the trained model, or wrap by hand"
                 )
+            elif penalty is not None:
+                why = penalty_words(model.handle, f"line {facts.index.position(penalty).start.line}")
+            if why is not None:
+                planned.level = NONE
+                ctx.report(anchor_of(_reported_binding(facts, model)), f"{self.message} ({why})", fix="none")
                 continue
             in_class = class_wrap(ctx, self, model)
             if in_class is not None:  # the class it is handed to moves it: the wrap goes there, after the move
