@@ -245,7 +245,7 @@ script becomes distributed only so (another trained model is in `nn.DataParallel
             raw = UNWRAP.format(name=model.handle) if loaded else raw_handle(ctx, model)
             planned = ctx.plan.wraps[model.handle] = PlannedWrap(raw)  # later rules see the wrap, fixed or not
             before = len(ctx.diagnostics)
-            penalty = lone_penalty(facts.module, model.handle)
+            penalty = lone_penalty(facts.module, model.handle) if _differentiates(facts) else None
             why = None
             if rebound is not None:
                 why = (
@@ -312,6 +312,11 @@ script becomes distributed only so (another trained model is in `nn.DataParallel
                 "to its device and before its optimizer",
                 fix="none",
             )
+
+
+def _differentiates(facts) -> bool:
+    """Does the script call `torch.autograd.grad` (a gradient penalty may be made there)?"""
+    return any((dotted(c.func) or "").endswith("autograd.grad") for c in facts.index.calls)
 
 
 def _reported_binding(facts, model) -> cst.CSTNode:
