@@ -37,8 +37,9 @@ def devnull_or_guard(lines: list[int], what: str, match, where: str, guarded: li
     def plan(ctx: Context) -> str | None:
         facts = ctx.facts
         rest = []
+        bound = _bound_opens(facts)
         for line in lines:
-            call = next((c for c in _bound_opens(facts) if facts.index.position(c).start.line == line), None)
+            call = next((c for c in bound if facts.index.position(c).start.line == line), None)
             if call is None:
                 rest.append(line)
                 continue

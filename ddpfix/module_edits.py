@@ -55,6 +55,7 @@ class ModuleEdits:
         self._kept: dict[Path, list[tuple[Rule, Planner]]] = {}
         self._out: dict[Path, str] = {}  # the text of each module with its kept edits
         self.planned: set[tuple] = set()  # what the rules kept already: (rule, path, line), not kept twice
+        self._tried: dict[tuple, str | None] = {}  # trial outcomes by the caller's key and the edits kept
 
     # ------------------------------------------------------------------ may it be edited
     def why_not(self, path: Path) -> str | None:
@@ -94,8 +95,14 @@ class ModuleEdits:
         return self._modules[path]
 
     # ------------------------------------------------------------------ planning
-    def trial(self, path: Path, rule: Rule, planner: Planner) -> str | None:
-        """Plan `planner`'s edit with the edits kept for the module so far and check the output."""
+    def trial(self, path: Path, rule: Rule, planner: Planner, key: tuple | None = None) -> str | None:
+        """Plan `planner`'s edit with the edits kept for the module so far and check the output. `key`:
+        names what the planner does, so that the same trial over the same kept edits is made once."""
+        if key is not None:
+            memo = (path, rule.code, *key, len(self._kept.get(path, [])))
+            if memo not in self._tried:
+                self._tried[memo] = self.trial(path, rule, planner)
+            return self._tried[memo]
         module = self._module(path)
         if isinstance(module, str):
             return module

@@ -87,12 +87,17 @@ def _run_before(cls: cst.CSTNode, before: list) -> list[cst.FunctionDef]:
     if not isinstance(cls, cst.ClassDef):
         return []
     early = {id(n) for s in before for n in walk(s)}
-    out = []
-    for method in (m for m in cls.body.body if isinstance(m, cst.FunctionDef)):
-        calls = [c for c in walk(cls) if isinstance(c, cst.Call) and dotted(c.func) == f"self.{method.name.value}"]
-        if calls and all(id(c) in early for c in calls):
-            out.append(method)
-    return out
+    calls: dict[str, list[cst.Call]] = {}  # `self.check_cuda` -> its calls in the class
+    for node in walk(cls):
+        if isinstance(node, cst.Call):
+            calls.setdefault(dotted(node.func) or "", []).append(node)
+    return [
+        method
+        for method in cls.body.body
+        if isinstance(method, cst.FunctionDef)
+        for found in [calls.get(f"self.{method.name.value}", [])]
+        if found and all(id(c) in early for c in found)
+    ]
 
 
 def _use(ctx, node: cst.CSTNode, name: str, members, where: str, depth: int = 0) -> list[cst.CSTNode] | str:

@@ -63,7 +63,10 @@ def wrap_blocker(ctx: Context, rule: Rule, summary, cls) -> str | None:
         or _data_not_found(ctx, rule, summary, cls)
         or others.why_not(summary.path)
         or others.trial(
-            summary.path, rule, _planner(cls, targets(cls), others.shown(summary.path), plain=_plain_saves(ctx))
+            summary.path,
+            rule,
+            _planner(cls, targets(cls), others.shown(summary.path), plain=_plain_saves(ctx)),
+            key=("wrap", cls.name, _plain_saves(ctx)),
         )
     )
 
