@@ -425,6 +425,26 @@ def coco_detection(base: Path, root: str = "coco", n_train: int = 4, n_val: int 
 
 
 @recipe
+def text_lmdb(base: Path, root: str = "lmdb", count: int = 16, width: int = 100, height: int = 32, max_len: int = 8):
+    """A scene-text recognition LMDB at ROOT (the layout of clovaai's create_lmdb_dataset.py): num-samples, then
+    image-%09d (a grayscale PNG) and label-%09d (lowercase letters and digits) from 1. Needs lmdb in the runner's
+    interpreter."""
+    import lmdb
+
+    rng = _rng(root)
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+    (base / root).mkdir(parents=True, exist_ok=True)
+    env = lmdb.open(str(base / root), map_size=1 << 26)
+    with env.begin(write=True) as txn:
+        for i in range(1, count + 1):
+            label = "".join(rng.choice(alphabet) for _ in range(rng.randint(3, max_len)))
+            txn.put(b"image-%09d" % i, _png(width, height, rng, "L"))
+            txn.put(b"label-%09d" % i, label.encode())
+        txn.put(b"num-samples", str(count).encode())
+    env.close()
+
+
+@recipe
 def drive(base: Path, root: str = "DRIVE", n_train: int = 2, n_test: int = 2, size: int = 64):
     """The DRIVE retina layout: {training,test}/{images/*_training.tif, 1st_manual/*.gif, mask/*_mask.gif}."""
     rng = _rng(root)
