@@ -27,7 +27,10 @@ def devnull_open(ctx: Context, call: cst.Call) -> None:
         args=[call.args[0].with_changes(value=cst.parse_expression(f"{os_module}.devnull")), *call.args[1:]]
     )
     test = cst.parse_expression(ctx.rank0(call))
-    ctx.plan.replace(call, lambda n, t=test, o=nowhere: cst.IfExp(test=t, body=n, orelse=o))
+    # `with (open(...) if RANK == 0 else open(os.devnull, "a")) as log:` reads as one item
+    parens = {"lpar": [cst.LeftParen()], "rpar": [cst.RightParen()]}
+    wrap = parens if type(ctx.facts.index.parent.get(call)) is cst.WithItem else {}
+    ctx.plan.replace(call, lambda n, t=test, o=nowhere: cst.IfExp(test=t, body=n, orelse=o, **wrap))
 
 
 def devnull_or_guard(lines: list[int], what: str, match, where: str, guarded: list[int]):

@@ -62,7 +62,7 @@ def own_loaders(path: Path, cls: str, function: bool = False) -> list[OwnLoader]
     built = [(m, target, call) for m in methods.values() for target, call in _builds(m)]
     out = []
     for method, target, call in built:
-        if _sharded(method, call):
+        if sharded(method, call):
             continue
         if target.startswith("self."):
             searched = list(methods.values())
@@ -149,7 +149,7 @@ def _stream(call: ast.Call) -> ast.Call | None:
     return sampler if isinstance(replacement, ast.Constant) and replacement.value is True else None
 
 
-def _sharded(method: ast.FunctionDef, call: ast.Call) -> bool:
+def sharded(method: ast.FunctionDef, call: ast.Call) -> bool:
     """Does the loader get a DistributedSampler already (`sampler=DistributedSampler(...)`, or a name
     the method assigns one to, under a test or not), or, drawing with replacement, a generator seeded
     per rank (by the fix, or by hand)?"""
@@ -204,4 +204,4 @@ def _steps(node: ast.AST, methods: dict[str, ast.FunctionDef], depth: int) -> bo
     return False
 
 
-__all__ = ["ForeignLoader", "OwnLoader", "foreign_loaders", "own_loaders"]
+__all__ = ["ForeignLoader", "OwnLoader", "foreign_loaders", "own_loaders", "sharded"]

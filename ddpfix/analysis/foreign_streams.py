@@ -91,10 +91,10 @@ def _values(facts, loop: cst.For) -> list[tuple[cst.Call, str | None]]:
     name = dotted(it)
     if name is None or "." in name:
         return []
-    return [(value, name) for value in _resolved(facts, name, loop)]
+    return [(value, name) for value in resolved_calls(facts, name, loop)]
 
 
-def _resolved(facts, name: str, at: cst.CSTNode) -> list[cst.Call]:
+def resolved_calls(facts, name: str, at: cst.CSTNode) -> list[cst.Call]:
     """The calls whose result `name` holds at `at`: its binding before `at` in the same function, or, for
     a parameter of that function, what each caller in this file hands it (by the caller's binding)."""
     index = facts.index
@@ -150,7 +150,7 @@ def _method(facts, value: cst.Call) -> tuple[str, ast.Module, str] | None:
     names no DataLoader: (where it is, the tree of its module, the class)."""
     func = value.func
     assert isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
-    for owner in _resolved(facts, func.value.value, value):
+    for owner in resolved_calls(facts, func.value.value, value):
         if any(facts.ranks.depends_on_rank(a.value) for a in owner.args):
             return None
         target = facts.modules.target_of(owner.func)
@@ -237,4 +237,4 @@ def _last(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-__all__ = ["UnknownStream", "unknown_streams"]
+__all__ = ["UnknownStream", "resolved_calls", "unknown_streams"]

@@ -9,7 +9,17 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, calls_in, dotted, kwarg, method_name, positional, receiver
+from ..syntax import (
+    assign_targets,
+    assigned_value,
+    calls_in,
+    dotted,
+    kwarg,
+    loop_variable,
+    method_name,
+    positional,
+    receiver,
+)
 from .call_params import param_for, param_name, param_names
 from .index import Site, TreeIndex
 from .local_writes import methods_of_instance
@@ -83,6 +93,26 @@ class Training:
             value = assigned_value(bound[-1].stmt) if bound else None
             if value is not None and name in assign_targets(bound[-1].stmt):
                 out += _receivers([value]) or (self._handed_to_builder(value) if type(value) is cst.Call else [])
+                if type(value) is cst.List and not value.elements:
+                    out += self._appended(scope, name, bound[-1].stmt, call)
+        return out
+
+    def _appended(self, scope, name: str, bound: cst.CSTNode, call: cst.Call) -> list[str]:
+        """`model` for a list filled between its binding `bound` and `call`: `params.append(p)` in a loop
+        `for p in filter(lambda p: p.requires_grad, model.parameters()):`, or `params.extend(...)` of them."""
+        index, out = self.index, []
+        for grow in self.names.method_calls("append", "extend"):
+            if dotted(receiver(grow)) != name or index.scope_of(grow) is not scope or not grow.args:
+                continue
+            if not (index.before(bound, grow) and index.before(grow, call)):
+                continue
+            value = grow.args[0].value
+            found = _receivers([value])
+            loop = index.enclosing(grow, cst.For)
+            if not found and method_name(grow) == "append" and loop is not None and type(value) is cst.Name:
+                if value.value == loop_variable(loop):
+                    found = _receivers([loop.iter])
+            out += found
         return out
 
     def _handed_to_builder(self, call: cst.Call) -> list[str]:

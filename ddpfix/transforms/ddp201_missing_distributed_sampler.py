@@ -7,6 +7,7 @@ import libcst as cst
 from ..analysis import Loader
 from ..analysis.dataparallel import conversion_blocked, converts_keeping_plain_path, dataparallel_trains
 from ..analysis.unseen_models import why_no_wrap
+from ..batch_source_loaders import shard as shard_batch_sources
 from ..class_loaders import shard as shard_class_loaders
 from ..examples import clean, fixes, reports
 from ..factory_reports import report_factory_loaders
@@ -219,7 +220,15 @@ it would shard both. A training loader built by a factory function in one of the
 (`build_loaders()` in data_utils.py beside the script) is sharded there: the factory gets a parameter
 `distributed=False` that adds the sampler when true, the script's training call passes
 `distributed=DISTRIBUTED`, and its epoch loop sets the epoch through `loader.sampler`; other callers
-of the factory keep what they had. That edit of the other file is made only inside the script's folder
+of the factory keep what they had. Training batches the script asks an object of its own modules
+for one call at a time (`images, labels = train_dataset.get_batch()` in the training loop), where the
+object's class builds DataLoaders in `__init__` and draws from them with next(), are sharded in that
+class: each DataLoader gets `sampler = DistributedSampler(dataset) if dist.is_initialized() else None`,
+and each `iter()` that starts a new pass over one (`self.iters[i] = iter(self.loaders[i])` under
+`except StopIteration:`) first sets its sampler's epoch one past its own count
+(`self.loaders[i].sampler.set_epoch(self.loaders[i].sampler.epoch + 1)`); a loader built anew at each
+call, or a pass started over an expression that calls something, is reported without a fix. That
+edit of the other file is made only inside the script's folder
 and with cross-file edits on (`--no-cross-file` keeps them off), and not for a factory that builds the
 loader from a `**kwargs` dict or with a `batch_sampler`, reads an IterableDataset, already uses the
 name `distributed`, or is run by its own module as a program: then the finding names that file and
@@ -329,6 +338,11 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
         unwrapped = why if built is not None or blocked is not None else None
         shard_factories(ctx, self, unwrapped)
         shard_class_loaders(ctx, self, lambda summary, cls: self._unwrapped(ctx, summary, cls, unwrapped))
+        if unwrapped is None and stuck:
+            unwrapped = "the model is still nn.DataParallel, which cannot be converted automatically (DDP302)"
+        elif unwrapped is None and dataparallel and not ctx.unsafe_fixes:
+            unwrapped = "the model is still nn.DataParallel: convert it to DDP first (DDP302, --unsafe-fixes)"
+        shard_batch_sources(ctx, self, unwrapped)
         report_factory_loaders(ctx, "training DataLoader without a DistributedSampler")
 
     def _unwrapped(self, ctx: Context, summary, cls, script: str | None) -> str | None:

@@ -11,7 +11,7 @@ from ..examples import clean, fixes
 from ..handles import handoffs, in_training_step, once_wrapped, raw_at, wrap_level, wrappers
 from ..module_routes import handed_planner, model_members
 from ..rule import Context, Rule
-from ..syntax import assigned_value, code_of, dotted, walk
+from ..syntax import assign_targets, assigned_value, code_of, dotted, walk
 from ..wrapper_containers import container_uses
 from ..wrapper_prints import shown
 
@@ -96,7 +96,9 @@ than one attribute, or lies outside the script's folder.
 
 A model shown as text is routed only after a wrap this conversion adds (a script that wraps its
 model itself prints the wrapper in every run, by its own choice), and left alone where no name
-reaches the plain module (only the text shown differs).
+reaches the plain module (only the text shown differs) or where the plain run shows a wrapper too (a
+`model = nn.DataParallel(model)` that DDP302 keeps for `python train.py`: that run prints what it
+printed, torchrun the DDP wrapper in its place).
 
 For a wrap that this conversion adds (DDP301), the fix comes at that wrap's level: none where DDP301
 cannot wrap the model here, unsafe where the wrap is made only with `--unsafe-fixes`.
@@ -207,7 +209,12 @@ def _containers(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode) -> 
 
 
 def _show_plain(ctx: Context, handle: str, raw: str, wrap_stmt: cst.CSTNode) -> None:
-    """`print(model)` after the wrap this conversion adds shows the wrapper: show the plain module."""
+    """`print(model)` after the wrap this conversion adds shows the wrapper: show the plain module. Not
+    where the plain run shows a wrapper too (`model = nn.DataParallel(model)`, kept on the plain path by
+    DDP302): `python train.py` prints what it printed, and torchrun shows the wrapper in its place."""
+    facts = ctx.facts
+    if any(handle in assign_targets(facts.index.site(c).stmt) for c in facts.models.dp_calls):
+        return
     for node in shown(ctx.facts, handle, wrap_stmt):
         spelled = raw_at(ctx, handle, raw, wrap_stmt, node)
         if spelled is None:  # no name reaches the plain module there: only the text shown differs

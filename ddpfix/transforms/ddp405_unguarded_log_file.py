@@ -15,6 +15,7 @@ from ..rule import Context, Rule
 from ..syntax import (
     assign_targets,
     assigned_value,
+    code_of,
     dotted,
     kwarg,
     mentions,
@@ -39,7 +40,11 @@ and used on rank 0 only, each statement that uses it guarded, where every use is
 on it in the same scope; used any other way (`print(..., file=log)`, handed to a function that
 writes it) it is opened on rank 0 and the other ranks write theirs to `os.devnull` (`log =
 open(path, "w") if RANK == 0 else open(os.devnull, "w")`), unless it is read as well (`"a+"`) or
-the script reads that path back: then it is reported without a fix. A file opened inside the one
+the script reads that path back: then it is reported without a fix. A `with open(path, "a") as log:`
+around code every rank must run (a validation whose forward broadcasts the wrapper's buffers, a
+`backward()`, a collective, a `torch.save` that DDP401 guards on its own) is opened the same way
+(`with (open(path, "a") if RANK == 0 else open(os.devnull, "a")) as log:`), so the block runs on every
+rank and the file gets rank 0's lines only. A file opened inside the one
 call of a statement (`pickle.dump(vocab, open(path, "wb"))`, `json.dump(history, open(path, "w"))`,
 `open(path, "w").write(text)`) is written there: the statement runs on rank 0, or, where the script reads that path back (`pickle.load(open(path,
 "rb"))`), it is reported without a fix (the others would read before rank 0 has written; a barrier
@@ -134,8 +139,11 @@ Safe. A file handler used anywhere but in plain statements of the same block get
                 if "" in quiet or dotted(receiver(call) or cst.Name("_")) in quiet:
                     continue  # a logger the script already quiets on the other ranks
                 guard_site(ctx, call, "log record emitted on every rank: the log file gets one copy per process")
-        for stmt in _write_opens(facts):
+        guarded, kept = _write_opens(facts)
+        for stmt in guarded:
             guard_site(ctx, stmt, "file opened for writing on every rank: all processes write the same file")
+        for call in kept:  # `with open(log, "a") as f:` around a validation, a save: every rank runs the block
+            _devnull_or_report(ctx, call, "file opened for writing on every rank around code every rank runs")
         for call in _inline_opens(facts):  # `pickle.dump(vocab, open(path, "wb"))`: written where it is opened
             message = "file opened for writing on every rank: all processes write the same file"
             read = read_back(facts, call)
@@ -152,11 +160,7 @@ Safe. A file handler used anywhere but in plain statements of the same block get
             statements = rank0_object_statements(ctx, call)
             if statements is None:  # handed on, or used in ways no guard can follow: the others write nowhere
                 name = assign_targets(facts.index.site(call).stmt)[0]
-                message = f"{name} is a file every rank opens for writing"
-                if read_back(facts, call) is not None or reads_too(call):
-                    ctx.report(call, f"{message}: open and use it on rank 0 only", fix="none")
-                elif ctx.report(call, f"{message}: the other ranks write theirs to os.devnull"):
-                    devnull_open(ctx, call)
+                _devnull_or_report(ctx, call, f"{name} is a file every rank opens for writing")
             elif ctx.report(call, "file opened for writing on every rank: all processes write the same file"):
                 guard_object(ctx, statements, call)
         harm = "all processes write the same file"
@@ -205,6 +209,15 @@ Safe. A file handler used anywhere but in plain statements of the same block get
             for s in users:
                 guard(ctx, s, ctx.rank0(call))
         return True
+
+
+def _devnull_or_report(ctx: Context, call: cst.Call, message: str) -> None:
+    """Have the ranks other than 0 open os.devnull instead of the file `call` opens for writing, unless
+    the file is read as well (then only the finding, with the edit to make)."""
+    if read_back(ctx.facts, call) is not None or reads_too(call):
+        ctx.report(call, f"{message}: open and use it on rank 0 only", fix="none")
+    elif ctx.report(call, f"{message}: the other ranks write theirs to os.devnull"):
+        devnull_open(ctx, call)
 
 
 def _opens_log_file(facts, call: cst.Call) -> bool:
@@ -305,24 +318,29 @@ def _inline_opens(facts) -> list[cst.Call]:
     return out
 
 
-def _write_opens(facts) -> list[cst.With]:
-    """`with open(path, "w") as f:` around a block that neither trains, synchronises nor saves."""
-    out = []
+def _write_opens(facts) -> tuple[list[cst.With], list[cst.Call]]:
+    """`with open(path, "w") as f:` around a block that neither trains, synchronises nor saves (guarded
+    whole), and the opens of those around a block that does (every rank must run it; DDP401 guards a
+    save in it): `with open(log_path, "a") as log:` around a validation that writes the log."""
+    whole, kept = [], []
     for call in _shared_write_opens(facts):
         parent = facts.index.parent.get(call)
         with_node = facts.index.parent.get(parent) if isinstance(parent, cst.WithItem) else None
-        if not isinstance(with_node, cst.With) or len(with_node.items) != 1:
+        if not isinstance(with_node, cst.With) or len(with_node.items) != 1 or parent.item is not call:
             continue
         body_calls = [c for c in walk(with_node.body) if isinstance(c, cst.Call)]
-        if any(
+        handle = parent.asname.name if parent.asname is not None else None
+        saves = [c for c in body_calls if facts.names.call_qual(c) == "torch.save"]
+        if handle is not None and any(mentions(c, code_of(handle)) for c in saves):
+            continue  # `torch.save(state, f)` into the file it opens: DDP401 guards the whole statement
+        if saves or any(
             method_name(c) == "backward" or (facts.names.call_qual(c) or "").startswith("torch.distributed")
             for c in body_calls
         ):
-            continue
-        if any(facts.names.call_qual(c) == "torch.save" for c in body_calls):
-            continue  # DDP401 guards it
-        out.append(with_node)
-    return out
+            kept.append(call)
+        else:
+            whole.append(with_node)
+    return whole, kept
 
 
 EXAMPLES = (

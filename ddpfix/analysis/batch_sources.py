@@ -1,0 +1,121 @@
+"""Training batches the script asks an object of its own modules for, one call at a time, where that
+object draws them with next() from DataLoaders its class builds for itself:
+
+    train_dataset = Batch_Balanced_Dataset(opt)    # __init__: one shuffled DataLoader per dataset,
+    while True:                                    #   and iter() of each
+        images, labels = train_dataset.get_batch() # next() of each; iter() again on StopIteration
+        ...
+        cost.backward()
+
+The script holds no loader to shard and the class trains nothing itself (class_loaders.py's case), so
+the loaders are sharded where the class builds them and each pass the class starts again over one of
+them moves its sampler's epoch on (batch_source_loaders.py)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+from ..syntax import walk
+from .ast_reading import ast_dotted
+from .class_loaders import sharded
+from .config_factory import parsed
+from .foreign_streams import resolved_calls
+
+
+@dataclass(frozen=True)
+class BatchSource:
+    call: cst.Call  # the script's `train_dataset.get_batch()`, in a loop that trains
+    path: Path  # the module of the class
+    cls: str
+    method: str  # `get_batch`
+    loaders: tuple[int, ...]  # lines of the DataLoader(...) calls the class builds, with no DistributedSampler
+    restarts: tuple[int, ...]  # lines of the iter(...) calls that start a new pass over one of them
+    problem: str | None = None  # why the fix cannot shard them there
+
+
+def batch_sources(facts) -> list[BatchSource]:
+    """Each class of the script's modules the script's training loops draw batches from that way, once,
+    at the first such call."""
+    out: list[BatchSource] = []
+    seen: set[tuple[Path, str]] = set()
+    index = facts.index
+    for loop in index.loops:
+        if not facts.training.trains_in(loop.body):
+            continue
+        scope = index.scope_of(loop)
+        for call in walk(loop.body):
+            if type(call) is not cst.Call or type(call.func) is not cst.Attribute:
+                continue
+            holder = call.func.value
+            if type(holder) is not cst.Name or index.scope_of(call) is not scope:
+                continue
+            for owner in resolved_calls(facts, holder.value, call):
+                target = facts.modules.target_of(owner.func)
+                if target is None or target.summary is None or target.member not in target.summary.classes:
+                    continue
+                key = (target.summary.path, target.member)
+                if key in seen:
+                    continue
+                found = _source(target.summary.path, target.member, call.func.attr.value)
+                if found is not None:
+                    seen.add(key)
+                    out.append(BatchSource(call, target.summary.path, target.member, call.func.attr.value, *found))
+    return out
+
+
+def _source(path: Path, cls: str, method: str) -> tuple[tuple[int, ...], tuple[int, ...], str | None] | None:
+    """(unsharded loader lines, restart lines, problem) when `cls.method` draws with next() and the class
+    builds DataLoaders; None otherwise."""
+    tree = parsed(path)
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree else None
+    if node is None:
+        return None
+    methods = {m.name: m for m in node.body if isinstance(m, ast.FunctionDef)}
+    drawing = methods.get(method)
+    if drawing is None or not _draws(drawing, methods):
+        return None
+    built = [(m, c) for m in methods.values() for c in ast.walk(m) if isinstance(c, ast.Call) and _loader(c)]
+    unsharded = [(m, c) for m, c in built if not sharded(m, c)]
+    if not unsharded:
+        return None
+    problem = None
+    elsewhere = next((m.name for m, _ in unsharded if m.name != "__init__"), None)
+    if elsewhere is not None:
+        problem = f"{cls}.{elsewhere}() builds a DataLoader each time it is called"
+    restarts = tuple(
+        sorted(c.lineno for m in methods.values() if m.name != "__init__" for c in ast.walk(m) if _iter_call(c))
+    )
+    return tuple(sorted(c.lineno for _, c in unsharded)), restarts, problem
+
+
+def _draws(method: ast.FunctionDef, methods: dict[str, ast.FunctionDef]) -> bool:
+    """Does `method` call next() (or `.__next__()`), itself or in a method of the class it calls?"""
+    for c in ast.walk(method):
+        if not isinstance(c, ast.Call):
+            continue
+        name = ast_dotted(c.func) or ""
+        if name == "next" or name.endswith(".__next__"):
+            return True
+        callee = methods.get(name[5:]) if name.startswith("self.") and name.count(".") == 1 else None
+        if callee is not None and callee is not method and _draws(callee, {}):
+            return True
+    return False
+
+
+def _loader(call: ast.Call) -> bool:
+    return (ast_dotted(call.func) or "").split(".")[-1] == "DataLoader"
+
+
+def _iter_call(node: ast.AST) -> bool:
+    """`iter(x)` or `x.__iter__()`."""
+    if not isinstance(node, ast.Call):
+        return False
+    name = ast_dotted(node.func) or ""
+    return (name == "iter" and len(node.args) == 1) or (name.endswith(".__iter__") and not node.args)
+
+
+__all__ = ["BatchSource", "batch_sources"]
