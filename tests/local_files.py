@@ -1,5 +1,6 @@
 """Scripts and their own modules written into a test's folder, and what `check` finds in them."""
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -38,3 +39,15 @@ def golden_project(case: Path, folder: Path, *modules: str) -> Path:
     for name in modules:
         (folder / name).write_bytes((case / name).read_bytes())
     return folder
+
+
+def golden_copy(case: Path, folder: Path) -> Path:
+    """A copy of a golden's project (its input.py and modules, not what is expected of them) in `folder`."""
+    shutil.copytree(case, folder / "p", ignore=shutil.ignore_patterns("expected*", "diagnostics.txt", "__pycache__"))
+    return folder / "p"
+
+
+def fix_input(root: Path, **kwargs):
+    """`fix_source` on `root`'s input.py with cross-file edits, as the command line makes them."""
+    path = root / "input.py"
+    return fix_source(path.read_text(), path=str(path), cross_file=True, **kwargs)

@@ -7,26 +7,11 @@ The project is golden balanced_batches_in_module's; each test edits one thing of
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from local_files import by_code, edit
-
-from ddpfix import fix_source
+from local_files import by_code, edit, fix_input, golden_copy
 
 GOLDEN = Path(__file__).parent / "golden" / "balanced_batches_in_module"
-
-
-def _project(tmp_path) -> Path:
-    shutil.copytree(
-        GOLDEN, tmp_path / "p", ignore=shutil.ignore_patterns("expected*", "diagnostics.txt", "__pycache__")
-    )
-    return tmp_path / "p"
-
-
-def _fix(root: Path, **kwargs):
-    path = root / "input.py"
-    return fix_source(path.read_text(), path=str(path), cross_file=True, **kwargs)
 
 
 def _batches(result) -> str:
@@ -34,7 +19,7 @@ def _batches(result) -> str:
 
 
 def test_each_loader_of_the_class_is_sharded_and_moves_its_epoch_on_at_each_new_pass(tmp_path):
-    result = _fix(_project(tmp_path))
+    result = fix_input(golden_copy(GOLDEN, tmp_path))
     (found,) = by_code(result)["DDP201"]
     assert found.applied
     assert "batches.get_batch() draws the training batches from DataLoaders BalancedBatches builds" in found.message
@@ -50,14 +35,14 @@ def test_each_loader_of_the_class_is_sharded_and_moves_its_epoch_on_at_each_new_
 
 
 def test_the_check_names_the_loaders_and_offers_the_fix(tmp_path):
-    root = _project(tmp_path)
-    found = [d for d in _fix(root, fix=False).diagnostics if d.code == "DDP201"]
+    root = golden_copy(GOLDEN, tmp_path)
+    found = [d for d in fix_input(root, fix=False).diagnostics if d.code == "DDP201"]
     assert len(found) == 1 and found[0].fix == "safe"
     assert "(batches.py:21)" in found[0].message
 
 
 def test_a_loader_built_at_each_call_is_reported_and_the_conversion_is_incomplete(tmp_path):
-    root = _project(tmp_path)
+    root = golden_copy(GOLDEN, tmp_path)
     edit(
         root / "batches.py",
         "    def get_batch(self):\n",
@@ -66,7 +51,7 @@ def test_a_loader_built_at_each_call_is_reported_and_the_conversion_is_incomplet
         "    def get_batch(self):\n",
     )
     edit(root / "batches.py", "        return torch.cat(xs), torch.cat(ys)\n", "        return self.fresh(8)\n")
-    result = _fix(root)
+    result = fix_input(root)
     (found,) = by_code(result)["DDP201"]
     assert not found.applied and "BalancedBatches.fresh() builds a DataLoader each time it is called" in found.message
     assert "DDP201" in {i.code for i in result.incomplete}
@@ -74,21 +59,21 @@ def test_a_loader_built_at_each_call_is_reported_and_the_conversion_is_incomplet
 
 
 def test_a_pass_started_over_an_expression_with_a_call_is_not_edited(tmp_path):
-    root = _project(tmp_path)
+    root = golden_copy(GOLDEN, tmp_path)
     edit(root / "batches.py", "self.iters[i] = iter(self.loaders[i])", "self.iters[i] = iter(self.loader(i))")
     edit(
         root / "batches.py",
         "    def get_batch(self):\n",
         "    def loader(self, i):\n        return self.loaders[i]\n\n    def get_batch(self):\n",
     )
-    result = _fix(root)
+    result = fix_input(root)
     (found,) = by_code(result)["DDP201"]
     assert not found.applied and "an expression it would evaluate again" in found.message
     assert "DDP201" in {i.code for i in result.incomplete}
 
 
 def test_a_class_whose_loaders_have_their_sampler_already_is_left_alone(tmp_path):
-    root = _project(tmp_path)
+    root = golden_copy(GOLDEN, tmp_path)
     edit(
         root / "batches.py",
         "            loader = DataLoader(dataset, batch_size=part, shuffle=True, drop_last=True)\n",
@@ -100,40 +85,40 @@ def test_a_class_whose_loaders_have_their_sampler_already_is_left_alone(tmp_path
         "import torch\n",
         "import torch\nimport torch.distributed as dist\nfrom torch.utils.data.distributed import DistributedSampler\n",
     )
-    assert "DDP201" not in by_code(_fix(root))
+    assert "DDP201" not in by_code(fix_input(root))
 
 
 def test_an_optimizer_over_a_list_filled_with_the_parameters_is_traced_to_the_model(tmp_path):
-    root = _project(tmp_path)
+    root = golden_copy(GOLDEN, tmp_path)
     edit(
         root / "input.py",
         "    for p in filter(lambda p: p.requires_grad, model.parameters()):\n        trainable.append(p)\n",
         "    trainable.extend(model.parameters())\n",
     )
-    result = _fix(root)
+    result = fix_input(root)
     assert "model = DDP(model.to(device)" in result.code and result.incomplete == []
 
 
 def test_a_list_filled_with_something_else_leaves_the_optimizer_untraced(tmp_path):
-    root = _project(tmp_path)
+    root = golden_copy(GOLDEN, tmp_path)
     edit(
         root / "input.py",
         "    for p in filter(lambda p: p.requires_grad, model.parameters()):\n        trainable.append(p)\n",
         "    for p in filter(lambda p: p.requires_grad, model.parameters()):\n        trainable.append(p * 1)\n",
     )
-    result = _fix(root)
+    result = fix_input(root)
     assert "DDP(" not in result.code
     assert "cannot trace its optimizer" in next(d.message for d in result.diagnostics if d.code == "DDP301")
 
 
 def test_a_dataparallel_model_is_still_shown_as_the_plain_run_shows_it(tmp_path):
-    result = _fix(_project(tmp_path))
+    result = fix_input(golden_copy(GOLDEN, tmp_path))
     assert "        print(model)\n" in result.code and "print(raw_model)" not in result.code
     assert "DDP308" not in by_code(result)
 
 
 def test_a_log_opened_around_a_validation_and_a_save_goes_to_devnull_on_the_other_ranks(tmp_path):
-    result = _fix(_project(tmp_path))
+    result = fix_input(golden_copy(GOLDEN, tmp_path))
     assert (
         'with (open(os.path.join(args.out, "log_train.txt"), "a") if RANK == 0 else open(os.devnull, "a")) as log:'
         in result.code
@@ -142,12 +127,12 @@ def test_a_log_opened_around_a_validation_and_a_save_goes_to_devnull_on_the_othe
 
 
 def test_a_log_read_back_is_reported_not_sent_to_devnull(tmp_path):
-    root = _project(tmp_path)
+    root = golden_copy(GOLDEN, tmp_path)
     edit(
         root / "input.py",
         "        step += 1\n",
         '        print(open(os.path.join(args.out, "log_train.txt")).read())\n        step += 1\n',
     )
-    result = _fix(root)
+    result = fix_input(root)
     found = [d for d in result.diagnostics if d.code == "DDP405" and "around code every rank runs" in d.message]
     assert len(found) == 1 and not found[0].applied and "open and use it on rank 0 only" in found[0].message

@@ -6,10 +6,9 @@ The project is golden gan_trainers_by_flag's; each test edits one thing of it.""
 from __future__ import annotations
 
 import ast
-import shutil
 from pathlib import Path
 
-from local_files import edit
+from local_files import edit, fix_input, golden_copy
 
 from ddpfix import fix_source
 from ddpfix.analysis.loader_params import EPOCHS, TRAINS_ON, ast_loader_uses
@@ -17,24 +16,12 @@ from ddpfix.analysis.loader_params import EPOCHS, TRAINS_ON, ast_loader_uses
 GOLDEN = Path(__file__).parent / "golden" / "gan_trainers_by_flag"
 
 
-def _project(tmp_path) -> Path:
-    shutil.copytree(
-        GOLDEN, tmp_path / "p", ignore=shutil.ignore_patterns("expected*", "diagnostics.txt", "__pycache__")
-    )
-    return tmp_path / "p"
-
-
-def _fix(root: Path):
-    path = root / "input.py"
-    return fix_source(path.read_text(), path=str(path), cross_file=True)
-
-
 def _edited(result, name: str) -> str:
     return next(c.code for p, c in result.others.items() if Path(p).name == name)
 
 
 def test_each_class_the_instance_may_be_is_wrapped_and_sets_its_epochs(tmp_path):
-    result = _fix(_project(tmp_path))
+    result = fix_input(golden_copy(GOLDEN, tmp_path))
     wraps = [d for d in result.diagnostics if d.code == "DDP301"]
     assert [d.applied for d in wraps] == [True, True]
     assert sorted(d.message.split(" builds itself")[0].split()[-1] for d in wraps) == ["GAN", "WGAN"]
@@ -51,13 +38,13 @@ def test_each_class_the_instance_may_be_is_wrapped_and_sets_its_epochs(tmp_path)
 
 
 def test_a_method_that_moves_the_model_after_the_wrap_too_leaves_the_class_unwrapped(tmp_path):
-    root = _project(tmp_path)
+    root = golden_copy(GOLDEN, tmp_path)
     edit(
         root / "models/wgan.py",
         '        self.file = open("losses.txt", "w")\n',
         '        self.check_cuda(False)\n        self.file = open("losses.txt", "w")\n',
     )
-    result = _fix(root)
+    result = fix_input(root)
     wgan = next(d for d in result.diagnostics if d.code == "DDP301" and "WGAN builds" in d.message)
     assert not wgan.applied and "self.D.cuda" in wgan.message
     assert result.others == {}  # no class is converted when one cannot be (no half conversion)
@@ -65,19 +52,19 @@ def test_a_method_that_moves_the_model_after_the_wrap_too_leaves_the_class_unwra
 
 
 def test_a_file_read_back_in_the_module_is_not_sent_to_devnull(tmp_path):
-    root = _project(tmp_path)
+    root = golden_copy(GOLDEN, tmp_path)
     edit(
         root / "models/gan.py",
         "        self.file.close()\n",
         '        self.file.close()\n        print(open("losses.txt").read())\n',
     )
-    result = _fix(root)
+    result = fix_input(root)
     found = next(d for d in result.diagnostics if d.code == "DDP405")
     assert not found.applied and "read back at models/gan.py:" in found.message
 
 
 def test_a_separate_penalty_backward_withholds_the_conversion_of_every_class(tmp_path):
-    root = _project(tmp_path)
+    root = golden_copy(GOLDEN, tmp_path)
     edit(
         root / "models/wgan.py",
         "                d_loss.backward()\n",
@@ -96,7 +83,7 @@ def test_a_separate_penalty_backward_withholds_the_conversion_of_every_class(tmp
         "        return ((gradients.norm(2, dim=1) - 1) ** 2).mean()\n\n"
         "    def save_model(self):",
     )
-    result = _fix(root)
+    result = fix_input(root)
     wgan = next(d for d in result.diagnostics if d.code == "DDP301" and "WGAN builds" in d.message)
     assert (
         not wgan.applied
@@ -107,7 +94,7 @@ def test_a_separate_penalty_backward_withholds_the_conversion_of_every_class(tmp
 
 
 def test_a_penalty_added_to_the_loss_is_back_propagated_with_it_and_converts(tmp_path):
-    root = _project(tmp_path)
+    root = golden_copy(GOLDEN, tmp_path)
     edit(
         root / "models/wgan.py", "self.D(images).mean()\n", "self.D(images).mean() + self.gradient_penalty(images, z)\n"
     )
@@ -121,7 +108,7 @@ def test_a_penalty_added_to_the_loss_is_back_propagated_with_it_and_converts(tmp
         "        return ((gradients.norm(2, dim=1) - 1) ** 2).mean()\n\n"
         "    def save_model(self):",
     )
-    result = _fix(root)
+    result = fix_input(root)
     assert [d.applied for d in result.diagnostics if d.code == "DDP301"] == [True, True]
     assert result.incomplete == []
 
