@@ -20,6 +20,7 @@ import libcst as cst
 from .analysis.batch_sources import BatchSource, batch_sources
 from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
+from .edits import epoch_name
 from .module_edits import Planner
 from .module_epochs import through_loader
 from .module_trials import Edit, keep, sampler_planner, tried
@@ -35,24 +36,52 @@ def shard(ctx: Context, rule: Rule, unwrapped: str | None) -> None:
     facts = ctx.facts
     for source in batch_sources(facts):
         where = ", ".join(shown(facts.modules, Finding("", source.path, line, "")) for line in source.loaders)
-        head = (
-            f"{HEAD}: {code_of(source.call.func)}() draws the training batches from DataLoaders {source.cls} "
-            f"builds itself ({where})"
-        )
-        why, places, edits = (source.problem, [], []) if source.problem else tried(ctx, rule, _edits(source))
+        epochs = _epoch_loop(ctx, source)
+        if source.loop is None:
+            head = (
+                f"{HEAD}: {code_of(source.call.func)}() draws the training batches from DataLoaders {source.cls} "
+                f"builds itself ({where})"
+            )
+            remedy = "give each one there and set its epoch at each new pass"
+            done = "the fix gives each one there when distributed, and moves its epoch on at each new pass ({})"
+        else:
+            head = f"{HEAD}: the script trains on {code_of(source.call)}, a DataLoader {source.cls} builds itself ({where})"
+            remedy = "give it one there and set its epoch each epoch"
+            done = "the fix gives it one there when distributed ({})"
+            if epochs is not None and not isinstance(epochs, str):
+                done += (
+                    f", and sets its epoch at the start of each epoch (line {facts.index.position(epochs).start.line})"
+                )
+        problem = source.problem or (epochs if isinstance(epochs, str) else None)
+        why, places, edits = (problem, [], []) if problem else tried(ctx, rule, _edits(source))
         why = why or unwrapped
         if why is not None:
-            ctx.report(
-                source.call,
-                f"{head}: give each one there and set its epoch at each new pass (the fix does not: {why})",
-                fix="none",
-            )
-        elif ctx.report(
-            source.call,
-            f"{head}: the fix gives each one there when distributed, and moves its epoch on at each new pass "
-            f"({', '.join(places)})",
-        ):
+            ctx.report(source.call, f"{head}: {remedy} (the fix does not: {why})", fix="none")
+        elif ctx.report(source.call, f"{head}: {done.format(', '.join(places))}"):
             keep(ctx, rule, edits)
+            if epochs is not None:
+                assert not isinstance(epochs, str)
+                sets = through_loader(ctx, code_of(source.call), epoch_name(ctx, epochs))  # type: ignore[arg-type]
+                ctx.plan.prepend(epochs.body, sets, order=Order.SET_EPOCH)
+
+
+def _epoch_loop(ctx: Context, source: BatchSource) -> cst.For | cst.While | str | None:
+    """The loop of the script around its loop over the attribute, whose epoch sets the sampler's; None
+    where there is none (one pass, or a drawing method's source); why not where it cannot be named."""
+    if source.loop is None:
+        return None
+    index = ctx.facts.index
+    for anc in index.ancestors(source.loop):
+        if type(anc) in (cst.For, cst.While):
+            if epoch_name(ctx, anc, plan=False) is None:
+                line = index.position(anc).start.line
+                return f"the loop around the pass over {code_of(source.call)} (line {line}) has no epoch to pass"
+            return anc  # type: ignore[return-value]
+        if type(anc) is cst.FunctionDef:
+            if index.callers_of(anc):  # the epochs may run in a caller, which names the loader otherwise
+                return f"the epochs of {anc.name.value}() run where it is called"
+            break
+    return None
 
 
 def _edits(source: BatchSource) -> list[Edit]:

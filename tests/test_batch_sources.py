@@ -136,3 +136,92 @@ def test_a_log_read_back_is_reported_not_sent_to_devnull(tmp_path):
     result = fix_input(root)
     found = [d for d in result.diagnostics if d.code == "DDP405" and "around code every rank runs" in d.message]
     assert len(found) == 1 and not found[0].applied and "open and use it on rank 0 only" in found[0].message
+
+
+# ------------------------------------------------------------------ a loader kept as an attribute
+KEPT = Path(__file__).parent / "golden" / "loader_kept_by_data_object"
+
+
+def test_a_loader_the_script_iterates_as_an_attribute_is_sharded_there_and_its_epoch_set_here(tmp_path):
+    result = fix_input(golden_copy(KEPT, tmp_path))
+    (found,) = by_code(result)["DDP201"]
+    assert found.applied and "the script trains on data.train, a DataLoader Data builds itself" in found.message
+    assert "sets its epoch at the start of each epoch (line 42)" in found.message
+    assert (
+        "    for epoch in range(args.epochs):\n"
+        '        if isinstance(getattr(data.train, "sampler", None), DistributedSampler):\n'
+        "            data.train.sampler.set_epoch(epoch)\n"
+    ) in result.code
+    data = next(c.code for p, c in result.others.items() if Path(p).name == "data.py")
+    assert "sampler = DistributedSampler(dataset) if dist.is_initialized() else None" in data
+    assert result.incomplete == []
+
+
+def test_an_attribute_loop_through_enumerate_and_a_while_epoch_loop(tmp_path):
+    root = golden_copy(KEPT, tmp_path)
+    edit(root / "input.py", "    for epoch in range(args.epochs):\n", "    epoch = 0\n    while epoch < args.epochs:\n")
+    edit(root / "input.py", "        for x, y in data.train:\n", "        for i, (x, y) in enumerate(data.train):\n")
+    edit(root / "input.py", '.3f}")\n', '.3f}")\n        epoch += 1\n')
+    result = fix_input(root)
+    assert by_code(result)["DDP201"][0].applied
+    assert "    while epoch < args.epochs:\n        if isinstance(getattr(data.train" in result.code
+
+
+def test_a_loader_attribute_set_outside_init_is_reported_without_a_fix(tmp_path):
+    root = golden_copy(KEPT, tmp_path)
+    edit(
+        root / "data.py",
+        "        self.train = DataLoader(",
+        "        self.x, self.y, self.batch_size = x, y, batch_size\n\n    def reload(self):\n        self.train = DataLoader(",
+    )
+    edit(
+        root / "data.py",
+        "self.train = DataLoader(TensorDataset(x[:64], y[:64]), batch_size=batch_size,",
+        "self.train = DataLoader(TensorDataset(self.x[:64], self.y[:64]), batch_size=self.batch_size,",
+    )
+    edit(
+        root / "data.py",
+        "        self.test = DataLoader(TensorDataset(x[64:], y[64:]), batch_size=batch_size)",
+        "        self.test = DataLoader(TensorDataset(self.x[64:], self.y[64:]), batch_size=self.batch_size)",
+    )
+    edit(
+        root / "input.py", "    data = Data(args.batch_size)\n", "    data = Data(args.batch_size)\n    data.reload()\n"
+    )
+    result = fix_input(root)
+    (found,) = by_code(result)["DDP201"]
+    assert not found.applied and "Data.reload() builds it each time it is called" in found.message
+    assert "DDP201" in {i.code for i in result.incomplete}
+
+
+def test_epochs_run_by_a_caller_are_reported_without_a_fix(tmp_path):
+    root = golden_copy(KEPT, tmp_path)
+    edit(
+        root / "input.py",
+        "    for epoch in range(args.epochs):\n        model.train()\n        for x, y in data.train:\n",
+        "    def one_epoch():\n        for x, y in data.train:\n",
+    )
+    edit(
+        root / "input.py",
+        "            optimizer.zero_grad()\n\n        model.eval()\n",
+        "            optimizer.zero_grad()\n\n    for epoch in range(args.epochs):\n        model.train()\n        one_epoch()\n        model.eval()\n",
+    )
+    result = fix_input(root)
+    (found,) = by_code(result)["DDP201"]
+    assert not found.applied and "the epochs of one_epoch() run where it is called" in found.message
+    assert "DDP201" in {i.code for i in result.incomplete}
+
+
+def test_a_data_object_read_as_a_global_by_the_training_function(tmp_path):
+    root = golden_copy(KEPT, tmp_path)
+    edit(
+        root / "input.py",
+        "    for epoch in range(args.epochs):\n",
+        "    def fit():\n      for epoch in range(args.epochs):\n",
+    )
+    text = (root / "input.py").read_text()
+    head, tail = text.split("      for epoch in range(args.epochs):\n")
+    body = "".join("  " + line if line.strip() else line for line in tail.splitlines(keepends=True))
+    (root / "input.py").write_text(head + "      for epoch in range(args.epochs):\n" + body + "\n    fit()\n")
+    result = fix_input(root)
+    assert by_code(result)["DDP201"][0].applied
+    assert 'if isinstance(getattr(data.train, "sampler", None), DistributedSampler):' in result.code

@@ -7,9 +7,17 @@ object draws them with next() from DataLoaders its class builds for itself:
         ...
         cost.backward()
 
+or from a DataLoader such an object keeps as an attribute, which the script's training loop iterates:
+
+    dataset = Cifar(args.batch_size, args.threads)   # __init__: self.train = DataLoader(..., shuffle=True)
+    for epoch in range(args.epochs):
+        for batch in dataset.train:
+            ...
+
 The script holds no loader to shard and the class trains nothing itself (class_loaders.py's case), so
-the loaders are sharded where the class builds them and each pass the class starts again over one of
-them moves its sampler's epoch on (batch_source_loaders.py)."""
+the loaders are sharded where the class builds them; each pass the class starts again over one of them
+moves its sampler's epoch on, and a loop of the script over the attribute sets it from its epoch loop
+(batch_source_loaders.py)."""
 
 from __future__ import annotations
 
@@ -19,11 +27,11 @@ from pathlib import Path
 
 import libcst as cst
 
-from ..syntax import walk
+from ..syntax import assigned_value, dotted, walk
 from .ast_reading import ast_dotted
 from .class_loaders import sharded
 from .config_factory import parsed
-from .foreign_streams import resolved_calls
+from .foreign_streams import UNWRAPPED, resolved_calls
 
 
 @dataclass(frozen=True)
@@ -35,17 +43,36 @@ class BatchSource:
     loaders: tuple[int, ...]  # lines of the DataLoader(...) calls the class builds, with no DistributedSampler
     restarts: tuple[int, ...]  # lines of the iter(...) calls that start a new pass over one of them
     problem: str | None = None  # why the fix cannot shard them there
+    loop: cst.For | None = None  # the script's loop over the attribute `method` names (None: a drawing method)
 
 
 def batch_sources(facts) -> list[BatchSource]:
     """Each class of the script's modules the script's training loops draw batches from that way, once,
-    at the first such call."""
+    at the first such call or loop."""
     out: list[BatchSource] = []
-    seen: set[tuple[Path, str]] = set()
+    seen: set[tuple[Path, str, str]] = set()
     index = facts.index
+
+    def add(node: cst.CSTNode, holder: cst.Name, member: str, find, loop: cst.For | None = None) -> None:
+        for owner in resolved_calls(facts, holder.value, node) or _outer_calls(facts, holder.value, node):
+            target = facts.modules.target_of(owner.func)
+            if target is None or target.summary is None or target.member not in target.summary.classes:
+                continue
+            key = (target.summary.path, target.member, member)
+            if key in seen:
+                continue
+            found = find(target.summary.path, target.member, member)
+            if found is not None:
+                seen.add(key)
+                out.append(BatchSource(node, target.summary.path, target.member, member, *found, loop=loop))
+
     for loop in index.loops:
         if not facts.training.trains_in(loop.body):
             continue
+        if type(loop) is cst.For:  # `for batch in dataset.train:`
+            over = _unwrapped(loop.iter)
+            if type(over) is cst.Attribute and type(over.value) is cst.Name:
+                add(over, over.value, over.attr.value, _kept_loader, loop)
         scope = index.scope_of(loop)
         for call in walk(loop.body):
             if type(call) is not cst.Call or type(call.func) is not cst.Attribute:
@@ -53,18 +80,53 @@ def batch_sources(facts) -> list[BatchSource]:
             holder = call.func.value
             if type(holder) is not cst.Name or index.scope_of(call) is not scope:
                 continue
-            for owner in resolved_calls(facts, holder.value, call):
-                target = facts.modules.target_of(owner.func)
-                if target is None or target.summary is None or target.member not in target.summary.classes:
-                    continue
-                key = (target.summary.path, target.member)
-                if key in seen:
-                    continue
-                found = _source(target.summary.path, target.member, call.func.attr.value)
-                if found is not None:
-                    seen.add(key)
-                    out.append(BatchSource(call, target.summary.path, target.member, call.func.attr.value, *found))
+            add(call, holder, call.func.attr.value, _source)
     return out
+
+
+def _outer_calls(facts, name: str, at: cst.CSTNode) -> list[cst.Call]:
+    """The calls an enclosing scope assigns `name` (a global, or a local of the function around a nested
+    one) where the function around `at` reads it without binding it itself."""
+    index = facts.index
+    func = index.scope_of(at)
+    if type(func) is not cst.FunctionDef or name in {p.name.value for p in func.params.params}:
+        return []
+    if facts.names.assignments(func, name):
+        return []
+    values = [assigned_value(site.stmt) for site in facts.names.assignments(index.scope_of(func), name)]
+    return [v for v in values if type(v) is cst.Call]
+
+
+def _unwrapped(node: cst.BaseExpression) -> cst.BaseExpression:
+    """What `enumerate(x)`, `tqdm(x)`, `iter(x)` go over: x."""
+    while type(node) is cst.Call and dotted(node.func) in UNWRAPPED and node.args:
+        node = node.args[0].value
+    return node
+
+
+def _kept_loader(path: Path, cls: str, attr: str) -> tuple[tuple[int, ...], tuple[int, ...], str | None] | None:
+    """(its line, no restarts, problem) when a method of the class sets `self.<attr> = DataLoader(...)`
+    with no DistributedSampler; None otherwise."""
+    tree = parsed(path)
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree else None
+    if node is None:
+        return None
+    kept = [
+        (m, n.value)
+        for m in node.body
+        if isinstance(m, ast.FunctionDef)
+        for n in ast.walk(m)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and ast_dotted(n.targets[0]) == f"self.{attr}"
+        and isinstance(n.value, ast.Call)
+        and _loader(n.value)
+    ]
+    if len(kept) != 1 or sharded(*kept[0]):
+        return None
+    method, call = kept[0]
+    problem = None if method.name == "__init__" else f"{cls}.{method.name}() builds it each time it is called"
+    return (call.lineno,), (), problem
 
 
 def _source(path: Path, cls: str, method: str) -> tuple[tuple[int, ...], tuple[int, ...], str | None] | None:

@@ -227,7 +227,12 @@ class: each DataLoader gets `sampler = DistributedSampler(dataset) if dist.is_in
 and each `iter()` that starts a new pass over one (`self.iters[i] = iter(self.loaders[i])` under
 `except StopIteration:`) first sets its sampler's epoch one past its own count
 (`self.loaders[i].sampler.set_epoch(self.loaders[i].sampler.epoch + 1)`); a loader built anew at each
-call, or a pass started over an expression that calls something, is reported without a fix. That
+call, or a pass started over an expression that calls something, is reported without a fix. A
+DataLoader such an object keeps as an attribute (`self.train = DataLoader(...)` in `__init__`), which the
+script's training loop iterates (`for batch in dataset.train:`), gets its sampler there the same way and
+its epoch set at the start of each pass of the script's loop around it
+(`dataset.train.sampler.set_epoch(epoch)` behind the same `isinstance` test); where that loop is in a
+caller of the function, it is reported without a fix. That
 edit of the other file is made only inside the script's folder
 and with cross-file edits on (`--no-cross-file` keeps them off), and not for a factory that builds the
 loader from a `**kwargs` dict or with a `batch_sampler`, reads an IterableDataset, already uses the
