@@ -39,13 +39,15 @@ def shard(ctx: Context, rule: Rule, unwrapped: str | None) -> None:
         epochs = _epoch_loop(ctx, source)
         if source.loop is None:
             head = (
-                f"{HEAD}: {code_of(source.call.func)}() draws the training batches from DataLoaders {source.cls} "
+                f"{HEAD}: {code_of(source.at.func)}() draws the training batches from DataLoaders {source.cls} "
                 f"builds itself ({where})"
             )
             remedy = "give each one there and set its epoch at each new pass"
             done = "the fix gives each one there when distributed, and moves its epoch on at each new pass ({})"
         else:
-            head = f"{HEAD}: the script trains on {code_of(source.call)}, a DataLoader {source.cls} builds itself ({where})"
+            head = (
+                f"{HEAD}: the script trains on {code_of(source.at)}, a DataLoader {source.cls} builds itself ({where})"
+            )
             remedy = "give it one there and set its epoch each epoch"
             done = "the fix gives it one there when distributed ({})"
             if epochs is not None and not isinstance(epochs, str):
@@ -56,12 +58,12 @@ def shard(ctx: Context, rule: Rule, unwrapped: str | None) -> None:
         why, places, edits = (problem, [], []) if problem else tried(ctx, rule, _edits(source))
         why = why or unwrapped
         if why is not None:
-            ctx.report(source.call, f"{head}: {remedy} (the fix does not: {why})", fix="none")
-        elif ctx.report(source.call, f"{head}: {done.format(', '.join(places))}"):
+            ctx.report(source.at, f"{head}: {remedy} (the fix does not: {why})", fix="none")
+        elif ctx.report(source.at, f"{head}: {done.format(', '.join(places))}"):
             keep(ctx, rule, edits)
             if epochs is not None:
                 assert not isinstance(epochs, str)
-                sets = through_loader(ctx, code_of(source.call), epoch_name(ctx, epochs))  # type: ignore[arg-type]
+                sets = through_loader(ctx, code_of(source.at), epoch_name(ctx, epochs))  # type: ignore[arg-type]
                 ctx.plan.prepend(epochs.body, sets, order=Order.SET_EPOCH)
 
 
@@ -75,13 +77,17 @@ def _epoch_loop(ctx: Context, source: BatchSource) -> cst.For | cst.While | str 
         if type(anc) in (cst.For, cst.While):
             if epoch_name(ctx, anc, plan=False) is None:
                 line = index.position(anc).start.line
-                return f"the loop around the pass over {code_of(source.call)} (line {line}) has no epoch to pass"
+                return f"the loop around the pass over {code_of(source.at)} (line {line}) has no epoch to pass"
             return anc  # type: ignore[return-value]
-        if type(anc) is cst.FunctionDef:
-            if index.callers_of(anc):  # the epochs may run in a caller, which names the loader otherwise
+        if type(anc) is cst.FunctionDef:  # called in a loop: the epochs run there, where the loader has another name
+            if any(_in_loop(index, c) for c in index.callers_of(anc)):
                 return f"the epochs of {anc.name.value}() run where it is called"
             break
     return None
+
+
+def _in_loop(index, node: cst.CSTNode) -> bool:
+    return any(type(a) in (cst.For, cst.While) for a in index.ancestors(node))
 
 
 def _edits(source: BatchSource) -> list[Edit]:

@@ -138,6 +138,23 @@ def test_a_log_read_back_is_reported_not_sent_to_devnull(tmp_path):
     assert len(found) == 1 and not found[0].applied and "open and use it on rank 0 only" in found[0].message
 
 
+def test_a_validation_loader_the_class_keeps_but_never_draws_from_is_left_unsharded(tmp_path):
+    root = golden_copy(GOLDEN, tmp_path)
+    edit(
+        root / "batches.py",
+        "        log.close()\n",
+        "        log.close()\n        self.val_loader = DataLoader(make_dataset(16, seed=9), batch_size=8)\n\n"
+        "    def validate(self, model):\n        return [model(x) for x, _ in iter(self.val_loader)]\n",
+    )
+    result = fix_input(root)
+    (found,) = by_code(result)["DDP201"]
+    assert found.applied and "(batches.py:21)" in found.message
+    code = _batches(result)
+    assert code.count("DistributedSampler(") == 1
+    assert "self.val_loader = DataLoader(make_dataset(16, seed=9), batch_size=8)" in code
+    assert "val_loader.sampler" not in code
+
+
 # ------------------------------------------------------------------ a loader kept as an attribute
 KEPT = Path(__file__).parent / "golden" / "loader_kept_by_data_object"
 
@@ -225,3 +242,19 @@ def test_a_data_object_read_as_a_global_by_the_training_function(tmp_path):
     result = fix_input(root)
     assert by_code(result)["DDP201"][0].applied
     assert 'if isinstance(getattr(data.train, "sampler", None), DistributedSampler):' in result.code
+
+
+def test_a_loader_attribute_set_in_each_branch_is_sharded_in_each(tmp_path):
+    root = golden_copy(KEPT, tmp_path)
+    edit(
+        root / "data.py",
+        "        self.train = DataLoader(TensorDataset(x[:64], y[:64]), batch_size=batch_size, shuffle=True)\n",
+        "        if batch_size > 4:\n"
+        "            self.train = DataLoader(TensorDataset(x[:64], y[:64]), batch_size=batch_size, shuffle=True)\n"
+        "        else:\n"
+        "            self.train = DataLoader(TensorDataset(x[:64], y[:64]), batch_size=4, shuffle=True, drop_last=True)\n",
+    )
+    result = fix_input(root)
+    assert by_code(result)["DDP201"][0].applied
+    data = next(c.code for p, c in result.others.items() if Path(p).name == "data.py")
+    assert data.count("dataset) if dist.is_initialized() else None") == 2

@@ -36,10 +36,10 @@ from .foreign_streams import UNWRAPPED, resolved_calls
 
 @dataclass(frozen=True)
 class BatchSource:
-    call: cst.Call  # the script's `train_dataset.get_batch()`, in a loop that trains
+    at: cst.CSTNode  # where the script draws: `train_dataset.get_batch()`, or the `dataset.train` it iterates
     path: Path  # the module of the class
     cls: str
-    method: str  # `get_batch`
+    method: str  # `get_batch`, or the attribute: `train`
     loaders: tuple[int, ...]  # lines of the DataLoader(...) calls the class builds, with no DistributedSampler
     restarts: tuple[int, ...]  # lines of the iter(...) calls that start a new pass over one of them
     problem: str | None = None  # why the fix cannot shard them there
@@ -105,8 +105,8 @@ def _unwrapped(node: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _kept_loader(path: Path, cls: str, attr: str) -> tuple[tuple[int, ...], tuple[int, ...], str | None] | None:
-    """(its line, no restarts, problem) when a method of the class sets `self.<attr> = DataLoader(...)`
-    with no DistributedSampler; None otherwise."""
+    """(the lines, no restarts, problem) when methods of the class set `self.<attr> = DataLoader(...)`
+    (in one place, or in each branch of a test) with no DistributedSampler; None otherwise."""
     tree = parsed(path)
     node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree else None
     if node is None:
@@ -122,16 +122,18 @@ def _kept_loader(path: Path, cls: str, attr: str) -> tuple[tuple[int, ...], tupl
         and isinstance(n.value, ast.Call)
         and _loader(n.value)
     ]
-    if len(kept) != 1 or sharded(*kept[0]):
+    unsharded = [(m, c) for m, c in kept if not sharded(m, c)]
+    if not unsharded:
         return None
-    method, call = kept[0]
-    problem = None if method.name == "__init__" else f"{cls}.{method.name}() builds it each time it is called"
-    return (call.lineno,), (), problem
+    elsewhere = next((m.name for m, _ in unsharded if m.name != "__init__"), None)
+    problem = None if elsewhere is None else f"{cls}.{elsewhere}() builds it each time it is called"
+    return tuple(sorted(c.lineno for _, c in unsharded)), (), problem
 
 
 def _source(path: Path, cls: str, method: str) -> tuple[tuple[int, ...], tuple[int, ...], str | None] | None:
-    """(unsharded loader lines, restart lines, problem) when `cls.method` draws with next() and the class
-    builds DataLoaders; None otherwise."""
+    """(unsharded loader lines, restart lines, problem) when `cls.method` draws with next() from DataLoaders
+    the class builds (a loader it keeps for anything else, a validation loader, is not one); None
+    otherwise."""
     tree = parsed(path)
     node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree else None
     if node is None:
@@ -140,18 +142,57 @@ def _source(path: Path, cls: str, method: str) -> tuple[tuple[int, ...], tuple[i
     drawing = methods.get(method)
     if drawing is None or not _draws(drawing, methods):
         return None
+    reading = [drawing, *_callees(drawing, methods)]
+    read = {ast_dotted(n) for m in reading for n in ast.walk(m) if isinstance(n, ast.Attribute)}
     built = [(m, c) for m in methods.values() for c in ast.walk(m) if isinstance(c, ast.Call) and _loader(c)]
-    unsharded = [(m, c) for m, c in built if not sharded(m, c)]
+    drawn = [(m, c) for m, c in built if m in reading or _holders(m, c) & read]  # built where it is drawn, or kept
+    unsharded = [(m, c) for m, c in drawn if not sharded(m, c)]
     if not unsharded:
         return None
     problem = None
     elsewhere = next((m.name for m, _ in unsharded if m.name != "__init__"), None)
     if elsewhere is not None:
         problem = f"{cls}.{elsewhere}() builds a DataLoader each time it is called"
-    restarts = tuple(
-        sorted(c.lineno for m in methods.values() if m.name != "__init__" for c in ast.walk(m) if _iter_call(c))
-    )
+    restarts = tuple(sorted(c.lineno for m in reading if m.name != "__init__" for c in ast.walk(m) if _iter_call(c)))
     return tuple(sorted(c.lineno for _, c in unsharded)), restarts, problem
+
+
+def _callees(method: ast.FunctionDef, methods: dict[str, ast.FunctionDef]) -> list[ast.FunctionDef]:
+    """The methods of the class `method` calls on self."""
+    out = []
+    for c in ast.walk(method):
+        name = ast_dotted(c.func) if isinstance(c, ast.Call) else None
+        callee = methods.get(name[5:]) if name and name.startswith("self.") and name.count(".") == 1 else None
+        if callee is not None and callee is not method and callee not in out:
+            out.append(callee)
+    return out
+
+
+def _holders(method: ast.FunctionDef, call: ast.Call) -> set[str]:
+    """The attributes of self that keep the loader `call` builds in `method`, or an iterator of it:
+    `self.loader = DataLoader(...)`, `self.loaders.append(loader)`, `self.iters.append(iter(loader))`."""
+    target = next(
+        (ast_dotted(n.targets[0]) for n in ast.walk(method) if isinstance(n, ast.Assign) and n.value is call), None
+    )
+    if target is None:
+        return set()
+    out = {target} if target.startswith("self.") else set()
+
+    def keeps(value: ast.AST) -> bool:
+        if isinstance(value, ast.Call) and _iter_call(value):
+            value = value.args[0] if value.args else value.func.value  # type: ignore[attr-defined]
+        return ast_dotted(value) == target
+
+    for n in ast.walk(method):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append" and n.args:
+            holder = ast_dotted(n.func.value) or ""
+            if holder.startswith("self.") and keeps(n.args[0]):
+                out.add(holder)
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and keeps(n.value):
+            holder = ast_dotted(n.targets[0]) or ""
+            if holder.startswith("self."):
+                out.add(holder)
+    return out
 
 
 def _draws(method: ast.FunctionDef, methods: dict[str, ast.FunctionDef]) -> bool:
