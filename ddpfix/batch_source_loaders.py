@@ -10,8 +10,11 @@ reshuffled and the shards stay disjoint:
         self.dataloader_iter_list[i] = iter(self.data_loader_list[i])
 
 The epoch is the sampler's own count (it starts at 0), as the loaders of a list restart one by one.
-Where an edit cannot be made (a loader built in a method called again and again, an `iter()` of an
-expression with a call in it, the module may not be edited) none is kept and the finding says why."""
+A loader the object keeps as an attribute that the script's loop iterates (`for batch in
+dataset.train:`) gets its sampler the same way, and its epoch set from the script's loop around that
+one (`dataset.train.sampler.set_epoch(epoch)`, behind the same test). Where an edit cannot be made
+(a loader built in a method called again and again, an `iter()` of an expression with a call in it,
+epochs run by a caller, the module may not be edited) none is kept and the finding says why."""
 
 from __future__ import annotations
 
