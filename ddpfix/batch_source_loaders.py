@@ -23,6 +23,7 @@ import libcst as cst
 from .analysis.batch_sources import BatchSource, batch_sources
 from .analysis.local_writes import shown
 from .analysis.module_summary import Finding
+from .class_loaders import builds_loader
 from .edits import epoch_name
 from .module_edits import Planner
 from .module_epochs import through_loader
@@ -98,7 +99,7 @@ def _edits(source: BatchSource) -> list[Edit]:
         (
             source.path,
             ("sampler", source.path, source.cls, line),
-            lambda lines, line=line: sampler_planner(source.cls, line, lines, _loader),
+            lambda lines, line=line: sampler_planner(source.cls, line, lines, builds_loader),
         )
         for line in source.loaders
     ]
@@ -146,10 +147,6 @@ def _plain(node: cst.BaseExpression) -> bool:
         key = node.slice[0].slice.value
         return type(key) in (cst.Name, cst.Integer) and _plain(node.value)
     return dotted(node) is not None
-
-
-def _loader(call: cst.Call) -> bool:
-    return (dotted(call.func) or "").split(".")[-1] == "DataLoader"
 
 
 __all__ = ["shard"]

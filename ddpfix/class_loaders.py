@@ -151,7 +151,7 @@ def _edits(own: list[OwnLoader]) -> list[Edit]:
             (
                 o.path,
                 ("sampler", o.path, o.cls, o.line),
-                lambda lines, o=o: sampler_planner(o.cls, o.line, lines, _loader),
+                lambda lines, o=o: sampler_planner(o.cls, o.line, lines, builds_loader),
             )
         )
         if o.stream:
@@ -166,8 +166,9 @@ def _edits(own: list[OwnLoader]) -> list[Edit]:
     return edits
 
 
-def _loader(call: cst.Call) -> bool:
+def builds_loader(call: cst.Call) -> bool:
+    """`DataLoader(...)`, however the module names the class."""
     return (dotted(call.func) or "").split(".")[-1] == "DataLoader"
 
 
-__all__ = ["loaders", "shard", "shard_blocker", "trains_on_loaders"]
+__all__ = ["builds_loader", "loaders", "shard", "shard_blocker", "trains_on_loaders"]

@@ -197,16 +197,12 @@ def _holders(method: ast.FunctionDef, call: ast.Call) -> set[str]:
 
 def _draws(method: ast.FunctionDef, methods: dict[str, ast.FunctionDef]) -> bool:
     """Does `method` call next() (or `.__next__()`), itself or in a method of the class it calls?"""
-    for c in ast.walk(method):
-        if not isinstance(c, ast.Call):
-            continue
-        name = ast_dotted(c.func) or ""
-        if name == "next" or name.endswith(".__next__"):
-            return True
-        callee = methods.get(name[5:]) if name.startswith("self.") and name.count(".") == 1 else None
-        if callee is not None and callee is not method and _draws(callee, {}):
-            return True
-    return False
+    return any(_calls_next(m) for m in (method, *_callees(method, methods)))
+
+
+def _calls_next(method: ast.FunctionDef) -> bool:
+    names = (ast_dotted(c.func) or "" for c in ast.walk(method) if isinstance(c, ast.Call))
+    return any(name == "next" or name.endswith(".__next__") for name in names)
 
 
 def _loader(call: ast.Call) -> bool:
