@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from exit_without_teardown import torchrun
 from teardown import run_plain
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -58,8 +59,7 @@ def _run(tmp_path: Path, script: Path, name: str, nproc: int | None) -> dict[int
     if nproc is None:
         cmd = [sys.executable, str(probe), str(script)]
     else:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
-        cmd += [str(probe), str(script)]
+        cmd = torchrun(nproc, str(probe), str(script))
 
     folders: list[Path] = []
 

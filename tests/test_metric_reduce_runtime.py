@@ -11,6 +11,7 @@ import textwrap
 from types import SimpleNamespace
 
 import pytest
+from exit_without_teardown import torchrun
 from local_files import write
 from teardown import run_plain
 from test_rules_imported_meters import NAMED_METER
@@ -149,7 +150,7 @@ def _run(tmp_path, script, name: str, nproc: int | None, last: str = "epoch 1 te
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
     cmd = [sys.executable, str(script)]
     if nproc is not None:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", str(script)]
+        cmd = torchrun(nproc, str(script))
 
     def once(out):
         out.mkdir()

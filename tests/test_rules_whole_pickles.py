@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from exit_without_teardown import torchrun
 
 from ddpfix import check_source, fix_source
 
@@ -73,7 +73,7 @@ def test_what_two_ranks_save_loads_as_the_plain_module(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
     script = GOLDEN / "expected.py"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(script)]
+    cmd = torchrun(2, str(script))
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     model = torch.load(tmp_path / "model.pt", weights_only=False)
