@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from .order import Order
+
 TOP_DEFS = (cst.FunctionDef, cst.ClassDef)
 
 if TYPE_CHECKING:
@@ -77,7 +79,9 @@ class Applier(cst.CSTTransformer):
             for ins in sorted(inserts, key=lambda i: (i.order, i.seq)):
                 if ins.moved is not None:
                     moved = mapping.get(id(ins.moved))
-                    if moved is not None:
+                    if moved is not None and ins.order == Order.IMPORTS:  # into the imports: no blank line above
+                        out.append(moved.with_changes(leading_lines=[l for l in moved.leading_lines if l.comment]))
+                    elif moved is not None:
                         out.append(moved)
                 else:
                     out.extend(ins.stmts)
@@ -85,9 +89,14 @@ class Applier(cst.CSTTransformer):
 
         for stmt in emit(plan.prepends.get(block, [])):
             items.append((stmt, None))
+        left: list[cst.EmptyLine] = []  # the blank lines above a statement moved away
         for orig, upd in zip(originals, updated):
             if orig in plan.moved:
+                left = left or [l for l in upd.leading_lines if not l.comment]
                 continue
+            if left and not any(not l.comment for l in upd.leading_lines):
+                upd = upd.with_changes(leading_lines=[*left, *upd.leading_lines])
+            left = []
             new_before: list[cst.BaseStatement] = []
             owed = None  # the order of an insert that wants a blank line after it, until one is placed
             for ins in sorted(plan.before.get(orig, []), key=lambda i: (i.order, i.seq)):

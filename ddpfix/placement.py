@@ -94,12 +94,19 @@ class Placement:
 
     def hoist(self, stmts: Sequence[cst.BaseStatement], gap: int) -> None:
         """Move the script's own import statements `stmts` up, ahead of gap `gap`: the standard
-        library's to the top of the file's first imports, torch's after its last import above `gap`."""
+        library's into the file's first imports, before the first that is not the standard library's
+        or sorts after it (`import os` between `import argparse` and `import time`), torch's after its
+        last import above `gap`."""
         imports = [i for i in range(strip_docstring(self.body), gap) if _is_import(self.body[i])]
         for stmt in stmts:
             stdlib = _import_top(stmt) in sys.stdlib_module_names
             if imports and stdlib:
-                self.plan.move_before(stmt, self.body[imports[0]], order=Order.IMPORTS)
+                later = (i for i in imports if not _stdlib(self.body[i]) or _sort_key(self.body[i]) > _sort_key(stmt))
+                at = next(later, None)
+                if at is None:
+                    self.plan.move_after(stmt, self.body[imports[-1]], order=Order.IMPORTS)
+                else:
+                    self.plan.move_before(stmt, self.body[at], order=Order.IMPORTS)
             elif imports:
                 self.plan.move_after(stmt, self.body[imports[-1]], order=Order.IMPORTS)
             elif gap == 0:
@@ -177,6 +184,17 @@ def _import_top(stmt: cst.BaseStatement) -> str:
     if isinstance(small, cst.ImportFrom) and small.module is not None:
         return (dotted(small.module) or "").split(".")[0]
     return ""
+
+
+def _stdlib(stmt: cst.BaseStatement) -> bool:
+    return _import_top(stmt) in sys.stdlib_module_names
+
+
+def _sort_key(stmt: cst.BaseStatement) -> tuple[bool, str]:
+    """isort's order within a section: `import x` lines before `from x import y`, each by module."""
+    small = single_small(stmt)
+    module = small.names[0].name if isinstance(small, cst.Import) else getattr(small, "module", None)
+    return isinstance(small, cst.ImportFrom), (dotted(module) or "") if module is not None else ""
 
 
 def _is_import(stmt: cst.BaseStatement) -> bool:

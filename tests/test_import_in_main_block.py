@@ -67,3 +67,37 @@ def test_a_name_the_script_imports_in_a_top_level_try_is_at_the_top():
     src = "try:\n    import os\nexcept ImportError:\n    os = None\n" + SCRIPT
     out = fix_source(src).code
     assert out.startswith("try:\n    import os\n") and out.count("import os") == 2  # the try's, the block's
+
+
+def test_a_late_top_level_import_moves_into_the_first_imports_in_order():
+    """awd-lstm-lm's main.py imports `os` below a function: the moved import takes its sorted place
+    among the first imports (no blank first line), and the blank line above it stays where it was."""
+    src = textwrap.dedent(
+        """
+        import argparse
+        import time
+
+        import torch
+        import torch.nn as nn
+
+
+        def model_save(fn):
+            torch.save(model, fn)
+
+        import os
+        fn = "x.pt"
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(3):
+            loss = model(torch.randn(2, 4)).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model_save(fn)
+        """
+    ).lstrip()
+    out = fix_source(src).code
+    assert out.startswith("import argparse\nimport os\nimport time\n\nimport torch\n"), out[:200]
+    assert "torch.save(raw_model, fn)\n\nfn = " in out, out
+    assert out.count("import os\n") == 1
+    assert fix_source(out).code == out
