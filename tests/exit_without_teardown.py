@@ -40,6 +40,14 @@ def leave() -> None:
         os._exit(0)
 
 
+TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def outside_env() -> dict[str, str]:
+    """This process's environment without a launcher's variables: a run as if from a plain shell."""
+    return {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
+
+
 def torchrun(nproc: int, *args: str) -> list[str]:
     """The command that runs ``python ARGS...`` on ``nproc`` local ranks through this runner."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]

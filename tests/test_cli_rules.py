@@ -44,7 +44,7 @@ def test_a_prefix_lists_its_rules():
     assert result.exit_code == 0
     codes = [line.split()[0] for line in result.stdout.splitlines()]
     assert codes == sorted(c for c in rule_by_code() if c.startswith("DDP2")) and len(codes) > 3
-    assert [line.split()[0] for line in invoke("rules", "ddp42").stdout.splitlines()] == ["DDP420"]
+    assert [line.split()[0] for line in invoke("rules", "ddp42").stdout.splitlines()] == ["DDP420", "DDP421"]
 
 
 def test_unknown_rule_is_one_line_and_exit_2():

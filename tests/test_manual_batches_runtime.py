@@ -6,18 +6,16 @@ input of every outermost forward call."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from exit_without_teardown import torchrun
+from exit_without_teardown import outside_env, torchrun
 from teardown import run_plain
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 PROBE = """
 import atexit, json, os, runpy, sys
@@ -55,7 +53,7 @@ def _run(tmp_path: Path, script: Path, name: str, nproc: int | None) -> dict[int
     while exiting (see teardown.py); the records of the run that counts."""
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
-    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
+    env = outside_env()
     if nproc is None:
         cmd = [sys.executable, str(probe), str(script)]
     else:

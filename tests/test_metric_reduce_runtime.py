@@ -4,14 +4,13 @@ whichever rank computes it, and the reduced totals must match the plain run's to
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 from types import SimpleNamespace
 
 import pytest
-from exit_without_teardown import torchrun
+from exit_without_teardown import outside_env, torchrun
 from local_files import write
 from teardown import run_plain
 from test_rules_imported_meters import NAMED_METER
@@ -19,8 +18,6 @@ from test_rules_imported_meters import SCRIPT as IMPORTED
 from test_rules_meters import AVERAGE_METER
 
 from ddpfix import fix_project, fix_source
-
-TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 SCRIPT = textwrap.dedent(
     """
@@ -147,7 +144,7 @@ METERS = (
 
 
 def _run(tmp_path, script, name: str, nproc: int | None, last: str = "epoch 1 tensor") -> str:
-    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
+    env = outside_env()
     cmd = [sys.executable, str(script)]
     if nproc is not None:
         cmd = torchrun(nproc, str(script))

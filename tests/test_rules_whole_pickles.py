@@ -5,18 +5,16 @@ loads in a plain process as the plain module."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
-from exit_without_teardown import torchrun
+from exit_without_teardown import outside_env, torchrun
 
 from ddpfix import check_source, fix_source
 
 GOLDEN = Path(__file__).parent / "golden" / "whole_model_pickle"
-TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 SCRIPT = textwrap.dedent(
     """
@@ -71,7 +69,7 @@ def test_a_method_returning_something_else_is_not_the_wrapper():
 def test_what_two_ranks_save_loads_as_the_plain_module(tmp_path):
     import torch
 
-    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARS}
+    env = outside_env()
     script = GOLDEN / "expected.py"
     cmd = torchrun(2, str(script))
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

@@ -56,6 +56,7 @@ FIX_TITLES = {
     "DDP408": "draw the progress bar on rank 0 only",
     "DDP410": "add a barrier between the save and the load",
     "DDP420": "create the folder with exist_ok=True",
+    "DDP421": "build the cache on rank 0 first, then the other ranks",
 }
 _SET_EPOCH = re.compile(r"^\s*([A-Za-z_][\w.]*)\.set_epoch\((.+)\)\s*$")
 

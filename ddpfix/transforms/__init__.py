@@ -55,6 +55,7 @@ from .ddp409_metrics_not_reduced import MetricsNotReduced
 from .ddp410_save_load_race import SaveLoadRace
 from .ddp411_unguarded_console_log import UnguardedConsoleLog
 from .ddp420_makedirs_race import MakedirsRace
+from .ddp421_cache_build_race import CacheBuildRace
 
 # Rules run in this order. Where inserted statements go is each edit's own `Order`; the run order matters
 # where one rule reads plan state another provides (`Rule.reads` / `Rule.provides`: a wrap must be
@@ -111,6 +112,7 @@ RULES: list[Rule] = [
     MetricsNotReduced(),
     SaveLoadRace(),
     MakedirsRace(),
+    CacheBuildRace(),
 ]
 
 BY_CODE = {r.code: r for r in RULES}

@@ -7,7 +7,8 @@ import libcst as cst
 from ..analysis.after_join import why_not_after_join
 from ..analysis.spawn_parent import runs_before_spawn
 from ..examples import clean, fixes
-from ..rule import Context, Order, Rule
+from ..rank_first import after_barrier, in_first_context, rank_first
+from ..rule import Context, Rule
 from ..syntax import calls_in, dotted, is_literal, kwarg, walk
 
 # Calls that fetch from the network straight into a shared local file or folder (qualified names).
@@ -93,7 +94,7 @@ starts the workers (once per machine).
         groups: list[list[cst.BaseStatement]] = []
         seen: set[int] = set()
         for call in facts.index.calls:
-            if not _downloads(facts, call) or facts.ranks.rank_guarded(call) or _in_first_context(facts, call):
+            if not _downloads(facts, call) or facts.ranks.rank_guarded(call) or in_first_context(facts, call):
                 continue
             if runs_before_spawn(facts.index, facts.launch, call):
                 continue  # the launching process downloads once, before it starts the workers
@@ -102,7 +103,7 @@ starts the workers (once per machine).
                 continue
             if stmt is not None:
                 seen.add(id(stmt))
-                if _after_barrier(facts, stmt):
+                if after_barrier(facts, stmt):
                     continue  # the script already orders the ranks here
                 why = why or why_not_after_join(facts, stmt)
             if why is None and facts.launch.spawn_calls:
@@ -126,7 +127,8 @@ starts the workers (once per machine).
             else:
                 groups.append([stmt])
         for group in groups:
-            _bracket(ctx, group)
+            local_rank = ctx.env("LOCAL_RANK")
+            rank_first(ctx, group[0], group[-1], f"{local_rank} != 0", f"{local_rank} == 0", "local rank 0 downloads")
 
 
 def _downloads(facts, call: cst.Call) -> bool:
@@ -176,34 +178,6 @@ def _is_existence_check(node: cst.If) -> bool:
     return any((dotted(c.func) or "").rsplit(".", 1)[-1] in CHECKS for c in calls_in(node.test))
 
 
-def _in_first_context(facts, call: cst.Call) -> bool:
-    """Inside `with torch_distributed_zero_first(rank):` or `with accelerator.main_process_first():`."""
-    for anc in facts.index.ancestors(call):
-        if isinstance(anc, cst.With):
-            for item in anc.items:
-                value = item.item.func if isinstance(item.item, cst.Call) else item.item
-                if (dotted(value) or "").rsplit(".", 1)[-1].endswith("_first"):
-                    return True
-    return False
-
-
-def _after_barrier(facts, stmt: cst.BaseStatement) -> bool:
-    """The first half of "main process first" precedes `stmt`: the nearest earlier statement of its
-    block that issues a collective is a barrier only the ranks other than 0 wait at."""
-    block = facts.index.parent.get(stmt)
-    body = list(getattr(block, "body", ()))
-    idx = next((i for i, s in enumerate(body) if s is stmt), 0)
-    for prev in reversed(body[:idx]):
-        ops = facts.ranks.collectives_in(prev)
-        if not ops:
-            continue
-        if isinstance(prev, cst.If) and all(op.endswith("barrier") for _, op in ops):
-            rank0_waits, _ = facts.ranks.takes(prev.test)
-            return rank0_waits is False
-        return False
-    return False
-
-
 def _adjacent(facts, a: cst.BaseStatement, b: cst.BaseStatement) -> bool:
     """`b` follows `a` in the same block, with only plain statements (no collectives) between them."""
     block = facts.index.parent.get(a)
@@ -213,24 +187,6 @@ def _adjacent(facts, a: cst.BaseStatement, b: cst.BaseStatement) -> bool:
     i, j = body.index(a), body.index(b)
     between = body[i + 1 : j]
     return j > i and all(isinstance(s, cst.SimpleStatementLine) and not facts.ranks.collectives_in(s) for s in between)
-
-
-def _bracket(ctx: Context, group: list[cst.BaseStatement]) -> None:
-    plan = ctx.plan
-    dist = plan.ref("torch.distributed", "dist", style="import")
-    distributed, local_rank = ctx.env("DISTRIBUTED"), ctx.env("LOCAL_RANK")
-    wait = plan.statements(
-        """
-        if {D} and {L} != 0:
-            {dist}.barrier()  # the other ranks wait while local rank 0 downloads
-        """,
-        D=distributed,
-        L=local_rank,
-        dist=dist,
-    )
-    release = plan.statements("if {D} and {L} == 0:\n    {dist}.barrier()", D=distributed, L=local_rank, dist=dist)
-    plan.insert_before(group[0], wait, order=Order.DOWNLOAD)
-    plan.insert_after(group[-1], release, order=Order.DOWNLOAD)
 
 
 EXAMPLES = (
