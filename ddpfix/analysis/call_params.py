@@ -43,4 +43,18 @@ def param_for(func: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None
     return params[slot] if slot is not None and slot < len(params) else None
 
 
-__all__ = ["param_for", "param_name", "param_names", "slot_of_arg"]
+__all__ = ["argument_for", "param_for", "param_name", "param_names", "slot_of_arg"]
+
+
+def argument_for(func: cst.FunctionDef, call: cst.Call, param: str) -> cst.BaseExpression | None:
+    """The expression `call` passes for `func`'s parameter `param` (positional or keyword)."""
+    params = [p.name.value for p in func.params.params]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        params = params[1:]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param:
+            return arg.value
+    positional_args = [a for a in call.args if a.keyword is None and not a.star]
+    if param in params and params.index(param) < len(positional_args):
+        return positional_args[params.index(param)].value
+    return None

@@ -20,10 +20,12 @@ from ..syntax import (
     positional,
     walk,
 )
+from .call_params import argument_for
 from .classes import DDP_NAMES, DP_NAMES, SELF_RETURNING, Classes
 from .eval_paths import evaluation_branch
 from .flags import negated, under_flag
 from .handed_models import handed_to_trainers
+from .holders import to_holders
 from .index import Site, TreeIndex
 from .names import Names
 from .trained import element_of, manual_updates, receiver_of
@@ -88,7 +90,8 @@ class Models:
     @cached_property
     def trained(self) -> list[Model]:
         """The models the script trains, each with the handle and the definition to wrap after: those
-        an optimizer updates, and those a loop of the script updates by hand (`p -= lr * p.grad`)."""
+        an optimizer updates, and those a loop of the script updates by hand (`p -= lr * p.grad`); one
+        reached only through a module that holds it is that module (holders.py)."""
         by_handle: dict[str, Model] = {}
         steps = [(opt, self.training.parameter_receivers(opt.node)) for opt in self.training.optimizer_sites]
         steps += [(loop, [recv]) for loop, recv in self.manual_updates]
@@ -115,6 +118,7 @@ class Models:
                         by_handle[handle].optimizers.append(opt)
                     else:
                         by_handle[handle] = Model(handle, site, [opt], built_by, each)
+        by_handle = to_holders(self.index, self.names, self.helpers, by_handle)
         for call, handle, site in self._handed_to_trainers():
             if handle not in by_handle:
                 by_handle[handle] = Model(handle, site, [self.index.site(call)])
@@ -373,20 +377,6 @@ class Models:
         return isinstance(value, cst.Call) and self.names.call_qual(value) == "torch.device"
 
 
-def argument_for(func: cst.FunctionDef, call: cst.Call, param: str) -> cst.BaseExpression | None:
-    """The expression `call` passes for `func`'s parameter `param` (positional or keyword)."""
-    params = [p.name.value for p in func.params.params]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
-        params = params[1:]
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == param:
-            return arg.value
-    positional_args = [a for a in call.args if a.keyword is None and not a.star]
-    if param in params and params.index(param) < len(positional_args):
-        return positional_args[params.index(param)].value
-    return None
-
-
 __all__ = [
     "BATCHNORM",
     "DDP_NAMES",
@@ -395,5 +385,4 @@ __all__ = [
     "Model",
     "Models",
     "WrapPoint",
-    "argument_for",
 ]

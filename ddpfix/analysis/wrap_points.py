@@ -123,6 +123,13 @@ class WrapPoints:
         pending: list[cst.BaseStatement] = []
         blocked: list[cst.BaseStatement] = []
         moved_names: set[str] = set()
+        own = {id(o.stmt) for o in model.optimizers}
+        early = next((i for i in range(start) if id(body[i]) in own), None)
+        if early is not None:  # built before the module wrapped (a holder of the model it trains): moves too
+            for stmt in body[early:start]:
+                if id(stmt) in opt_stmts or any(mentions(stmt, n) for n in moved_names):
+                    pending.append(stmt)
+                    moved_names.update(assign_targets(stmt))
         for stmt in body[start + 1 :]:
             if id(stmt) in opt_stmts or (moved_names and any(mentions(stmt, n) for n in moved_names)):
                 # the optimizer and what uses it (a scheduler over it, `opt.load_state_dict(...)`) move

@@ -69,6 +69,16 @@ class named `...Loss`/`...Criterion`, or kept as `criterion`/`loss_fn`) may hold
 configuration, so the wrap is decided at run time, `if DISTRIBUTED and any(p.requires_grad for p in
 criterion.parameters()):` (DDP refuses a module without parameters that need gradients).
 
+A model the training loop reaches only through a module that holds it (`trainer =
+GaussianDiffusionTrainer(model).to(device)`, then `loss = trainer(x0)`; a module of the script's own,
+of this file or of its modules, built from the model's name) is trained through that module's
+forward: the holder is wrapped, after it is built and moved, and the model keeps its name as the
+plain module, so an EMA copy (`copy.deepcopy(model)`), `ema(model, ema_model)` and the checkpoint's
+`model.state_dict()` stay as they are. Only where that is certain: one such module run with
+gradients on (a sampler built from the model and run under `torch.no_grad()` does not count), in the
+function that calls `backward()`, and the model itself not run there nor handed to a function of the
+script that runs it; otherwise the model itself is wrapped, as above.
+
 The wrap follows what prepares the model where it is built: a move to its device, a load, an
 initialisation, and what changes which parameters it trains, a freeze (`for p in
 model.backbone.parameters(): p.requires_grad = False`, `model.fc.requires_grad_(False)`, a function
