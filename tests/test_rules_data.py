@@ -134,9 +134,13 @@ def test_ddp420_a_folder_removed_and_made_again_is_made_on_rank_0_before_the_oth
     )
     assert made in out, out
     assert found(out, "DDP420") == [] and fix_source(out).code == out
-    # without the removal first, a makedirs with no exist_ok stays reported only (it may refuse reuse)
-    [plain] = found(FRESH.format(clear="").lstrip(), "DDP420")
-    assert plain.fix == "none"
+    # without the removal first, a makedirs with no exist_ok (which may refuse reuse on purpose) is made
+    # on rank 0 alone, where a folder already there still raises, and the others wait for it
+    plain_src = FRESH.format(clear="").lstrip()
+    [plain] = found(plain_src, "DDP420")
+    assert plain.fix == "safe" and "without exist_ok=True" in plain.message
+    made = "    if RANK == 0:\n        os.makedirs(log_dir)\n    if DISTRIBUTED:\n        dist.barrier()  # the others"
+    assert made in fix_source(plain_src).code
 
 
 def test_ddp420_a_fresh_folder_made_before_the_join_is_reported_without_a_fix():
@@ -206,8 +210,19 @@ def test_ddp420_os_mkdir_on_the_line_of_its_if_becomes_makedirs_only_as_an_unsaf
     assert "os.makedirs(out, exist_ok=True)" in fixed(src, "DDP420", unsafe_fixes=True)
 
 
-def test_ddp420_bare_makedirs_is_reported_without_a_fix():
+def test_ddp420_bare_makedirs_is_made_on_rank_0_and_the_others_wait():
+    """No check, no exist_ok: a second plain run fails there too, perhaps on purpose; so does rank 0's."""
     src = race("os.makedirs(out)\n")
+    [d] = found(src, "DDP420")
+    assert d.fix == "safe" and "without exist_ok=True" in d.message
+    out = fix_source(src).code
+    assert "if RANK == 0:\n        os.makedirs(out)\n    if DISTRIBUTED:\n        dist.barrier()" in out, out
+    assert found(out, "DDP420") == [] and fix_source(out).code == out
+
+
+def test_ddp420_bare_makedirs_under_a_condition_is_reported_without_a_fix():
+    """In an `if`, a barrier after it would not be reached by every rank for certain."""
+    src = race("if not os.path.exists(other):\n    os.makedirs(out)\n")
     [d] = found(src, "DDP420")
     assert d.fix == "none" and "exist_ok=True" in d.message
     assert fixed(src, "DDP420") == src

@@ -9,9 +9,22 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..syntax import assign_targets, assigned_value, code_of, is_main_guard, kwarg, mentions, positional, walk
+from ..syntax import (
+    assign_targets,
+    assigned_value,
+    calls_in,
+    code_of,
+    dotted,
+    is_main_guard,
+    kwarg,
+    mentions,
+    positional,
+    walk,
+)
+from .call_params import param_for
 from .eval_paths import evaluation_branch
 from .flow import binds
+from .holders import passes, runs_with_grad
 from .index import TreeIndex
 from .launch import Launch
 from .models import DP_NAMES, Models
@@ -61,6 +74,8 @@ def dataparallel_conversions(index: TreeIndex, names: Names, models: Models) -> 
             continue
         handle = targets[0]
         branch = evaluation_branch(index, names, models.training, call)
+        if branch is None and _runs_without_grad(index, models, handle, stmt):
+            branch = index.scope_of(stmt)  # a sampler or an EMA copy: never run with gradients on, never trained
         if branch is not None:  # its own conversion: the line kept for a plain run, no DDP wrap
             out.append(_evaluation(index, call, stmt, handle, code_of(value.deep_replace(call, module.value)), branch))
             continue
@@ -95,6 +110,30 @@ def _evaluation(
     elif mentions(branch, f"{handle}.module"):
         conv.blocker = f"the evaluation after it reads {handle}.module, which the plain model lacks: convert it by hand"
     return conv
+
+
+def _runs_without_grad(index: TreeIndex, models: Models, handle: str, stmt: cst.BaseStatement) -> bool:
+    """Is the module `handle` binds (in DataParallel) one the script trains nothing with: no trained model
+    is (or is held by) it, and it runs only under `torch.no_grad()`, where it is bound and in the
+    functions of this file it is handed to (`evaluate(net_sampler, net_model)`)? Under torchrun each
+    process runs it plainly; its DataParallel line is kept for the plain run, as on an evaluation path."""
+    if not models.trained or "." in handle or any(m.handle == handle for m in models.trained):
+        return False
+    scope = index.scope_of(stmt)
+    calls = [c for c in index.calls if index.scope_of(c) is scope and index.before(stmt, c)]
+    if not any(dotted(c.func) == handle for c in calls) and not any(passes(c, handle) for c in calls):
+        return False  # never run: nothing says what it is for
+    for call in calls:
+        if runs_with_grad(index, call, handle):
+            return False
+        arg = next((a for a in call.args if not a.star and dotted(a.value) == handle), None)
+        func = index.callee_of(call) if arg is not None else None
+        if func is None:
+            continue
+        param = param_for(func, call, arg)  # type: ignore[arg-type]
+        if param is None or any(runs_with_grad(index, c, param) for c in calls_in(func)):
+            return False
+    return True
 
 
 def _line(

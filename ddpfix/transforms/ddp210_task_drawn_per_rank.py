@@ -8,7 +8,7 @@ from ..analysis.flow import reads
 from ..diagnostic import NONE
 from ..examples import clean, reports
 from ..rule import Context, Rule
-from ..syntax import assign_targets, calls_in, dotted, kwarg, walk
+from ..syntax import assign_targets, calls_in, dotted, kwarg, method_name, walk
 
 RANDOM = {
     "torch.randn",
@@ -50,7 +50,10 @@ before training (`W_target = torch.randn(8, 1)`, `X = np.random.rand(1000, 8)`),
 never seeds a generator (no `torch.manual_seed`, `np.random.seed`, `random.seed`, `set_seed(...)`
 or other call named `*seed*`) and never hands the value to a collective (`dist.broadcast(W, 0)`).
 Draws inside the training loop (noise, augmentation, dropout masks) are left alone: each step may
-differ between ranks by design.
+differ between ranks by design. Where the loop calls `backward()` itself, only what its loss is
+computed from counts (followed back through the loop's assignments), with what its loops iterate
+over: fixed noise the loop only samples from under `torch.no_grad()` or puts in a checkpoint
+(`x_T = torch.randn(64, 3, 32, 32)`, `ema_sampler(x_T)`) is not the task.
 
 ## Why
 Each process of `torchrun` starts its generators from a different, unpredictable state. A synthetic
@@ -123,7 +126,7 @@ process group first; which one fits is the author's choice.
             if not facts.training.trains_in(loop):
                 continue
             own = {t for n in walk(loop) if isinstance(n, cst.Assign) for t in assign_targets(index.site(n).stmt)}
-            for name in reads(loop) - own:  # a name the loop binds itself reads the loop's value
+            for name in _feeding(index, loop) - own:  # a name the loop binds itself reads the loop's value
                 used |= sources_of(index.scope_of(loop), name)
         for draw in sorted(used, key=facts.index.order):
             ctx.report(
@@ -131,6 +134,33 @@ process group first; which one fits is the author's choice.
                 f"`{drawn.get(draw, 'this value')}` is {self.message[0].lower()}{self.message[1:]}; seed the generator "
                 "first (torch.manual_seed) or broadcast it from rank 0",
             )
+
+
+def _feeding(index, loop: cst.CSTNode) -> set[str]:
+    """The names a training loop reads for what it trains on: where the loop itself calls `backward()`,
+    those its loss is computed from, followed back through the loop's assignments, and those its
+    loops iterate over; a value read only to sample, log or save (`ema_sampler(x_T)` under no_grad,
+    `ckpt = {"x_T": x_T}`) is none of them. Elsewhere (the backward in a function the loop calls),
+    every name the loop reads."""
+    backs = [c for c in calls_in(loop) if method_name(c) == "backward" and isinstance(c.func, cst.Attribute)]
+    if not backs:
+        return reads(loop)
+    assigns = [n for n in walk(loop) if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and n.value]
+    work = [(n, call) for call in backs for n in reads(call.func.value)]  # type: ignore[union-attr]
+    work += [(n, call) for call in backs for a in call.args for n in reads(a.value)]
+    work += [(n, node) for node in walk(loop) if isinstance(node, cst.For) for n in reads(node.iter)]
+    names: set[str] = set()
+    seen: set[tuple[str, int]] = set()
+    while work:  # back from each read to the assignments that reach it: the last ones before it in the
+        name, at = work.pop()  # loop's body, else (a value carried from the pass before) all of them
+        if (name, id(at)) in seen:
+            continue
+        seen.add((name, id(at)))
+        names.add(name)
+        defs = [a for a in assigns if name in assign_targets(index.site(a).stmt)]
+        earlier = [a for a in defs if index.before(a, at)]
+        work += [(n, a) for a in (earlier or defs) for n in reads(a.value)]
+    return names
 
 
 def _random(facts, call: cst.Call) -> bool:

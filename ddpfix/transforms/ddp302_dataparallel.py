@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import libcst as cst
 
-from ..analysis.dataparallel import CHOICE, EVALUATION, built_inside, dataparallel_conversions, plain_path
+from ..analysis.dataparallel import CHOICE, EVALUATION, GUARD, built_inside, dataparallel_conversions, plain_path
 from ..analysis.torch_api import READ_ONLY_CALLS
 from ..diagnostic import SAFE, UNSAFE
 from ..edits import cuda_test
@@ -99,6 +101,12 @@ the user. `net.module if use_cuda else net` (either order, with a test that only
 kept `raw_net`: after the conversion the wrapper is there on the CPU path too, so the choice would
 pickle or save it.
 
+So is the DataParallel line of a module the script trains nothing with and runs only under
+`torch.no_grad()`, where it is bound and in the functions of this file it is handed to (pytorch-ddpm's
+`net_sampler` and `ema_sampler` beside its `trainer`): under torchrun each process samples with it
+plainly. An `if` that holds only lines kept for the plain run takes the test itself (`if
+FLAGS.parallel and not DISTRIBUTED:`), the DDP wrap of the trained model after it.
+
 Where the plain run cannot be kept — several DataParallel lines of one model, a line in an `if` that
 also moves the model or builds it in the call (`if n > 1: model = nn.DataParallel(Net()).cuda()`:
 torchrun's ranks would not know when to move it), or a DataParallel line in a function that returns
@@ -125,7 +133,16 @@ fix, at its level, so an apply never leaves the script half converted.
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
         models = {m.handle: m for m in facts.models.trained}
-        for conv in dataparallel_conversions(facts.index, facts.names, facts.models):
+        conversions = dataparallel_conversions(facts.index, facts.names, facts.models)
+        # the lines kept for the plain run alone: an `if` holding only those takes `and not DISTRIBUTED`
+        plain = PlainLines(
+            {
+                id(c.lines[0].stmt)
+                for c in conversions
+                if len(c.lines) == 1 and plain_path(c, facts.models, facts.launch) in (EVALUATION, GUARD)
+            }
+        )
+        for conv in conversions:
             if all(facts.models.beside_ddp(line.call) for line in conv.lines):
                 continue  # DataParallel offered beside the script's own DDP path: a flag picks
             if conv.blocker is not None or conv.handle is None:
@@ -137,7 +154,7 @@ fix, at its level, so an apply never leaves the script half converted.
             kept = plain_path(conv, facts.models, facts.launch)
             if kept == EVALUATION:
                 if ctx.report(conv.lines[0].call, f"{self.message}; {EVALUATES}", fix=SAFE):
-                    _plain_only(ctx, conv.lines[0].stmt)
+                    _plain_only(ctx, conv.lines[0].stmt, plain)
                 continue
             message, level = (f"{self.message}; {KEPT}", SAFE) if kept else (f"{self.message}; {BATCH}", None)
             applied = [ctx.report(line.call, message, fix=level) for line in conv.lines]
@@ -151,7 +168,10 @@ fix, at its level, so an apply never leaves the script half converted.
                 continue
             raw = raw_handle(ctx, model) if model is not None else ctx.plan.fresh("raw_model")
             if kept is not None:
-                (_choose_at_run_time if kept == CHOICE else _keep_for_plain_run)(ctx, conv, raw)
+                if kept == CHOICE:
+                    _choose_at_run_time(ctx, conv, raw)
+                else:
+                    _keep_for_plain_run(ctx, conv, raw, plain)
                 continue
             last = conv.lines[-1]
             wrap = _ddp_wrap(ctx, handle, handle, last.top)
@@ -170,6 +190,15 @@ fix, at its level, so an apply never leaves the script half converted.
                 ctx.plan.replace(last.top, lambda n, wrap=wrap: wrap.with_changes(leading_lines=n.leading_lines))
             ctx.plan.wraps[handle] = PlannedWrap(raw, conv.target, UNSAFE)
             _unwrap_module_reads(ctx, handle, raw, conv.target)
+
+
+@dataclass
+class PlainLines:
+    """The DataParallel lines (statement ids) this pass keeps for the plain run alone, and the `if`s whose
+    test already says `and not DISTRIBUTED`."""
+
+    lines: set[int]
+    tests: set[int] = field(default_factory=set)
 
 
 BATCH = "DataParallel's batch is global, DDP's is per process"
@@ -204,14 +233,14 @@ def _choose_at_run_time(ctx: Context, conv, raw: str) -> None:
     _unwrap_module_reads(ctx, handle, raw, top)
 
 
-def _keep_for_plain_run(ctx: Context, conv, raw: str) -> None:
+def _keep_for_plain_run(ctx: Context, conv, raw: str, plain: PlainLines) -> None:
     """The DataParallel line runs only in a plain process (`if torch.cuda.device_count() > 1 and not
     DISTRIBUTED:`, or the line under `if not DISTRIBUTED:`), and under torchrun the DDP wrap follows the
     `if` around it and the device moves after it (`model = model.cuda()`), where `DDP302`'s wrap goes."""
     line, handle = conv.lines[0], conv.handle
     plan = ctx.plan
     unwrapped, first = _bound_first(ctx, line, handle)
-    _plain_only(ctx, line.stmt)
+    _plain_only(ctx, line.stmt, plain)
     wrap = [_ddp_wrap(ctx, handle, unwrapped, conv.target)]
     plan.insert_before(line.top, plan.statements("\n".join([*first, f"{raw} = {handle}"])), order=Order.WRAP)
     plan.insert_after(conv.target, wrap, order=Order.WRAP)
@@ -219,14 +248,16 @@ def _keep_for_plain_run(ctx: Context, conv, raw: str) -> None:
     _unwrap_module_reads(ctx, handle, raw, conv.target)
 
 
-def _plain_only(ctx: Context, stmt: cst.BaseStatement) -> None:
+def _plain_only(ctx: Context, stmt: cst.BaseStatement, plain: PlainLines) -> None:
     """The line runs only in a plain process: `if n > 1 and not DISTRIBUTED:` where an `if` holds it
     alone, else the line under `if not DISTRIBUTED:`."""
     plan = ctx.plan
     distributed = ctx.env("DISTRIBUTED")
-    owner = _sole_statement_of(ctx, stmt)
-    if owner is not None:  # `if n > 1:` around the line alone: the test says it
-        plan.replace(owner, lambda n, d=distributed: n.with_changes(test=_and_not(n.test, d)))
+    owner = _sole_statement_of(ctx, stmt) or _only_plain_lines(ctx, stmt, plain)
+    if owner is not None:  # `if n > 1:` around the line alone (or around such lines only): the test says it
+        if id(owner) not in plain.tests:
+            plain.tests.add(id(owner))
+            plan.replace(owner, lambda n, d=distributed: n.with_changes(test=_and_not(n.test, d)))
         return
     guarded = plan.statements(f"if not {distributed}:\n    pass")[0]
 
@@ -274,6 +305,16 @@ def _sole_statement_of(ctx: Context, stmt: cst.CSTNode) -> cst.If | None:
     if isinstance(owner, cst.If) and owner.body is block and len(block.body) == 1 and owner.orelse is None:
         return owner
     return None
+
+
+def _only_plain_lines(ctx: Context, stmt: cst.CSTNode, plain: PlainLines) -> cst.If | None:
+    """The `if` (no `else`) around `stmt` whose body holds only DataParallel lines kept for the plain
+    run (`if FLAGS.parallel:` around the trainer's and the samplers' lines)."""
+    block = ctx.facts.index.parent.get(stmt)
+    owner = ctx.facts.index.parent.get(block) if isinstance(block, cst.IndentedBlock) else None
+    if not (isinstance(owner, cst.If) and owner.body is block and owner.orelse is None):
+        return None
+    return owner if all(id(s) in plain.lines for s in block.body) else None
 
 
 def _and_not(test: cst.BaseExpression, name: str) -> cst.BaseExpression:

@@ -57,9 +57,12 @@ only difference is a *file* at that path, which the check skipped and `exist_ok=
 that loses the race goes on); written on the line of its `if` (`if not os.path.exists(d): os.mkdir(d)`),
 it becomes `os.makedirs(d, exist_ok=True)`, which also creates missing parent folders where `mkdir`
 raised: an unsafe fix. A creation with no check and no `exist_ok`
-(`os.makedirs(d)`) is reported only: it fails on a second plain run too, which may be on purpose
-(refusing to reuse a folder); pass `exist_ok=True`, or create it on rank 0 before the other ranks
-use it. The fresh folder (removed, then made again) is removed and made on rank 0 only, and the others
+(`os.makedirs(d)`, on a line of its own) is made on rank 0 only, and the others wait at a barrier
+until it exists: it fails on a second plain run too, which may be on purpose (refusing to reuse a
+folder), and so it still does, on rank 0 (`exist_ok=True` would take that away). Where it is not a
+statement of its own (or `os.mkdir`, or pathlib's `mkdir()`), or runs before the process group is
+joined, it is reported without a fix: pass `exist_ok=True`, or create it on rank 0 before the other
+ranks use it. The fresh folder (removed, then made again) is removed and made on rank 0 only, and the others
 wait at a barrier until it exists (`if DISTRIBUTED: dist.barrier()` after it; safe: a plain run does
 what it did); where it runs before the process group is joined, it is reported without a fix.
 Creations under a rank-0 guard or inside `try: ... except FileExistsError:` are not reported,
@@ -93,12 +96,16 @@ per machine runs them.
             if check is None and qual not in ("os.makedirs", "os.mkdir") and not _evidently_path(facts, call):
                 continue  # `x.mkdir()` of something that may not be a pathlib path
             if check is None:
-                ctx.report(
-                    call,
+                message = (
                     f"{code_of(call.func)}() without exist_ok=True on every rank: all ranks but one raise "
-                    "FileExistsError; pass exist_ok=True, or create it on rank 0 before the others use it",
-                    fix="none",
+                    "FileExistsError"
                 )
+                line = _own_line(facts, call) if qual == "os.makedirs" else None
+                why = "pass exist_ok=True, or create it on rank 0 before the others use it"
+                if line is None or not _unconditional(facts, line) or why_not_after_join(facts, line) is not None:
+                    ctx.report(call, f"{message}; {why}", fix="none")
+                elif ctx.report(call, message):  # as in a plain run, a folder already there still raises
+                    _rank0_first(ctx, call, [line])  # type: ignore[list-item]
                 continue
             mkdir = qual == "os.mkdir"
             line = _own_line(facts, call) if mkdir else None
@@ -129,18 +136,8 @@ per machine runs them.
         if why is not None:
             ctx.report(call, f"{message}; {why}", fix="none")
             return True
-        if not ctx.report(call, message):
-            return True
-        condition = ctx.rank0(call)
-        guard(ctx, clear, condition)
-        guard(ctx, line, condition)  # type: ignore[arg-type]
-        plan = ctx.plan
-        barrier = plan.statements(
-            "if {D}:\n    {dist}.barrier()  # the others wait until rank 0 has made the folder",
-            D=ctx.env("DISTRIBUTED"),
-            dist=plan.ref("torch.distributed", "dist", style="import"),
-        )
-        plan.insert_after(line, barrier, order=Order.DOWNLOAD)  # type: ignore[arg-type]
+        if ctx.report(call, message):
+            _rank0_first(ctx, call, [clear, line])  # type: ignore[list-item]
         return True
 
     @staticmethod
@@ -213,6 +210,28 @@ def _own_line(facts, call: cst.Call) -> cst.SimpleStatementLine | None:
     if isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
         return line
     return None
+
+
+def _unconditional(facts, stmt: cst.CSTNode) -> bool:
+    """Is `stmt` a statement of a function's body or of the module's, where every rank reaches a barrier
+    after it (not inside an `if`, a loop, a `with` or a `try`)?"""
+    block = facts.index.parent.get(stmt)
+    return block is facts.module or isinstance(facts.index.parent.get(block), cst.FunctionDef)
+
+
+def _rank0_first(ctx: Context, call: cst.Call, stmts: list[cst.BaseStatement]) -> None:
+    """`stmts` (the folder's removal and creation, or its creation) on rank 0 only, and a barrier after
+    them where the other ranks wait until the folder exists."""
+    condition = ctx.rank0(call)
+    for stmt in stmts:
+        guard(ctx, stmt, condition)
+    plan = ctx.plan
+    barrier = plan.statements(
+        "if {D}:\n    {dist}.barrier()  # the others wait until rank 0 has made the folder",
+        D=ctx.env("DISTRIBUTED"),
+        dist=plan.ref("torch.distributed", "dist", style="import"),
+    )
+    plan.insert_after(stmts[-1], barrier, order=Order.DOWNLOAD)
 
 
 def _within(line: cst.SimpleStatementLine, manager: str) -> cst.With:
