@@ -425,6 +425,25 @@ def coco_detection(base: Path, root: str = "coco", n_train: int = 4, n_val: int 
 
 
 @recipe
+def csv_detection(base: Path, root: str = "csv", count: int = 8, classes: tuple = ("cat", "dog")):
+    """Box annotations in the CSV layout of keras-retinanet and its ports: ROOT/images/*.png of a few shapes
+    (so that their aspect ratios differ), ROOT/train.csv with `path,x1,y1,x2,y2,class_name` rows (two boxes
+    an image, paths relative to the folder the script runs in) and ROOT/classes.csv with `class_name,id`."""
+    rng = _rng(root)
+    rows = []
+    for i in range(count):
+        w, h = ((64, 48), (48, 64), (64, 64))[i % 3]
+        rel = f"{root}/images/{i:04d}.png"
+        _image(base / rel, (w, h), rng)
+        for j in range(2):
+            x1, y1 = rng.randint(0, w // 2), rng.randint(0, h // 2)
+            x2, y2 = x1 + rng.randint(8, w // 2), y1 + rng.randint(8, h // 2)
+            rows.append(f"{rel},{x1},{y1},{x2},{y2},{classes[(i + j) % len(classes)]}")
+    _write(base / root / "train.csv", "\n".join(rows) + "\n")
+    _write(base / root / "classes.csv", "".join(f"{name},{k}\n" for k, name in enumerate(classes)))
+
+
+@recipe
 def text_lmdb(base: Path, root: str = "lmdb", count: int = 16, width: int = 100, height: int = 32, max_len: int = 8):
     """A scene-text recognition LMDB at ROOT (the layout of clovaai's create_lmdb_dataset.py): num-samples, then
     image-%09d (a grayscale PNG) and label-%09d (lowercase letters and digits) from 1. Needs lmdb in the runner's
