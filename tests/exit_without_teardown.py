@@ -10,34 +10,17 @@ script that raises still fails as it would: its traceback and exit code are Pyth
 
 from __future__ import annotations
 
-import atexit
-import gc
-import io
 import os
 import runpy
 import sys
 
+from ddpfix.verify.probe import exit_without_teardown
+
 
 def leave() -> None:
     """After a distributed script's end: exit handlers, flushed files, then an exit without teardown."""
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        return
-    try:
-        atexit._run_exitfuncs()
-    finally:
-        for obj in gc.get_objects():
-            if isinstance(obj, io.IOBase):
-                try:
-                    if not obj.closed and obj.writable():
-                        obj.flush()
-                except Exception:
-                    pass
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        os._exit(0)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        exit_without_teardown()
 
 
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
