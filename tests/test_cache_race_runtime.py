@@ -1,7 +1,7 @@
 """DDP421 under the interleaving that breaks a cache: rank 0 is still writing the file when rank 1
-tests for it. A small launcher slows both down on purpose (rank 0's `torch.save` leaves a partial
-file for two seconds before the real write; rank 1's `os.path.exists` of the cache answers a second
-late), so the race fires on every run. Without DDP421's barriers the converted golden fails
+tests for it. A small launcher makes that interleaving certain: rank 0's `torch.save` of the cache
+leaves a partial file for six seconds before the real write, and rank 1's `os.path.exists` of the
+cache answers only once the file is there (or ten seconds on), so the race fires on every run. Without DDP421's barriers the converted golden fails
 (rank 1 loads the partial file); with them both ranks train on the cached features."""
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ def slow_save(obj, f, *args, **kwargs):
     if f == {CACHE!r}:  # a write that takes a while: the file is there, not yet whole
         with open(f, "wb") as partial:
             partial.write(b"PK\\x03\\x04 not yet")
-        time.sleep(2)
+        time.sleep(6)
     return real_save(obj, f, *args, **kwargs)
 
 def late_exists(path):
     if path == {CACHE!r} and os.environ.get("RANK", "0") != "0":
-        time.sleep(1)  # rank 1 looks while rank 0 writes
+        deadline = time.time() + 10  # rank 1 looks once rank 0 has begun writing (or 10 s on)
+        while not real_exists(path) and time.time() < deadline:
+            time.sleep(0.05)
     return real_exists(path)
 
 torch.save, os.path.exists = slow_save, late_exists
