@@ -5,6 +5,7 @@ converted. DDP302 converts; DDP201 shards the data only where the conversion is 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -53,6 +54,7 @@ class DpConversion:
     blocker: str | None = None  # why it is not converted automatically (None: it is)
     later: cst.BaseStatement | None = None  # a device move after the last line: the wrap follows it
     evaluation: bool = False  # the line is on a path that only evaluates and leaves (`eval_paths`)
+    both: bool = False  # two lines, each alone in one branch of an if/else: `if cuda: DP(m).cuda() else: DP(m)`
 
     @property
     def target(self) -> cst.BaseStatement:
@@ -89,6 +91,8 @@ def dataparallel_conversions(index: TreeIndex, names: Names, models: Models) -> 
         conv.blocker = conv.blocker or blocker
     for conv in by_handle.values():
         conv.lines.sort(key=lambda line: index.order(line.stmt))
+        if conv.blocker in (None, ALONE) and _fills_both_branches(index, conv):
+            conv.both, conv.blocker = True, None
         if conv.blocker is None and len({id(index.parent.get(line.top)) for line in conv.lines}) > 1:
             conv.blocker = "the model is wrapped in DataParallel in several places: convert it by hand"
         if conv.blocker is None:
@@ -96,6 +100,21 @@ def dataparallel_conversions(index: TreeIndex, names: Names, models: Models) -> 
             if last.unwrapped == conv.handle or last.top is last.stmt:  # `model = DataParallel(Net())` too
                 conv.later = later_device_move(index, models, last.top, conv.handle)  # type: ignore[arg-type]
     return out
+
+
+ALONE = "the wrap fills a branch of an if/else alone: convert it by hand"
+
+
+def _fills_both_branches(index: TreeIndex, conv: DpConversion) -> bool:
+    """Two lines of one model, each the only statement of one branch of the same `if`/`else` (no
+    `elif`), the `if` the top of both: `if torch.cuda.is_available(): m = DP(m).cuda()` / `else: m = DP(m)`."""
+    if len(conv.lines) != 2 or conv.lines[0].top is not conv.lines[1].top:
+        return False
+    top = conv.lines[0].top
+    if not isinstance(top, cst.If) or not isinstance(top.orelse, cst.Else):
+        return False
+    body, other = top.body.body, top.orelse.body.body  # type: ignore[union-attr]
+    return list(body) == [conv.lines[0].stmt] and list(other) == [conv.lines[1].stmt]
 
 
 def _evaluation(
@@ -183,7 +202,7 @@ def _line(
         if isinstance(block, cst.IndentedBlock) and len(block.body) > 1:
             break
         if not (isinstance(owner, cst.If) and owner.orelse is None and owner.body is block):
-            return line, "the wrap fills a branch of an if/else alone: convert it by hand"
+            return line, ALONE
         gone = owner
     line.delete = gone  # type: ignore[assignment]
     return line, None
@@ -259,6 +278,8 @@ def plain_path(conv: DpConversion, models: Models, launch: Launch) -> str | None
     `GUARD` otherwise (`if torch.cuda.is_available(): ... model = model.cuda(); criterion = ...`)."""
     if conv.evaluation and conv.blocker is None:
         return EVALUATION
+    if conv.both:
+        return _both_branches_path(conv, models, launch)
     if conv.blocker is not None or conv.handle is None or len(conv.lines) != 1 or launch.own_path is not None:
         return None  # (a script that may join its group on its own terms: nothing says the DDP branch runs)
     line, handle = conv.lines[0], conv.handle
@@ -284,6 +305,32 @@ def plain_path(conv: DpConversion, models: Models, launch: Launch) -> str | None
         return GUARD
     others = [n for n in walk(top) if isinstance(n, cst.SimpleStatementLine) and n is not line.stmt]
     return GUARD if any(binds(n) or mentions(n, handle) for n in others) else CHOICE
+
+
+def _both_branches_path(conv: DpConversion, models: Models, launch: Launch) -> str | None:
+    """CHOICE for two lines filling an `if`/`else` (the DDP branch goes first, the `if` becomes its
+    `elif`) when they wrap the trained model itself, in the scope that binds it, each maybe followed by a
+    move that the script has made already before the `if` (`m = m.cuda()` under a CUDA test): the DDP
+    branch then wraps the model as it is. None otherwise."""
+    handle = conv.handle
+    model = next((m for m in models.trained if m.handle == handle), None)
+    if conv.blocker is not None or launch.own_path is not None or model is None or model.built_by is not None:
+        return None
+    index = models.index
+    top = conv.lines[0].top
+    if index.scope_of(top) is not index.scope_of(model.definition.stmt):
+        return None
+    moved = [line.unwrapped != handle for line in conv.lines]
+    if any(
+        m and not re.fullmatch(rf"{re.escape(handle)}\.(cuda|to)\(.*\)", line.unwrapped)
+        for m, line in zip(moved, conv.lines)
+    ):
+        return None
+    if any(moved):
+        block = list(index.parent.get(top).body)  # type: ignore[union-attr]
+        if not any(moves_device(s, handle) for s in block[: block.index(top)]):
+            return None  # the line's own move may be the only one: torchrun's ranks would not know when
+    return CHOICE
 
 
 def _returned_by(models: Models, line: DpLine, model, handle: str) -> bool:

@@ -101,6 +101,12 @@ the user. `net.module if use_cuda else net` (either order, with a test that only
 kept `raw_net`: after the conversion the wrapper is there on the CPU path too, so the choice would
 pickle or save it.
 
+DataParallel in both branches of an `if`/`else` (`if torch.cuda.is_available(): model =
+nn.DataParallel(model).cuda()` / `else: model = nn.DataParallel(model)`) keeps both for the plain run:
+`if DISTRIBUTED: model = DDP(model, ...)` goes first and the test becomes its `elif`. A move on a
+line (`.cuda()`) is left to that line only where the script has moved the model already before the
+`if`; where the line's move is the only one, it is converted by hand.
+
 So is the DataParallel line of a module the script trains nothing with and runs only under
 `torch.no_grad()`, where it is bound and in the functions of this file it is handed to (pytorch-ddpm's
 `net_sampler` and `ema_sampler` beside its `trainer`): under torchrun each process samples with it
@@ -120,7 +126,7 @@ Under torchrun the batch size changes meaning: DataParallel splits one batch of 
 the GPUs, DDP loads `batch_size` samples in every process, so the global batch grows by the number of
 processes (DDP207 says so). Unsafe where the line is replaced (a plain run then uses one GPU only).
 Diagnostic only, and then DDP201 shards no data (no process group and sampler without the wrap): a
-DataParallel line inside a loop, alone in a branch of an `if`/`else`, followed in its `if` block by
+DataParallel line inside a loop, alone in one branch of an `if`/`else` (the other holding none), followed in its `if` block by
 code that uses the DataParallel model, or wrapping the same model in several places.
 
 The rest of the conversion never comes without the wrap: wherever a trained model is in
@@ -160,6 +166,8 @@ fix, at its level, so an apply never leaves the script half converted.
             applied = [ctx.report(line.call, message, fix=level) for line in conv.lines]
             if kept == CHOICE and isinstance(conv.lines[0].top, cst.If):  # (in `check` too, as apply makes it)
                 ctx.plan.plain_only.add(conv.lines[0].top.body)  # its prints need no guard: ranks take the DDP branch
+                if conv.both:
+                    ctx.plan.plain_only.add(conv.lines[0].top.orelse.body)  # type: ignore[union-attr]
             model = models.get(handle)
             if not all(applied):
                 if kept is not None and not ctx.fixing:  # `check`: what reads through the wrap reports as apply does
@@ -217,7 +225,7 @@ def _choose_at_run_time(ctx: Context, conv, raw: str) -> None:
     line, handle = conv.lines[0], conv.handle
     top = line.top
     plan = ctx.plan
-    unwrapped, first = _bound_first(ctx, line, handle)
+    unwrapped, first = (handle, []) if conv.both else _bound_first(ctx, line, handle)
     wrap = _ddp_wrap(ctx, handle, unwrapped, top)
 
     def choose(node: cst.CSTNode, wrap=wrap) -> cst.If:
