@@ -64,3 +64,16 @@ def problems(source: str | bytes, path: str = "<fuzz>", *, unsafe_fixes: bool = 
     if again.code != fixed.code:
         out.append(f"{path}: not idempotent: a second apply changes it again\n{again.diff}")
     return out
+
+
+def converted(source: str) -> str:
+    """`source` fixed, holding the contract: nothing incomplete, `check` clean on the output (info
+    findings aside), and a second fix changing nothing. The output."""
+    from ddpfix import check_source
+
+    result = fix_source(source)
+    assert result.incomplete == [], [b.format() for b in result.incomplete]
+    out = result.code
+    assert [d for d in check_source(out) if not d.info] == [], out
+    assert fix_source(out).code == out
+    return out

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
+from invariants import converted
+
 from ddpfix import check_source, fix_source
 
 SCRIPT = textwrap.dedent(
@@ -35,17 +37,13 @@ MOVE = "if torch.cuda.is_available():\n    net = net.cuda()\n"
 def test_both_branches_become_the_elif_and_else_of_a_ddp_branch():
     src = SCRIPT.format(move=MOVE, cuda=".cuda()")
     assert [d.fix for d in check_source(src) if d.code == "DDP302"] == ["safe", "safe"]
-    result = fix_source(src)
-    out = result.code
-    assert result.incomplete == [], [b.format() for b in result.incomplete]
+    out = converted(src)
     choice = (
         "if DISTRIBUTED:\n    net = DDP(net, device_ids=[LOCAL_RANK] if next(net.parameters()).is_cuda else None)\n"
         "elif torch.cuda.is_available():\n    net = nn.DataParallel(net).cuda()\n"
         "else:\n    net = nn.DataParallel(net)\n"
     )
     assert choice in out, out
-    assert [d for d in check_source(out) if not d.info] == []
-    assert fix_source(out).code == out
 
 
 def test_without_a_move_before_the_if_the_lines_own_move_keeps_it_by_hand():
