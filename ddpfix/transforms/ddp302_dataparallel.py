@@ -101,17 +101,17 @@ the user. `net.module if use_cuda else net` (either order, with a test that only
 kept `raw_net`: after the conversion the wrapper is there on the CPU path too, so the choice would
 pickle or save it.
 
-DataParallel in both branches of an `if`/`else` (`if torch.cuda.is_available(): model =
-nn.DataParallel(model).cuda()` / `else: model = nn.DataParallel(model)`) keeps both for the plain run:
-`if DISTRIBUTED: model = DDP(model, ...)` goes first and the test becomes its `elif`. A move on a
-line (`.cuda()`) is left to that line only where the script has moved the model already before the
-`if`; where the line's move is the only one, it is converted by hand.
-
 So is the DataParallel line of a module the script trains nothing with and runs only under
 `torch.no_grad()`, where it is bound and in the functions of this file it is handed to (pytorch-ddpm's
 `net_sampler` and `ema_sampler` beside its `trainer`): under torchrun each process samples with it
 plainly. An `if` that holds only lines kept for the plain run takes the test itself (`if
 FLAGS.parallel and not DISTRIBUTED:`), the DDP wrap of the trained model after it.
+
+DataParallel in both branches of an `if`/`else` (`if torch.cuda.is_available(): model =
+nn.DataParallel(model).cuda()` / `else: model = nn.DataParallel(model)`) keeps both for the plain run:
+`if DISTRIBUTED: model = DDP(model, ...)` goes first and the test becomes its `elif`. A move on a
+line (`.cuda()`) is left to that line only where the script has moved the model already before the
+`if`; where the line's move is the only one, it is converted by hand.
 
 Where the plain run cannot be kept — several DataParallel lines of one model, a line in an `if` that
 also moves the model or builds it in the call (`if n > 1: model = nn.DataParallel(Net()).cuda()`:
