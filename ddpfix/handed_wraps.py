@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .analysis.call_params import arg_named
 from .analysis.handed_models import moved_by_trainer
 from .module_routes import MOVES, mixed_keys, model_members, route, routes, unmoved
 from .module_trials import Edit, tried
@@ -41,7 +42,7 @@ def hand_over(ctx: Context, handle: str):
     call = moved_by_trainer(facts.index, facts.models.helpers, handle)
     if call is None or facts.helpers is None:
         return None
-    arg = next((a for a in call.args if not a.star and dotted(a.value) == handle), None)
+    arg = arg_named(call, handle)
     found = facts.helpers.constructor_param(call, arg) if arg is not None else None
     return None if found is None else (call, *found)
 

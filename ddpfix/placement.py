@@ -99,8 +99,7 @@ class Placement:
         last import above `gap`."""
         imports = [i for i in range(strip_docstring(self.body), gap) if _is_import(self.body[i])]
         for stmt in stmts:
-            stdlib = _import_top(stmt) in sys.stdlib_module_names
-            if imports and stdlib:
+            if imports and _stdlib(stmt):
                 later = (i for i in imports if not _stdlib(self.body[i]) or _sort_key(self.body[i]) > _sort_key(stmt))
                 at = next(later, None)
                 if at is None:

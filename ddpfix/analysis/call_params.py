@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..syntax import dotted
 from .model_params import Slot
 
 
@@ -25,6 +26,11 @@ def slot_of_arg(call: cst.Call, arg: cst.Arg) -> Slot | None:
     return next((i for i, a in enumerate(positional) if a is arg), None)
 
 
+def arg_named(call: cst.Call, name: str) -> cst.Arg | None:
+    """The argument of `call` that is the name `name` itself (not starred), if any."""
+    return next((a for a in call.args if not a.star and dotted(a.value) == name), None)
+
+
 def param_names(func: cst.FunctionDef) -> set[str]:
     """Every parameter `func` names (positional-only, ordinary, keyword-only)."""
     params = func.params
@@ -43,7 +49,7 @@ def param_for(func: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None
     return params[slot] if slot is not None and slot < len(params) else None
 
 
-__all__ = ["argument_for", "param_for", "param_name", "param_names", "slot_of_arg"]
+__all__ = ["arg_named", "argument_for", "param_for", "param_name", "param_names", "slot_of_arg"]
 
 
 def argument_for(func: cst.FunctionDef, call: cst.Call, param: str) -> cst.BaseExpression | None:

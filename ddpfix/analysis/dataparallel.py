@@ -22,7 +22,7 @@ from ..syntax import (
     positional,
     walk,
 )
-from .call_params import param_for
+from .call_params import arg_named, param_for
 from .eval_paths import evaluation_branch
 from .flow import binds
 from .holders import passes, runs_with_grad
@@ -145,7 +145,7 @@ def _runs_without_grad(index: TreeIndex, models: Models, handle: str, stmt: cst.
     for call in calls:
         if runs_with_grad(index, call, handle):
             return False
-        arg = next((a for a in call.args if not a.star and dotted(a.value) == handle), None)
+        arg = arg_named(call, handle)
         func = index.callee_of(call) if arg is not None else None
         if func is None:
             continue

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ..syntax import assign_targets, assigned_value, dotted
+from .call_params import arg_named
 from .classes import SELF_RETURNING
 from .index import Site, TreeIndex
 from .model_params import FORWARD
@@ -48,7 +49,7 @@ def holder_of(index: TreeIndex, names: Names, helpers: Helpers | None, model) ->
         found
         for call in ours
         if index.before(model.definition.stmt, call) and passes(call, handle)
-        for found in [_holder_binding(index, names, helpers, call)]
+        for found in [_holder_binding(index, helpers, call)]
         if found is not None
     ]
     called = [(name, site) for name, site in holders if any(runs_with_grad(index, c, name) for c in ours)]
@@ -61,8 +62,7 @@ def holder_of(index: TreeIndex, names: Names, helpers: Helpers | None, model) ->
         target = helpers.modules.target_of(call.func)
         if index.callee_of(call) is None and (target is None or target.summary is None):
             continue  # a library's function (copy.deepcopy(model)): it runs no forward of the script's
-        arg = next(a for a in call.args if dotted(a.value) == handle)
-        uses = helpers.uses(call, arg)
+        uses = helpers.uses(call, arg_named(call, handle))  # type: ignore[arg-type]
         if uses is None or FORWARD in uses:
             return None  # a function of the script that may run the model itself
     return called[0]
@@ -83,7 +83,7 @@ def to_holders(index: TreeIndex, names: Names, helpers: Helpers | None, by_handl
 
 def passes(call: cst.Call, handle: str) -> bool:
     """Does `call` take the name `handle` itself as an argument?"""
-    return any(not a.star and dotted(a.value) == handle for a in call.args)
+    return arg_named(call, handle) is not None
 
 
 def runs_with_grad(index: TreeIndex, call: cst.Call, name: str) -> bool:
@@ -106,7 +106,7 @@ def _no_grad(expr: cst.BaseExpression) -> bool:
     return (dotted(func) or "").endswith(NO_GRAD)
 
 
-def _holder_binding(index: TreeIndex, names: Names, helpers: Helpers, call: cst.Call) -> tuple[str, Site] | None:
+def _holder_binding(index: TreeIndex, helpers: Helpers, call: cst.Call) -> tuple[str, Site] | None:
     """`H = Cls(..., model, ...)` (maybe `.to(device)` after it), Cls an nn.Module of the script's."""
     site = index.site(call)
     targets = assign_targets(site.stmt)

@@ -126,8 +126,9 @@ Under torchrun the batch size changes meaning: DataParallel splits one batch of 
 the GPUs, DDP loads `batch_size` samples in every process, so the global batch grows by the number of
 processes (DDP207 says so). Unsafe where the line is replaced (a plain run then uses one GPU only).
 Diagnostic only, and then DDP201 shards no data (no process group and sampler without the wrap): a
-DataParallel line inside a loop, alone in one branch of an `if`/`else` (the other holding none), followed in its `if` block by
-code that uses the DataParallel model, or wrapping the same model in several places.
+DataParallel line inside a loop, alone in one branch of an `if`/`else` (the other holding none),
+followed in its `if` block by code that uses the DataParallel model, or wrapping the same model in
+several places.
 
 The rest of the conversion never comes without the wrap: wherever a trained model is in
 DataParallel (also a part of it, `model.encoder = nn.DataParallel(model.encoder)`; a wrapper under
@@ -140,14 +141,9 @@ fix, at its level, so an apply never leaves the script half converted.
         facts = ctx.facts
         models = {m.handle: m for m in facts.models.trained}
         conversions = dataparallel_conversions(facts.index, facts.names, facts.models)
+        paths = {id(c): plain_path(c, facts.models, facts.launch) for c in conversions}
         # the lines kept for the plain run alone: an `if` holding only those takes `and not DISTRIBUTED`
-        plain = PlainLines(
-            {
-                id(c.lines[0].stmt)
-                for c in conversions
-                if len(c.lines) == 1 and plain_path(c, facts.models, facts.launch) in (EVALUATION, GUARD)
-            }
-        )
+        plain = PlainLines({id(c.lines[0].stmt) for c in conversions if paths[id(c)] in (EVALUATION, GUARD)})
         for conv in conversions:
             if all(facts.models.beside_ddp(line.call) for line in conv.lines):
                 continue  # DataParallel offered beside the script's own DDP path: a flag picks
@@ -157,7 +153,7 @@ fix, at its level, so an apply never leaves the script half converted.
                     ctx.report(line.call, self.message + why, fix="none")
                 continue
             handle = conv.handle
-            kept = plain_path(conv, facts.models, facts.launch)
+            kept = paths[id(conv)]
             if kept == EVALUATION:
                 if ctx.report(conv.lines[0].call, f"{self.message}; {EVALUATES}", fix=SAFE):
                     _plain_only(ctx, conv.lines[0].stmt, plain)
