@@ -74,11 +74,11 @@ class MetricReducer:
         num_batches, WORLD_SIZE)`): a total divided by one is summed, as over a dataset's size."""
         index = self.ctx.facts.index
         stmt = at if at is not None else index.site(call).stmt
-        if index.in_one_line_suite(stmt) or not _reached_alike(self.ctx.facts, stmt):
+        if index.in_one_line_suite(stmt) or not reached_alike(self.ctx.facts, stmt):
             return None
         ops: dict[str, str] = {}  # in the order they are shown
         for name in _shown(index, call, sharded):
-            op = _reduction(index, call, name, loaders, bounds)
+            op = reduction(index, call, name, loaders, bounds)
             if ops.setdefault(name.value, op) != op:
                 return None  # summed in one place, averaged in another
         return ops or None
@@ -88,7 +88,7 @@ class MetricReducer:
         it), and show the reduced values."""
         plan = self.ctx.plan
         stmt = at if at is not None else self.ctx.facts.index.site(call).stmt
-        fn = self._helper(stmt)
+        fn = self.helper_at(stmt)
         reduced = {}
         for v, op in ops.items():
             if (v, op) not in self.names:  # one name for one reduction, assigned before each statement that shows it
@@ -114,7 +114,7 @@ class MetricReducer:
         follows it in the same block."""
         facts = self.ctx.facts
         index = facts.index
-        if index.in_one_line_suite(at) or not _reached_alike(facts, at):
+        if index.in_one_line_suite(at) or not reached_alike(facts, at):
             return "not every rank reaches the statement alike"
         for s in shown:
             key = (s.origin, s.name)
@@ -163,7 +163,7 @@ class MetricReducer:
         lines, shown_as = [], {}
         for s in shown:
             key = (s.origin, s.name)
-            fn = self._helper(at)
+            fn = self.helper_at(at)
             if (at, key) in self.meters_copied:
                 if (s.name, "meter") not in self.names:  # (fresh() reserves the name it gives)
                     self.names[s.name, "meter"] = self.ctx.plan.fresh(f"global_{s.name}")
@@ -206,7 +206,7 @@ class MetricReducer:
                 return False
         return False
 
-    def _helper(self, stmt: cst.CSTNode) -> str:
+    def helper_at(self, stmt: cst.CSTNode) -> str:
         if self.helper is None:
             ctx = self.ctx
             plan = ctx.plan
@@ -220,6 +220,15 @@ class MetricReducer:
             )
             add_module_function(ctx, stmt, code, Order.REDUCED_METRIC)
         return self.helper
+
+
+def reducer_of(ctx) -> MetricReducer:
+    """The pass's one reducer: the rules that reduce a metric (DDP409, DDP313) share its helper function and
+    the names it gives reduced values."""
+    reducer = ctx.plan.shared.get(MetricReducer)
+    if reducer is None:
+        reducer = ctx.plan.shared[MetricReducer] = MetricReducer(ctx)
+    return reducer
 
 
 def _shown(index, call: cst.Call, totals: set[str]) -> list[cst.Name]:
@@ -258,7 +267,7 @@ def _within(index, node: cst.CSTNode, scope: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
-def _reached_alike(facts, stmt: cst.CSTNode) -> bool:
+def reached_alike(facts, stmt: cst.CSTNode) -> bool:
     """Does every rank reach `stmt` as often as every other: no `while` around it, no loop over something
     that depends on the rank, and no condition that reads what the loops change, other than their
     step counters (`if i % 100 == 0:`)?"""
@@ -297,7 +306,7 @@ def _counters(loop: cst.For) -> set[str]:
     return set()
 
 
-def _reduction(index, call: cst.Call, name: cst.Name, loaders: set[str], bounds: frozenset[str]) -> str:
+def reduction(index, call: cst.Call, name: cst.Name, loaders: set[str], bounds: frozenset[str]) -> str:
     """SUM or AVG for one shown occurrence of a total (see the module's docstring)."""
     child: cst.CSTNode = name
     for anc in index.ancestors(name):
@@ -330,4 +339,4 @@ def _on(name: str, formula: cst.BaseExpression) -> str:
     return code_of(formula.visit(Receiver()))
 
 
-__all__ = ["MetricReducer"]
+__all__ = ["AVG", "SUM", "MetricReducer", "reached_alike", "reducer_of", "reduction"]

@@ -74,6 +74,7 @@ class Plan:
         self.raw_names: dict[str, str] = {}  # model handle -> the name chosen for its plain module
         self.hoisted: list[cst.Call] = []  # collectives moved out of a rank guard
         self.cut: dict[cst.CSTNode, set[str]] = {}  # training loop cut by rank -> the whole run's counts it spans
+        self.shared: dict[object, object] = {}  # helpers several rules' fixes share (metric_reduce.reducer_of)
         # New imports go above this top-level statement (the first that needs them), set by placement.py.
         self.import_limit: cst.BaseStatement | None = None
 

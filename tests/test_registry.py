@@ -14,7 +14,7 @@ WRITES = {"wraps": r"plan\.wraps\[", "hoisted": r"plan\.hoisted\.append\(", "cut
 READS = {
     "wraps": r"\b(wrappers|raw_handles)\(",
     "hoisted": r"plan\.hoisted\b(?!\.append)",
-    "cut": r"plan\.cut\b(?!\[)",
+    "cut": r"plan\.cut\b(?!\[)|\bshard_view\(",  # sharded_totals.shard_view reads the loops DDP209 cuts
 }
 
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.flow import reads
 from ..analysis.imported_meters import imported_meter_classes
 from ..analysis.meters import meter_classes, shown_meters
 from ..examples import clean, fixes, reports
-from ..loader_subclass_epochs import subclass_training_loops
-from ..metric_reduce import MetricReducer
+from ..metric_reduce import reducer_of
 from ..rule import NONE, Context, Rule
-from ..syntax import calls_in, code_of, dotted, kwarg, positional, walk
+from ..sharded_totals import reduces_on_cpu, shard_view
+from ..syntax import dotted, walk
 
 
 class MetricsNotReduced(Rule):
@@ -140,26 +139,10 @@ taken to reduce its own totals.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        distributed = facts.launch.init_calls or facts.launch.joins_elsewhere
-        cut = _cut_by_rank(facts) if distributed else []  # hand-cut batches each rank takes its own of
-        own = subclass_training_loops(facts) if distributed else []  # over a DataLoader subclass's own sampler
-        if distributed and (facts.data.sampler_calls or cut):
-            loaders = [loader for loader in facts.data.loaders if _sampled(facts, loader)]
-            cut = cut + own
-        elif not distributed and facts.training.trains and not facts.models.dp_calls:
-            # a script ddpfix converts: DDP201 gives each training loader a DistributedSampler, DDP209
-            # cuts hand-made batches by rank
-            loaders = [loader for loader, _ in facts.data.training_loaders]
-            cut = [loop for loop in ctx.plan.cut if type(loop) is cst.For]
-        elif distributed and facts.training.trains and not facts.models.dp_calls:
-            # a script with its own launch path that ddpfix completes: the loaders DDP201 shards in this pass
-            loaders = [loader for loader, _ in facts.data.training_loaders if _sharded_in_this_pass(ctx, loader)]
-            cut = [loop for loop in ctx.plan.cut if type(loop) is cst.For]
-        else:
+        view = shard_view(ctx)
+        if view is None:
             return
-        reduced = _reduced(facts)
-        loops = _sharded_loops(facts, loaders, cut)
-        sharded = _sharded_totals(facts, loops, reduced) - reduced
+        distributed, loops, reduced, sharded = view.distributed, view.loops, view.reduced, view.totals
         classes = meter_classes(facts.index, facts.ranks.collectives_in)
         classes.update(imported_meter_classes(facts, classes))
         classes = {k: c for k, c in classes.items() if not c.reduces}
@@ -167,10 +150,8 @@ taken to reduce its own totals.
         if not sharded and not meters:
             return
         ranks = facts.ranks
-        reducer = MetricReducer(ctx)
-        bounds = frozenset(code_of(stop) for loop in cut for stop in _range_stops(loop.iter))
-        bounds |= {count for counts in ctx.plan.cut.values() for count in counts}
-        loader_names = {loader.target for loader in facts.data.loaders if loader.target}
+        reducer = reducer_of(ctx)
+        bounds, loader_names = view.bounds, view.loader_names
         for call in facts.index.calls:
             if not _shows(call):
                 continue
@@ -189,7 +170,7 @@ taken to reduce its own totals.
                 # before the statement itself where a silenced print runs on every rank
                 at = (
                     (facts.index.site(call).stmt if soon else _reached_by_every_rank(facts, call))
-                    if _reduces_on_cpu(ctx)
+                    if reduces_on_cpu(ctx)
                     else None
                 )
                 message = f"{names} summed over this rank's shard only, logged as if global: all-reduce it first"
@@ -215,42 +196,11 @@ def _shows(call: cst.Call) -> bool:
     return name == "print" or name.endswith((".info", ".log", ".add_scalar"))
 
 
-def _sharded_in_this_pass(ctx: Context, loader) -> bool:
-    """Does DDP201 give `loader` a DistributedSampler in this pass (or would, in a fix run)?"""
-    line = ctx.facts.index.position(loader.site.node).start.line
-    return any(d.code == "DDP201" and d.line == line and ctx.offers(d) for d in ctx.diagnostics)
-
-
 def _guarded_in_this_pass(ctx: Context, call: cst.Call) -> bool:
     """Is the statement of `call` one that an earlier rule of this pass (DDP406) guards to rank 0, or
     would guard in a fix run?"""
     stmt = ctx.facts.index.site(call).stmt
     return stmt in ctx.plan.guards or stmt in ctx.plan.unmade_guards
-
-
-def _reduces_on_cpu(ctx: Context) -> bool:
-    """Can the script's process group all-reduce a CPU tensor (the fix's helper reduces on the CPU)?
-    Its backend is left to torch (gloo for CPU tensors, NCCL for CUDA ones), is gloo, names a CPU
-    backend (`"cpu:gloo,cuda:nccl"`), or is NCCL that DDP002 makes that in this pass; a group set up
-    elsewhere, or NCCL alone, cannot be told or cannot."""
-    facts = ctx.facts
-    if not facts.launch.init_calls:
-        return False
-    fixed = {d.line for d in ctx.diagnostics if d.code == "DDP002" and ctx.offers(d)}
-    for call in facts.launch.init_calls:
-        arg = positional(call, 0) or kwarg(call, "backend")
-        if arg is None or facts.index.position(arg.value).start.line in fixed:
-            continue
-        text = code_of(arg.value)
-        if "gloo" not in text or ("nccl" in text and "cpu:gloo" not in text):
-            return False
-    return True
-
-
-def _range_stops(it: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """The stop of each `range(start, stop, step)` a loop cut by rank iterates (`range(RANK, num_batches,
-    WORLD_SIZE)[: num_batches // WORLD_SIZE]`): the whole run's count."""
-    return [c.args[1].value for c in calls_in(it) if dotted(c.func) == "range" and len(c.args) >= 2]
 
 
 def _reached_by_every_rank(facts, call: cst.Call) -> cst.CSTNode | None:
@@ -264,85 +214,6 @@ def _reached_by_every_rank(facts, call: cst.Call) -> cst.CSTNode | None:
     if guard is None and ranks.print_silenced(call):
         return facts.index.site(call).stmt
     return None
-
-
-REDUCING = ("all_reduce", "reduce", "all_gather", "all_gather_object", "gather", "gather_object", "reduce_scatter")
-
-
-def _sampled(facts, loader) -> bool:
-    """Does `loader` take a DistributedSampler (built in its call, or bound to the name it is given)?"""
-    samplers = set(facts.data.sampler_calls)
-    sampler = kwarg(loader.site.node, "sampler")
-    if sampler is None or loader.target is None:
-        return False
-    if any(c in samplers for c in calls_in(sampler.value)):
-        return True
-    return any(
-        dotted(target.target) == dotted(sampler.value) and any(c in samplers for c in calls_in(assign.value))
-        for assign in facts.index.assigns
-        for target in assign.targets
-    )
-
-
-def _cut_by_rank(facts) -> list[cst.For]:
-    """Training loops over batches or samples cut by rank (`for i in range(RANK * bs, n, WORLD_SIZE * bs)`,
-    `for x, y in samples[RANK::WORLD_SIZE]`)."""
-    return [
-        loop
-        for loop in facts.index.loops
-        if isinstance(loop, cst.For) and facts.ranks.depends_on_rank(loop.iter) and facts.training.trains_in(loop.body)
-    ]
-
-
-def _sharded_loops(facts, loaders, cut: list[cst.For]) -> list[cst.For]:
-    """The loops over one of `loaders` (the sharded ones), and the loops `cut` by rank."""
-    return list(cut) + [
-        loop
-        for loader in loaders
-        for loop in facts.index.loops
-        if isinstance(loop, cst.For) and facts.data.iterates(loop, loader)
-    ]
-
-
-def _sharded_totals(facts, loops: list[cst.For], reduced: set[str]) -> set[str]:
-    """Names accumulated (`total += ...`, `stats[0] += ...`) inside one of the sharded `loops`; not a
-    count of steps (`step += 1`: the same on every rank), nor a sum of values the ranks reduced already
-    (`dist.all_reduce(loss)`, then `epoch_loss += loss.item()`)."""
-    modules = set(facts.names.aliases)
-    out: set[str] = set()
-    for loop in loops:
-        for n in walk(loop.body):
-            if not isinstance(n, cst.AugAssign):
-                continue
-            target = n.target.value if isinstance(n.target, cst.Subscript) else n.target
-            if isinstance(target, cst.Name):  # `total += ...`, `stats[0] += ...`
-                read = {r for r in reads(n.value) if "." not in r} - modules
-                if read and not read <= reduced:
-                    out.add(target.value)
-    return out
-
-
-def _reduced(facts) -> set[str]:
-    """Names whose values reach a collective (`dist.all_reduce(total)`, `stats = torch.tensor([correct,
-    total]); dist.all_reduce(stats)`, `loss = utils.reduce_value(loss)`), or the script's own helper
-    that issues one."""
-    out: set[str] = set()
-    for call, op in facts.ranks.collectives_in(facts.module):
-        if op in REDUCING or op.endswith("()"):
-            out |= {n.value for a in call.args for n in walk(a.value) if isinstance(n, cst.Name)}
-    values: dict[str, list[cst.BaseExpression]] = {}
-    for assign in facts.index.assigns:
-        for target in assign.targets:
-            if isinstance(target.target, cst.Name):
-                values.setdefault(target.target.value, []).append(assign.value)
-    todo = list(out)
-    while todo:  # what a reduced name was built from is reduced with it
-        for value in values.get(todo.pop(), []):
-            for n in walk(value):
-                if isinstance(n, cst.Name) and n.value not in out:
-                    out.add(n.value)
-                    todo.append(n.value)
-    return out
 
 
 EXAMPLES = (
