@@ -122,6 +122,8 @@ class Applier(cst.CSTTransformer):
             pieces = self._split(orig, upd) if orig in plan.splits else [upd]
             items.extend((p, plan.guards.get(orig)) for p in pieces)
             items.extend((s, None) for s in emit(plan.after.get(orig, [])))
+        if type(block) is cst.Module:
+            _two_blank_lines_after_new_defs(items, {id(u) for u in updated})
         return _group_guards(items)
 
     def _split(self, orig: cst.CSTNode, upd: cst.If) -> list[cst.BaseStatement]:
@@ -174,6 +176,20 @@ def _group_guards(items: list[tuple[cst.BaseStatement, str | None]]) -> list[cst
         out.append(cst.If(test=cst.parse_expression(cond), body=cst.IndentedBlock(body=inner), leading_lines=lead))
         i = j
     return out
+
+
+def _two_blank_lines_after_new_defs(items: list, kept: set[int]) -> None:
+    """A function or class the fix adds at the top of the module is followed by two blank lines (PEP 8),
+    as it is preceded by them; the statement after it gets the blank lines it lacks."""
+    for i in range(len(items) - 1):
+        stmt = items[i][0]
+        if type(stmt) not in TOP_DEFS or id(stmt) in kept:
+            continue
+        after, cond = items[i + 1]
+        lines = list(after.leading_lines)
+        blanks = next((k for k, line in enumerate(lines) if line.comment is not None), len(lines))
+        if blanks < 2:
+            items[i + 1] = (after.with_changes(leading_lines=[blank()] * (2 - blanks) + lines), cond)
 
 
 def _has_blank_gap(stmt: cst.BaseStatement) -> bool:

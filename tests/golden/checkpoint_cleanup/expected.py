@@ -55,6 +55,7 @@ def reduce_over_ranks(value, average=False):
         return int(total.item())
     return total.item() if total.dim() == 0 else total.tolist()
 
+
 for epoch in range(3):
     if sampler is not None:
         sampler.set_epoch(epoch)

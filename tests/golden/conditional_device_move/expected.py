@@ -69,6 +69,7 @@ def reduce_over_ranks(value, average=False):
         return int(total.item())
     return total.item() if total.dim() == 0 else total.tolist()
 
+
 for epoch in range(num_epochs):
     if train_sampler is not None:
         train_sampler.set_epoch(epoch)

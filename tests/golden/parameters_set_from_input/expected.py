@@ -40,6 +40,7 @@ def broadcast_after_first_forward(module):
 
     hook = module.register_forward_hook(broadcast)
 
+
 model = Flow(4, depth=2)
 if DISTRIBUTED:
     broadcast_after_first_forward(model)  # ActNorm sets its parameters from each rank's first batch
@@ -65,6 +66,7 @@ def reduce_over_ranks(value, average=False):
     if isinstance(value, int) and not average:  # a count summed stays a whole number
         return int(total.item())
     return total.item() if total.dim() == 0 else total.tolist()
+
 
 for epoch in range(3):
     if sampler is not None:
