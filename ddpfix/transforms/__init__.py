@@ -43,6 +43,7 @@ from .ddp309_forward_bypasses_ddp import ForwardBypassesDdp
 from .ddp310_unused_parameters import UnusedParameters
 from .ddp311_parameters_from_input import ParametersFromInput
 from .ddp312_requires_grad_after_wrap import RequiresGradAfterWrap
+from .ddp313_plateau_metric_per_rank import PlateauMetricPerRank
 from .ddp401_unguarded_save import UnguardedSave
 from .ddp402_wrapped_state_dict import WrappedStateDict
 from .ddp403_load_into_wrapper import LoadIntoWrapper
@@ -110,6 +111,7 @@ RULES: list[Rule] = [
     UnguardedProgressBar(),
     UnguardedConsoleLog(),
     MetricsNotReduced(),
+    PlateauMetricPerRank(),
     SaveLoadRace(),
     MakedirsRace(),
     CacheBuildRace(),
