@@ -140,7 +140,10 @@ def test_a_cache_that_can_leave_early_is_reported_without_a_fix():
     )
     (d,) = [d for d in check_source(src) if d.code == "DDP421"]
     assert not d.fixable and "can leave early" in d.message
-    assert "builds the cache" not in fix_source(src).code
+    result = fix_source(src)
+    assert "builds the cache" not in result.code
+    # the race is left in the output: the conversion is incomplete (writers and readers, invariant 6)
+    assert ("DDP421", 6) in [(b.code, b.invariant.number) for b in result.incomplete]
 
 
 @pytest.mark.parametrize(
