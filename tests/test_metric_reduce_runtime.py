@@ -48,6 +48,32 @@ SCRIPT = textwrap.dedent(
 ).lstrip()
 
 
+LISTS = textwrap.dedent(
+    """
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    ds = TensorDataset(torch.randn(64, 4), torch.randint(0, 3, (64,)))
+    loader = DataLoader(ds, batch_size=8, shuffle=True)
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    for epoch in range(2):
+        losses = []
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        print(f"epoch {epoch} mean {np.mean(losses):.5f}")
+        print(f"epoch {epoch} tensor {sum(losses) / len(losses):.5f}")
+    """
+).lstrip()
+
+
 CUT = textwrap.dedent(
     """
     import torch
@@ -197,8 +223,16 @@ def converted_runs(tmp_path, script: str, last: str, ddp_last: str | None = None
         (CUT, ("range(RANK, num_batches, WORLD_SIZE)", "global_cost = reduce_over_ranks(cost)\n")),
         # totals kept in meter objects that a function fills and returns: reduced back into the meters
         (METERS, ("losses.count = reduce_over_ranks(losses.count)\n", "acc.correct = reduce_over_ranks(acc.correct)")),
+        # the mean of a list of this rank's batch losses: averaged over the ranks (every shard has as many batches)
+        (
+            LISTS,
+            (
+                "avg_losses = reduce_over_ranks(np.mean(losses), average=True)\n",
+                'print(f"epoch {epoch} tensor {avg_losses:.5f}")',  # the same mean, reduced once
+            ),
+        ),
     ],
-    ids=["loader", "cut-batches", "meters"],
+    ids=["loader", "cut-batches", "meters", "list-means"],
 )
 def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path, script, wanted):
     code, plain, ddp = converted_runs(tmp_path, script, "epoch 1 tensor")
