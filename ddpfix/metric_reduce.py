@@ -26,6 +26,8 @@ from .order import Order
 from .syntax import code_of, dotted, walk
 
 SUM, AVG = "sum", "avg"
+MEAN = "mean"  # a mean of a list of this rank's values, averaged over the ranks as a whole
+LIST_UPDATES = ("append", "extend", "clear", "insert", "pop")  # what changes a list between two statements
 HELPER = '''
 def {fn}(value, average=False):
     """`value` summed over every rank (averaged with `average=True`); `value` itself in a single process."""
@@ -104,6 +106,21 @@ class MetricReducer:
             plan.insert_before(stmt, plan.statements("\n".join(lines)), Order.REDUCED_METRIC)
         for name in _shown(self.ctx.facts.index, call, set(ops)):
             plan.replace(name, lambda n, new=reduced[name.value]: n.with_changes(value=new))
+
+    def plan_mean(self, mean: cst.BaseExpression, name: str, at: cst.CSTNode) -> None:
+        """Average the mean `mean` of this rank's list `name` (`np.mean(losses)`) over the ranks just before
+        the statement `at`, once for consecutive statements that read it with no change of the list
+        between them; the statement reads the averaged value (`avg_losses`)."""
+        plan = self.ctx.plan
+        fn = self.helper_at(at)
+        if (name, MEAN) not in self.names:
+            self.names[name, MEAN] = plan.fresh(f"avg_{name}")
+        new = self.names[name, MEAN]
+        if not self._reduced_just_before(at, name, MEAN, LIST_UPDATES):
+            line = f"{new} = {fn}({code_of(mean)}, average=True)"
+            plan.insert_before(at, plan.statements(line), Order.REDUCED_METRIC)
+        self.before.add((at, name, MEAN))
+        plan.replace(mean, lambda n: cst.Name(new))
 
     def meter_problem(self, shown: list, at: cst.CSTNode) -> str | None:
         """Why the meters `shown` (analysis.meters.Shown) cannot have their totals reduced just before the

@@ -79,6 +79,37 @@ def appended_lists(facts, view: ShardView) -> set[str]:
     return out - view.reduced
 
 
+MEANS = ("mean", "average", "fmean", "nanmean")  # np.mean(xs), statistics.mean(xs), np.average(xs), ...
+
+
+def list_means(index, node: cst.CSTNode, lists: set[str]) -> tuple[list[tuple[cst.BaseExpression, str]], bool]:
+    """The means of the `lists` read in `node` (`np.mean(xs)`, `statistics.mean(xs)`, `sum(xs) / len(xs)`),
+    each with its list's name; and whether every read of those lists in `node` is in one of them."""
+    out: list[tuple[cst.BaseExpression, str]] = []
+    whole = True
+    for n in walk(node):
+        if type(n) is not cst.Name or n.value not in lists:
+            continue
+        call = index.parent.get(index.parent.get(n))
+        func = (dotted(call.func) or "").rsplit(".", 1)[-1] if type(call) is cst.Call and len(call.args) == 1 else ""
+        division = index.parent.get(call)
+        if func in MEANS:
+            out.append((call, n.value))
+        elif (
+            func == "sum"
+            and type(division) is cst.BinaryOperation
+            and type(division.operator) is cst.Divide
+            and division.left is call
+            and code_of(division.right) == f"len({n.value})"
+        ):
+            out.append((division, n.value))
+        elif not (
+            func == "len" and type(division) is cst.BinaryOperation and code_of(division.left) == f"sum({n.value})"
+        ):
+            whole = False
+    return out, whole
+
+
 def _sharded_in_this_pass(ctx, loader) -> bool:
     """Does DDP201 give `loader` a DistributedSampler in this pass (or would, in a fix run)?"""
     line = ctx.facts.index.position(loader.site.node).start.line
@@ -189,4 +220,4 @@ def _reduced(facts) -> set[str]:
     return out
 
 
-__all__ = ["REDUCING", "ShardView", "appended_lists", "reduces_on_cpu", "shard_view"]
+__all__ = ["MEANS", "REDUCING", "ShardView", "appended_lists", "list_means", "reduces_on_cpu", "shard_view"]

@@ -167,3 +167,17 @@ def test_a_validation_loss_over_a_sharded_loader_of_a_distributed_script_is_repo
     )
     (d,) = found(src)
     assert "global_val_loss = reduce_over_ranks(val_loss)" in fix_source(src).code
+
+
+def test_a_list_mean_printed_and_stepped_is_reduced_once():
+    src = script('print(f"loss {np.mean(losses):.3f}")\nscheduler.step(np.mean(losses))')
+    out = converted(src)
+    assert out.count("= reduce_over_ranks(") == 1
+    assert "    avg_losses = reduce_over_ranks(np.mean(losses), average=True)\n" in out
+    assert '        print(f"loss {avg_losses:.3f}")\n    scheduler.step(avg_losses)\n' in out
+
+
+def test_a_list_changed_between_the_print_and_the_step_is_reduced_again():
+    src = script('print(f"loss {np.mean(losses):.3f}")\nlosses.append(0.0)\nscheduler.step(np.mean(losses))')
+    out = fix_source(src).code
+    assert out.count("= reduce_over_ranks(np.mean(losses), average=True)") == 2

@@ -9,10 +9,8 @@ from ..examples import clean, fixes, reports
 from ..metric_reduce import AVG, reached_alike, reducer_of, reduction
 from ..order import Order
 from ..rule import NONE, Context, Rule
-from ..sharded_totals import appended_lists, reduces_on_cpu, shard_view
+from ..sharded_totals import appended_lists, list_means, reduces_on_cpu, shard_view
 from ..syntax import code_of, dotted, kwarg, positional, walk
-
-MEANS = ("mean", "average", "fmean", "nanmean")  # np.mean(xs), statistics.mean(xs), np.average(xs), ...
 
 
 class PlateauMetricPerRank(Rule):
@@ -112,7 +110,7 @@ process group cannot reduce a CPU tensor (NCCL alone, or set up out of sight).
                 ctx.report(call, f"{message} (no fix: {why})", fix=NONE)
                 continue
             if ctx.report(call, message):
-                _plan(ctx, call, arg.value, value, used[0], _op(facts, value, lists, view), view)
+                _plan(ctx, call, arg.value, value, used[0], _op(facts, value, lists, view), view, lists)
 
 
 def _plateau_schedulers(facts) -> set[str]:
@@ -168,7 +166,8 @@ def _op(facts, value: cst.BaseExpression, lists: set[str], view) -> str | None:
     if listed and totals:
         return None
     if listed:
-        return AVG if all(_only_in_means(facts, value, n) for n in listed) else None
+        means, whole = list_means(facts.index, value, lists)
+        return AVG if means and whole else None
     ops = {
         reduction(facts.index, facts.index.parent.get(value), n, view.loader_names, view.bounds)
         for n in walk(value)
@@ -177,31 +176,7 @@ def _op(facts, value: cst.BaseExpression, lists: set[str], view) -> str | None:
     return ops.pop() if len(ops) == 1 else None
 
 
-def _only_in_means(facts, value: cst.BaseExpression, name: str) -> bool:
-    """Is every read of the list `name` in `value` the whole argument of a mean (`np.mean(xs)`), or a
-    `sum(xs) / len(xs)`?"""
-    index = facts.index
-    for n in walk(value):
-        if type(n) is not cst.Name or n.value != name:
-            continue
-        call = index.parent.get(index.parent.get(n))
-        if type(call) is not cst.Call or len(call.args) != 1:
-            return False
-        func = (dotted(call.func) or "").rsplit(".", 1)[-1]
-        if func in MEANS:
-            continue
-        division = index.parent.get(call)
-        if not (
-            func in ("sum", "len")
-            and type(division) is cst.BinaryOperation
-            and type(division.operator) is cst.Divide
-            and {code_of(division.left), code_of(division.right)} == {f"sum({name})", f"len({name})"}
-        ):
-            return False
-    return True
-
-
-def _plan(ctx, call: cst.Call, arg: cst.BaseExpression, value, base: str, op: str | None, view) -> None:
+def _plan(ctx, call: cst.Call, arg: cst.BaseExpression, value, base: str, op: str | None, view, lists) -> None:
     """Totals read by the step itself are reduced as DDP409 reduces them (`avg_total = reduce_over_ranks(total,
     average=True)`, the step reading `avg_total / len(loader)`; one reduction serves a print of the same total
     just before); a list's mean, or a name bound to a metric, is reduced whole before the step's statement
@@ -215,6 +190,11 @@ def _plan(ctx, call: cst.Call, arg: cst.BaseExpression, value, base: str, op: st
         if ops is not None:
             reducer.plan(call, ops, stmt)
             return
+    means = list_means(ctx.facts.index, arg, lists)[0] if value is arg else []
+    if means:
+        for mean, name in means:
+            reducer.plan_mean(mean, name, stmt)
+        return
     fn = reducer.helper_at(stmt)
     base = arg.value if type(arg) is cst.Name else base
     name = plan.fresh(f"{'avg' if op == AVG else 'global'}_{base}")

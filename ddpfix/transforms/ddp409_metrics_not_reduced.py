@@ -9,7 +9,7 @@ from ..analysis.meters import meter_classes, shown_meters
 from ..examples import clean, fixes, reports
 from ..metric_reduce import reducer_of
 from ..rule import NONE, Context, Rule
-from ..sharded_totals import reduces_on_cpu, shard_view
+from ..sharded_totals import appended_lists, list_means, reduces_on_cpu, shard_view
 from ..syntax import dotted, walk
 
 
@@ -33,6 +33,10 @@ On a script that is not distributed yet, the same shape over a training loader t
 shards (DDP201), or over batches the conversion cuts by rank (DDP209), is reported too, in the words
 of what the conversion would do, and fixed: the total is reduced over the ranks right before the
 statement that shows it.
+
+So is the mean of a list such a loop appends this rank's values to (`losses.append(loss.item())`,
+then `np.mean(losses)`, `statistics.mean(losses)` or `sum(losses) / len(losses)` shown); another read
+of the list (`losses[-1]`, `len(losses)`) is not a metric of the shard and is left alone.
 
 Totals kept in a *meter* are reported the same way: an instance of a class of the script, or of a module
 of its own it imports (`from utils import AverageMeter`; the class is read there, the fix is made in
@@ -81,6 +85,14 @@ number of steps) is averaged over the ranks; one shown as it is, divided by the 
 that is distributed already gets the same fix, placed before the rank-0 guard around the statement,
 where its process group can reduce a CPU tensor (backend left to torch, gloo, or
 `"cpu:gloo,cuda:nccl"`).
+
+A list's mean is averaged over the ranks as a whole, just before the statement that shows it
+(every rank's shard has as many batches), and read from there:
+```python
+    avg_losses = reduce_over_ranks(np.mean(losses), average=True)
+    if RANK == 0:
+        print(f"epoch {epoch} loss {avg_losses:.4f}")
+```
 
 A meter has every attribute its class accumulates with `+=` summed over the ranks and put back, once,
 before the first statement that shows it, so that what the class computes from them (`average =
@@ -147,7 +159,8 @@ taken to reduce its own totals.
         classes.update(imported_meter_classes(facts, classes))
         classes = {k: c for k, c in classes.items() if not c.reduces}
         meters = shown_meters(facts.index, loops, classes, _shows, reduced | set(facts.names.aliases))
-        if not sharded and not meters:
+        lists = appended_lists(facts, view)
+        if not sharded and not meters and not lists:
             return
         ranks = facts.ranks
         reducer = reducer_of(ctx)
@@ -162,9 +175,11 @@ taken to reduce its own totals.
                 continue
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
             shown = [m for m in meters.get(call, []) if m.name not in reduced]
-            if not used and not shown:
+            means = list_means(facts.index, call, lists)[0] if lists else []
+            if not used and not shown and not means:
                 continue
-            names = ", ".join(sorted(used | {m.name for m in shown}))
+            names = ", ".join(sorted(used | {m.name for m in shown} | {name for _, name in means}))
+            verb, done = ("sum", "summed") if used or shown else ("average", "averaged")  # (a list's mean)
             if distributed:
                 # reduced before the rank-0 guard around the statement (every rank reaches it there), or
                 # before the statement itself where a silenced print runs on every rank
@@ -173,11 +188,11 @@ taken to reduce its own totals.
                     if reduces_on_cpu(ctx)
                     else None
                 )
-                message = f"{names} summed over this rank's shard only, logged as if global: all-reduce it first"
+                message = f"{names} {done} over this rank's shard only, logged as if global: all-reduce it first"
             else:
                 at = facts.index.site(call).stmt
                 message = (
-                    f"after the conversion, {names} would sum this rank's shard only and be logged as if global: "
+                    f"after the conversion, {names} would {verb} this rank's shard only and be logged as if global: "
                     "all-reduce it before it is shown"
                 )
             ops = (reducer.reductions(call, used, loader_names, at, bounds) if used else {}) if at is not None else None
@@ -188,6 +203,8 @@ taken to reduce its own totals.
                 if used:
                     reducer.plan(call, ops, at)  # type: ignore[arg-type]
                 reducer.plan_meters(shown, at, call)  # type: ignore[arg-type]
+                for mean, name in means:
+                    reducer.plan_mean(mean, name, at)  # type: ignore[arg-type]
 
 
 def _shows(call: cst.Call) -> bool:
