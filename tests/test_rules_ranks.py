@@ -598,6 +598,22 @@ def test_stop_decisions_become_agreements():
     assert fixed(out, "DDP102") == out
 
 
+def test_a_bool_of_a_test_becomes_an_agreement():
+    """`if bool(loss == 0): continue`: `float(bool(x))` is exactly what `if` tests, whatever `x` is."""
+    src = train("""
+        for epoch in range(5):
+            loss = model(torch.randn(4, 2)).pow(2).mean()
+            if bool(loss == 0):
+                continue
+            loss.backward()
+    """)
+    [d] = found(src, "DDP102")
+    assert d.fix == "safe"
+    out = fixed(src, "DDP102")
+    assert "skip = torch.tensor(float(bool(loss == 0)), device=device)\n" in out
+    assert found(out, "DDP102") == []
+
+
 def test_stop_agreement_keeps_the_plain_run():
     """Single process, the fixed loop leaves at the same step as the original."""
     body = """

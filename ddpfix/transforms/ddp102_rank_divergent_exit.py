@@ -63,7 +63,7 @@ condition, and it leaves exactly when it did before. A `continue` gets a `skip` 
 
 ## Fix safety
 Safe when the condition depends on this rank's data, is a comparison, a `not`, an `isnan`-style
-test or an `and`/`or` of them (`float()` of it is what `if` tests), is the only rank- or
+test, a `bool(...)` or an `and`/`or` of them (`float()` of it is what `if` tests), is the only rank- or
 data-dependent condition between the exit and its loop, is not an `elif`, and the flag has a device
 the process group accepts (the script's `device`, or the CPU when the group has a gloo backend). A
 condition that depends on the rank itself (`if rank == 0: break`), or any other shape, gets the
@@ -284,7 +284,7 @@ def _conditions(facts, exit_node: cst.CSTNode, loop: cst.CSTNode) -> list[cst.CS
 
 
 def _recognised(test: cst.BaseExpression) -> bool:
-    """A test `float()` reads exactly as `if` does: a comparison, `not x`, `torch.isnan(x)`-style
+    """A test `float()` reads exactly as `if` does: a comparison, `not x`, `bool(x)`, `torch.isnan(x)`-style
     calls, or `and`/`or` of them."""
     if isinstance(test, cst.Comparison):
         return True
@@ -293,6 +293,8 @@ def _recognised(test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.BooleanOperation):
         return _recognised(test.left) and _recognised(test.right)
     if isinstance(test, cst.Call):
+        if dotted(test.func) == "bool" and len(test.args) == 1 and not test.args[0].star:
+            return True  # `float(bool(x))` is what `if` tests, whatever `x` is
         name = (dotted(test.func) or "").rsplit(".", 1)[-1] if dotted(test.func) else method_name(test)
         return name in TEST_CALLS
     return False
