@@ -560,3 +560,22 @@ def b5a_label_maps(base: Path, root: str, count: int = 4, size=32, classes: int 
 def b5b_gzip_text(base: Path, path: str, chars: int = 4000, line_words: int = 12):
     """Deterministic English-like text of about CHARS characters, gzip-compressed (a byte corpus read with gzip.open)."""
     _write(base / path, gzip.compress(_english(path, chars, line_words).encode("utf-8"), mtime=0))
+
+
+@recipe
+def text_label_csv(
+    base: Path,
+    path: str,
+    rows: int = 64,
+    text_column: str = "text",
+    label_column: str = "label",
+    labels: tuple = (0, 1),
+    line_words: int = 12,
+):
+    """A CSV with a header, TEXT_COLUMN made-up English sentences (quoted) and LABEL_COLUMN cycling through LABELS."""
+    rng = _rng(path)
+    lines = [f"{label_column},{text_column}"]
+    for i in range(rows):
+        sentence = " ".join(rng.choice(WORDS) for _ in range(line_words)).capitalize() + "!"
+        lines.append(f'{labels[i % len(labels)]},"{sentence}"')
+    _write(base / path, "\n".join(lines) + "\n")
