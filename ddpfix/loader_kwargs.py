@@ -17,7 +17,7 @@ from .analysis import Loader
 from .analysis.values import handle_of
 from .edits import epoch_name
 from .rule import Context, Order
-from .syntax import code_of
+from .syntax import calls_in, code_of, dotted, kwarg, positional
 
 SAMPLER = "torch.utils.data.distributed.DistributedSampler"
 
@@ -91,6 +91,62 @@ def dataset_name(ctx: Context, loader: Loader, ds_arg: cst.Arg) -> tuple[str, li
     return name, stmts
 
 
+def dict_brings_sampler(ctx: Context, call: cst.Call, contents) -> bool:
+    """Does the dict unpacked into the loader `call` bring a sampler that leaves the loader to it: a
+    DistributedSampler (or what cannot be told), or a sampler of another kind on every path or beside a
+    DistributedSampler, which is reported here, to shard by hand? False where it has no `sampler`, and where
+    its own sampler is set on some paths only (`if args.use_sampler: train_kwargs["sampler"] =
+    WeightedRandomSampler(...)`): the fix adds a DistributedSampler on the other paths (`if DISTRIBUTED and
+    "sampler" not in train_kwargs:`), and the paths with its own are reported on the output."""
+    facts = ctx.facts
+    key = contents.keys.get("sampler")
+    if key is None:
+        return False
+    kinds = [_sampler_kind(facts, v) for v in key.values]
+    own = next((k for k in kinds if k is not None and k != DISTRIBUTED_KIND), None)
+    if own is None:
+        return True
+    if not key.always and DISTRIBUTED_KIND not in kinds:
+        return False
+    where = "on every path" if key.always else "on the paths that set it"
+    ctx.report(
+        call,
+        f"training DataLoader whose arguments bring a {own} of their own {where}: it does not shard the data "
+        "by rank; shard it per rank by hand",
+        fix="none",
+    )
+    return True
+
+
+def has_unpassed_sampler(facts, call: cst.Call) -> bool:
+    """A DistributedSampler already built (or got from a helper) over this loader's dataset and never
+    passed: DDP202's case."""
+    ds = positional(call, 0) or kwarg(call, "dataset")
+    if ds is None:
+        return False
+    return any(b.dataset is not None and b.dataset.deep_equals(ds.value) for b in facts.data.sampler_bindings)
+
+
+DISTRIBUTED_KIND = "DistributedSampler"
+
+
+def _sampler_kind(facts, value: cst.BaseExpression) -> str | None:
+    """DISTRIBUTED_KIND for a DistributedSampler (built there or bound to the name given), the class's name for
+    another sampler (`WeightedRandomSampler`, `RandomSampler`, a class of the script named `*Sampler`), None for
+    what cannot be told."""
+    values = [value]
+    if type(value) is cst.Name:
+        values = [a.value for a in facts.index.assigns for t in a.targets if dotted(t.target) == value.value] or values
+    samplers = set(facts.data.sampler_calls)
+    kinds = []
+    for v in values:
+        calls = [c for c in calls_in(v) if (dotted(c.func) or "").endswith("Sampler")]
+        if any(c in samplers for c in calls):
+            return DISTRIBUTED_KIND
+        kinds += [(dotted(c.func) or "").rsplit(".", 1)[-1] for c in calls]
+    return kinds[0] if kinds else None
+
+
 def add_sampler_to_kwargs(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, ds_arg: cst.Arg | None) -> None:
     facts, plan = ctx.facts, ctx.plan
     call = loader.site.node
@@ -105,9 +161,10 @@ def add_sampler_to_kwargs(ctx: Context, loader: Loader, batch_loop: cst.CSTNode,
         ds, stmts = f"{name}[{q}dataset{q}]", []
     shuffle = f"{name}.pop({q}shuffle{q}, False)" if contents.has("shuffle") else "False"
     distributed = ctx.env("DISTRIBUTED")
+    own = contents.has("sampler")  # a sampler of its own on some paths (dict_brings_sampler)
     stmts += plan.statements(
         "if {D}:\n    {n}[{q}sampler{q}] = {cls}({ds}, shuffle={sh})",
-        D=distributed,
+        D=f"{distributed} and {q}sampler{q} not in {name}" if own else distributed,
         n=name,
         q=q,
         cls=plan.ref(SAMPLER, "DistributedSampler"),
@@ -124,8 +181,17 @@ def add_sampler_to_kwargs(ctx: Context, loader: Loader, batch_loop: cst.CSTNode,
     reach = loader.target if same else facts.data.loader_reach(loader, epoch_loop)
     if reach is None:
         return
-    stmts = plan.statements("if {D}:\n    {l}.sampler.set_epoch({e})", D=distributed, l=reach, e=epoch)
+    test = f"isinstance({reach}.sampler, {plan.ref(SAMPLER, 'DistributedSampler')})" if own else distributed
+    stmts = plan.statements("if {D}:\n    {l}.sampler.set_epoch({e})", D=test, l=reach, e=epoch)
     plan.prepend(epoch_loop.body, stmts, order=Order.SET_EPOCH)
 
 
-__all__ = ["add_sampler_to_kwargs", "dataset_name", "kwargs_fix_blocker", "prefix", "star_dict"]
+__all__ = [
+    "add_sampler_to_kwargs",
+    "dataset_name",
+    "kwargs_fix_blocker",
+    "prefix",
+    "dict_brings_sampler",
+    "has_unpassed_sampler",
+    "star_dict",
+]

@@ -510,6 +510,45 @@ def test_ddp201_dict_that_brings_a_sampler_is_left_alone():
     assert found(kw_script('kw = {"batch_size": 2, "sampler": my_sampler}'), "DDP201") == []
 
 
+WEIGHTED = """
+    kw = {"batch_size": 2, "shuffle": True}
+    if args.use_sampler:
+        sampler = WeightedRandomSampler(torch.ones(8), 8)
+        kw["sampler"] = sampler
+        kw["shuffle"] = False
+"""
+
+
+def test_ddp201_dict_with_its_own_sampler_on_some_paths_gets_one_on_the_others():
+    src = kw_script(WEIGHTED).replace(
+        "import torch\n", "import torch\nfrom torch.utils.data import WeightedRandomSampler\n", 1
+    )
+    [d] = found(src, "DDP201")
+    assert d.fix == "safe"
+    result = fix_source(src)
+    out = result.code
+    assert (
+        '    if DISTRIBUTED and "sampler" not in kw:\n'
+        '        kw["sampler"] = DistributedSampler(ds, shuffle=kw.pop("shuffle", False))\n'
+        "    loader = DataLoader(ds, **kw)\n"
+    ) in out
+    assert (
+        "        if isinstance(loader.sampler, DistributedSampler):\n            loader.sampler.set_epoch(epoch)\n"
+        in out
+    )
+    # the paths with the script's own sampler stay unsharded: said on the output, and the conversion is incomplete
+    [left] = found(out, "DDP201")
+    assert left.fix == "none" and "bring a WeightedRandomSampler of their own on the paths that set it" in left.message
+    assert ("DDP201", 3) in [(b.code, b.invariant.number) for b in result.incomplete]
+    assert fix_source(out).code == out
+
+
+def test_ddp201_dict_with_its_own_sampler_on_every_path_is_reported():
+    src = kw_script('kw = {"batch_size": 2, "sampler": WeightedRandomSampler(torch.ones(8), 8)}')
+    [d] = found(src, "DDP201")
+    assert d.fix == "none" and "bring a WeightedRandomSampler of their own on every path" in d.message
+
+
 # --------------------------------------------------------------------------- DDP203: shuffle through **kwargs
 SAMPLED = """
 def main():

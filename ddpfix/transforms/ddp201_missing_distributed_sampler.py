@@ -13,7 +13,7 @@ from ..examples import clean, fixes, reports
 from ..factory_reports import report_factory_loaders
 from ..handed_wraps import withheld as handed_withheld
 from ..loader_factory import shard_factories
-from ..loader_kwargs import add_sampler_to_kwargs, kwargs_fix_blocker
+from ..loader_kwargs import add_sampler_to_kwargs, dict_brings_sampler, has_unpassed_sampler, kwargs_fix_blocker
 from ..local_samplers import swap_local_sampler
 from ..module_epochs import set_epoch_blocker
 from ..module_wraps import withheld, wrapped_here
@@ -89,6 +89,12 @@ for epoch in range(1, epochs + 1):
         train_loader.sampler.set_epoch(epoch)
 ```
 A dict that cannot hold `shuffle` gets the plain fix (`sampler=train_sampler` before `**train_kwargs`).
+A dict that brings a sampler of its own on some paths only (`if args.use_sampler:
+train_kwargs["sampler"] = WeightedRandomSampler(...)`) gets the DistributedSampler on the others
+(`if DISTRIBUTED and "sampler" not in train_kwargs:`, and `set_epoch` only where the loader's sampler is
+one), and the paths with its own sampler are reported on the output, to shard by hand: the conversion
+is incomplete there. A sampler of its own on every path is reported with no fix; a DistributedSampler
+the dict already brings is left alone.
 
 A loader built in a helper of the script is found through the helper: returned alone, in a tuple or
 in a dict (`train_dl, val_dl = build_loaders(args)`, `loaders = get_dataloaders(cfg)` then
@@ -295,7 +301,7 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
             if kwarg(call, "sampler") is not None:
                 swap_local_sampler(ctx, loader, batch_loop, kwarg(call, "sampler"))
                 continue
-            if _has_unpassed_sampler(facts, call):
+            if has_unpassed_sampler(facts, call):
                 continue
             contents = facts.data.kwargs_of(call)
             if contents is not None and contents.unknown:
@@ -306,8 +312,8 @@ conversion is not possible: sharded data without the DDP wrap would train unsync
                     fix="none",
                 )
                 continue
-            if contents is not None and contents.has("sampler"):
-                continue  # the dict brings its own sampler
+            if contents is not None and dict_brings_sampler(ctx, call, contents):
+                continue  # a DistributedSampler, or a sampler of another kind that it reports
             if kwarg(call, "batch_sampler") is not None or (contents is not None and contents.has("batch_sampler")):
                 ctx.report(
                     call, "training DataLoader with a batch_sampler: shard the batches per rank by hand", fix="none"
@@ -382,15 +388,6 @@ def _elsewhere(ctx: Context, rule: Rule, loader: Loader, batch_loop: cst.CSTNode
         f"{head}: call {handoff.there or loader.target}.sampler.set_epoch(epoch) at the start of each epoch there "
         f"(the fix cannot edit that file: {why})"
     )
-
-
-def _has_unpassed_sampler(facts, call: cst.Call) -> bool:
-    """A DistributedSampler already built (or got from a helper) over this loader's dataset and never
-    passed: DDP202's case."""
-    ds = positional(call, 0) or kwarg(call, "dataset")
-    if ds is None:
-        return False
-    return any(b.dataset is not None and b.dataset.deep_equals(ds.value) for b in facts.data.sampler_bindings)
 
 
 def _line(facts, node: cst.CSTNode) -> int:
