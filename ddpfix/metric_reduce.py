@@ -107,6 +107,13 @@ class MetricReducer:
         for name in _shown(self.ctx.facts.index, call, set(ops)):
             plan.replace(name, lambda n, new=reduced[name.value]: n.with_changes(value=new))
 
+    def mean_problem(self, at: cst.CSTNode) -> str | None:
+        """Why a list's mean cannot be averaged just before the statement `at` (None: it can)."""
+        index = self.ctx.facts.index
+        if index.in_one_line_suite(at) or not reached_alike(self.ctx.facts, at):
+            return "not every rank reaches the statement alike"
+        return None
+
     def plan_mean(self, mean: cst.BaseExpression, name: str, at: cst.CSTNode) -> None:
         """Average the mean `mean` of this rank's list `name` (`np.mean(losses)`) over the ranks just before
         the statement `at`, once for consecutive statements that read it with no change of the list
@@ -303,7 +310,7 @@ def reached_alike(facts, stmt: cst.CSTNode) -> bool:
         if isinstance(anc, cst.For):
             if facts.ranks.depends_on_rank(anc.iter):
                 return False
-            counters |= _counters(anc)
+            counters |= _counters(index, anc)
     for anc in index.ancestors(stmt):
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             break
@@ -312,15 +319,37 @@ def reached_alike(facts, stmt: cst.CSTNode) -> bool:
     return True
 
 
-def _counters(loop: cst.For) -> set[str]:
-    """The step counter a loop binds: `i` of `for i in range(n)` and of `for i, batch in enumerate(...)`."""
-    it = loop.iter
+def _counters(index, loop: cst.For) -> set[str]:
+    """The step counter a loop binds: `i` of `for i in range(n)` and of `for i, batch in enumerate(...)`, also
+    through a progress bar (`tqdm(enumerate(loader))`, or a name bound to one in the loop's function)."""
+    it = _progress_bar_of(index, loop, loop.iter)
     if isinstance(it, cst.Call) and dotted(it.func) == "range" and isinstance(loop.target, cst.Name):
         return {loop.target.value}
     if isinstance(it, cst.Call) and dotted(it.func) == "enumerate" and isinstance(loop.target, cst.Tuple):
         first = loop.target.elements[0].value
         return {first.value} if isinstance(first, cst.Name) else set()
     return set()
+
+
+def _progress_bar_of(index, loop: cst.For, it: cst.BaseExpression) -> cst.BaseExpression:
+    """What a progress bar the loop runs over wraps (`enumerate(loader)` of `tqdm(enumerate(loader), ...)`, or
+    of `bar` bound to one once in the loop's function); `it` itself otherwise."""
+    if type(it) is cst.Name:
+        scope = index.scope_of(loop)
+        bound = [
+            a.value
+            for a in index.assigns
+            if index.scope_of(a) is scope and [dotted(t.target) for t in a.targets] == [it.value]
+        ]
+        it = bound[0] if len(bound) == 1 else it
+    if (
+        type(it) is cst.Call
+        and (dotted(it.func) or "").rsplit(".", 1)[-1] == "tqdm"
+        and it.args
+        and not it.args[0].keyword
+    ):
+        return it.args[0].value
+    return it
 
 
 def reduction(index, call: cst.Call, name: cst.Name, loaders: set[str], bounds: frozenset[str]) -> str:

@@ -15,7 +15,7 @@ import libcst as cst
 
 from .analysis.flow import reads
 from .loader_subclass_epochs import subclass_training_loops
-from .syntax import calls_in, code_of, dotted, kwarg, positional, walk
+from .syntax import calls_in, code_of, dotted, kwarg, method_name, positional, walk
 
 
 @dataclass
@@ -190,11 +190,31 @@ def _sharded_totals(facts, loops: list[cst.For], reduced: set[str]) -> set[str]:
             if not isinstance(n, cst.AugAssign):
                 continue
             target = n.target.value if isinstance(n.target, cst.Subscript) else n.target
-            if isinstance(target, cst.Name):  # `total += ...`, `stats[0] += ...`
+            if isinstance(target, cst.Name) and not _concatenates(facts, n, target.value):  # `total += ...`
                 read = {r for r in reads(n.value) if "." not in r} - modules
                 if read and not read <= reduced:
                     out.add(target.value)
     return out
+
+
+SEQUENCES = (cst.List, cst.ListComp, cst.Tuple, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)
+
+
+def _concatenates(facts, aug: cst.AugAssign, name: str) -> bool:
+    """Does `name += ...` grow a list or a string (`y_true += labels.tolist()`, `line += f"..."`) rather than
+    add numbers: the value, or what the name is first bound to in the function, is a list or a string?"""
+    value = aug.value
+    if type(value) in SEQUENCES or (
+        type(value) is cst.Call and (dotted(value.func) in ("list", "str") or method_name(value) == "tolist")
+    ):
+        return True
+    index = facts.index
+    scope = index.scope_of(aug)
+    return any(
+        type(a.value) in SEQUENCES
+        for a in index.assigns
+        if index.scope_of(a) is scope and any(dotted(t.target) == name for t in a.targets)
+    )
 
 
 def _reduced(facts) -> set[str]:

@@ -112,3 +112,50 @@ def test_a_list_of_an_unsharded_loader_is_not_reported():
     )
     assert "val_losses.append" in src
     assert found(src) == []
+
+
+@pytest.mark.parametrize(
+    "grown, shown",
+    [
+        ('line = "losses:"', 'line += f" {loss.item():.3f}"'),  # a string grown per batch
+        ("y_true = []", "y_true += y.flatten().tolist()"),  # a list grown per batch
+    ],
+)
+def test_a_string_or_list_grown_in_the_loop_is_no_total(grown, shown):
+    name = grown.split(" = ")[0]
+    src = (
+        SCRIPT.format(shown=f'    print(f"{{{name}}}")')
+        .replace("    losses = []\n", f"    losses = []\n    {grown}\n")
+        .replace("        losses.append(loss.item())\n", f"        losses.append(loss.item())\n        {shown}\n")
+    )
+    assert f"        {shown}\n" in src
+    assert found(src) == []
+
+
+@pytest.mark.parametrize(
+    "bar",
+    [
+        "for i, (x, y) in tqdm(enumerate(loader)):",
+        "bar = tqdm(enumerate(loader), total=len(loader))\n    for i, (x, y) in bar:",
+    ],
+)
+def test_a_step_counter_through_a_progress_bar_lets_every_rank_reach_a_periodic_print(bar):
+    src = (
+        SCRIPT.format(shown="")
+        .replace("import numpy as np\n", "import numpy as np\nfrom tqdm import tqdm\n")
+        .replace("    for x, y in loader:", "    " + bar)
+        .replace(
+            "        losses.append(loss.item())\n",
+            '        losses.append(loss.item())\n        if i % 2 == 0:\n            print(f"{np.mean(losses):.4f}")\n',
+        )
+    )
+    (d,) = found(src)
+    assert d.fix == "safe", d.message
+    assert "            avg_losses = reduce_over_ranks(np.mean(losses), average=True)\n" in fix_source(src).code
+
+
+def test_a_list_mean_shown_where_not_every_rank_reaches_alike_is_reported_without_a_fix():
+    src = script('if np.mean(losses) < 1.0:\n    print(f"loss {np.mean(losses):.4f}")')
+    (d,) = found(src)
+    assert "(no fix: not every rank reaches the statement alike)" in d.message
+    assert "reduce_over_ranks(np.mean" not in fix_source(src).code

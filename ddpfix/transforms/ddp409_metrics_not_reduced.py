@@ -197,6 +197,8 @@ taken to reduce its own totals.
                 )
             ops = (reducer.reductions(call, used, loader_names, at, bounds) if used else {}) if at is not None else None
             why = reducer.meter_problem(shown, at) if shown and at is not None and ops is not None else None
+            if why is None and means and at is not None and ops is not None:
+                why = reducer.mean_problem(at)
             if why is not None:
                 message += f" (no fix: {why})"
             if ctx.report(call, message, fix=None if ops is not None and why is None else NONE):
