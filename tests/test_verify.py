@@ -357,6 +357,28 @@ def test_shards_of_a_sampler_drawing_with_replacement_judge_the_streams(script):
     assert checks.check_shards(shards_run(script, {0: [[3, 1, 2, 6]], 1: [[5, 1, 0, 7]]}, loader=plain)).status == FAIL
 
 
+def test_shards_of_a_subset_split_apart_by_rank(script):
+    """Disjoint positions of a Subset that holds different samples on each rank (an unseeded
+    random_split) fail; the same Subset on every rank, or no Subset, is judged by the positions."""
+
+    def split_run(digests):
+        traces = {}
+        for r, digest in enumerate(digests):
+            ev = [start(r), loader_ev(script, subset=digest)]
+            ev.append(pass_ev(script, 0, [0, 2, 4, 6] if r == 0 else [1, 3, 5, 7]))
+            traces[r] = ev
+        return run_of(script, traces=traces)
+
+    c = checks.check_shards(split_run(["a1", "b2"]))
+    assert c.status == FAIL
+    assert c.evidence[0].endswith(
+        "its dataset is a Subset of different samples on ranks 0 and 1 (a random_split with no shared seed?): "
+        "the ranks' shards overlap in the underlying dataset"
+    )
+    assert checks.check_shards(split_run(["a1", "a1"])).status == PASS
+    assert checks.check_shards(split_run([None, None])).status == PASS
+
+
 def test_shards_not_applicable(script):
     assert checks.check_shards(run_of(script)).status == NA
     evaluation = shards_run(script, {0: [[0, 1]], 1: [[0, 1]]}, steps=0)

@@ -116,6 +116,23 @@ def test_sampler_without_set_epoch(tmp_path):
     assert report.meta["backend_option"] == "gloo" and report.meta["backend_used"] == "gloo"
 
 
+def test_data_split_apart_by_rank(tmp_path):
+    """An unseeded random_split: the positions the sampler gives each rank are disjoint, the samples
+    behind them are not; with one generator seed the same script passes."""
+    report = run_case("split_per_rank.py", tmp_path)
+    assert failing(report) == {"shards"}, describe(report)
+    assert report["shards"].evidence[0] == (
+        "loader at split_per_rank.py:23: its dataset is a Subset of different samples on ranks 0 and 1 "
+        "(a random_split with no shared seed?): the ranks' shards overlap in the underlying dataset"
+    )
+    seeded = tmp_path / "seeded" / "split_per_rank.py"
+    seeded.parent.mkdir()
+    text = (CASES / "split_per_rank.py").read_text()
+    seeded.write_text(text.replace("[48, 16])", "[48, 16], generator=torch.Generator().manual_seed(0))"))
+    run = verify_with_reruns(lambda cwd: verify_script(seeded, cwd=cwd, timeout=RUN_TIMEOUT), tmp_path / "r2", "seeded")
+    assert failing(run.last) == set(), describe(run.last)
+
+
 def test_every_rank_saves(tmp_path):
     report = run_case("all_ranks_save.py", tmp_path)
     assert failing(report) == {"files"}, describe(report)

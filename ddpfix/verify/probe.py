@@ -9,7 +9,8 @@ one JSON object per line to ``rank{RANK}.jsonl`` in the run folder named by the 
 environment variable, which the launcher sets for the probe only: the probe removes it before the
 script starts.
 
-What it records, per rank: the dataset indices every DataLoader pass draws, optimizer steps with a
+What it records, per rank: the dataset indices every DataLoader pass draws (and, for a ``Subset``,
+a digest of the underlying dataset's indices it holds), optimizer steps with a
 digest of the parameters of every DDP-wrapped module, files written (``torch.save``,
 ``logging.FileHandler``, TensorBoard writers, ``wandb.init``, write-mode ``open``, and the paths the
 script deletes with ``os.remove``/``os.unlink``/``os.rmdir``/``shutil.rmtree``), collectives issued
@@ -1008,6 +1009,7 @@ def _describe_loader(loader, key, site) -> dict:
     except Exception:
         d["dataset_len"] = None
     d["iterable"] = getattr(loader, "_dataset_kind", None) == _DatasetKind.Iterable
+    d["subset"] = _subset_digest(ds)
     sampler = getattr(loader, "sampler", None)
     batch_sampler = getattr(loader, "batch_sampler", None)
     d["sampler"] = _class_name(sampler)
@@ -1050,6 +1052,28 @@ def _describe_loader(loader, key, site) -> dict:
     d["shuffle"] = shuffle
     d["full_coverage"] = full
     return d
+
+
+def _subset_digest(ds) -> str | None:
+    """For a `Subset` (what `random_split` returns), a digest of the indices of the underlying dataset
+    it holds, through nested subsets: ranks that split the data differently have different digests,
+    and their shards overlap however disjoint the positions each rank draws. None for other datasets."""
+    import hashlib
+
+    from torch.utils.data import Subset
+
+    if not isinstance(ds, Subset):
+        return None
+    try:
+        idx = [int(i) for i in ds.indices]
+        inner = ds.dataset
+        while isinstance(inner, Subset):
+            idx = [int(inner.indices[i]) for i in idx]
+            inner = inner.dataset
+        return hashlib.sha1(",".join(map(str, idx)).encode()).hexdigest()[:16]
+    except Exception as exc:
+        _warn("digest subset", exc)
+        return None
 
 
 def _index_value(x):

@@ -1,10 +1,11 @@
-"""`shards`: in every training pass the ranks read disjoint index sets that together cover the dataset,
+"""`shards`: in every training pass the ranks read disjoint index sets that together cover the dataset
+(of one dataset: a `Subset` holds the same samples on every rank),
 and the ranks did not all feed the same training inputs to the model (:mod:`.inputs`: this also judges
 batches cut by hand, which no DataLoader draws)."""
 
 from __future__ import annotations
 
-from .evidence import finished, fmt_ranks, fmt_set, plural
+from .evidence import all_ranks, events, finished, fmt_ranks, fmt_set, plural
 from .inputs import judge_inputs
 from .loaders import epoch_label, loader_name, loaders, passes, training_passes, unobserved
 from .model import FAIL, NA, PASS, CheckResult, RunData, result
@@ -142,6 +143,23 @@ def check_shards(run: RunData) -> CheckResult:
     return result("shards", NA, by_loader.evidence + inputs.evidence, compared)
 
 
+def _split_apart(run: RunData, keys: set) -> list[str]:
+    """Training loaders over a `Subset` that holds different samples on different ranks (an unseeded
+    `random_split`): the positions the ranks draw are disjoint, the samples behind them are not, and
+    one rank trains on what another holds out."""
+    out = []
+    for key in sorted(keys):
+        digests = {r: e.get("subset") for r in all_ranks(run) for e in events(run, r, "loader") if e["key"] == key}
+        held = {r: d for r, d in digests.items() if d}
+        if len(set(held.values())) > 1:
+            a, b = next((a, b) for a in sorted(held) for b in sorted(held) if a < b and held[a] != held[b])
+            out.append(
+                f"{loader_name(key, run)}: its dataset is a Subset of different samples on {fmt_ranks([a, b])} "
+                "(a random_split with no shared seed?): the ranks' shards overlap in the underlying dataset"
+            )
+    return out
+
+
 def _check_loaders(run: RunData) -> CheckResult:
     """The verdict on the DataLoader passes alone."""
     blind = unobserved(run)
@@ -158,6 +176,7 @@ def _check_loaders(run: RunData) -> CheckResult:
             + ([blind] if blind else []),
         )
     info = loaders(run)
+    split = _split_apart(run, {key for key, _ in judged})
     failures, notes, summaries = [], [], {}
     n_passes = n_indices = 0
     for (key, n), evs in sorted(judged.items()):
@@ -174,9 +193,9 @@ def _check_loaders(run: RunData) -> CheckResult:
     if blind:
         notes.append(blind)
     compared = {"passes": n_passes, "indices": n_indices}
-    if failures:
+    if split or failures:
         extra = [f"(the same in {plural(len(failures) - 1, 'more epoch')})"] if len(failures) > 1 else []
-        return result("shards", FAIL, failures[:1] + extra + notes[:2], compared)
+        return result("shards", FAIL, split + failures[:1] + extra + notes[:2], compared)
     if not n_passes:
         return result("shards", NA, notes or ["no training pass was read by two ranks"], compared)
     evidence = []
