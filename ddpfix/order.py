@@ -17,6 +17,7 @@ class Order(IntEnum):
     SYNC_BATCHNORM = 31  # before the wrap
     PARAMETER_SYNC = 32  # after the model is built: rank 0's parameters once its first forward has run
     DOWNLOAD = 35  # the barriers around a download: after set_device, before the wrap's collectives
+    SPLIT_GENERATOR = 39  # the generator of a random split, before the split
     SAMPLER = 40  # before the DataLoader that takes it
     WRAP = 41  # after the model is built, moved and loaded
     OPTIMIZER = 50  # after the wrap (moved optimizers keep their order: OPTIMIZER + i)

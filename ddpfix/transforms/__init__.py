@@ -31,6 +31,7 @@ from .ddp209_unsharded_manual_batches import UnshardedManualBatches
 from .ddp210_task_drawn_per_rank import TaskDrawnPerRank
 from .ddp211_same_data_every_rank import SameDataEveryRank
 from .ddp212_summed_on_every_rank import SummedOnEveryRank
+from .ddp213_split_drawn_per_rank import SplitDrawnPerRank
 from .ddp301_missing_ddp_wrap import MissingDdpWrap
 from .ddp302_dataparallel import DataParallelToDdp
 from .ddp303_device_ids_mismatch import DeviceIdsMismatch
@@ -88,6 +89,7 @@ RULES: list[Rule] = [
     TaskDrawnPerRank(),
     SameDataEveryRank(),
     SummedOnEveryRank(),
+    SplitDrawnPerRank(),
     MissingSyncBatchNorm(),
     DataParallelToDdp(),
     MissingDdpWrap(),

@@ -1,0 +1,160 @@
+"""DDP213: a dataset split at random with no seed, so every rank splits it its own way."""
+
+from __future__ import annotations
+
+import textwrap
+
+from invariants import converted
+
+from ddpfix import check_source, fix_source
+
+TRAIN = """
+model = nn.Linear(1, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    for xb, yb in loader:
+        loss = (model(xb) - yb).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def script(split: str, head: str = "", imports: str = "") -> str:
+    return (
+        textwrap.dedent(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.utils.data import DataLoader, TensorDataset, random_split
+            """
+        ).lstrip()
+        + imports
+        + head
+        + "x = torch.linspace(-1, 1, 100).unsqueeze(1)\n"
+        + "dataset = TensorDataset(x, 2 * x)\n"
+        + split
+        + "loader = DataLoader(train_set, batch_size=10, shuffle=True)\n"
+        + TRAIN
+    )
+
+
+def codes(src: str, code: str = "DDP213"):
+    return [d for d in check_source(src) if d.code == code]
+
+
+def test_random_split_gets_one_generator_for_every_rank():
+    src = script("train_set, val_set = random_split(dataset, [80, 20])\n")
+    [d] = codes(src)
+    assert d.message.startswith("random_split with no generator: under torchrun every rank splits the data")
+    out = converted(src)
+    assert "    split_generator" not in out
+    assert (
+        "split_generator = torch.Generator().manual_seed(0) if DISTRIBUTED else None  # every rank splits alike\n"
+        in out
+    )
+    assert "train_set, val_set = random_split(dataset, [80, 20], generator=split_generator)\n" in out
+    assert out.index("split_generator =") < out.index("random_split(dataset")
+
+
+def test_train_test_split_gets_a_random_state_that_only_torchrun_uses():
+    src = script(
+        "train_x, val_x = train_test_split(list(range(100)), test_size=0.2)\n"
+        "train_set = torch.utils.data.Subset(dataset, train_x)\n",
+        imports="from sklearn.model_selection import train_test_split\n",
+    )
+    [d] = codes(src)
+    assert d.message.startswith("train_test_split with no random_state:")
+    out = converted(src)
+    assert "train_test_split(list(range(100)), test_size=0.2, random_state=0 if DISTRIBUTED else None)" in out
+
+
+def test_a_split_seeded_or_a_global_generator_seeded_alike_is_left_alone():
+    seeded = "train_set, val_set = random_split(dataset, [80, 20], generator=torch.Generator().manual_seed(1))\n"
+    assert codes(script(seeded)) == []
+    positional = "train_set, val_set = random_split(dataset, [80, 20], torch.Generator().manual_seed(1))\n"
+    assert codes(script(positional)) == []
+    plain = "train_set, val_set = random_split(dataset, [80, 20])\n"
+    assert codes(script(plain, head="torch.manual_seed(0)\n")) == []
+    assert codes(script(plain, head="np.random.seed(0)\n", imports="import numpy as np\n")) == []
+
+
+def test_a_seed_that_differs_by_rank_seeds_nothing_alike():
+    src = script(
+        "train_set, val_set = random_split(dataset, [80, 20])\n",
+        head='RANK = int(os.environ.get("RANK", 0))\ntorch.manual_seed(1234 + RANK)\n',
+        imports="import os\n",
+    )
+    assert len(codes(src)) == 1
+
+
+def test_a_split_on_each_pass_of_a_loop_is_reported_with_no_fix():
+    src = (
+        script("")
+        .replace("loader = DataLoader(train_set, batch_size=10, shuffle=True)\n", "")
+        .replace(
+            "for epoch in range(2):\n",
+            "for epoch in range(2):\n"
+            "    train_set, val_set = random_split(dataset, [80, 20])\n"
+            "    loader = DataLoader(train_set, batch_size=10, shuffle=True)\n",
+        )
+    )
+    [d] = codes(src)
+    assert d.fix == "none" and d.message.endswith(
+        "seed it alike on every rank by hand (a new split on each pass of its loop)"
+    )
+    result = fix_source(src)
+    assert "generator=" not in result.code
+    assert [b.invariant.number for b in result.incomplete if b.code == "DDP213"] == [7]
+    # `check` on the output says the same (the contract and the diagnostics are one analysis)
+    assert [d.code for d in codes(result.code)] == ["DDP213"]
+    assert fix_source(result.code).code == result.code
+
+
+def test_the_split_generator_does_not_silence_random_data_drawn_per_rank():
+    """`torch.Generator().manual_seed(0)` seeds only that generator: random data the script draws
+    with no seed is still drawn per rank, on the input and on the output alike."""
+    src = script("train_set, val_set = random_split(dataset, [80, 20])\n").replace(
+        "dataset = TensorDataset(x, 2 * x)\n", "dataset = TensorDataset(x, torch.randn(100, 1))\n"
+    )
+    result = fix_source(src)
+    assert "generator=split_generator" in result.code
+    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP210", 7)]
+    assert [d.code for d in codes(result.code, "DDP210")] == ["DDP210"]
+    assert codes(result.code) == []
+
+
+def test_a_script_that_starts_its_own_processes_is_reported_with_no_fix():
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.distributed as dist
+        import torch.multiprocessing as mp
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, TensorDataset, random_split
+        from torch.utils.data.distributed import DistributedSampler
+
+
+        def worker(rank, world_size):
+            dist.init_process_group("gloo", rank=rank, world_size=world_size)
+            x = torch.linspace(-1, 1, 100).unsqueeze(1)
+            train_set, val_set = random_split(TensorDataset(x, 2 * x), [80, 20])
+            loader = DataLoader(train_set, batch_size=10, sampler=DistributedSampler(train_set))
+            model = DDP(nn.Linear(1, 1))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for xb, yb in loader:
+                loss = (model(xb) - yb).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            mp.spawn(worker, args=(2,), nprocs=2)
+        """
+    )
+    [d] = codes(src)
+    assert d.fix == "none" and d.message.endswith("(the script starts its own processes)")
+    assert "generator=" not in fix_source(src).code
