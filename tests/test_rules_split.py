@@ -101,7 +101,7 @@ def test_a_split_on_each_pass_of_a_loop_is_reported_with_no_fix():
     )
     [d] = codes(src)
     assert d.fix == "none" and d.message.endswith(
-        "seed it alike on every rank by hand (a new split on each pass of its loop)"
+        "seed it alike on every rank by hand (a new split on each pass of a loop)"
     )
     result = fix_source(src)
     assert "generator=" not in result.code
@@ -109,6 +109,44 @@ def test_a_split_on_each_pass_of_a_loop_is_reported_with_no_fix():
     # `check` on the output says the same (the contract and the diagnostics are one analysis)
     assert [d.code for d in codes(result.code)] == ["DDP213"]
     assert fix_source(result.code).code == result.code
+
+
+def test_a_split_in_a_function_called_in_a_loop_is_reported_with_no_fix():
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset, random_split
+
+        x = torch.linspace(-1, 1, 100).unsqueeze(1)
+        dataset = TensorDataset(x, 2 * x)
+
+
+        def fold_loader():
+            train_set, val_set = random_split(dataset, [80, 20])
+            return DataLoader(train_set, batch_size=10, shuffle=True)
+
+
+        model = nn.Linear(1, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for fold in range(3):
+            for xb, yb in fold_loader():
+                loss = (model(xb) - yb).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """
+    )
+    [d] = codes(src)
+    assert d.fix == "none" and d.message.endswith("(a new split on each pass of a loop)")
+    assert "generator=" not in fix_source(src).code
+    once = src.replace(
+        "for fold in range(3):\n    for xb, yb in fold_loader():",
+        "loader = fold_loader()\nfor fold in range(3):\n    for xb, yb in loader:",
+    )
+    assert "loader = fold_loader()" in once
+    [d] = codes(once)
+    assert d.fix == "safe" and "generator=split_generator" in fix_source(once).code
 
 
 def test_the_split_generator_does_not_silence_random_data_drawn_per_rank():

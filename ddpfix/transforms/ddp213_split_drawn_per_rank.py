@@ -56,8 +56,8 @@ splits alike; a plain run splits as before, from the global generator (`None` is
 
 ## Fix safety
 Safe: a plain run passes the default (`generator=None`, `random_state=None`) and splits exactly as
-before. A split inside a loop (a new split each pass) is reported with no fix: one fixed seed would
-repeat the same split on every pass; so is a split in a script that starts its own processes
+before. A split that runs more than once (in a loop, or in a function called in one: a new split per
+fold or trial) is reported with no fix: one fixed seed would repeat the same split every time; so is a split in a script that starts its own processes
 (`mp.spawn`), where whether the process group is up at the split is decided at run time.
 """
 
@@ -72,9 +72,9 @@ repeat the same split on every pass; so is a split in a script that starts its o
                 continue
             name = "random_split" if keyword == "generator" else "train_test_split"
             message = f"{name} with no {keyword}: {WHY}"
-            looped = any(isinstance(a, LOOPS) for a in facts.index.ancestors(call))
+            looped = _repeated(facts.index, call)
             if looped or no_fix:
-                why = "a new split on each pass of its loop" if looped else "the script starts its own processes"
+                why = "a new split on each pass of a loop" if looped else "the script starts its own processes"
                 ctx.report(call, f"{message}; seed it alike on every rank by hand ({why})", fix=NONE)
                 continue
             if not ctx.report(call, message):
@@ -96,6 +96,17 @@ repeat the same split on every pass; so is a split in a script that starts its o
                 )
                 value = cst.Name(generator)
             ctx.plan.replace(call, lambda n, k=keyword, v=value: with_kwarg(n, k, v))
+
+
+def _repeated(index, call: cst.Call) -> bool:
+    """Does the split run more than once: in a loop, or in a function called in one (a split per fold
+    or per trial, which one fixed seed would make the same split every time)?"""
+    if any(isinstance(a, LOOPS) for a in index.ancestors(call)):
+        return True
+    func = index.enclosing(call, cst.FunctionDef)
+    return isinstance(func, cst.FunctionDef) and any(
+        any(isinstance(a, LOOPS) for a in index.ancestors(c)) for c in index.callers_of(func)
+    )
 
 
 def _seeded_alike(facts) -> bool:
