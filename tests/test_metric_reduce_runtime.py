@@ -74,6 +74,35 @@ LISTS = textwrap.dedent(
 ).lstrip()
 
 
+DIVIDED = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    ds = TensorDataset(torch.randn(64, 4), torch.randint(0, 3, (64,)))
+    loader = DataLoader(ds, batch_size=8, shuffle=True)
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    for epoch in range(2):
+        train_loss, total, running = 0.0, 0.0, 0.0
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            train_loss += loss.item() * x.size(0)
+            total += loss.item() * x.size(0)
+            running += loss.item()
+        train_loss = train_loss / len(loader.sampler)
+        total /= len(loader.dataset)
+        running /= len(loader)
+        print(f"epoch {epoch} sampler {train_loss:.5f} dataset {total:.5f} batches {running:.5f}")
+    """
+).lstrip()
+
+
 CUT = textwrap.dedent(
     """
     import torch
@@ -231,8 +260,18 @@ def converted_runs(tmp_path, script: str, last: str, ddp_last: str | None = None
                 'print(f"epoch {epoch} tensor {avg_losses:.5f}")',  # the same mean, reduced once
             ),
         ),
+        # totals the script divides in place before it prints them: by the length of the loader's sampler
+        # (this rank's share once it is a DistributedSampler) or of batches, averaged; by the dataset's, summed
+        (
+            DIVIDED,
+            (
+                "avg_train_loss = reduce_over_ranks(train_loss, average=True)\n",
+                "global_total = reduce_over_ranks(total)\n",
+                "avg_running = reduce_over_ranks(running, average=True)\n",
+            ),
+        ),
     ],
-    ids=["loader", "cut-batches", "meters", "list-means"],
+    ids=["loader", "cut-batches", "meters", "list-means", "divided-in-place"],
 )
 def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path, script, wanted):
     code, plain, ddp = converted_runs(tmp_path, script, "epoch 1 tensor")
