@@ -109,13 +109,23 @@ def dict_brings_sampler(ctx: Context, call: cst.Call, contents) -> bool:
     if not key.always and DISTRIBUTED_KIND not in kinds:
         return False
     where = "on every path" if key.always else "on the paths that set it"
-    ctx.report(
-        call,
-        f"training DataLoader whose arguments bring a {own} of their own {where}: it does not shard the data "
-        "by rank; shard it per rank by hand",
-        fix="none",
-    )
+    report_own_sampler(ctx, call, f"whose arguments bring a {own} of their own {where}")
     return True
+
+
+def report_own_sampler(ctx: Context, call: cst.Call, what: str) -> None:
+    """A training loader left to a sampler of another kind than DistributedSampler: reported, to shard by hand."""
+    ctx.report(
+        call, f"training DataLoader {what}: it does not shard the data by rank; shard it per rank by hand", fix="none"
+    )
+
+
+def sampler_of_its_own(facts, value: cst.BaseExpression) -> str | None:
+    """The class name of the sampler `value` is (or a name bound to), where it is one of another kind than
+    DistributedSampler (`SubsetRandomSampler(train_idx)`, a class of the script named `*Sampler`); None where
+    it is a DistributedSampler or cannot be told."""
+    kind = _sampler_kind(facts, value)
+    return None if kind == DISTRIBUTED_KIND else kind
 
 
 def has_unpassed_sampler(facts, call: cst.Call) -> bool:

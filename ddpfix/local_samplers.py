@@ -1,6 +1,7 @@
 """DDP201's fix for a training DataLoader that has a sampler of its own: a `RandomSampler` or
 `SequentialSampler` (inline or through a variable) still draws from the whole dataset on every rank,
-so distributed runs get a DistributedSampler in its place; a stream drawn with replacement gets a
+so distributed runs get a DistributedSampler in its place (a sampler of another kind, such as
+`SubsetRandomSampler(train_idx)`, is reported, to shard by hand); a stream drawn with replacement gets a
 random generator seeded per rank instead. A sampler variable that is None on every path (a slot the
 script keeps for one) is filled with a DistributedSampler when distributed."""
 
@@ -11,6 +12,7 @@ import libcst as cst
 from .analysis import Loader
 from .analysis.flow import reads
 from .edits import epoch_name, with_kwarg
+from .loader_kwargs import report_own_sampler, sampler_of_its_own
 from .order import Order
 from .rule import Context
 from .syntax import assigned_value, code_of, dotted, is_literal, kwarg, positional
@@ -43,6 +45,9 @@ def swap_local_sampler(ctx: Context, loader: Loader, batch_loop: cst.CSTNode, ar
         value = assigned_value(sites[-1].stmt) if sites else None
         ctor = value if isinstance(value, cst.Call) else None
     if ctor is None or facts.names.call_qual(ctor) not in LOCAL_SAMPLERS:
+        own = sampler_of_its_own(facts, arg.value)
+        if own is not None:  # `SubsetRandomSampler(train_idx)`: it draws the same indices on every rank
+            report_own_sampler(ctx, loader.site.node, f"with a {own} of its own")  # type: ignore[arg-type]
         return
     ds = positional(ctor, 0) or kwarg(ctor, "data_source")
     if ds is None:

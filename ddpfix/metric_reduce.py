@@ -7,8 +7,9 @@
         print(f"loss {avg_running_loss / i:.4f}")
 
 with one module-level helper that is the identity in a single process, so `python train.py` prints
-what it printed. Which reduction a total needs follows from how it is shown: divided by a count that
-is itself per rank (the batch index, `len(loader)`, another total, a constant number of steps) it is
+what it printed. Which reduction a total needs follows from how it is shown (or from how the script
+divided it in place before: `total = total / len(loader.sampler)`): divided by a count that is itself
+per rank (the batch index, `len(loader)`, `len(loader.sampler)`, another total, a constant number of steps) it is
 averaged over the ranks (a ratio of two averages is the ratio of the two sums); shown as it is, or
 divided by the size of a dataset (the same on every rank) or by the whole run's count of batches that
 a loop cut by rank ranges over (`range(RANK, num_batches, WORLD_SIZE)`), it is summed. A total used both ways, or a
@@ -23,9 +24,9 @@ import libcst as cst
 from .analysis.flow import binds, reads
 from .module_functions import add_module_function
 from .order import Order
+from .reduction_ops import AVG, SUM, reduction
 from .syntax import code_of, dotted, walk
 
-SUM, AVG = "sum", "avg"
 MEAN = "mean"  # a mean of a list of this rank's values, averaged over the ranks as a whole
 LIST_UPDATES = ("append", "extend", "clear", "insert", "pop")  # what changes a list between two statements
 HELPER = '''
@@ -350,28 +351,6 @@ def _progress_bar_of(index, loop: cst.For, it: cst.BaseExpression) -> cst.BaseEx
     ):
         return it.args[0].value
     return it
-
-
-def reduction(index, call: cst.Call, name: cst.Name, loaders: set[str], bounds: frozenset[str]) -> str:
-    """SUM or AVG for one shown occurrence of a total (see the module's docstring)."""
-    child: cst.CSTNode = name
-    for anc in index.ancestors(name):
-        if anc is call:
-            return SUM
-        if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, (cst.Divide, cst.FloorDivide)):
-            if child is anc.left and (_dataset_size(anc.right, loaders) or code_of(anc.right) in bounds):
-                return SUM
-            return AVG
-        child = anc
-    return SUM
-
-
-def _dataset_size(expr: cst.BaseExpression, loaders: set[str]) -> bool:
-    """`len(train_set)`, `len(loader.dataset)`: a size that is the same on every rank (not `len(loader)`)."""
-    if not (isinstance(expr, cst.Call) and dotted(expr.func) == "len" and len(expr.args) == 1):
-        return False
-    arg = dotted(expr.args[0].value) or ""
-    return bool(arg) and arg not in loaders
 
 
 def _on(name: str, formula: cst.BaseExpression) -> str:

@@ -39,9 +39,9 @@ def shard_view(ctx) -> ShardView | None:
         loaders = [loader for loader in facts.data.loaders if _sampled(facts, loader)]
         cut = cut + own
     elif not distributed and facts.training.trains and not facts.models.dp_calls:
-        # a script ddpfix converts: DDP201 gives each training loader a DistributedSampler, DDP209
-        # cuts hand-made batches by rank
-        loaders = [loader for loader, _ in facts.data.training_loaders]
+        # a script ddpfix converts: DDP201 gives each training loader a DistributedSampler (but those it
+        # reports with no fix: a sampler of its own, a batch_sampler), DDP209 cuts hand-made batches by rank
+        loaders = [loader for loader, _ in facts.data.training_loaders if not _left_unsharded(ctx, loader)]
         cut = [loop for loop in ctx.plan.cut if type(loop) is cst.For]
     elif distributed and facts.training.trains and not facts.models.dp_calls:
         # a script with its own launch path that ddpfix completes: the loaders DDP201 shards in this pass
@@ -114,6 +114,12 @@ def _sharded_in_this_pass(ctx, loader) -> bool:
     """Does DDP201 give `loader` a DistributedSampler in this pass (or would, in a fix run)?"""
     line = ctx.facts.index.position(loader.site.node).start.line
     return any(d.code == "DDP201" and d.line == line and ctx.offers(d) for d in ctx.diagnostics)
+
+
+def _left_unsharded(ctx, loader) -> bool:
+    """Does DDP201 report `loader` with no fix (to shard by hand), so that it stays whole on every rank?"""
+    line = ctx.facts.index.position(loader.site.node).start.line
+    return any(d.code == "DDP201" and d.line == line and not ctx.offers(d) for d in ctx.diagnostics)
 
 
 def reduces_on_cpu(ctx) -> bool:

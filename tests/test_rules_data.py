@@ -923,3 +923,50 @@ def test_ddp211_leaves_batches_cut_or_drawn_per_step_alone():
         "    inputs = torch.LongTensor(inputs)\n", "    inputs = torch.LongTensor(inputs)\n    torch.manual_seed(0)\n"
     )
     assert found(drawn.format(arg="inputs[torch.randint(0, 3, (2,))]"), "DDP211") == []
+
+
+SUBSET_SAMPLER = textwrap.dedent(
+    """
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+    from torch.utils.data.sampler import SubsetRandomSampler
+
+    x = torch.linspace(-1, 1, 200).unsqueeze(1)
+    train_data = TensorDataset(x, 2 * x)
+    indices = list(range(len(train_data)))
+    np.random.shuffle(indices)
+    train_idx, valid_idx = indices[40:], indices[:40]
+    train_sampler = SubsetRandomSampler(train_idx)
+    train_loader = DataLoader(train_data, batch_size=20, sampler=train_sampler)
+    model = nn.Linear(1, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        train_loss = 0.0
+        for data, target in train_loader:
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(data), target)
+            loss.backward()
+            optimizer.step()
+            train_loss += loss.item() * data.size(0)
+        train_loss = train_loss / len(train_loader.sampler)
+        print(f"epoch {epoch} loss {train_loss:.6f}")
+    """
+).lstrip()
+
+
+def test_ddp201_reports_a_sampler_of_another_kind_passed_to_the_loader():
+    """`sampler=SubsetRandomSampler(train_idx)`: every rank draws the whole subset. Reported (the conversion is
+    incomplete, invariant 3), and no total over that loader is reduced as if it were a shard."""
+    [d] = [d for d in check_source(SUBSET_SAMPLER) if d.code == "DDP201"]
+    assert d.fix == "none" and d.line == 13
+    assert d.message == (
+        "training DataLoader with a SubsetRandomSampler of its own: it does not shard the data by rank; "
+        "shard it per rank by hand"
+    )
+    result = fix_source(SUBSET_SAMPLER)
+    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP201", 3)]
+    assert "reduce_over_ranks" not in result.code and "DDP409" not in {d.code for d in result.diagnostics}
+    inline = SUBSET_SAMPLER.replace("sampler=train_sampler)", "sampler=SubsetRandomSampler(train_idx))")
+    assert [d.fix for d in check_source(inline) if d.code == "DDP201"] == ["none"]

@@ -159,3 +159,41 @@ def test_a_list_mean_shown_where_not_every_rank_reaches_alike_is_reported_withou
     (d,) = found(src)
     assert "(no fix: not every rank reaches the statement alike)" in d.message
     assert "reduce_over_ranks(np.mean" not in fix_source(src).code
+
+
+def test_a_total_divided_in_place_is_reduced_by_its_divisor_where_it_was_last_bound():
+    """`total = total / len(loader.sampler)` before the print: this rank's mean once the sampler is a
+    DistributedSampler, so averaged; shown before that division, the sum (as it is), and a division
+    of another function's local of the same name is not this total's."""
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+
+        def scaled(total, n):
+            total = total / n
+            return total
+
+
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(ds, batch_size=8, shuffle=True)
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(2):
+            total = 0.0
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += loss.item() * len(x)
+            print(f"sum {total:.4f}")
+            total = total / len(loader.sampler)
+            print(f"mean {total:.4f}")
+        """
+    ).lstrip()
+    out = fix_source(src).code
+    assert "global_total = reduce_over_ranks(total)\n" in out  # the first print: the sum, as it is
+    assert "avg_total = reduce_over_ranks(total, average=True)\n" in out  # after the division: a mean

@@ -78,10 +78,14 @@ avg_running_loss = reduce_over_ranks(running_loss, average=True)
 if RANK == 0:
     print(f"loss {avg_running_loss / i:.4f}")
 ```
-A total divided by a count that is per rank (the step index, `len(loader)`, another total, a fixed
-number of steps) is averaged over the ranks; one shown as it is, divided by the size of a dataset
-(the same on every rank), or by the whole run's count of batches a loop cut by rank ranges over
-(`cost / num_batches` after `for k in range(RANK, num_batches, WORLD_SIZE)`), is summed. A script
+A total divided by a count that is per rank (the step index, `len(loader)`, `len(loader.sampler)`,
+which is this rank's share once the sampler is a DistributedSampler, another total, a fixed number of
+steps) is averaged over the ranks; one shown as it is, divided by the size of a dataset (the same on
+every rank), or by the whole run's count of batches a loop cut by rank ranges over (`cost /
+num_batches` after `for k in range(RANK, num_batches, WORLD_SIZE)`), is summed. A total the script
+divides in place before it shows it (`train_loss = train_loss / len(train_loader.sampler)`, `total /=
+len(loader.dataset)`) is reduced by that division the same way. A loader DDP201 leaves to shard by
+hand (a `SubsetRandomSampler` of its own) is no shard: totals over it are not reduced. A script
 that is distributed already gets the same fix, placed before the rank-0 guard around the statement,
 where its process group can reduce a CPU tensor (backend left to torch, gloo, or
 `"cpu:gloo,cuda:nccl"`).

@@ -1,0 +1,73 @@
+"""Which reduction over the ranks a shown total needs: SUM or AVG, from what it is divided by where it is
+shown, or where the script divided it in place before (see metric_reduce's docstring)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .analysis.flow import reads
+from .syntax import code_of, dotted, walk
+
+SUM, AVG = "sum", "avg"
+
+
+def reduction(index, call: cst.Call, name: cst.Name, loaders: set[str], bounds: frozenset[str]) -> str:
+    """SUM or AVG for one shown occurrence of a total (see the module's docstring); a total the script
+    divided in place before it shows it (`train_loss = train_loss / len(train_loader.sampler)`, `total /=
+    n`) by what that division was."""
+    child: cst.CSTNode = name
+    for anc in index.ancestors(name):
+        if anc is call:
+            break
+        if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, (cst.Divide, cst.FloorDivide)):
+            return _by_divisor(anc.right, loaders, bounds) if child is anc.left else AVG
+        child = anc
+    divisor = _divided_in_place(index, name, index.site(call).stmt)
+    return SUM if divisor is None else _by_divisor(divisor, loaders, bounds)
+
+
+def _by_divisor(divisor: cst.BaseExpression, loaders: set[str], bounds: frozenset[str]) -> str:
+    """A total divided by the size of a dataset, or by the whole run's count of batches, is summed;
+    divided by anything per rank, averaged."""
+    return SUM if _dataset_size(divisor, loaders) or code_of(divisor) in bounds else AVG
+
+
+def _divided_in_place(index, name: cst.Name, stmt: cst.CSTNode) -> cst.BaseExpression | None:
+    """What the total `name` was divided by where it was last bound before `stmt`, in `name = name / d`
+    or `name /= d` (None: its last binding there is no such division)."""
+    last, last_order = None, None
+    scope = index.scope_of(stmt)
+    for node in walk(scope):
+        if isinstance(node, cst.AugAssign):
+            targets = [node.target]
+        elif isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        else:
+            continue
+        if not any(isinstance(t, cst.Name) and t.value == name.value for t in targets):
+            continue
+        if not index.before(node, stmt) or index.scope_of(node) is not scope:
+            continue
+        order = index.order(node)
+        if last_order is None or order > last_order:
+            last, last_order = node, order
+    if isinstance(last, cst.AugAssign) and isinstance(last.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
+        return last.value
+    if isinstance(last, cst.Assign) and isinstance(last.value, cst.BinaryOperation):
+        value = last.value
+        if isinstance(value.operator, (cst.Divide, cst.FloorDivide)) and name.value in reads(value.left):
+            return value.right
+    return None
+
+
+def _dataset_size(expr: cst.BaseExpression, loaders: set[str]) -> bool:
+    """`len(train_set)`, `len(loader.dataset)`: a size that is the same on every rank (not `len(loader)`,
+    nor `len(loader.sampler)`: a DistributedSampler's length is this rank's share)."""
+    if not (isinstance(expr, cst.Call) and dotted(expr.func) == "len" and len(expr.args) == 1):
+        return False
+    arg = dotted(expr.args[0].value) or ""
+    owner, _, attr = arg.rpartition(".")
+    return bool(arg) and arg not in loaders and not (owner in loaders and attr in ("sampler", "batch_sampler"))
+
+
+__all__ = ["AVG", "SUM", "reduction"]
