@@ -51,14 +51,16 @@ becomes
 split_generator = torch.Generator().manual_seed(0) if DISTRIBUTED else None  # every rank splits alike
 train_set, val_set = random_split(dataset, [800, 200], generator=split_generator)
 ```
-(`train_test_split(..., random_state=0 if DISTRIBUTED else None)` for scikit-learn's): under torchrun every rank
-splits alike; a plain run splits as before, from the global generator (`None` is the default).
+(`train_test_split(..., random_state=0 if DISTRIBUTED else None)` for scikit-learn's): under
+torchrun every rank splits alike; a plain run splits as before, from the global generator (`None` is
+the default).
 
 ## Fix safety
 Safe: a plain run passes the default (`generator=None`, `random_state=None`) and splits exactly as
 before. A split that runs more than once (in a loop, or in a function called in one: a new split per
-fold or trial) is reported with no fix: one fixed seed would repeat the same split every time; so is a split in a script that starts its own processes
-(`mp.spawn`), where whether the process group is up at the split is decided at run time.
+fold or trial) is reported with no fix: one fixed seed would repeat the same split every time. So is
+a split in a script that starts its own processes (`mp.spawn`), where whether the process group is up
+at the split is decided at run time.
 """
 
     def run(self, ctx: Context) -> None:
