@@ -110,16 +110,20 @@ def list_means(index, node: cst.CSTNode, lists: set[str]) -> tuple[list[tuple[cs
     return out, whole
 
 
+def _sampler_findings(ctx, loader) -> list:
+    """DDP201's findings at `loader`, so far in this pass."""
+    line = ctx.facts.index.position(loader.site.node).start.line
+    return [d for d in ctx.diagnostics if d.code == "DDP201" and d.line == line]
+
+
 def _sharded_in_this_pass(ctx, loader) -> bool:
     """Does DDP201 give `loader` a DistributedSampler in this pass (or would, in a fix run)?"""
-    line = ctx.facts.index.position(loader.site.node).start.line
-    return any(d.code == "DDP201" and d.line == line and ctx.offers(d) for d in ctx.diagnostics)
+    return any(ctx.offers(d) for d in _sampler_findings(ctx, loader))
 
 
 def _left_unsharded(ctx, loader) -> bool:
     """Does DDP201 report `loader` with no fix (to shard by hand), so that it stays whole on every rank?"""
-    line = ctx.facts.index.position(loader.site.node).start.line
-    return any(d.code == "DDP201" and d.line == line and not ctx.offers(d) for d in ctx.diagnostics)
+    return any(not ctx.offers(d) for d in _sampler_findings(ctx, loader))
 
 
 def reduces_on_cpu(ctx) -> bool:

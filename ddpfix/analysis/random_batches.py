@@ -1,17 +1,30 @@
 """Batch indices drawn at random in the training loop (DDP209): where a draw is one batch's, and
-whether Python's `random` is seeded alike on every rank."""
+whether the script seeds its generators (Python's `random`, or any global one) alike on every rank."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from ..syntax import assigned_value, single_small, walk
+from ..syntax import assigned_value, dotted, single_small, walk
 
 
 def seeds_random_alike(facts) -> bool:
     """Does the script seed Python's `random` with a value that is the same on every rank? (Unseeded,
     each process draws from its own stream.)"""
     return any(not facts.ranks.mentions_rank(c) for c in facts.names.calls_matching(lambda q: q == "random.seed"))
+
+
+def seed_calls(facts) -> list[cst.Call]:
+    """The script's calls of a function named `*seed*` (`torch.manual_seed`, `np.random.seed`,
+    `set_seed(...)`); a method of a generator built in place (`torch.Generator().manual_seed(0)`) seeds
+    only that generator and is none."""
+    return [c for c in facts.index.calls if "seed" in (dotted(c.func) or "").split(".")[-1].lower()]
+
+
+def seeds_alike(facts) -> bool:
+    """Does the script seed a global generator with a value that is the same on every rank (a seed call
+    whose arguments do not mention the rank)?"""
+    return any(not facts.ranks.mentions_rank(c) for c in seed_calls(facts))
 
 
 def draws_batch(facts, call: cst.Call, loops: list[cst.For]) -> bool:
@@ -49,4 +62,4 @@ def indexes_with(facts, scope: cst.CSTNode, name: str, after: cst.CSTNode) -> bo
     return False
 
 
-__all__ = ["draws_batch", "indexes_with", "seeds_random_alike"]
+__all__ = ["draws_batch", "indexes_with", "seed_calls", "seeds_alike", "seeds_random_alike"]

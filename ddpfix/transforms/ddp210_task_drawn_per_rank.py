@@ -5,10 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.flow import reads
+from ..analysis.random_batches import seed_calls
 from ..diagnostic import NONE
 from ..examples import clean, reports
 from ..rule import Context, Rule
-from ..syntax import assign_targets, calls_in, dotted, kwarg, method_name, walk
+from ..syntax import assign_targets, calls_in, kwarg, method_name, walk
 
 RANDOM = {
     "torch.randn",
@@ -85,8 +86,7 @@ process group first; which one fits is the author's choice.
         facts = ctx.facts
         if not facts.training.trains:
             return
-        calls = facts.index.calls
-        if any("seed" in (dotted(c.func) or "").split(".")[-1].lower() for c in calls):
+        if seed_calls(facts):
             return  # the script seeds a generator: every rank draws alike
         shared = {
             n.value

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.random_batches import seeds_alike
 from ..diagnostic import NONE
 from ..edits import with_kwarg
 from ..examples import clean, fixes, reports
 from ..order import Order
 from ..rule import Context, Rule
-from ..syntax import dotted, kwarg, positional
+from ..syntax import kwarg, positional
 
-# the splitting function -> (its seed keyword, the position of that argument when passed positionally)
+# the splitting function -> (its name, its seed keyword, the position of that argument when passed positionally)
 SPLITS = {
-    "torch.utils.data.random_split": ("generator", 2),
-    "torch.utils.data.dataset.random_split": ("generator", 2),
-    "sklearn.model_selection.train_test_split": ("random_state", None),
+    "torch.utils.data.random_split": ("random_split", "generator", 2),
+    "torch.utils.data.dataset.random_split": ("random_split", "generator", 2),
+    "sklearn.model_selection.train_test_split": ("train_test_split", "random_state", None),
 }
 LOOPS = (cst.For, cst.While)
 WHY = "under torchrun every rank splits the data its own way, so the ranks' shards overlap and a rank trains on samples another holds out"
@@ -65,14 +66,13 @@ at the split is decided at run time.
 
     def run(self, ctx: Context) -> None:
         facts = ctx.facts
-        if not facts.training.trains or _seeded_alike(facts):
+        if not facts.training.trains or seeds_alike(facts):
             return
         no_fix = facts.launch.spawn_calls or facts.launch.process_starts
         for call in facts.names.calls_to(*SPLITS):
-            keyword, at = SPLITS[facts.names.call_qual(call)]  # type: ignore[index]
+            name, keyword, at = SPLITS[facts.names.call_qual(call)]  # type: ignore[index]
             if kwarg(call, keyword) is not None or (at is not None and positional(call, at) is not None):
                 continue
-            name = "random_split" if keyword == "generator" else "train_test_split"
             message = f"{name} with no {keyword}: {WHY}"
             looped = _repeated(facts.index, call)
             if looped or no_fix:
@@ -108,16 +108,6 @@ def _repeated(index, call: cst.Call) -> bool:
     func = index.enclosing(call, cst.FunctionDef)
     return isinstance(func, cst.FunctionDef) and any(
         any(isinstance(a, LOOPS) for a in index.ancestors(c)) for c in index.callers_of(func)
-    )
-
-
-def _seeded_alike(facts) -> bool:
-    """Does the script seed a global generator with a value that is the same on every rank (a call
-    named `*seed*` whose arguments do not mention the rank; `torch.Generator().manual_seed(0)` seeds
-    only that generator)?"""
-    return any(
-        "seed" in (dotted(c.func) or "").split(".")[-1].lower() and not facts.ranks.mentions_rank(c)
-        for c in facts.index.calls
     )
 
 
