@@ -163,8 +163,9 @@ def test_a_list_mean_shown_where_not_every_rank_reaches_alike_is_reported_withou
 
 def test_a_total_divided_in_place_is_reduced_by_its_divisor_where_it_was_last_bound():
     """`total = total / len(loader.sampler)` before the print: this rank's mean once the sampler is a
-    DistributedSampler, so averaged; shown before that division, the sum (as it is), and a division
-    of another function's local of the same name is not this total's."""
+    DistributedSampler, so averaged; shown before that division, the sum (as it is). (The function
+    `scaled`, defined first, divides a local of the same name; it comes before the accumulation, so this
+    test does not tell whether its division would be taken for the total's.)"""
     src = textwrap.dedent(
         """
         import torch
