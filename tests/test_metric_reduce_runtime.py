@@ -103,6 +103,37 @@ DIVIDED = textwrap.dedent(
 ).lstrip()
 
 
+DERIVED = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    ds = TensorDataset(torch.randn(64, 4), torch.randint(0, 3, (64,)))
+    loader = DataLoader(ds, batch_size=8, shuffle=True)
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    for epoch in range(2):
+        running_loss, running_correct, steps = 0.0, 0, 0
+        for x, y in loader:
+            out = model(x)
+            loss = nn.functional.cross_entropy(out, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.item() * x.size(0)
+            running_correct += (out.argmax(1) == y).sum().item()
+            steps += 1
+        epoch_loss = running_loss / len(loader.dataset)
+        epoch_acc = 100.0 * running_correct / len(ds)
+        print(f"epoch {epoch} loss {epoch_loss:.5f} acc {epoch_acc:.3f}")
+        mean_loss = running_loss / steps
+        print(f"epoch {epoch} tensor {mean_loss:.5f}")
+    """
+).lstrip()
+
+
 CUT = textwrap.dedent(
     """
     import torch
@@ -270,8 +301,21 @@ def converted_runs(tmp_path, script: str, last: str, ddp_last: str | None = None
                 "avg_running = reduce_over_ranks(running, average=True)\n",
             ),
         ),
+        # totals carried into a new name before they are shown (`epoch_loss = running_loss /
+        # len(loader.dataset)`, then `print(epoch_loss)`): reduced just before the statement that derives
+        # the shown value, by what it divides them by
+        (
+            DERIVED,
+            (
+                "global_running_loss = reduce_over_ranks(running_loss)\n",
+                "epoch_loss = global_running_loss / len(loader.dataset)\n",
+                "epoch_acc = 100.0 * global_running_correct / len(ds)\n",
+                "avg_running_loss = reduce_over_ranks(running_loss, average=True)\n",
+                'print(f"epoch {epoch} loss {epoch_loss:.5f} acc {epoch_acc:.3f}")',
+            ),
+        ),
     ],
-    ids=["loader", "cut-batches", "meters", "list-means", "divided-in-place"],
+    ids=["loader", "cut-batches", "meters", "list-means", "divided-in-place", "derived-name"],
 )
 def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path, script, wanted):
     code, plain, ddp = converted_runs(tmp_path, script, "epoch 1 tensor")
