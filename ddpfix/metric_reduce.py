@@ -62,10 +62,11 @@ class MetricReducer:
         self.meters_copied: set[tuple[cst.CSTNode, tuple[cst.CSTNode, str]]] = (
             set()
         )  # (statement, meter) shown by a copy
+        self.derived: set[cst.Assign] = set()  # derivations of a shown value whose totals are reduced
 
     def reductions(
         self,
-        call: cst.Call,
+        call: cst.CSTNode,
         sharded: set[str],
         loaders: set[str],
         at: cst.CSTNode | None = None,
@@ -86,7 +87,7 @@ class MetricReducer:
                 return None  # summed in one place, averaged in another
         return ops or None
 
-    def plan(self, call: cst.Call, ops: dict[str, str], at: cst.CSTNode | None = None) -> None:
+    def plan(self, call: cst.CSTNode, ops: dict[str, str], at: cst.CSTNode | None = None) -> None:
         """Reduce the totals just before the statement that shows them (or `at`, the rank-0 guard around
         it), and show the reduced values."""
         plan = self.ctx.plan
@@ -107,6 +108,13 @@ class MetricReducer:
             plan.insert_before(stmt, plan.statements("\n".join(lines)), Order.REDUCED_METRIC)
         for name in _shown(self.ctx.facts.index, call, set(ops)):
             plan.replace(name, lambda n, new=reduced[name.value]: n.with_changes(value=new))
+
+    def plan_derived(self, derived, ops: dict[str, str]) -> None:
+        """Reduce the totals a shown value is derived from (derived_metrics.Derived) just before the statement
+        that derives it, which then reads the reduced totals; once, whichever rules show the value."""
+        if derived.assign not in self.derived:
+            self.derived.add(derived.assign)
+            self.plan(derived.assign, ops, derived.stmt)
 
     def mean_problem(self, at: cst.CSTNode) -> str | None:
         """Why a list's mean cannot be averaged just before the statement `at` (None: it can)."""
@@ -256,7 +264,7 @@ def reducer_of(ctx) -> MetricReducer:
     return reducer
 
 
-def _shown(index, call: cst.Call, totals: set[str]) -> list[cst.Name]:
+def _shown(index, call: cst.CSTNode, totals: set[str]) -> list[cst.Name]:
     """The reads of `totals` in `call`: not an attribute's name (`stats.total`) nor a keyword (`total=`)."""
     out = []
     for n in walk(call):

@@ -81,8 +81,9 @@ def found(src: str, **options) -> list:
         ("scheduler.step(total / steps)", "avg_total = reduce_over_ranks(total, average=True)"),
         ("scheduler.step(metrics=total / len(ds))", "global_total = reduce_over_ranks(total)"),
         (
+            # a value derived from a total is derived from the reduced total (every later read of it is the run's)
             "epoch_loss = total / steps\nscheduler.step(epoch_loss)",
-            "avg_epoch_loss = reduce_over_ranks(epoch_loss, average=True)",
+            "avg_total = reduce_over_ranks(total, average=True)\n    epoch_loss = avg_total / steps",
         ),
     ],
 )
@@ -138,6 +139,18 @@ def test_a_total_printed_and_stepped_shares_one_helper_with_ddp409():
     converted(src)
 
 
+def test_a_value_derived_from_a_total_printed_and_stepped_is_reduced_once_where_it_is_derived():
+    """DDP409 and DDP313 both reduce where `epoch_loss` is derived, once: the print and the step read the
+    run's value, and the step does not sum over the ranks a value that is the run's already."""
+    src = script('epoch_loss = total / len(ds)\nprint(f"loss {epoch_loss:.3f}")\nscheduler.step(epoch_loss)')
+    out = fix_source(src)
+    assert {d.code for d in out.diagnostics if d.applied} >= {"DDP313", "DDP409"}
+    assert out.code.count("= reduce_over_ranks(") == 1
+    assert "    global_total = reduce_over_ranks(total)\n    epoch_loss = global_total / len(ds)\n" in out.code
+    assert '        print(f"loss {epoch_loss:.3f}")\n    scheduler.step(epoch_loss)\n' in out.code
+    converted(src)
+
+
 @pytest.mark.parametrize("backend", ['"gloo"', ""])
 def test_a_distributed_script_gets_the_reduction_where_its_group_reduces_on_the_cpu(backend):
     src = DISTRIBUTED_HEAD.format(backend=backend).lstrip()
@@ -145,8 +158,8 @@ def test_a_distributed_script_gets_the_reduction_where_its_group_reduces_on_the_
     assert d.message.startswith("ReduceLROnPlateau stepped with this rank's val_loss only")
     out = fix_source(src)
     assert (
-        "    avg_mean_loss = reduce_over_ranks(mean_loss, average=True)\n    scheduler.step(avg_mean_loss)\n"
-        in out.code
+        "    avg_val_loss = reduce_over_ranks(val_loss, average=True)\n    mean_loss = avg_val_loss / len(loader)\n"
+        "    scheduler.step(mean_loss)\n" in out.code
     )
     assert fix_source(out.code).code == out.code
 
@@ -157,7 +170,7 @@ def test_a_distributed_script_on_nccl_alone_is_reduced_only_with_ddp002s_cpu_bac
     assert "(no fix: the process group cannot be seen to reduce a CPU tensor)" in d.message
     assert "reduce_over_ranks" not in fix_source(src, ignore=["DDP002"]).code
     out = fix_source(src).code
-    assert "cpu:gloo" in out and "avg_mean_loss = reduce_over_ranks(mean_loss, average=True)" in out
+    assert "cpu:gloo" in out and "mean_loss = avg_val_loss / len(loader)\n" in out
 
 
 def test_a_validation_loss_over_a_sharded_loader_of_a_distributed_script_is_reported():

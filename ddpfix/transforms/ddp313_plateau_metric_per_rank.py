@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.flow import binds, reads
+from ..derived_metrics import derivations_of, derived_reductions, derived_shown
 from ..examples import clean, fixes, reports
 from ..metric_reduce import AVG, reached_alike, reducer_of, reduction
 from ..order import Order
@@ -60,7 +61,11 @@ for epoch in range(epochs):
 with DDP409's helper `reduce_over_ranks` (the value itself in a single process). A mean over this
 rank's batches (`np.mean(xs)`, `sum(xs) / len(xs)`, a total divided by `len(loader)` or by a step
 count) is averaged over the ranks; a total shown as it is, or divided by the size of the dataset, is
-summed, as DDP409 decides.
+summed, as DDP409 decides. A metric derived from totals through one assignment (`val_loss = total /
+len(loader)`, then `scheduler.step(val_loss)`) has the totals reduced just before that assignment, as
+DDP409 reduces a value it shows, once for both rules, so a print of `val_loss` and the step read the
+same number; where that assignment is not in a block that holds the step, the metric itself is
+reduced just before the step.
 
 ## Fix safety
 Safe where the step is reached alike by every rank (the reduction is a collective), as DDP409's fix:
@@ -179,7 +184,8 @@ def _op(facts, value: cst.BaseExpression, lists: set[str], view) -> str | None:
 def _plan(ctx, call: cst.Call, arg: cst.BaseExpression, value, base: str, op: str | None, view, lists) -> None:
     """Totals read by the step itself are reduced as DDP409 reduces them (`avg_total = reduce_over_ranks(total,
     average=True)`, the step reading `avg_total / len(loader)`; one reduction serves a print of the same total
-    just before); a list's mean, or a name bound to a metric, is reduced whole before the step's statement
+    just before); a name bound to a metric derived from totals has the totals reduced where it is derived
+    (derived_metrics); a list's mean, or a name bound otherwise, is reduced whole before the step's statement
     (`avg_losses = reduce_over_ranks(np.mean(losses), average=True)`), and the step reads that."""
     plan = ctx.plan
     stmt = ctx.facts.index.site(call).stmt
@@ -190,6 +196,12 @@ def _plan(ctx, call: cst.Call, arg: cst.BaseExpression, value, base: str, op: st
         if ops is not None:
             reducer.plan(call, ops, stmt)
             return
+    if value is not arg and type(arg) is cst.Name and not {n for n in _names(value) if n in lists}:
+        for d in derived_shown(ctx.facts.index, arg, view.totals, derivations_of(ctx.facts.index, view.totals)):
+            ops, why = derived_reductions(ctx, d, view)
+            if why is None:  # reduced where it is derived, as DDP409 reduces a value shown
+                reducer.plan_derived(d, ops)
+                return
     means = list_means(ctx.facts.index, arg, lists)[0] if value is arg else []
     if means:
         for mean, name in means:

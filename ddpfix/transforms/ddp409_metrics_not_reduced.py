@@ -6,6 +6,7 @@ import libcst as cst
 
 from ..analysis.imported_meters import imported_meter_classes
 from ..analysis.meters import meter_classes, shown_meters
+from ..derived_metrics import derivations_of, derived_reductions, derived_shown
 from ..examples import clean, fixes, reports
 from ..metric_reduce import reducer_of
 from ..rule import NONE, Context, Rule
@@ -84,7 +85,13 @@ steps) is averaged over the ranks; one shown as it is, divided by the size of a 
 every rank), or by the whole run's count of batches a loop cut by rank ranges over (`cost /
 num_batches` after `for k in range(RANK, num_batches, WORLD_SIZE)`), is summed. A total the script
 divides in place before it shows it (`train_loss = train_loss / len(train_loader.sampler)`, `total /=
-len(loader.dataset)`) is reduced by that division the same way. A loader DDP201 leaves to shard by
+len(loader.dataset)`) is reduced by that division the same way. A value the script derives from
+such totals before it shows it (`epoch_loss = running_loss / len(loader.dataset)`, then
+`print(epoch_loss)`) has the totals reduced just before the statement that derives it, which then
+reads them reduced, so the value is the run's wherever it is read next (the print, a `return`, a
+scheduler's step); that is done where the derivation is the last binding of the name before the
+statement that shows it, in the same function and in a block that holds that statement, and a value
+derived inside the loop that accumulates, or in one branch of an `if`, is reported with no fix. A loader DDP201 leaves to shard by
 hand (a `SubsetRandomSampler` of its own) is no shard: totals over it are not reduced. A script
 that is distributed already gets the same fix, placed before the rank-0 guard around the statement,
 where its process group can reduce a CPU tensor (backend left to torch, gloo, or
@@ -169,6 +176,7 @@ taken to reduce its own totals.
         ranks = facts.ranks
         reducer = reducer_of(ctx)
         bounds, loader_names = view.bounds, view.loader_names
+        candidates = derivations_of(facts.index, sharded) if sharded else {}
         for call in facts.index.calls:
             if not _shows(call):
                 continue
@@ -180,10 +188,13 @@ taken to reduce its own totals.
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
             shown = [m for m in meters.get(call, []) if m.name not in reduced]
             means = list_means(facts.index, call, lists)[0] if lists else []
-            if not used and not shown and not means:
+            derived = derived_shown(facts.index, call, sharded, candidates) if candidates else []
+            if not used and not shown and not means and not derived:
                 continue
-            names = ", ".join(sorted(used | {m.name for m in shown} | {name for _, name in means}))
-            verb, done = ("sum", "summed") if used or shown else ("average", "averaged")  # (a list's mean)
+            names = ", ".join(
+                sorted(used | {m.name for m in shown} | {name for _, name in means} | {d.name for d in derived})
+            )
+            verb, done = ("sum", "summed") if used or shown or derived else ("average", "averaged")  # (a list's mean)
             if distributed:
                 # reduced before the rank-0 guard around the statement (every rank reaches it there), or
                 # before the statement itself where a silenced print runs on every rank
@@ -203,6 +214,12 @@ taken to reduce its own totals.
             why = reducer.meter_problem(shown, at) if shown and at is not None and ops is not None else None
             if why is None and means and at is not None and ops is not None:
                 why = reducer.mean_problem(at)
+            derived_ops = []
+            for d in derived if why is None and ops is not None else ():
+                d_ops, why = derived_reductions(ctx, d, view)
+                derived_ops.append((d, d_ops))
+                if why is not None:
+                    break
             if why is not None:
                 message += f" (no fix: {why})"
             if ctx.report(call, message, fix=None if ops is not None and why is None else NONE):
@@ -211,6 +228,8 @@ taken to reduce its own totals.
                 reducer.plan_meters(shown, at, call)  # type: ignore[arg-type]
                 for mean, name in means:
                     reducer.plan_mean(mean, name, at)  # type: ignore[arg-type]
+                for d, d_ops in derived_ops:
+                    reducer.plan_derived(d, d_ops)
 
 
 def _shows(call: cst.Call) -> bool:

@@ -40,6 +40,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     args = parser.parse_args()
 
+    torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
     train_set = make_data(512, g)
     train_loader = DataLoader(train_set, batch_size=32, shuffle=True)

@@ -1,0 +1,142 @@
+"""DDP409 on derived values: a value computed from totals of this rank's shard (`epoch_loss = running_loss
+/ len(loader.dataset)`) and shown as the run's is reduced where it is derived, or reported."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from invariants import converted
+
+from ddpfix import check_source, fix_source
+
+SCRIPT = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+loader = DataLoader(ds, batch_size=8, shuffle=True)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(2):
+    running_loss, steps = 0.0, 0
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        running_loss += loss.item() * x.size(0)
+        steps += 1
+{after}
+""".lstrip()
+
+DISTRIBUTED = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+dist.init_process_group("gloo")
+ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+model = DDP(nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+total = 0.0
+for x, y in loader:
+    loss = nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    total += loss.item()
+mean_loss = total / len(loader)
+if dist.get_rank() == 0:
+    print(f"mean loss {mean_loss:.4f}")
+""".lstrip()
+
+
+def script(after: str) -> str:
+    return SCRIPT.format(after=textwrap.indent(textwrap.dedent(after).strip(), "    "))
+
+
+def found(src: str) -> list:
+    return [d for d in check_source(src) if d.code == "DDP409"]
+
+
+@pytest.mark.parametrize(
+    ("after", "reduced"),
+    [
+        (
+            'epoch_loss = running_loss / len(loader.dataset)\nprint(f"loss {epoch_loss:.4f}")',
+            "    global_running_loss = reduce_over_ranks(running_loss)\n"
+            "    epoch_loss = global_running_loss / len(loader.dataset)\n",
+        ),
+        (  # divided by this rank's count of steps: averaged
+            'mean_loss = running_loss / steps\nprint("loss", mean_loss)',
+            "    avg_running_loss = reduce_over_ranks(running_loss, average=True)\n",
+        ),
+        (  # the print further down, after other statements, and the value returned by no one
+            'epoch_loss = running_loss / len(ds)\nlr = opt.param_groups[0]["lr"]\nprint(epoch, lr, epoch_loss)',
+            "    global_running_loss = reduce_over_ranks(running_loss)\n    epoch_loss = global_running_loss / len(ds)\n",
+        ),
+    ],
+)
+def test_a_value_derived_from_a_total_is_reduced_where_it_is_derived(after, reduced):
+    src = script(after)
+    (d,) = found(src)
+    assert d.message.startswith("after the conversion, ") and "(no fix" not in d.message
+    assert d.message.split(" would ")[0].endswith(("epoch_loss", "mean_loss"))
+    out = converted(src)
+    assert reduced in out
+    assert out.count("= reduce_over_ranks(") == 1
+
+
+@pytest.mark.parametrize(
+    ("after", "why"),
+    [
+        (  # derived in the loop that accumulates, shown after it: the value reduced would be a step's
+            None,
+            "epoch_loss is computed from running_loss in a block that does not hold the statement that shows it",
+        ),
+        (
+            'if epoch % 2 == 0:\n    epoch_loss = running_loss / len(ds)\nprint(f"loss {epoch_loss:.4f}")',
+            "epoch_loss is computed from running_loss in a block that does not hold the statement that shows it",
+        ),
+    ],
+)
+def test_a_value_derived_where_its_totals_cannot_be_reduced_is_reported_without_a_fix(after, why):
+    if after is None:
+        src = script('print(f"loss {epoch_loss:.4f}")').replace(
+            "        steps += 1\n", "        steps += 1\n        epoch_loss = running_loss / len(ds)\n"
+        )
+    else:
+        src = script(after)
+    (d,) = found(src)
+    assert d.message.endswith(f"(no fix: {why})")
+    assert "reduce_over_ranks" not in fix_source(src).code
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        'epoch_loss = running_loss / len(ds)\nepoch_loss = 0.0\nprint(f"loss {epoch_loss:.4f}")',  # rebound since
+        'lr = steps * 0.1\nprint(f"lr {lr:.4f}")',  # a count of steps, the same on every rank
+        "epoch_loss = running_loss / len(ds)\nprint(epoch)",  # derived, never shown
+    ],
+)
+def test_a_shown_value_not_derived_from_a_total_is_clean(after):
+    assert found(script(after)) == []
+
+
+def test_a_distributed_script_reduces_before_the_derivation_outside_its_rank_guard():
+    (d,) = found(DISTRIBUTED)
+    assert d.message == "mean_loss summed over this rank's shard only, logged as if global: all-reduce it first"
+    out = fix_source(DISTRIBUTED).code
+    assert (
+        "avg_total = reduce_over_ranks(total, average=True)\nmean_loss = avg_total / len(loader)\n"
+        'if dist.get_rank() == 0:\n    print(f"mean loss {mean_loss:.4f}")\n'
+    ) in out
+    assert fix_source(out).code == out
