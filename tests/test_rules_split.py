@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
 from invariants import converted
 
 from ddpfix import check_source, fix_source
@@ -196,3 +197,52 @@ def test_a_script_that_starts_its_own_processes_is_reported_with_no_fix():
     [d] = codes(src)
     assert d.fix == "none" and d.message.endswith("(the script starts its own processes)")
     assert "generator=" not in fix_source(src).code
+
+
+HAND_SPLIT = (
+    "indices = list(range(len(dataset)))\n{shuffle}\ntrain_set = torch.utils.data.Subset(dataset, indices[20:])\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("imports", "shuffle"),
+    [
+        ("import numpy as np\n", "np.random.shuffle(indices)"),
+        ("import random\n", "random.shuffle(indices)"),
+        ("from numpy.random import shuffle\n", "shuffle(indices)"),
+    ],
+)
+def test_indices_shuffled_in_place_with_no_seed_are_reported_with_no_fix(imports, shuffle):
+    """A split made by hand from indices shuffled in place: each rank's Subset holds other samples
+    (DDP210, invariant 7: reported, the output incomplete)."""
+    src = script(HAND_SPLIT.format(shuffle=shuffle), imports=imports)
+    [d] = codes(src, "DDP210")
+    assert d.message.startswith("`indices` is shuffled in place with no seed: under torchrun every rank shuffles it")
+    assert d.line == src.splitlines().index(shuffle) + 1
+    result = fix_source(src)
+    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP210", 7)]
+    assert [d.code for d in codes(result.code, "DDP210")] == ["DDP210"]
+
+
+@pytest.mark.parametrize(
+    "head, shuffle",
+    [
+        ("np.random.seed(0)\n", "np.random.shuffle(indices)"),  # seeded alike on every rank
+        ("", "np.random.shuffle(val_only)"),  # shuffles nothing the training reads
+        ("", "rng = np.random.default_rng(0)\nrng.shuffle(indices)"),  # a generator of its own, seeded
+    ],
+)
+def test_a_shuffle_seeded_or_of_nothing_trained_on_is_left_alone(head, shuffle):
+    src = script(HAND_SPLIT.format(shuffle="val_only = list(indices)\n" + shuffle), head, "import numpy as np\n")
+    assert codes(src, "DDP210") == []
+
+
+def test_a_pandas_sample_with_no_random_state_is_a_draw_per_rank():
+    src = script(
+        "frame = pd.DataFrame({'x': x[:, 0].tolist()}).sample(frac=1)\n"
+        "train_set = TensorDataset(torch.tensor(frame['x'].values).unsqueeze(1), x)\n",
+        imports="import pandas as pd\n",
+    )
+    [d] = codes(src, "DDP210")
+    assert d.message.startswith("`frame` is drawn at random with no seed")
+    assert codes(src.replace("sample(frac=1)", "sample(frac=1, random_state=0)"), "DDP210") == []

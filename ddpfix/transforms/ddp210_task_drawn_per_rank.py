@@ -9,7 +9,7 @@ from ..analysis.random_batches import seed_calls
 from ..diagnostic import NONE
 from ..examples import clean, reports
 from ..rule import Context, Rule
-from ..syntax import assign_targets, calls_in, kwarg, method_name, walk
+from ..syntax import assign_targets, calls_in, dotted, kwarg, method_name, positional, walk
 
 RANDOM = {
     "torch.randn",
@@ -34,6 +34,7 @@ RANDOM = {
     "random.uniform",
     "random.gauss",
 }
+IN_PLACE = ("numpy.random.shuffle", "random.shuffle")  # shuffle their first argument in place
 LOOPS = (cst.For, cst.While)
 
 
@@ -50,6 +51,10 @@ Training data, targets or anything else the training reads, drawn from a random 
 before training (`W_target = torch.randn(8, 1)`, `X = np.random.rand(1000, 8)`), in a script that
 never seeds a generator (no `torch.manual_seed`, `np.random.seed`, `random.seed`, `set_seed(...)`
 or other call named `*seed*`) and never hands the value to a collective (`dist.broadcast(W, 0)`).
+A list shuffled in place (`np.random.shuffle(indices)`, `random.shuffle(files)`) counts as drawn, and
+so does a pandas sample with no `random_state` (`df.sample(frac=1)`): a split or a `Subset` cut from
+it holds different samples on each rank, so a `DistributedSampler`'s disjoint positions are not
+disjoint samples.
 Draws inside the training loop (noise, augmentation, dropout masks) are left alone: each step may
 differ between ranks by design. Where the loop calls `backward()` itself, only what its loss is
 computed from counts (followed back through the loop's assignments), with what its loops iterate
@@ -103,6 +108,12 @@ process group first; which one fits is the author's choice.
         def sources_of(scope: cst.CSTNode, name: str) -> set[cst.Call]:
             return origin.get((scope, name)) or origin.get((module, name)) or set()
 
+        for call in facts.names.calls_to(*IN_PLACE):  # `np.random.shuffle(indices)`: a draw into `indices`
+            target = positional(call, 0)
+            name = dotted(target.value) if target is not None else None
+            if name and name not in shared and not any(isinstance(a, LOOPS) for a in index.ancestors(call)):
+                origin.setdefault((index.scope_of(call), name), set()).add(call)
+                drawn[call] = name
         for assign in index.assigns:
             if any(isinstance(a, LOOPS) for a in index.ancestors(assign)):
                 continue
@@ -129,11 +140,19 @@ process group first; which one fits is the author's choice.
             for name in _feeding(index, loop) - own:  # a name the loop binds itself reads the loop's value
                 used |= sources_of(index.scope_of(loop), name)
         for draw in sorted(used, key=facts.index.order):
-            ctx.report(
-                draw,
-                f"`{drawn.get(draw, 'this value')}` is {self.message[0].lower()}{self.message[1:]}; seed the generator "
-                "first (torch.manual_seed) or broadcast it from rank 0",
-            )
+            what = drawn.get(draw, "this value")
+            if facts.names.call_qual(draw) in IN_PLACE:
+                message = (
+                    f"`{what}` is shuffled in place with no seed: under torchrun every rank shuffles it its own way, "
+                    "so whatever is cut from it (a split, a Subset) holds different samples on each rank; seed the "
+                    "generator first (np.random.seed, random.seed) or broadcast it from rank 0"
+                )
+            else:
+                message = (
+                    f"`{what}` is {self.message[0].lower()}{self.message[1:]}; seed the generator first "
+                    "(torch.manual_seed) or broadcast it from rank 0"
+                )
+            ctx.report(draw, message)
 
 
 def _feeding(index, loop: cst.CSTNode) -> set[str]:
@@ -165,6 +184,8 @@ def _feeding(index, loop: cst.CSTNode) -> set[str]:
 
 def _random(facts, call: cst.Call) -> bool:
     """A draw from a global random generator (not one handed its own `generator=`)."""
+    if method_name(call) == "sample" and kwarg(call, "frac") is not None:  # pandas' `df.sample(frac=1)`
+        return kwarg(call, "random_state") is None
     return facts.names.call_qual(call) in RANDOM and kwarg(call, "generator") is None
 
 
