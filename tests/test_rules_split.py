@@ -246,3 +246,13 @@ def test_a_pandas_sample_with_no_random_state_is_a_draw_per_rank():
     [d] = codes(src, "DDP210")
     assert d.message.startswith("`frame` is drawn at random with no seed")
     assert codes(src.replace("sample(frac=1)", "sample(frac=1, random_state=0)"), "DDP210") == []
+
+
+def test_a_seed_that_differs_by_rank_does_not_make_a_shuffle_alike():
+    """`np.random.seed(1234 + rank)` seeds every rank differently: the shuffle still differs by rank."""
+    head = 'rank = int(os.environ.get("RANK", 0))\nnp.random.seed(1234 + rank)\n'
+    src = script(HAND_SPLIT.format(shuffle="np.random.shuffle(indices)"), head, "import os\n\nimport numpy as np\n")
+    [d] = codes(src, "DDP210")
+    assert d.message.startswith("`indices` is shuffled in place with no seed")
+    assert d.message.endswith(" (`np.random.seed(1234 + rank)` seeds each rank differently)")
+    assert codes(src.replace("1234 + rank", "1234"), "DDP210") == []

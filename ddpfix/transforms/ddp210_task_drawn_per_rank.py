@@ -5,11 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.flow import reads
-from ..analysis.random_batches import seed_calls
+from ..analysis.random_batches import seed_calls, seeds_alike
 from ..diagnostic import NONE
 from ..examples import clean, reports
 from ..rule import Context, Rule
-from ..syntax import assign_targets, calls_in, dotted, kwarg, method_name, positional, walk
+from ..syntax import assign_targets, calls_in, code_of, dotted, kwarg, method_name, positional, walk
 
 RANDOM = {
     "torch.randn",
@@ -49,8 +49,10 @@ class TaskDrawnPerRank(Rule):
 ## What
 Training data, targets or anything else the training reads, drawn from a random generator once
 before training (`W_target = torch.randn(8, 1)`, `X = np.random.rand(1000, 8)`), in a script that
-never seeds a generator (no `torch.manual_seed`, `np.random.seed`, `random.seed`, `set_seed(...)`
-or other call named `*seed*`) and never hands the value to a collective (`dist.broadcast(W, 0)`).
+never seeds a generator alike on every rank (no `torch.manual_seed`, `np.random.seed`,
+`random.seed`, `set_seed(...)` or other call named `*seed*` whose argument does not depend on the
+rank: `torch.manual_seed(seed + rank)` draws differently on each rank) and never hands the value to
+a collective (`dist.broadcast(W, 0)`).
 A list shuffled in place (`np.random.shuffle(indices)`, `random.shuffle(files)`) counts as drawn, and
 so does a pandas sample with no `random_state` (`df.sample(frac=1)`): a split or a `Subset` cut from
 it holds different samples on each rank, so a `DistributedSampler`'s disjoint positions are not
@@ -91,8 +93,8 @@ process group first; which one fits is the author's choice.
         facts = ctx.facts
         if not facts.training.trains:
             return
-        if seed_calls(facts):
-            return  # the script seeds a generator: every rank draws alike
+        if seeds_alike(facts):
+            return  # the script seeds a generator with the same value on every rank: every rank draws alike
         shared = {
             n.value
             for call, _ in facts.ranks.collectives_in(facts.module)
@@ -133,6 +135,8 @@ process group first; which one fits is the author's choice.
         if not origin:
             return
         used: set[cst.Call] = set()
+        seeds = seed_calls(facts)
+        per_rank = code_of(seeds[0]) if seeds else None
         for loop in index.loops:
             if not facts.training.trains_in(loop):
                 continue
@@ -152,6 +156,8 @@ process group first; which one fits is the author's choice.
                     f"`{what}` is {self.message[0].lower()}{self.message[1:]}; seed the generator first "
                     "(torch.manual_seed) or broadcast it from rank 0"
                 )
+            if per_rank:
+                message += f" (`{per_rank}` seeds each rank differently)"
             ctx.report(draw, message)
 
 
