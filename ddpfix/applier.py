@@ -114,7 +114,7 @@ class Applier(cst.CSTTransformer):
                     leading_lines=[*upd.leading_lines, *new_before[0].leading_lines]
                 )
                 top_def = type(block) is cst.Module and type(new_before[-1]) in TOP_DEFS
-                lines = [blank()] * (2 if top_def else 1) if owed is not None and not upd.leading_lines else []
+                lines = [blank()] * (2 if top_def else 1) if owed is not None else []  # (its own moved above)
                 upd = upd.with_changes(leading_lines=lines)
                 items.extend((s, None) for s in new_before)
             if orig in self.leaving:

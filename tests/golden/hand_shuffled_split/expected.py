@@ -2,6 +2,7 @@
 cut them, and take a Subset of each part."""
 
 import os
+
 import numpy as np
 import torch
 import torch.distributed as dist

@@ -2,6 +2,7 @@
 optimizer is given both modules' parameters."""
 
 import os
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn

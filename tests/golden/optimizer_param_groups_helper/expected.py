@@ -1,6 +1,7 @@
 """Fine-tune a small classifier head on a frozen backbone, with AdamW parameter groups."""
 
 import os
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn

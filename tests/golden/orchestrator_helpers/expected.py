@@ -1,6 +1,7 @@
 """Puts the parts of lib.py together and trains; torch itself is only imported there."""
 
 import os
+
 from lib import build_loader, build_model, build_optimizer, train
 import torch
 import torch.distributed as dist

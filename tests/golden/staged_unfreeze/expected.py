@@ -1,6 +1,7 @@
 """Transfer learning in two stages: train the new head on a frozen encoder, then fine-tune all of it."""
 
 import os
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn

@@ -1,6 +1,7 @@
 """Fits a small regressor with the reusable Trainer of trainer.py."""
 
 import os
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn

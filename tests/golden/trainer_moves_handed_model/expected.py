@@ -1,6 +1,7 @@
 """Trains the classifier of model.py with the Trainer of trainer.py, which moves it to the GPU."""
 
 import os
+
 import torch
 import torch.distributed as dist
 from torch.utils.data import TensorDataset

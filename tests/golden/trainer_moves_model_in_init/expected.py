@@ -1,6 +1,7 @@
 """Fits a small classifier with the Trainer of trainer.py, which picks the device and moves the model there."""
 
 import os
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn

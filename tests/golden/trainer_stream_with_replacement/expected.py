@@ -1,6 +1,7 @@
 """Classifies noisy prototypes with the iteration-based Trainer of trainer.py."""
 
 import os
+
 import torch
 import torch.distributed as dist
 import torch.nn as nn

@@ -1,6 +1,7 @@
 """Batches mixed from several datasets: a fixed share of every batch from each."""
 
 import os
+
 import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, TensorDataset
