@@ -134,6 +134,45 @@ DERIVED = textwrap.dedent(
 ).lstrip()
 
 
+RETURNED = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    def train_epoch(model, loader, optimizer):
+        running_loss, correct = 0.0, 0
+        for x, y in loader:
+            out = model(x)
+            loss = nn.functional.cross_entropy(out, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.item() * x.size(0)
+            correct += (out.argmax(1) == y).sum().item()
+        accuracy = 100.0 * correct / len(loader.dataset)
+        return running_loss / len(loader.dataset), accuracy
+
+
+    def main():
+        torch.manual_seed(0)
+        ds = TensorDataset(torch.randn(64, 4), torch.randint(0, 3, (64,)))
+        loader = DataLoader(ds, batch_size=8, shuffle=True)
+        model = nn.Linear(4, 3)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+        for epoch in range(2):
+            train_loss, train_acc = train_epoch(model, loader, optimizer)
+            print(f"epoch {epoch} loss {train_loss:.5f} acc {train_acc:.3f}")
+            print(f"epoch {epoch} tensor {train_loss:.5f}")
+
+
+    if __name__ == "__main__":
+        main()
+    """
+).lstrip()
+
+
 CUT = textwrap.dedent(
     """
     import torch
@@ -314,8 +353,19 @@ def converted_runs(tmp_path, script: str, last: str, ddp_last: str | None = None
                 'print(f"epoch {epoch} loss {epoch_loss:.5f} acc {epoch_acc:.3f}")',
             ),
         ),
+        # totals returned by the function that accumulates them (`return running_loss / len(loader.dataset),
+        # accuracy`) and shown by its caller: reduced in that function, before its return (or the statement
+        # that derives what it returns)
+        (
+            RETURNED,
+            (
+                "global_running_loss = reduce_over_ranks(running_loss)\n",
+                "return global_running_loss / len(loader.dataset), accuracy\n",
+                "global_correct = reduce_over_ranks(correct)\n",
+            ),
+        ),
     ],
-    ids=["loader", "cut-batches", "meters", "list-means", "divided-in-place", "derived-name"],
+    ids=["loader", "cut-batches", "meters", "list-means", "divided-in-place", "derived-name", "returned"],
 )
 def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path, script, wanted):
     code, plain, ddp = converted_runs(tmp_path, script, "epoch 1 tensor")
