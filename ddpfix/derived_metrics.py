@@ -1,12 +1,17 @@
 """Values a script derives from per-rank totals before it shows them: `epoch_loss = running_loss /
-len(loader.dataset)`, then `print(epoch_loss)` or `scheduler.step(epoch_loss)`.
+len(loader.dataset)`, then `print(epoch_loss)` or `scheduler.step(epoch_loss)`; and values a function of
+the script returns from its totals (`return running_loss / len(loader.dataset), accuracy`) and its
+caller shows (`train_loss, train_acc = train_epoch(...)`, then `print(train_loss)`).
 
 Such a value is as per-rank as the totals it reads, so the totals are reduced where the value is
 derived (the statement then reads the reduced totals, and every later read of the value, a print, a
 return, a scheduler's step, sees the run's number). That is done where the derivation is the last
 binding of the name before the statement that shows it, in the same function, in a block that holds
 that statement (not inside the loop that accumulates, nor in one branch of an `if`); anywhere else
-the value is reported with no fix.
+the value is reported with no fix. A returned value has the totals reduced before the `return` (or
+before the statement that derives what it returns), so the function returns the run's value to
+every caller; that is done where every caller reaches its call alike and hands it no loader that
+is not sharded.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .analysis.flow import reads
-from .metric_reduce import reducer_of
+from .metric_reduce import reached_alike, reducer_of
 from .sharded_totals import reduces_on_cpu
 from .syntax import dotted, walk
 
@@ -26,49 +31,117 @@ _BINDERS = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cs
 @dataclass(frozen=True)
 class Derived:
     name: str  # the name shown (`epoch_loss`)
-    assign: cst.Assign  # `epoch_loss = running_loss / len(loader.dataset)`
+    node: cst.CSTNode  # what reads the totals: `epoch_loss = running_loss / len(...)`, or a function's `return`
     stmt: cst.CSTNode  # its statement
     totals: frozenset[str]  # the per-rank totals it reads
     why: str | None  # why the totals cannot be reduced there (None: they can)
 
 
-def derivations_of(index, totals: set[str]) -> dict[str, list[cst.Assign]]:
-    """The assignments of one name (`x = ...`) whose value reads any of `totals`, by the name they bind."""
-    out: dict[str, list[cst.Assign]] = {}
+@dataclass
+class Sources:
+    """Where a shown name can get a per-rank value from (derivations_of)."""
+
+    derived: dict[str, list[cst.Assign]]  # a name -> its assignments that read totals (`x = total / n`)
+    returned: set[str]  # names bound to what a function of the script returns from totals (`x = f(...)`)
+
+    def __bool__(self) -> bool:
+        return bool(self.derived or self.returned)
+
+
+def derivations_of(index, totals: set[str]) -> Sources:
+    """Where the values a script shows can come from `totals`: assignments of one name (`x = ...`) whose
+    value reads any of them, and names bound to a call of a function of the script that returns them
+    or a value derived from them."""
+    derived: dict[str, list[cst.Assign]] = {}
     for assign in index.assigns:
         if len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name:
             continue
         if {r.split(".")[0] for r in reads(assign.value)} & totals:
-            out.setdefault(assign.targets[0].target.value, []).append(assign)
-    return out
+            derived.setdefault(assign.targets[0].target.value, []).append(assign)
+    returned: set[str] = set()
+    for assign in index.assigns:
+        if type(assign.value) is not cst.Call:
+            continue
+        func = index.callee_of(assign.value)
+        if func is not None and any(
+            {r.split(".")[0] for r in reads(ret.value)} & (totals | set(derived))  # type: ignore[arg-type]
+            for ret in _returns(index, func)
+        ):
+            returned |= {n for t in assign.targets for n in _own_targets_of(t.target)}
+    return Sources(derived, returned)
 
 
-def derived_shown(index, node: cst.CSTNode, totals: set[str], candidates: dict[str, list[cst.Assign]]) -> list[Derived]:
+def _returns(index, func: cst.FunctionDef) -> list[cst.Return]:
+    """The `return <value>` statements of `func` itself (not of a function inside it)."""
+    return [n for n in walk(func) if type(n) is cst.Return and n.value is not None and index.scope_of(n) is func]
+
+
+def derived_shown(
+    index,
+    node: cst.CSTNode,
+    totals: set[str],
+    candidates: Sources,
+    skip: set[str] = frozenset(),  # type: ignore[assignment]
+    loaders: tuple[set[str], set[str]] | None = None,
+) -> list[Derived]:
     """The values `node` (a print, a scheduler's step) reads that were derived from `totals` (see the
-    module's docstring); `candidates`: `derivations_of(index, totals)`."""
+    module's docstring); `candidates`: `derivations_of(index, totals)`; names in `skip` are left out.
+    `loaders`: (every loader's name, the sharded ones'), to follow values returned by a function of
+    the script too (None: not followed)."""
     stmt = index.site(node).stmt
     scope = index.scope_of(node)
-    out, seen = [], set()
+    out, seen = [], set(totals) | set(skip)
     for n in walk(node):
-        if type(n) is not cst.Name or n.value in seen or n.value not in candidates or n.value in totals:
+        if type(n) is not cst.Name or n.value in seen:
+            continue
+        if n.value not in candidates.derived and (loaders is None or n.value not in candidates.returned):
             continue
         parent = index.parent.get(n)
         if (type(parent) is cst.Attribute and parent.attr is n) or (type(parent) is cst.Arg and parent.keyword is n):
             continue
         seen.add(n.value)
         last = _last_binding(index, scope, n.value, stmt)
-        if last is None or last not in candidates[n.value]:
-            continue  # bound last by something else (`epoch_loss /= n`, a loop target), or not in this function
-        at = index.site(last).stmt
-        used = frozenset({r.split(".")[0] for r in reads(last.value)} & totals)
-        block = index.parent.get(at)
-        why = (
-            None
-            if any(a is block for a in index.ancestors(stmt))
-            else f"{n.value} is computed from {', '.join(sorted(used))} in a block that does not hold the statement "
-            "that shows it"
-        )
-        out.append(Derived(n.value, last, at, used, why))
+        if last is None:
+            continue
+        if last in candidates.derived.get(n.value, ()):
+            out.append(_derived(index, n.value, last, stmt, totals))
+        elif loaders is not None and type(last) is cst.Assign and type(last.value) is cst.Call:
+            out += _returned(index, n.value, last.value, totals, candidates, loaders)
+    return out
+
+
+def _derived(index, name: str, assign: cst.Assign, shown: cst.CSTNode, totals: set[str]) -> Derived:
+    at = index.site(assign).stmt
+    used = frozenset({r.split(".")[0] for r in reads(assign.value)} & totals)
+    block = index.parent.get(at)
+    why = (
+        None
+        if any(a is block for a in index.ancestors(shown))
+        else f"{name} is computed from {', '.join(sorted(used))} in a block that does not hold the statement "
+        "that shows it"
+    )
+    return Derived(name, assign, at, used, why)
+
+
+def _returned(index, name: str, call: cst.Call, totals, candidates, loaders) -> list[Derived]:
+    """The returns of the script's function `call` invokes that read `totals`, directly or through a value
+    derived from them, each as shown under `name` (the caller's)."""
+    func = index.callee_of(call)
+    if func is None:
+        return []
+    every, sharded = loaders
+    why = None
+    for caller in index.callers_of(func):
+        handed = {r for a in caller.args for r in reads(a.value)} & (every - sharded)
+        if handed:
+            why = f"{func.name.value} is also handed {', '.join(sorted(handed))}, which is not sharded"
+            break
+    out = []
+    for ret in _returns(index, func):
+        used = frozenset({r.split(".")[0] for r in reads(ret.value)} & totals)
+        found = [Derived(name, ret, index.site(ret).stmt, used, why)] if used else []
+        found += derived_shown(index, ret, totals, candidates)
+        out += [Derived(name, d.node, d.stmt, d.totals, d.why or why) for d in found]
     return out
 
 
@@ -79,7 +152,13 @@ def derived_reductions(ctx, d: Derived, view) -> tuple[dict[str, str], str | Non
         return {}, d.why
     if view.distributed and (not reduces_on_cpu(ctx) or ctx.facts.ranks.rank_guarded(d.stmt)):
         return {}, f"{d.name} is not derived where every rank can reduce its totals"
-    ops = reducer_of(ctx).reductions(d.assign, set(d.totals), view.loader_names, d.stmt, view.bounds)
+    ops = reducer_of(ctx).reductions(d.node, set(d.totals), view.loader_names, d.stmt, view.bounds)
+    if ops is not None and type(d.node) is cst.Return:
+        facts = ctx.facts
+        func = facts.index.scope_of(d.node)
+        callers = facts.index.callers_of(func)
+        if not all(reached_alike(facts, facts.index.site(c).stmt) for c in callers):
+            return {}, f"not every rank calls {func.name.value}, which returns {d.name}, alike"
     if ops is None:
         return {}, f"not every rank reaches the statement that derives {d.name} alike"
     return ops, None
@@ -107,7 +186,11 @@ def _own_targets(node: cst.CSTNode) -> set[str]:
         targets = [node.name]
     else:
         targets = [node.target]  # type: ignore[attr-defined]
-    return {dotted(n) or "" for t in targets for n in walk(t) if type(n) is cst.Name}
+    return {name for t in targets for name in _own_targets_of(t)}
 
 
-__all__ = ["Derived", "derivations_of", "derived_reductions", "derived_shown"]
+def _own_targets_of(target: cst.CSTNode) -> set[str]:
+    return {dotted(n) or "" for n in walk(target) if type(n) is cst.Name}
+
+
+__all__ = ["Derived", "Sources", "derivations_of", "derived_reductions", "derived_shown"]

@@ -62,7 +62,7 @@ class MetricReducer:
         self.meters_copied: set[tuple[cst.CSTNode, tuple[cst.CSTNode, str]]] = (
             set()
         )  # (statement, meter) shown by a copy
-        self.derived: set[cst.Assign] = set()  # derivations of a shown value whose totals are reduced
+        self.derived: set[cst.CSTNode] = set()  # derivations (or returns) of a shown value whose totals are reduced
 
     def reductions(
         self,
@@ -112,9 +112,9 @@ class MetricReducer:
     def plan_derived(self, derived, ops: dict[str, str]) -> None:
         """Reduce the totals a shown value is derived from (derived_metrics.Derived) just before the statement
         that derives it, which then reads the reduced totals; once, whichever rules show the value."""
-        if derived.assign not in self.derived:
-            self.derived.add(derived.assign)
-            self.plan(derived.assign, ops, derived.stmt)
+        if derived.node not in self.derived:
+            self.derived.add(derived.node)
+            self.plan(derived.node, ops, derived.stmt)
 
     def mean_problem(self, at: cst.CSTNode) -> str | None:
         """Why a list's mean cannot be averaged just before the statement `at` (None: it can)."""

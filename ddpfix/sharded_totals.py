@@ -27,6 +27,7 @@ class ShardView:
     totals: set[str]  # names the sharded loops accumulate with `+=`, not reduced
     bounds: frozenset[str]  # counts of the whole run's batches that loops cut by rank range over
     loader_names: set[str]  # the names every loader is bound to
+    sharded_loaders: set[str]  # ... those of the sharded ones
 
 
 def shard_view(ctx) -> ShardView | None:
@@ -61,6 +62,7 @@ def shard_view(ctx) -> ShardView | None:
         _sharded_totals(facts, loops, reduced) - reduced,
         bounds,
         {loader.target for loader in facts.data.loaders if loader.target},
+        {loader.target for loader in loaders if loader.target},
     )
 
 

@@ -140,3 +140,101 @@ def test_a_distributed_script_reduces_before_the_derivation_outside_its_rank_gua
         'if dist.get_rank() == 0:\n    print(f"mean loss {mean_loss:.4f}")\n'
     ) in out
     assert fix_source(out).code == out
+
+
+RETURNING = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def run_epoch(model, loader, opt):
+    running_loss = 0.0
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        running_loss += loss.item() * x.size(0)
+{returned}
+
+
+torch.manual_seed(0)
+train_set = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+loader = DataLoader(train_set, batch_size=8, shuffle=True)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+{loop}
+""".lstrip()
+
+EPOCHS = 'for epoch in range(2):\n    train_loss = run_epoch(model, loader, opt)\n    print(f"loss {train_loss:.4f}")'
+
+
+def returning(returned: str, loop: str = EPOCHS) -> str:
+    return RETURNING.format(returned=textwrap.indent(textwrap.dedent(returned).strip(), "    "), loop=loop)
+
+
+@pytest.mark.parametrize(
+    ("returned", "reduced"),
+    [
+        (
+            "return running_loss / len(loader.dataset)",
+            "    global_running_loss = reduce_over_ranks(running_loss)\n"
+            "    return global_running_loss / len(loader.dataset)\n",
+        ),
+        (
+            "epoch_loss = running_loss / len(loader.dataset)\nreturn epoch_loss",
+            "    global_running_loss = reduce_over_ranks(running_loss)\n"
+            "    epoch_loss = global_running_loss / len(loader.dataset)\n    return epoch_loss\n",
+        ),
+    ],
+)
+def test_a_value_returned_from_totals_and_shown_by_the_caller_is_reduced_before_the_return(returned, reduced):
+    src = returning(returned)
+    (d,) = found(src)
+    assert d.message.startswith("after the conversion, train_loss would sum this rank's shard only")
+    assert "(no fix" not in d.message
+    out = converted(src)
+    assert reduced in out
+    assert out.count("= reduce_over_ranks(") == 1
+
+
+@pytest.mark.parametrize(
+    ("loop", "why"),
+    [
+        (
+            'train_loss = 1.0\nwhile train_loss > 0.5:\n    train_loss = run_epoch(model, loader, opt)\n    print(f"loss {train_loss:.4f}")',
+            "not every rank calls run_epoch, which returns train_loss, alike",
+        ),
+    ],
+)
+def test_a_returned_value_whose_totals_cannot_be_reduced_in_the_function_is_reported_without_a_fix(loop, why):
+    src = returning("return running_loss / len(loader.dataset)", loop)
+    (d,) = found(src)
+    assert d.message.endswith(f"(no fix: {why})")
+    assert "reduce_over_ranks" not in fix_source(src).code
+
+
+def test_a_returned_value_that_is_no_total_is_clean():
+    assert found(returning("return len(loader.dataset)")) == []
+
+
+def test_a_function_also_handed_a_loader_that_is_not_sharded_is_reported_without_a_fix():
+    """`evaluate(model, loader)` over the training loader (sharded) and the validation one (whole on every
+    rank): reducing in `evaluate` would sum the validation totals over the ranks too."""
+    src = RETURNING.format(returned="    return running_loss", loop="").replace(
+        "def run_epoch(",
+        "def evaluate(model, loader):\n    total = 0.0\n    with torch.no_grad():\n        for x, y in loader:\n"
+        "            total += nn.functional.mse_loss(model(x), y, reduction='sum').item()\n"
+        "    return total / len(loader.dataset)\n\n\ndef run_epoch(",
+    ) + (
+        "val_loader = DataLoader(TensorDataset(torch.randn(16, 4), torch.randn(16, 1)), batch_size=8)\n"
+        "for epoch in range(2):\n    run_epoch(model, loader, opt)\n"
+        '    print("train", evaluate(model, loader))\n    val_loss = evaluate(model, val_loader)\n'
+        '    train_loss = evaluate(model, loader)\n    print(f"{train_loss:.4f} {val_loss:.4f}")\n'
+    )
+    shown = [d for d in found(src) if "train_loss" in d.message]
+    assert [d.message.split("(no fix: ")[-1] for d in shown] == [
+        "evaluate is also handed val_loader, which is not sharded)"
+    ]
+    assert "reduce_over_ranks" not in fix_source(src).code

@@ -91,7 +91,13 @@ such totals before it shows it (`epoch_loss = running_loss / len(loader.dataset)
 reads them reduced, so the value is the run's wherever it is read next (the print, a `return`, a
 scheduler's step); that is done where the derivation is the last binding of the name before the
 statement that shows it, in the same function and in a block that holds that statement, and a value
-derived inside the loop that accumulates, or in one branch of an `if`, is reported with no fix. A loader DDP201 leaves to shard by
+derived inside the loop that accumulates, or in one branch of an `if`, is reported with no fix. On a
+script ddpfix converts, a value a function of the script returns from its totals (`return running_loss
+/ len(loader.dataset), accuracy`, or a value it derives from them) and its caller shows
+(`train_loss, train_acc = train_epoch(...)`, then a print) has the totals reduced in that function,
+before the `return` (or the derivation), so it returns the run's value to every caller; with no fix
+where a caller does not reach its call alike on every rank, or also hands the function a loader that
+is not sharded (`evaluate(model, val_loader)` beside `evaluate(model, train_loader)`). A loader DDP201 leaves to shard by
 hand (a `SubsetRandomSampler` of its own) is no shard: totals over it are not reduced. A script
 that is distributed already gets the same fix, placed before the rank-0 guard around the statement,
 where its process group can reduce a CPU tensor (backend left to torch, gloo, or
@@ -176,7 +182,8 @@ taken to reduce its own totals.
         ranks = facts.ranks
         reducer = reducer_of(ctx)
         bounds, loader_names = view.bounds, view.loader_names
-        candidates = derivations_of(facts.index, sharded) if sharded else {}
+        candidates = derivations_of(facts.index, sharded) if sharded else None
+        follow = None if distributed else (view.loader_names, view.sharded_loaders)  # returned values too
         for call in facts.index.calls:
             if not _shows(call):
                 continue
@@ -188,7 +195,7 @@ taken to reduce its own totals.
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
             shown = [m for m in meters.get(call, []) if m.name not in reduced]
             means = list_means(facts.index, call, lists)[0] if lists else []
-            derived = derived_shown(facts.index, call, sharded, candidates) if candidates else []
+            derived = derived_shown(facts.index, call, sharded, candidates, reduced, follow) if candidates else []
             if not used and not shown and not means and not derived:
                 continue
             names = ", ".join(
