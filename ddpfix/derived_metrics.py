@@ -43,32 +43,35 @@ class Sources:
 
     derived: dict[str, list[cst.Assign]]  # a name -> its assignments that read totals (`x = total / n`)
     returned: set[str]  # names bound to what a function of the script returns from totals (`x = f(...)`)
+    funcs: set[cst.FunctionDef]  # those functions
 
     def __bool__(self) -> bool:
-        return bool(self.derived or self.returned)
+        return bool(self.derived or self.returned or self.funcs)
 
 
 def derivations_of(index, totals: set[str]) -> Sources:
     """Where the values a script shows can come from `totals`: assignments of one name (`x = ...`) whose
-    value reads any of them, and names bound to a call of a function of the script that returns them
-    or a value derived from them."""
+    value reads any of them, and functions of the script that return them or a value derived from them,
+    with the names bound to their calls."""
     derived: dict[str, list[cst.Assign]] = {}
     for assign in index.assigns:
         if len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name:
             continue
         if {r.split(".")[0] for r in reads(assign.value)} & totals:
             derived.setdefault(assign.targets[0].target.value, []).append(assign)
-    returned: set[str] = set()
-    for assign in index.assigns:
-        if type(assign.value) is not cst.Call:
-            continue
-        func = index.callee_of(assign.value)
-        if func is not None and any(
-            {r.split(".")[0] for r in reads(ret.value)} & (totals | set(derived))  # type: ignore[arg-type]
-            for ret in _returns(index, func)
-        ):
-            returned |= {n for t in assign.targets for n in _own_targets_of(t.target)}
-    return Sources(derived, returned)
+    funcs = {
+        func
+        for func in index.funcs
+        if any({r.split(".")[0] for r in reads(ret.value)} & (totals | set(derived)) for ret in _returns(index, func))  # type: ignore[arg-type]
+    }
+    returned = {
+        n
+        for assign in index.assigns
+        if type(assign.value) is cst.Call and index.callee_of(assign.value) in funcs
+        for t in assign.targets
+        for n in _own_targets_of(t.target)
+    }
+    return Sources(derived, returned, funcs)
 
 
 def _returns(index, func: cst.FunctionDef) -> list[cst.Return]:
@@ -92,6 +95,14 @@ def derived_shown(
     scope = index.scope_of(node)
     out, seen = [], set(totals) | set(skip)
     for n in walk(node):
+        if type(n) is cst.Call and loaders is not None and index.callee_of(n) in candidates.funcs:
+            name = f"{dotted(n.func)}()"  # `print(evaluate(model, loader))`: a rank-0 guard around the print
+            why = f"{name} is called in the statement that shows it, which rank 0 alone runs once converted"
+            out += [
+                Derived(d.name, d.node, d.stmt, d.totals, why)
+                for d in _returned(index, name, n, totals, candidates, loaders)
+            ]
+            continue
         if type(n) is not cst.Name or n.value in seen:
             continue
         if n.value not in candidates.derived and (loaders is None or n.value not in candidates.returned):
@@ -130,6 +141,9 @@ def _returned(index, name: str, call: cst.Call, totals, candidates, loaders) -> 
     if func is None:
         return []
     every, sharded = loaders
+    handed = {r for a in call.args for r in reads(a.value)} & every
+    if handed and not handed & sharded:
+        return []  # `val_loss = evaluate(model, val_loader)`: over data every rank holds whole
     why = None
     for caller in index.callers_of(func):
         handed = {r for a in caller.args for r in reads(a.value)} & (every - sharded)

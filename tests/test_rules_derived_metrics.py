@@ -215,6 +215,21 @@ def test_a_returned_value_whose_totals_cannot_be_reduced_in_the_function_is_repo
     assert "reduce_over_ranks" not in fix_source(src).code
 
 
+def test_a_call_shown_as_it_is_is_reported_without_a_fix():
+    """`print(f"loss {run_epoch(...):.4f}")`: the rank-0 guard the conversion puts around the print would
+    hold the call too, so nothing can be reduced inside the function."""
+    src = returning(
+        "return running_loss / len(loader.dataset)",
+        'for epoch in range(2):\n    print(f"loss {run_epoch(model, loader, opt):.4f}")',
+    )
+    (d,) = found(src)
+    assert d.message.startswith("after the conversion, run_epoch() would sum this rank's shard only")
+    assert d.message.endswith(
+        "(no fix: run_epoch() is called in the statement that shows it, which rank 0 alone runs once converted)"
+    )
+    assert "reduce_over_ranks" not in fix_source(src).code
+
+
 def test_a_returned_value_that_is_no_total_is_clean():
     assert found(returning("return len(loader.dataset)")) == []
 
@@ -233,8 +248,9 @@ def test_a_function_also_handed_a_loader_that_is_not_sharded_is_reported_without
         '    print("train", evaluate(model, loader))\n    val_loss = evaluate(model, val_loader)\n'
         '    train_loss = evaluate(model, loader)\n    print(f"{train_loss:.4f} {val_loss:.4f}")\n'
     )
-    shown = [d for d in found(src) if "train_loss" in d.message]
-    assert [d.message.split("(no fix: ")[-1] for d in shown] == [
-        "evaluate is also handed val_loader, which is not sharded)"
+    assert [d.message.split(" would ")[0] for d in found(src)] == [
+        "after the conversion, evaluate()",  # print("train", evaluate(model, loader))
+        "after the conversion, train_loss",
     ]
+    assert found(src)[1].message.endswith("(no fix: evaluate is also handed val_loader, which is not sharded)")
     assert "reduce_over_ranks" not in fix_source(src).code

@@ -97,7 +97,9 @@ script ddpfix converts, a value a function of the script returns from its totals
 (`train_loss, train_acc = train_epoch(...)`, then a print) has the totals reduced in that function,
 before the `return` (or the derivation), so it returns the run's value to every caller; with no fix
 where a caller does not reach its call alike on every rank, or also hands the function a loader that
-is not sharded (`evaluate(model, val_loader)` beside `evaluate(model, train_loader)`). A loader DDP201 leaves to shard by
+is not sharded (`evaluate(model, val_loader)` beside `evaluate(model, train_loader)`), or calls it in
+the statement that shows it (`print(evaluate(model, train_loader))`, which the conversion guards to
+rank 0). A loader DDP201 leaves to shard by
 hand (a `SubsetRandomSampler` of its own) is no shard: totals over it are not reduced. A script
 that is distributed already gets the same fix, placed before the rank-0 guard around the statement,
 where its process group can reduce a CPU tensor (backend left to torch, gloo, or
