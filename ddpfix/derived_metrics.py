@@ -44,34 +44,60 @@ class Sources:
     derived: dict[str, list[cst.Assign]]  # a name -> its assignments that read totals (`x = total / n`)
     returned: set[str]  # names bound to what a function of the script returns from totals (`x = f(...)`)
     funcs: set[cst.FunctionDef]  # those functions
+    scopes: dict[str, set[cst.CSTNode]]  # a total -> the functions (or the module) whose sharded loops accumulate it
 
     def __bool__(self) -> bool:
         return bool(self.derived or self.returned or self.funcs)
 
+    def read(self, index, node: cst.CSTNode, totals: set[str]) -> frozenset[str]:
+        """The totals `node` reads that a sharded loop of its own function accumulates (a `total` of
+        `test()` over the whole test set is not the `total` that `train()` sums over its shard)."""
+        scope = index.scope_of(node)
+        return frozenset(n for n in {r.split(".")[0] for r in reads(node)} & totals if scope in self.scopes.get(n, ()))
 
-def derivations_of(index, totals: set[str]) -> Sources:
-    """Where the values a script shows can come from `totals`: assignments of one name (`x = ...`) whose
-    value reads any of them, and functions of the script that return them or a value derived from them,
-    with the names bound to their calls."""
-    derived: dict[str, list[cst.Assign]] = {}
+
+def derivations_of(index, totals: set[str], loops: list[cst.For], reduced: set[str]) -> Sources:
+    """Where the values a script shows can come from `totals`, which the sharded `loops` accumulate:
+    assignments of one name (`x = ...`) whose value reads any of them in the same function, and
+    functions of the script that return them or a value derived from them, with the names bound to
+    their calls. A value computed beside one that reached a collective (`reduced`, or bound from
+    it: `tokens = reduced_tensor.item()`, then `tokens / elapsed_total`) is the script's own global
+    figure and none of them."""
+    scopes: dict[str, set[cst.CSTNode]] = {}
+    for loop in loops:
+        for n in walk(loop.body):
+            if type(n) is cst.AugAssign and type(n.target) is cst.Name and n.target.value in totals:
+                scopes.setdefault(n.target.value, set()).add(index.scope_of(n))
+    downstream = set(reduced) | {
+        a.targets[0].target.value
+        for a in index.assigns
+        if len(a.targets) == 1
+        and type(a.targets[0].target) is cst.Name
+        and {r.split(".")[0] for r in reads(a.value)} & reduced
+    }
+    sources = Sources({}, set(), set(), scopes)
     for assign in index.assigns:
         if len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name:
             continue
-        if {r.split(".")[0] for r in reads(assign.value)} & totals:
-            derived.setdefault(assign.targets[0].target.value, []).append(assign)
-    funcs = {
-        func
-        for func in index.funcs
-        if any({r.split(".")[0] for r in reads(ret.value)} & (totals | set(derived)) for ret in _returns(index, func))  # type: ignore[arg-type]
-    }
-    returned = {
+        if (
+            sources.read(index, assign.value, totals)
+            and not {r.split(".")[0] for r in reads(assign.value)} & downstream
+        ):
+            sources.derived.setdefault(assign.targets[0].target.value, []).append(assign)
+    for func in index.funcs:
+        if any(
+            sources.read(index, ret.value, totals) or {r.split(".")[0] for r in reads(ret.value)} & set(sources.derived)  # type: ignore[arg-type]
+            for ret in _returns(index, func)
+        ):
+            sources.funcs.add(func)
+    sources.returned |= {
         n
         for assign in index.assigns
-        if type(assign.value) is cst.Call and index.callee_of(assign.value) in funcs
+        if type(assign.value) is cst.Call and index.callee_of(assign.value) in sources.funcs
         for t in assign.targets
         for n in _own_targets_of(t.target)
     }
-    return Sources(derived, returned, funcs)
+    return sources
 
 
 def _returns(index, func: cst.FunctionDef) -> list[cst.Return]:
@@ -115,15 +141,17 @@ def derived_shown(
         if last is None:
             continue
         if last in candidates.derived.get(n.value, ()):
-            out.append(_derived(index, n.value, last, stmt, totals))
+            out.append(_derived(index, n.value, last, stmt, totals, candidates))
         elif loaders is not None and type(last) is cst.Assign and type(last.value) is cst.Call:
             out += _returned(index, n.value, last.value, totals, candidates, loaders)
     return out
 
 
-def _derived(index, name: str, assign: cst.Assign, shown: cst.CSTNode, totals: set[str]) -> Derived:
+def _derived(
+    index, name: str, assign: cst.Assign, shown: cst.CSTNode, totals: set[str], candidates: Sources
+) -> Derived:
     at = index.site(assign).stmt
-    used = frozenset({r.split(".")[0] for r in reads(assign.value)} & totals)
+    used = candidates.read(index, assign.value, totals)
     block = index.parent.get(at)
     why = (
         None
@@ -152,7 +180,7 @@ def _returned(index, name: str, call: cst.Call, totals, candidates, loaders) -> 
             break
     out = []
     for ret in _returns(index, func):
-        used = frozenset({r.split(".")[0] for r in reads(ret.value)} & totals)
+        used = candidates.read(index, ret.value, totals)  # type: ignore[arg-type]
         found = [Derived(name, ret, index.site(ret).stmt, used, why)] if used else []
         found += derived_shown(index, ret, totals, candidates)
         out += [Derived(name, d.node, d.stmt, d.totals, d.why or why) for d in found]

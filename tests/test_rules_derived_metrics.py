@@ -254,3 +254,62 @@ def test_a_function_also_handed_a_loader_that_is_not_sharded_is_reported_without
     ]
     assert found(src)[1].message.endswith("(no fix: evaluate is also handed val_loader, which is not sharded)")
     assert "reduce_over_ranks" not in fix_source(src).code
+
+
+def test_a_total_of_the_same_name_in_a_function_over_unsharded_data_is_not_the_shards():
+    """`correct`/`total` summed by `train()` over its shard and by `test()` over the whole test set: the
+    value `test()` derives from its own totals is global already (a reduction would count each test
+    sample once per rank)."""
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        torch.manual_seed(0)
+        trainloader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randint(0, 3, (64,))), batch_size=8, shuffle=True)
+        testloader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randint(0, 3, (32,))), batch_size=8)
+        net = nn.Linear(4, 3)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+
+        def train(epoch):
+            correct, total = 0, 0
+            for x, y in trainloader:
+                out = net(x)
+                loss = nn.functional.cross_entropy(out, y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                correct += (out.argmax(1) == y).sum().item()
+                total += y.size(0)
+
+
+        def test(epoch):
+            correct, total = 0, 0
+            with torch.no_grad():
+                for x, y in testloader:
+                    correct += (net(x).argmax(1) == y).sum().item()
+                    total += y.size(0)
+            acc = 100.0 * correct / total
+            print("| Validation Epoch #%d Acc@1: %.2f%%" % (epoch, acc))
+
+
+        for epoch in range(2):
+            train(epoch)
+            test(epoch)
+        """
+    ).lstrip()
+    assert found(src) == []
+
+
+def test_a_value_computed_beside_one_the_script_reduced_itself_is_its_own_global_figure():
+    """`global_avg_tps = global_tokens / cumulative_time`: the tokens reached an all_reduce, and the time
+    summed per rank is no shard of the data."""
+    src = DISTRIBUTED.replace(
+        "    total += loss.item()\n",
+        "    total += loss.item()\n    step_time = 0.5\n    elapsed += step_time\n    tokens = torch.tensor([8.0])\n"
+        "    dist.all_reduce(tokens)\n    global_tokens = tokens.item()\n    tps = global_tokens / elapsed\n"
+        '    if dist.get_rank() == 0:\n        print(f"tok/s {tps:.1f}")\n',
+    ).replace("total = 0.0\n", "total = 0.0\nelapsed = 0.0\n")
+    assert [d.message.split(" summed ")[0] for d in found(src)] == ["mean_loss"]

@@ -197,7 +197,9 @@ def _plan(ctx, call: cst.Call, arg: cst.BaseExpression, value, base: str, op: st
             reducer.plan(call, ops, stmt)
             return
     if value is not arg and type(arg) is cst.Name and not {n for n in _names(value) if n in lists}:
-        for d in derived_shown(ctx.facts.index, arg, view.totals, derivations_of(ctx.facts.index, view.totals)):
+        for d in derived_shown(
+            ctx.facts.index, arg, view.totals, derivations_of(ctx.facts.index, view.totals, view.loops, view.reduced)
+        ):
             ops, why = derived_reductions(ctx, d, view)
             if why is None:  # reduced where it is derived, as DDP409 reduces a value shown
                 reducer.plan_derived(d, ops)

@@ -91,7 +91,10 @@ such totals before it shows it (`epoch_loss = running_loss / len(loader.dataset)
 reads them reduced, so the value is the run's wherever it is read next (the print, a `return`, a
 scheduler's step); that is done where the derivation is the last binding of the name before the
 statement that shows it, in the same function and in a block that holds that statement, and a value
-derived inside the loop that accumulates, or in one branch of an `if`, is reported with no fix. On a
+derived inside the loop that accumulates, or in one branch of an `if`, is reported with no fix. Only
+totals a sharded loop of the same function accumulates count (`test()`'s own `correct` over the whole
+test set is not `train()`'s), and a value computed beside one the script reduced itself (`tps =
+global_tokens / elapsed`, `global_tokens` read from an all-reduced tensor) is its own global figure. On a
 script ddpfix converts, a value a function of the script returns from its totals (`return running_loss
 / len(loader.dataset), accuracy`, or a value it derives from them) and its caller shows
 (`train_loss, train_acc = train_epoch(...)`, then a print) has the totals reduced in that function,
@@ -184,7 +187,7 @@ taken to reduce its own totals.
         ranks = facts.ranks
         reducer = reducer_of(ctx)
         bounds, loader_names = view.bounds, view.loader_names
-        candidates = derivations_of(facts.index, sharded) if sharded else None
+        candidates = derivations_of(facts.index, sharded, loops, reduced) if sharded else None
         follow = None if distributed else (view.loader_names, view.sharded_loaders)  # returned values too
         for call in facts.index.calls:
             if not _shows(call):
