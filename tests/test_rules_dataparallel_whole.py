@@ -135,3 +135,19 @@ def test_check_reports_through_a_kept_dataparallel_what_apply_fixes():
     fixed = [(d.code, d.line, d.fix) for d in result.diagnostics if d.code == "DDP402"]
     assert checked == fixed and len(fixed) == 1, (checked, fixed)
     assert "state = {'net': raw_model, 'epoch': 2}" in result.code
+
+
+def test_a_part_of_the_model_in_dataparallel_is_never_converted_alone():
+    """`model.encoder = nn.DataParallel(model.encoder)` while the optimizer trains all of `model`: a DDP
+    around the encoder alone would leave the head's gradients unsynchronised (each rank its own head),
+    so even `--unsafe-fixes` reports the line with the edit to make instead of converting it."""
+    src = script(*SHAPES["part of the model"])
+    [d] = [d for d in check_source(src) if d.code == "DDP302"]
+    assert d.fix == "none"
+    assert d.message.endswith(
+        "(around model.encoder, a part of model, which trains as a whole: under torchrun DDP must wrap model "
+        "and leave model.encoder plain; convert it by hand)"
+    )
+    result = fix_source(src, unsafe_fixes=True)
+    assert "DDP(model.encoder" not in result.code
+    assert ("DDP302", 1) in [(b.code, b.invariant.number) for b in result.incomplete]

@@ -128,7 +128,10 @@ processes (DDP207 says so). Unsafe where the line is replaced (a plain run then 
 Diagnostic only, and then DDP201 shards no data (no process group and sampler without the wrap): a
 DataParallel line inside a loop, alone in one branch of an `if`/`else` (the other holding none),
 followed in its `if` block by code that uses the DataParallel model, or wrapping the same model in
-several places.
+several places; also, whatever `--unsafe-fixes` says, a DataParallel around a part of a model that
+trains as a whole (`model.features = nn.DataParallel(model.features)`, the optimizer given
+`model.parameters()`): a DDP around that part alone would leave the rest of the model's gradients
+unsynchronised, so the message says to wrap the whole model and leave the part plain.
 
 The rest of the conversion never comes without the wrap: wherever a trained model is in
 DataParallel (also a part of it, `model.encoder = nn.DataParallel(model.encoder)`; a wrapper under
@@ -147,6 +150,15 @@ fix, at its level, so an apply never leaves the script half converted.
         for conv in conversions:
             if all(facts.models.beside_ddp(line.call) for line in conv.lines):
                 continue  # DataParallel offered beside the script's own DDP path: a flag picks
+            owner = (conv.handle or "").rpartition(".")[0]
+            if owner in models and owner != "self":  # `model.features = DataParallel(model.features)`
+                why = (
+                    f"around {conv.handle}, a part of {owner}, which trains as a whole: under torchrun DDP must wrap "
+                    f"{owner} and leave {conv.handle} plain"
+                )
+                for line in conv.lines:
+                    ctx.report(line.call, f"{self.message} ({why}; convert it by hand)", fix="none")
+                continue
             if conv.blocker is not None or conv.handle is None:
                 for line in conv.lines:
                     why = "" if conv.blocker in (None, "shape") else f" ({conv.blocker})"
