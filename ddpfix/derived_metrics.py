@@ -49,6 +49,11 @@ class Sources:
     def __bool__(self) -> bool:
         return bool(self.derived or self.returned or self.funcs)
 
+    def own(self, index, node: cst.CSTNode, names: set[str]) -> set[str]:
+        """Those of `names` that a sharded loop of `node`'s own function accumulates."""
+        scope = index.scope_of(node)
+        return {n for n in names if scope in self.scopes.get(n, ())}
+
     def read(self, index, node: cst.CSTNode, totals: set[str]) -> frozenset[str]:
         """The totals `node` reads that a sharded loop of its own function accumulates (a `total` of
         `test()` over the whole test set is not the `total` that `train()` sums over its shard)."""
@@ -66,8 +71,11 @@ def derivations_of(index, totals: set[str], loops: list[cst.For], reduced: set[s
     scopes: dict[str, set[cst.CSTNode]] = {}
     for loop in loops:
         for n in walk(loop.body):
-            if type(n) is cst.AugAssign and type(n.target) is cst.Name and n.target.value in totals:
-                scopes.setdefault(n.target.value, set()).add(index.scope_of(n))
+            if type(n) is not cst.AugAssign:
+                continue
+            target = n.target.value if type(n.target) is cst.Subscript else n.target  # `stats[0] += ...`
+            if type(target) is cst.Name and target.value in totals:
+                scopes.setdefault(target.value, set()).add(index.scope_of(n))
     downstream = set(reduced) | {
         a.targets[0].target.value
         for a in index.assigns

@@ -313,3 +313,51 @@ def test_a_value_computed_beside_one_the_script_reduced_itself_is_its_own_global
         '    if dist.get_rank() == 0:\n        print(f"tok/s {tps:.1f}")\n',
     ).replace("total = 0.0\n", "total = 0.0\nelapsed = 0.0\n")
     assert [d.message.split(" summed ")[0] for d in found(src)] == ["mean_loss"]
+
+
+def test_a_total_shown_as_it_is_by_a_function_over_unsharded_data_is_not_the_shards():
+    """`test()` prints `100.0 * correct / len(testloader.dataset)` over the whole test set, while `train()`
+    sums a `correct` of its own over its shard: summing test()'s over the ranks would print it doubled."""
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+        torch.manual_seed(0)
+        trainloader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randint(0, 3, (64,))), batch_size=8, shuffle=True)
+        testloader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randint(0, 3, (32,))), batch_size=8)
+        net = nn.Linear(4, 3)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+
+        def train(epoch):
+            correct = 0
+            for x, y in trainloader:
+                out = net(x)
+                loss = nn.functional.cross_entropy(out, y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                correct += (out.argmax(1) == y).sum().item()
+            print(f"train acc {100.0 * correct / len(trainloader.dataset):.2f}")
+
+
+        def test(epoch):
+            correct = 0
+            with torch.no_grad():
+                for x, y in testloader:
+                    correct += (net(x).argmax(1) == y).sum().item()
+            print(f"test acc {100.0 * correct / len(testloader.dataset):.2f}")
+
+
+        for epoch in range(2):
+            train(epoch)
+            test(epoch)
+        """
+    ).lstrip()
+    assert [d.line for d in found(src)] == [
+        src.splitlines().index('    print(f"train acc {100.0 * correct / len(trainloader.dataset):.2f}")') + 1
+    ]
+    out = converted(src)
+    assert 'print(f"test acc {100.0 * correct / len(testloader.dataset):.2f}")' in out

@@ -91,10 +91,12 @@ such totals before it shows it (`epoch_loss = running_loss / len(loader.dataset)
 reads them reduced, so the value is the run's wherever it is read next (the print, a `return`, a
 scheduler's step); that is done where the derivation is the last binding of the name before the
 statement that shows it, in the same function and in a block that holds that statement, and a value
-derived inside the loop that accumulates, or in one branch of an `if`, is reported with no fix. Only
-totals a sharded loop of the same function accumulates count (`test()`'s own `correct` over the whole
-test set is not `train()`'s), and a value computed beside one the script reduced itself (`tps =
-global_tokens / elapsed`, `global_tokens` read from an all-reduced tensor) is its own global figure. On a
+derived inside the loop that accumulates, or in one branch of an `if`, is reported with no fix. A
+value computed beside one the script reduced itself (`tps = global_tokens / elapsed`, `global_tokens`
+read from an all-reduced tensor) is its own global figure. Wherever a total is shown, directly or
+through a value derived from it, only totals a sharded loop of the same function accumulates count:
+`test()`'s own `correct` over the whole test set is not the `correct` that `train()` sums over its
+shard, and summing it over the ranks would show it multiplied by their number. On a
 script ddpfix converts, a value a function of the script returns from its totals (`return running_loss
 / len(loader.dataset), accuracy`, or a value it derives from them) and its caller shows
 (`train_loss, train_acc = train_epoch(...)`, then a print) has the totals reduced in that function,
@@ -198,6 +200,7 @@ taken to reduce its own totals.
             ):
                 continue
             used = {n.value for n in walk(call) if isinstance(n, cst.Name)} & sharded
+            used = candidates.own(facts.index, call, used) if candidates is not None else used
             shown = [m for m in meters.get(call, []) if m.name not in reduced]
             means = list_means(facts.index, call, lists)[0] if lists else []
             derived = derived_shown(facts.index, call, sharded, candidates, reduced, follow) if candidates else []
