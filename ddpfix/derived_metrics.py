@@ -20,12 +20,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .analysis.flow import reads
+from .analysis.flow import last_binding, own_targets, read_names, reads
 from .metric_reduce import reached_alike, reducer_of
 from .sharded_totals import reduces_on_cpu
 from .syntax import dotted, walk
-
-_BINDERS = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.AsName)
 
 
 @dataclass(frozen=True)
@@ -57,8 +55,7 @@ class Sources:
     def read(self, index, node: cst.CSTNode, totals: set[str]) -> frozenset[str]:
         """The totals `node` reads that a sharded loop of its own function accumulates (a `total` of
         `test()` over the whole test set is not the `total` that `train()` sums over its shard)."""
-        scope = index.scope_of(node)
-        return frozenset(n for n in {r.split(".")[0] for r in reads(node)} & totals if scope in self.scopes.get(n, ()))
+        return frozenset(self.own(index, node, read_names(node) & totals))
 
 
 def derivations_of(index, totals: set[str], loops: list[cst.For], reduced: set[str]) -> Sources:
@@ -79,22 +76,17 @@ def derivations_of(index, totals: set[str], loops: list[cst.For], reduced: set[s
     downstream = set(reduced) | {
         a.targets[0].target.value
         for a in index.assigns
-        if len(a.targets) == 1
-        and type(a.targets[0].target) is cst.Name
-        and {r.split(".")[0] for r in reads(a.value)} & reduced
+        if len(a.targets) == 1 and type(a.targets[0].target) is cst.Name and read_names(a.value) & reduced
     }
     sources = Sources({}, set(), set(), scopes)
     for assign in index.assigns:
         if len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name:
             continue
-        if (
-            sources.read(index, assign.value, totals)
-            and not {r.split(".")[0] for r in reads(assign.value)} & downstream
-        ):
+        if sources.read(index, assign.value, totals) and not read_names(assign.value) & downstream:
             sources.derived.setdefault(assign.targets[0].target.value, []).append(assign)
     for func in index.funcs:
         if any(
-            sources.read(index, ret.value, totals) or {r.split(".")[0] for r in reads(ret.value)} & set(sources.derived)  # type: ignore[arg-type]
+            sources.read(index, ret.value, totals) or read_names(ret.value) & set(sources.derived)  # type: ignore[arg-type]
             for ret in _returns(index, func)
         ):
             sources.funcs.add(func)
@@ -102,8 +94,7 @@ def derivations_of(index, totals: set[str], loops: list[cst.For], reduced: set[s
         n
         for assign in index.assigns
         if type(assign.value) is cst.Call and index.callee_of(assign.value) in sources.funcs
-        for t in assign.targets
-        for n in _own_targets_of(t.target)
+        for n in own_targets(assign)
     }
     return sources
 
@@ -145,7 +136,7 @@ def derived_shown(
         if (type(parent) is cst.Attribute and parent.attr is n) or (type(parent) is cst.Arg and parent.keyword is n):
             continue
         seen.add(n.value)
-        last = _last_binding(index, scope, n.value, stmt)
+        last = last_binding(index, scope, n.value, stmt)
         if last is None:
             continue
         if last in candidates.derived.get(n.value, ()):
@@ -212,35 +203,6 @@ def derived_reductions(ctx, d: Derived, view) -> tuple[dict[str, str], str | Non
     if ops is None:
         return {}, f"not every rank reaches the statement that derives {d.name} alike"
     return ops, None
-
-
-def _last_binding(index, scope: cst.CSTNode, name: str, stmt: cst.CSTNode) -> cst.CSTNode | None:
-    """The node of `scope` (not of a function inside it) that binds `name` last before `stmt`."""
-    last, last_order = None, -1
-    for node in walk(scope):
-        if not isinstance(node, _BINDERS) or not index.before(node, stmt):
-            continue
-        if name not in _own_targets(node) or index.scope_of(node) is not scope:
-            continue
-        order = index.order(node)
-        if order > last_order:
-            last, last_order = node, order
-    return last
-
-
-def _own_targets(node: cst.CSTNode) -> set[str]:
-    """The names a binding node binds itself (not those of the statements inside a `for`)."""
-    if type(node) is cst.Assign:
-        targets = [t.target for t in node.targets]
-    elif type(node) is cst.AsName:
-        targets = [node.name]
-    else:
-        targets = [node.target]  # type: ignore[attr-defined]
-    return {name for t in targets for name in _own_targets_of(t)}
-
-
-def _own_targets_of(target: cst.CSTNode) -> set[str]:
-    return {dotted(n) or "" for n in walk(target) if type(n) is cst.Name}
 
 
 __all__ = ["Derived", "Sources", "derivations_of", "derived_reductions", "derived_shown"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .analysis.flow import binds, reads
+from .analysis.flow import binds, read_names
 from .module_functions import add_module_function
 from .order import Order
 from .reduction_ops import AVG, SUM, reduction
@@ -323,7 +323,7 @@ def reached_alike(facts, stmt: cst.CSTNode) -> bool:
     for anc in index.ancestors(stmt):
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             break
-        if isinstance(anc, cst.If) and {r.split(".")[0] for r in reads(anc.test)} & (changed - counters):
+        if isinstance(anc, cst.If) and read_names(anc.test) & (changed - counters):
             return False
     return True
 

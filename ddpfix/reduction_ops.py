@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .analysis.flow import reads
-from .syntax import code_of, dotted, walk
+from .analysis.flow import last_binding, reads
+from .syntax import code_of, dotted
 
 SUM, AVG = "sum", "avg"
 
@@ -35,22 +35,7 @@ def _by_divisor(divisor: cst.BaseExpression, loaders: set[str], bounds: frozense
 def _divided_in_place(index, name: cst.Name, stmt: cst.CSTNode) -> cst.BaseExpression | None:
     """What the total `name` was divided by where it was last bound before `stmt`, in `name = name / d`
     or `name /= d` (None: its last binding there is no such division)."""
-    last, last_order = None, None
-    scope = index.scope_of(stmt)
-    for node in walk(scope):
-        if isinstance(node, cst.AugAssign):
-            targets = [node.target]
-        elif isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        else:
-            continue
-        if not any(isinstance(t, cst.Name) and t.value == name.value for t in targets):
-            continue
-        if not index.before(node, stmt) or index.scope_of(node) is not scope:
-            continue
-        order = index.order(node)
-        if last_order is None or order > last_order:
-            last, last_order = node, order
+    last = last_binding(index, index.scope_of(stmt), name.value, stmt, (cst.Assign, cst.AugAssign))
     if isinstance(last, cst.AugAssign) and isinstance(last.operator, (cst.DivideAssign, cst.FloorDivideAssign)):
         return last.value
     if isinstance(last, cst.Assign) and isinstance(last.value, cst.BinaryOperation):

@@ -76,6 +76,39 @@ def _targets(target: cst.BaseExpression) -> Iterator[str]:
             yield d
 
 
+def read_names(node: cst.CSTNode) -> set[str]:
+    """The plain names `node` reads (`args` for `args.local_rank`): `reads` without the dotted ones."""
+    return {r.split(".")[0] for r in _reads(node)}
+
+
+_BINDERS = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.AsName)
+
+
+def own_targets(node: cst.CSTNode) -> set[str]:
+    """The (dotted) names one binding node binds itself: an assignment's targets, a loop's target (not
+    what the statements of its body bind), a walrus's, an `as` name."""
+    if type(node) is cst.Assign:
+        return {n for t in node.targets for n in _targets(t.target)}
+    if type(node) is cst.AsName:
+        return set(_targets(node.name))  # type: ignore[arg-type]
+    return set(_targets(node.target))  # type: ignore[attr-defined]
+
+
+def last_binding(index, scope: cst.CSTNode, name: str, before: cst.CSTNode, kinds: tuple = _BINDERS):
+    """The node of `scope` (not of a function inside it), of one of `kinds`, that binds `name` last
+    before `before` in the source; None when none does."""
+    last, last_order = None, -1
+    for node in walk(scope):
+        if not isinstance(node, kinds) or not index.before(node, before):
+            continue
+        if name not in own_targets(node) or index.scope_of(node) is not scope:
+            continue
+        order = index.order(node)
+        if order > last_order:
+            last, last_order = node, order
+    return last
+
+
 def reads(node: cst.CSTNode) -> set[str]:
     """The (dotted) names `node` mentions as values: `args.local_rank` gives `args` and
     `args.local_rank`; keyword names and attribute names on their own are not reads."""
@@ -250,4 +283,4 @@ class Flow:
         return None
 
 
-__all__ = ["Flow", "binds", "conflicts", "reads"]
+__all__ = ["Flow", "binds", "conflicts", "last_binding", "own_targets", "read_names", "reads"]

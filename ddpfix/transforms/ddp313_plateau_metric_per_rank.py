@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.flow import binds, reads
+from ..analysis.flow import binds, read_names
 from ..derived_metrics import derivations_of, derived_reductions, derived_shown
 from ..examples import clean, fixes, reports
 from ..metric_reduce import AVG, reached_alike, reducer_of, reduction
@@ -95,7 +95,7 @@ process group cannot reduce a CPU tensor (NCCL alone, or set up out of sight).
             if arg is None or facts.ranks.rank_guarded(call):
                 continue
             value = arg.value if dotted(arg.value) in view.totals | lists else _metric_value(facts, arg.value)
-            used = sorted({n for n in _names(value) if n in view.totals or n in lists})
+            used = sorted({n for n in read_names(value) if n in view.totals or n in lists})
             if not used:
                 continue
             what = ", ".join(used)
@@ -147,10 +147,6 @@ def _metric_value(facts, expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _names(expr: cst.BaseExpression) -> set[str]:
-    return {r.split(".")[0] for r in reads(expr)}
-
-
 def _why_not(ctx, call: cst.Call, value: cst.BaseExpression, lists: set[str], view) -> str | None:
     facts = ctx.facts
     stmt = facts.index.site(call).stmt
@@ -165,7 +161,7 @@ def _why_not(ctx, call: cst.Call, value: cst.BaseExpression, lists: set[str], vi
 
 def _op(facts, value: cst.BaseExpression, lists: set[str], view) -> str | None:
     """AVG or SUM for the metric `value`, or None when it cannot be told."""
-    names = _names(value)
+    names = read_names(value)
     listed = names & lists
     totals = names & view.totals
     if listed and totals:
@@ -196,7 +192,7 @@ def _plan(ctx, call: cst.Call, arg: cst.BaseExpression, value, base: str, op: st
         if ops is not None:
             reducer.plan(call, ops, stmt)
             return
-    if value is not arg and type(arg) is cst.Name and not {n for n in _names(value) if n in lists}:
+    if value is not arg and type(arg) is cst.Name and not {n for n in read_names(value) if n in lists}:
         for d in derived_shown(
             ctx.facts.index, arg, view.totals, derivations_of(ctx.facts.index, view.totals, view.loops, view.reduced)
         ):
