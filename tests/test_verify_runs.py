@@ -207,6 +207,22 @@ def test_forward_through_module_diverges(tmp_path):
     assert report["collectives"].evidence[0] == "2 ranks issued the same 1 collective: 1 barrier"
 
 
+def test_a_model_wrapped_in_part_drifts_apart_outside_the_wrapper(tmp_path):
+    """`model.features = DDP(model.features)` while the optimizer steps the whole model: the features stay
+    equal, the classifier does not. The DDP-wrapped parameters alone would pass `params`."""
+    report = run_case("part_wrapped.py", tmp_path)
+    assert failing(report) == {"params"}, describe(report)
+    step = line_of("part_wrapped.py", "optimizer.step()")
+    assert (
+        report["params"]
+        .evidence[0]
+        .startswith(
+            "parameters stepped by SGD outside every DistributedDataParallel wrapper (2 tensors, 9 values) first "
+            f"differ after optimizer step 1 of 8 (`optimizer.step()` at part_wrapped.py:{step}): rank 0 sum"
+        )
+    ), describe(report)
+
+
 def test_forward_called_as_a_method_of_the_wrapper_is_synchronised(tmp_path):
     """`model.forward(x)` on the DDP wrapper: DDP's forward prepares the all-reduce, no hook runs."""
     report = run_case("direct_forward.py", tmp_path)
