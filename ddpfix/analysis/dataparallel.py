@@ -91,6 +91,8 @@ def dataparallel_conversions(index: TreeIndex, names: Names, models: Models) -> 
         conv.blocker = conv.blocker or blocker
     for conv in by_handle.values():
         conv.lines.sort(key=lambda line: index.order(line.stmt))
+        if part_of(conv, models) is not None:  # the wrap of the whole model is the user's edit
+            conv.blocker = conv.blocker or PART
         if conv.blocker in (None, ALONE) and _fills_both_branches(index, conv):
             conv.both, conv.blocker = True, None
         if conv.blocker is None and len({id(index.parent.get(line.top)) for line in conv.lines}) > 1:
@@ -103,6 +105,16 @@ def dataparallel_conversions(index: TreeIndex, names: Names, models: Models) -> 
 
 
 ALONE = "the wrap fills a branch of an if/else alone: convert it by hand"
+PART = "DataParallel around a part of a model that trains as a whole: convert it by hand"
+
+
+def part_of(conv: DpConversion, models: Models) -> str | None:
+    """The trained model `conv` wraps a part of (`model.features = DataParallel(model.features)` while
+    `model` trains as a whole), or None."""
+    owner = (conv.handle or "").rpartition(".")[0]
+    if owner and owner != "self" and any(m.handle == owner for m in models.trained):
+        return owner
+    return None
 
 
 def _fills_both_branches(index: TreeIndex, conv: DpConversion) -> bool:
@@ -371,6 +383,7 @@ __all__ = [
     "DpConversion",
     "DpLine",
     "conversion_blocked",
+    "part_of",
     "converts_keeping_plain_path",
     "dataparallel_conversions",
     "dataparallel_trains",

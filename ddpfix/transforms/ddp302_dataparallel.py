@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ..analysis.dataparallel import CHOICE, EVALUATION, GUARD, built_inside, dataparallel_conversions, plain_path
+from ..analysis.dataparallel import (
+    CHOICE,
+    EVALUATION,
+    GUARD,
+    built_inside,
+    dataparallel_conversions,
+    part_of,
+    plain_path,
+)
 from ..analysis.torch_api import READ_ONLY_CALLS
 from ..diagnostic import SAFE, UNSAFE
 from ..edits import cuda_test
@@ -150,8 +158,8 @@ fix, at its level, so an apply never leaves the script half converted.
         for conv in conversions:
             if all(facts.models.beside_ddp(line.call) for line in conv.lines):
                 continue  # DataParallel offered beside the script's own DDP path: a flag picks
-            owner = (conv.handle or "").rpartition(".")[0]
-            if owner in models and owner != "self":  # `model.features = DataParallel(model.features)`
+            owner = part_of(conv, facts.models)
+            if owner is not None:  # `model.features = DataParallel(model.features)`
                 why = (
                     f"around {conv.handle}, a part of {owner}, which trains as a whole: under torchrun DDP must wrap "
                     f"{owner} and leave {conv.handle} plain"
