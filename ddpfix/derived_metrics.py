@@ -111,20 +111,26 @@ def derived_shown(
     candidates: Sources,
     skip: set[str] = frozenset(),  # type: ignore[assignment]
     loaders: tuple[set[str], set[str]] | None = None,
+    hoisted: frozenset[int] = frozenset(),
 ) -> list[Derived]:
     """The values `node` (a print, a scheduler's step) reads that were derived from `totals` (see the
     module's docstring); `candidates`: `derivations_of(index, totals)`; names in `skip` are left out.
     `loaders`: (every loader's name, the sharded ones'), to follow values returned by a function of
-    the script too (None: not followed)."""
+    the script too (None: not followed); `hoisted`: the ids of the calls a fix takes out of `node`'s
+    statement, which every rank then runs."""
     stmt = index.site(node).stmt
     scope = index.scope_of(node)
     out, seen = [], set(totals) | set(skip)
     for n in walk(node):
         if type(n) is cst.Call and loaders is not None and index.callee_of(n) in candidates.funcs:
             name = f"{dotted(n.func)}()"  # `print(evaluate(model, loader))`: a rank-0 guard around the print
-            why = f"{name} is called in the statement that shows it, which rank 0 alone runs once converted"
+            why = (
+                None
+                if id(n) in hoisted
+                else f"{name} is called in the statement that shows it, which rank 0 alone runs once converted"
+            )
             out += [
-                Derived(d.name, d.node, d.stmt, d.totals, why)
+                Derived(d.name, d.node, d.stmt, d.totals, why or d.why)
                 for d in _returned(index, name, n, totals, candidates, loaders)
             ]
             continue

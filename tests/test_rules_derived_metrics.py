@@ -215,15 +215,34 @@ def test_a_returned_value_whose_totals_cannot_be_reduced_in_the_function_is_repo
     assert "reduce_over_ranks" not in fix_source(src).code
 
 
-def test_a_call_shown_as_it_is_is_reported_without_a_fix():
-    """`print(f"loss {run_epoch(...):.4f}")`: the rank-0 guard the conversion puts around the print would
-    hold the call too, so nothing can be reduced inside the function."""
+def test_a_call_shown_as_it_is_is_taken_out_of_the_print_and_its_return_reduced():
+    """`print(f"loss {run_epoch(...):.4f}")`: the call trains, so it is taken out of the print the conversion
+    guards to rank 0 (every rank runs it), and the total is reduced before the function returns it."""
     src = returning(
         "return running_loss / len(loader.dataset)",
         'for epoch in range(2):\n    print(f"loss {run_epoch(model, loader, opt):.4f}")',
     )
     (d,) = found(src)
-    assert d.message.startswith("after the conversion, run_epoch() would sum this rank's shard only")
+    assert d.message == (
+        "after the conversion, run_epoch() would sum this rank's shard only and be logged as if global: all-reduce "
+        "it before it is shown"
+    )
+    code = fix_source(src).code
+    assert "    global_running_loss = reduce_over_ranks(running_loss)\n" in code
+    assert (
+        "    run_epoch_result = run_epoch(model, loader, opt)\n"
+        "    if RANK == 0:\n"
+        '        print(f"loss {run_epoch_result:.4f}")\n'
+    ) in code
+
+
+def test_a_call_shown_inside_a_comprehension_is_reported_without_a_fix():
+    """A call inside a comprehension cannot be taken out of the print: nothing is reduced inside the function."""
+    src = returning(
+        "return running_loss / len(loader.dataset)",
+        'for epoch in range(2):\n    print([f"loss {run_epoch(model, loader, opt):.4f}" for _ in range(1)])',
+    )
+    (d,) = found(src)
     assert d.message.endswith(
         "(no fix: run_epoch() is called in the statement that shows it, which rank 0 alone runs once converted)"
     )

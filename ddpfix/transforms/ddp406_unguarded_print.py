@@ -16,8 +16,8 @@ from ..rule import Context, Rule
 from ..syntax import calls_in, dotted
 
 COLLECTIVE_INSIDE = (
-    "print on every rank, of a value whose computation issues a collective every rank must join: compute it "
-    "on every rank first, then print it on rank 0"
+    "print on every rank, of a value whose computation issues a collective every rank must join (or trains, "
+    "which does once the model is DDP-wrapped): compute it on every rank first, then print it on rank 0"
 )
 
 
@@ -83,6 +83,9 @@ run sets to -1 (`int(os.environ.get("RANK", -1))`) is guarded with `in (-1, 0)`.
 computation issues a collective (`print(f"{evaluate(model, val_loader):.3f}")`, where `evaluate()`
 all-reduces its count) is computed first on every rank, `evaluate_result = evaluate(model, val_loader)`,
 and only the print is rank 0's: a collective under the guard would wait for the other ranks forever.
+So is a call of the script's that trains (`print(f"loss {run_epoch(model, loader, opt):.4f}")` becomes
+`run_epoch_result = run_epoch(model, loader, opt)` before the guarded print): under DDP its backward
+all-reduces the gradients, and rank 0 alone training would hang.
 Inside a lambda or a comprehension it cannot be taken out: that print stays on every rank, reported.
 """
 

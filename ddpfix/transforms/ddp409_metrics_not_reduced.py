@@ -191,6 +191,7 @@ taken to reduce its own totals.
         bounds, loader_names = view.bounds, view.loader_names
         candidates = derivations_of(facts.index, sharded, loops, reduced) if sharded else None
         follow = None if distributed else (view.loader_names, view.sharded_loaders)  # returned values too
+        hoisted = frozenset(id(c) for c in ctx.plan.hoisted)  # calls DDP406 takes out of the print it guards
         for call in facts.index.calls:
             if not _shows(call):
                 continue
@@ -203,7 +204,9 @@ taken to reduce its own totals.
             used = candidates.own(facts.index, call, used) if candidates is not None else used
             shown = [m for m in meters.get(call, []) if m.name not in reduced]
             means = list_means(facts.index, call, lists)[0] if lists else []
-            derived = derived_shown(facts.index, call, sharded, candidates, reduced, follow) if candidates else []
+            derived = (
+                derived_shown(facts.index, call, sharded, candidates, reduced, follow, hoisted) if candidates else []
+            )
             if not used and not shown and not means and not derived:
                 continue
             names = ", ".join(
