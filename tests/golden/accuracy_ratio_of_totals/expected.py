@@ -86,7 +86,6 @@ def main():
     trainloader = DataLoader(trainset, batch_size=50, shuffle=(train_sampler is None), sampler=train_sampler)
     testloader = DataLoader(TensorDataset(x[500:], y[500:]), batch_size=50, shuffle=False)
     net = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 3))
-    raw_net = net
     if DISTRIBUTED:
         net = DDP(net, device_ids=[LOCAL_RANK] if next(net.parameters()).is_cuda else None)
     criterion = nn.CrossEntropyLoss()
