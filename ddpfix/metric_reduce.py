@@ -24,7 +24,7 @@ import libcst as cst
 from .analysis.flow import binds, read_names
 from .module_functions import add_module_function
 from .order import Order
-from .reduction_ops import AVG, SUM, reduction
+from .reduction_ops import AVG, SUM, ratio_partners, reduction
 from .syntax import code_of, dotted, walk
 
 MEAN = "mean"  # a mean of a list of this rank's values, averaged over the ranks as a whole
@@ -80,12 +80,19 @@ class MetricReducer:
         stmt = at if at is not None else index.site(call).stmt
         if index.in_one_line_suite(stmt) or not reached_alike(self.ctx.facts, stmt):
             return None
-        ops: dict[str, str] = {}  # in the order they are shown
+        ops: dict[str, str | None] = {}  # in the order they are shown (None: only in ratios so far)
+        ratios: list[tuple[str, set[str]]] = []  # a total and those it is in a ratio with
         for name in _shown(index, call, sharded):
+            partners = ratio_partners(index, call, name, sharded)
+            if partners:
+                ratios.append((name.value, partners))
+                ops.setdefault(name.value, None)
+                continue
             op = reduction(index, call, name, loaders, bounds)
-            if ops.setdefault(name.value, op) != op:
+            if ops.setdefault(name.value, op) not in (None, op):
                 return None  # summed in one place, averaged in another
-        return ops or None
+            ops[name.value] = op
+        return _with_ratios(ops, ratios) or None
 
     def plan(self, call: cst.CSTNode, ops: dict[str, str], at: cst.CSTNode | None = None) -> None:
         """Reduce the totals just before the statement that shows them (or `at`, the rank-0 guard around
@@ -253,6 +260,23 @@ class MetricReducer:
             )
             add_module_function(ctx, stmt, code, Order.REDUCED_METRIC)
         return self.helper
+
+
+def _with_ratios(ops: dict[str, str | None], ratios: list[tuple[str, set[str]]]) -> dict[str, str] | None:
+    """`ops` with the totals shown in ratios of totals (`100. * correct / total`) given the reduction of
+    their partners, which both sides of a ratio must share: summed where one of them is also shown as a
+    sum (`%d` of `correct`), else averaged, as before; None when the sides need different ones."""
+    grew = True
+    while grew:  # a total shown alone decides for those it is in a ratio with
+        grew = False
+        for name, partners in ratios:
+            known = {ops[n] for n in (name, *partners) if ops.get(n) is not None}
+            if len(known) > 1:
+                return None
+            for n in (name, *partners):
+                if known and ops.get(n) is None:
+                    ops[n], grew = next(iter(known)), True
+    return {n: AVG if op is None else op for n, op in ops.items()}
 
 
 def reducer_of(ctx) -> MetricReducer:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .analysis.flow import last_binding, reads
-from .syntax import code_of, dotted
+from .syntax import code_of, dotted, walk
 
 SUM, AVG = "sum", "avg"
 
@@ -24,6 +24,26 @@ def reduction(index, call: cst.Call, name: cst.Name, loaders: set[str], bounds: 
         child = anc
     divisor = _divided_in_place(index, name, index.site(call).stmt)
     return SUM if divisor is None else _by_divisor(divisor, loaders, bounds)
+
+
+def ratio_partners(index, call: cst.Call, name: cst.Name, sharded: set[str]) -> set[str]:
+    """The totals on the other side of the division `name` is shown in, when that side reads totals of
+    `sharded` alone (`100. * correct / total`): a ratio of two totals, right whether both are summed or
+    both averaged over the ranks. Empty when `name` is in no such division."""
+    child: cst.CSTNode = name
+    for anc in index.ancestors(name):
+        if anc is call:
+            break
+        if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, cst.Divide):
+            other = anc.right if child is anc.left else anc.left
+            names = reads(other)
+            return names if names and names <= sharded and not _calls(other) else set()
+        child = anc
+    return set()
+
+
+def _calls(node: cst.CSTNode) -> bool:
+    return any(isinstance(n, cst.Call) for n in walk(node))
 
 
 def _by_divisor(divisor: cst.BaseExpression, loaders: set[str], bounds: frozenset[str]) -> str:
@@ -55,4 +75,4 @@ def _dataset_size(expr: cst.BaseExpression, loaders: set[str]) -> bool:
     return bool(arg) and arg not in loaders and not (owner in loaders and attr in ("sampler", "batch_sampler"))
 
 
-__all__ = ["AVG", "SUM", "reduction"]
+__all__ = ["AVG", "SUM", "ratio_partners", "reduction"]

@@ -83,7 +83,10 @@ A total divided by a count that is per rank (the step index, `len(loader)`, `len
 which is this rank's share once the sampler is a DistributedSampler, another total, a fixed number of
 steps) is averaged over the ranks; one shown as it is, divided by the size of a dataset (the same on
 every rank), or by the whole run's count of batches a loop cut by rank ranges over (`cost /
-num_batches` after `for k in range(RANK, num_batches, WORLD_SIZE)`), is summed. A total the script
+num_batches` after `for k in range(RANK, num_batches, WORLD_SIZE)`), is summed. The two totals of a
+ratio (`100. * correct / total`) take the same reduction, which leaves the ratio the run's: summed
+where either is also shown as it is (`(%d/%d)` of `correct, total`), else averaged; where the sides
+need different ones, it is reported without a fix. A total the script
 divides in place before it shows it (`train_loss = train_loss / len(train_loader.sampler)`, `total /=
 len(loader.dataset)`) is reduced by that division the same way. A value the script derives from
 such totals before it shows it (`epoch_loss = running_loss / len(loader.dataset)`, then
