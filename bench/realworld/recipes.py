@@ -198,6 +198,81 @@ class Encoding:
 def get_encoding(name):
     return Encoding()
 ''',
+    "wandb": '''"""Stand-in for wandb written by the corpus runner (the real one logs in over the network): each
+`wandb.init()` writes a run folder under ./wandb as the real one does, and what needs a run (`log`,
+`watch`, `save`, `config.update`) raises before `init()` in that process, as wandb's own calls do."""
+
+import json
+import os
+import time
+
+run = None
+
+
+class Error(Exception):
+    pass
+
+
+class Run:
+    def __init__(self, folder):
+        self.dir = folder
+
+    def log(self, data, step=None, **kwargs):
+        log(data, step=step, **kwargs)
+
+    def finish(self):
+        finish()
+
+
+def _need(what):
+    if run is None:
+        raise Error(f"You must call wandb.init() before {what}()")
+
+
+def _write(name, text, mode="w"):
+    with open(os.path.join(run.dir, name), mode) as f:
+        f.write(text)
+
+
+class _Config(dict):
+    def update(self, values=None, **kwargs):
+        _need("wandb.config.update")
+        if values is not None and not isinstance(values, dict):
+            values = vars(values)
+        super().update(values or {}, **kwargs)
+        _write("config.json", json.dumps(self, default=str))
+
+
+config = _Config()
+
+
+def init(project=None, name=None, **kwargs):
+    global run
+    folder = os.path.join("wandb", f"run-{time.strftime('%Y%m%d_%H%M%S')}-{os.getpid()}")
+    os.makedirs(folder, exist_ok=True)
+    run = Run(folder)
+    _write("wandb-metadata.json", json.dumps({"project": project, "name": name}))
+    return run
+
+
+def log(data, step=None, **kwargs):
+    _need("wandb.log")
+    _write("history.jsonl", json.dumps(data, default=str) + "\\n", "a")
+
+
+def watch(model, *args, **kwargs):
+    _need("wandb.watch")
+
+
+def save(path, *args, **kwargs):
+    _need("wandb.save")
+    _write("saved.txt", str(path) + "\\n", "a")
+
+
+def finish():
+    global run
+    run = None
+''',
     "tensorflow": '''"""Stand-in for tensorflow written by the corpus runner (not in the corpus environment): only
 tf.summary's file writer. Like TensorFlow's, each writer creates its own event file in its folder,
 named by time, host and process; each summary written under `as_default()` appends a line to it."""
