@@ -63,6 +63,7 @@ class MetricReducer:
             set()
         )  # (statement, meter) shown by a copy
         self.derived: set[cst.CSTNode] = set()  # derivations (or returns) of a shown value whose totals are reduced
+        self.problem: str | None = None  # why the last `reductions` found none
 
     def reductions(
         self,
@@ -73,12 +74,17 @@ class MetricReducer:
         bounds: frozenset[str] = frozenset(),
     ) -> dict[str, str] | None:
         """The reduction each total shown by `call` needs, reduced before the statement `at` (default:
-        the one that holds `call`); None when reducing them there is not safe. `bounds`: counts of the
+        the one that holds `call`); None when reducing them there is not safe (`problem` says why). `bounds`: counts of the
         whole run's batches that loops cut by rank range over (`num_batches` of `range(RANK,
         num_batches, WORLD_SIZE)`): a total divided by one is summed, as over a dataset's size."""
         index = self.ctx.facts.index
         stmt = at if at is not None else index.site(call).stmt
-        if index.in_one_line_suite(stmt) or not reached_alike(self.ctx.facts, stmt):
+        self.problem = None
+        if index.in_one_line_suite(stmt):
+            self.problem = "the statement shares its line with another"
+            return None
+        if not reached_alike(self.ctx.facts, stmt):
+            self.problem = "not every rank reaches it alike"
             return None
         ops: dict[str, str | None] = {}  # in the order they are shown (None: only in ratios so far)
         ratios: list[tuple[str, set[str]]] = []  # a total and those it is in a ratio with
@@ -90,9 +96,13 @@ class MetricReducer:
                 continue
             op = reduction(index, call, name, loaders, bounds)
             if ops.setdefault(name.value, op) not in (None, op):
-                return None  # summed in one place, averaged in another
+                self.problem = f"{name.value} is shown both as a sum and as an average over the ranks"
+                return None
             ops[name.value] = op
-        return _with_ratios(ops, ratios) or None
+        out = _with_ratios(ops, ratios)
+        if out is None:
+            self.problem = "the two sides of a ratio need different reductions"
+        return out or None
 
     def plan(self, call: cst.CSTNode, ops: dict[str, str], at: cst.CSTNode | None = None) -> None:
         """Reduce the totals just before the statement that shows them (or `at`, the rank-0 guard around

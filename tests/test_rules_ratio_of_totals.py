@@ -70,4 +70,11 @@ def test_a_ratio_whose_sides_need_different_reductions_gets_no_fix():
     src = script("print(correct / total, correct, total / steps)")
     [d] = ddp409(src)
     assert d.fix == "none"
+    assert d.message.endswith("(no fix: the two sides of a ratio need different reductions)")
     assert "reduce_over_ranks" not in fix_source(src).code
+
+
+def test_a_total_both_summed_and_averaged_says_so():
+    [d] = ddp409(script("print(correct / steps, correct)"))
+    assert d.fix == "none"
+    assert d.message.endswith("(no fix: correct is shown both as a sum and as an average over the ranks)")

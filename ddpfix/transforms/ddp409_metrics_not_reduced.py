@@ -233,6 +233,8 @@ taken to reduce its own totals.
                 )
             ops = (reducer.reductions(call, used, loader_names, at, bounds) if used else {}) if at is not None else None
             why = reducer.meter_problem(shown, at) if shown and at is not None and ops is not None else None
+            if ops is None and used and at is not None:
+                why = reducer.problem
             if why is None and means and at is not None and ops is not None:
                 why = reducer.mean_problem(at)
             derived_ops = []
