@@ -456,6 +456,38 @@ def test_params_step_counts_and_exit(script):
     assert checks.check_params(run_of(script)).status == NA
 
 
+def outside_run(script, shas0, shas1, opts=("SGD",)):
+    """DDP-wrapped parameters equal at every step; `shas*`: the digests of the parameters the optimizers
+    `opts` step outside DDP, one per step and optimizer."""
+    run = params_run(script, ["a"] * len(shas0), ["a"] * len(shas1))
+    for r, shas in ((0, shas0), (1, shas1)):
+        steps = [e for e in run.traces[r] if e["ev"] == "step"]
+        for e, sha in zip(steps, shas):
+            e["opt"] = opts[(e["n"] - 1) % len(opts)]
+            e["outside"] = [{"opt": (e["n"] - 1) % len(opts), "sha1": sha, "sum": 1.5, "numel": 9, "tensors": 2}]
+    return run
+
+
+def test_params_compares_what_an_optimizer_steps_outside_ddp(script):
+    """A model wrapped in part: the wrapped module stays equal, the rest of what the optimizer steps does not."""
+    c = checks.check_params(outside_run(script, ["a", "b", "c"], ["a", "X", "Y"]))
+    assert c.status == FAIL, c.evidence
+    assert c.evidence[0].startswith(
+        "parameters stepped by SGD outside every DistributedDataParallel wrapper (2 tensors, 9 values) first "
+        "differ after optimizer step 2 of 3 (`optimizer.step()` at train.py:8): rank 0 sum 1.5 (sha1 b), rank 1"
+    )
+    assert c.data["first_step"] == 2
+    same = checks.check_params(outside_run(script, ["a", "b"], ["a", "b"]))
+    assert same.status == PASS, same.evidence
+    assert same.evidence == [
+        "Net: parameters (and those SGD steps outside DDP) equal on 2 ranks after the wrap, after each of 2 "
+        "optimizer steps and at exit"
+    ]
+    assert same.compared["checksums"] == 1 + 2 * 2 + 1
+    two = checks.check_params(outside_run(script, ["a", "b"], ["a", "X"], opts=("SGD", "Adam")))
+    assert two.evidence[0].startswith("parameters stepped by Adam #2 outside every DistributedDataParallel")
+
+
 # ----------------------------------------------------------------------------- ddp
 def test_ddp_missing_or_bypassed(script):
     traces = {r: [start(r), step_ev(script, 1), end(r, steps=1)] for r in (0, 1)}

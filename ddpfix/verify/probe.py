@@ -11,7 +11,8 @@ script starts.
 
 What it records, per rank: the dataset indices every DataLoader pass draws (and, for a ``Subset``,
 a digest of the underlying dataset's indices it holds), optimizer steps with a
-digest of the parameters of every DDP-wrapped module, files written (``torch.save``,
+digest of the parameters of every DDP-wrapped module and of those the stepping optimizer trains outside
+every wrapper, files written (``torch.save``,
 ``logging.FileHandler``, TensorBoard writers, ``wandb.init``, write-mode ``open``, and the paths the
 script deletes with ``os.remove``/``os.unlink``/``os.rmdir``/``shutil.rmtree``), collectives issued
 (including DDP's gradient all-reduce, observed through a comm hook that delegates to the default
@@ -102,6 +103,7 @@ class _State:
         self.loader_sites: dict[str, dict] = {}  # site -> {dataset fingerprint: ordinal}
         self.loader_keys: dict[str, dict] = {}  # loader key -> shared info (pass counter)
         self.ddps: list[dict] = []
+        self.optimizers: dict = {}  # id(optimizer) -> (ordinal, optimizer), in the order of their first steps
         self.ddp_by_obj: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self.writes: set = set()
         self.coll_n = 0
@@ -360,6 +362,24 @@ def _ddp_digests() -> list:
         except Exception as exc:
             _warn("digest", exc)
     return out
+
+
+def _outside_digests(optimizer) -> list:
+    """A digest of the trainable parameters `optimizer` steps that no DDP wrapper holds (nothing keeps them
+    in sync unless the script all-reduces their gradients itself); none when every one is inside a wrapper
+    or the parameters are sharded by rank (FSDP's flat parameters, DTensors)."""
+    k = S.optimizers.setdefault(id(optimizer), (len(S.optimizers), optimizer))[0]
+    inside = {id(p) for info in S.ddps for _, p in info["params"]}
+    params = [p for g in optimizer.param_groups for p in g["params"] if id(p) not in inside and p.requires_grad]
+    if not params or any(type(p).__name__ in ("FlatParameter", "DTensor") for p in params):
+        return []
+    try:
+        with _quiet:
+            d = _digest_params([(str(i), p) for i, p in enumerate(params)])
+    except Exception as exc:
+        _warn("digest", exc)
+        return []
+    return [{**d, "opt": k, "tensors": len(params)}]
 
 
 def _describe_tensor(x):
@@ -955,6 +975,7 @@ def _on_optimizer_step(optimizer, args, kwargs) -> None:
     if S.ddps and _digest_due(n):
         t0 = time.perf_counter()
         fields["digests"] = _ddp_digests()
+        fields["outside"] = _outside_digests(optimizer)
         S.digest_time += time.perf_counter() - t0
     emit("step", **fields)
 

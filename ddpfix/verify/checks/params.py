@@ -1,5 +1,7 @@
 """`params`: the parameters of every DDP-wrapped module are equal on all ranks after the wrap, after the
-optimizer steps the probe checksummed and at exit, and every rank took the same number of steps."""
+optimizer steps the probe checksummed and at exit, and every rank took the same number of steps. The
+parameters an optimizer steps outside every DDP wrapper (a model wrapped in part) are compared after
+the same steps: nothing but the script's own all-reduces keeps them equal."""
 
 from __future__ import annotations
 
@@ -26,6 +28,10 @@ class _Modules:
     def name(self, ddp_id) -> str:
         return next((e.get("module") for e in self.ddps[self.with_ddp[0]] if e.get("id") == ddp_id), "the model")
 
+    def label(self, what) -> str:
+        """What differs at a step: a DDP wrapper's id (its module named) or the parameters outside DDP."""
+        return f"parameters of {self.name(what)}" if isinstance(what, int) else what
+
     def names(self) -> str:
         return ", ".join(sorted({str(e.get("module")) for v in self.ddps.values() for e in v}))
 
@@ -43,21 +49,45 @@ def _at_wrap(ddps: dict, with_ddp: list):
     return compared, None
 
 
+def _outside(step: dict, opts: dict) -> dict:
+    """label -> digest of the parameters each optimizer of a step record trains outside every DDP wrapper."""
+    out = {}
+    for d in step.get("outside") or ():
+        name = opts.get(d.get("opt"), "an optimizer")
+        values = f"{d.get('tensors', '?')} tensors, {d.get('numel', '?')} values"
+        out[f"parameters stepped by {name} outside every DistributedDataParallel wrapper ({values})"] = d
+    return out
+
+
 def _after_steps(run: RunData, with_ddp: list):
-    """(steps compared, checksums compared, (step, ddp id, digests) of the first difference or None)."""
-    steps = {r: {e["n"]: e for e in events(run, r, "step") if e.get("digests")} for r in with_ddp}
+    """(steps compared, checksums compared, (step, what, digests, steps compared before) of the first
+    difference or None, the optimizers whose parameters outside DDP were compared); `what`: a DDP
+    wrapper's id, or a label of parameters outside DDP."""
+    records = {r: events(run, r, "step") for r in with_ddp}
+    steps = {r: {e["n"]: e for e in records[r] if e.get("digests") or e.get("outside")} for r in with_ddp}
+    opts = {}  # optimizer ordinal -> its class name, "#k" added when several stepped
+    for e in records[with_ddp[0]]:
+        for d in e.get("outside") or ():
+            opts.setdefault(d.get("opt"), e.get("opt", "an optimizer"))
+    if len(opts) > 1:
+        opts = {k: f"{v} #{k + 1}" for k, v in opts.items()}
     common = sorted(set.intersection(*(set(s) for s in steps.values())))
     compared = n_steps = 0
+    seen: set = set()
     for n in common:
-        per = {r: {d["ddp"]: d for d in steps[r][n]["digests"]} for r in with_ddp}
+        per = {r: {d["ddp"]: d for d in steps[r][n].get("digests") or ()} for r in with_ddp}
         ids = sorted(set.intersection(*(set(p) for p in per.values())))
-        n_steps += bool(ids)
-        for ddp_id in ids:
+        out = {r: _outside(steps[r][n], opts) for r in with_ddp}
+        labels = sorted(set.intersection(*(set(o) for o in out.values())))
+        n_steps += bool(ids or labels)
+        pairs: list = [(i, {r: per[r][i] for r in with_ddp}) for i in ids]
+        pairs += [(label, {r: out[r][label] for r in with_ddp}) for label in labels]
+        seen.update(opts.get(d.get("opt"), "an optimizer") for d in steps[with_ddp[0]][n].get("outside") or ())
+        for what, digs in pairs:
             compared += 1
-            digs = {r: per[r][ddp_id] for r in with_ddp}
             if _differ(digs):
-                return n_steps, compared, (n, ddp_id, digs, [m for m in common if m < n])
-    return n_steps, compared, None
+                return n_steps, compared, (n, what, digs, [m for m in common if m < n]), seen
+    return n_steps, compared, None, seen
 
 
 def _at_exit(run: RunData, with_ddp: list):
@@ -96,22 +126,20 @@ def check_params(run: RunData) -> CheckResult:
         name, digs = wrap_bad
         msg = f"parameters of {name} differ right after the DDP wrap: {_sums(digs)}"
         return result("params", FAIL, msg, {"checksums": wrap_n}, first_step=0)
-    n_steps, step_n, step_bad = _after_steps(run, with_ddp)
+    n_steps, step_n, step_bad, outside = _after_steps(run, with_ddp)
     exit_n, exit_bad = _at_exit(run, with_ddp) if not step_bad else (0, None)
     compared = {"ranks": len(with_ddp), "steps": n_steps, "checksums": wrap_n + step_n + exit_n}
     evidence = []
     if len(set(counts.values())) > 1:
         evidence.append("optimizer steps differ: " + ", ".join(f"rank {r} took {n}" for r, n in sorted(counts.items())))
     if step_bad:
-        n, ddp_id, digs, before = step_bad
+        n, what, digs, before = step_bad
         site = next((e.get("site") for e in events(run, with_ddp[0], "step") if e.get("n") == n), None)
         notes = [fmt_site(site, run)] if site else []
         if (before[-1] if before else 0) != n - 1:  # steps in between were not checksummed
             notes.append(f"equal after step {before[-1]}" if before else "equal after the wrap")
         at = f" ({', '.join(notes)})" if notes else ""
-        evidence.insert(
-            0, f"parameters of {mods.name(ddp_id)} first differ after optimizer step {n} of {total}{at}: {_sums(digs)}"
-        )
+        evidence.insert(0, f"{mods.label(what)} first differ after optimizer step {n} of {total}{at}: {_sums(digs)}")
         return result("params", FAIL, evidence, compared, first_step=n)
     if exit_bad:
         ddp_id, digs = exit_bad
@@ -131,5 +159,6 @@ def check_params(run: RunData) -> CheckResult:
         points.append("at exit")
     where = ", ".join(points[:-1]) + " and " + points[-1] if len(points) > 1 else points[0]
     unsampled = f"; none of the {total} optimizer steps was checksummed" if total and not n_steps else ""
-    text = f"{mods.names()}: parameters equal on {len(with_ddp)} ranks {where}{unsampled}"
+    also = f" (and those {' and '.join(sorted(outside))} steps outside DDP)" if outside else ""
+    text = f"{mods.names()}: parameters{also} equal on {len(with_ddp)} ranks {where}{unsampled}"
     return result("params", PASS, text, compared)
