@@ -8,6 +8,7 @@ import libcst as cst
 
 from .analysis import ScriptFacts
 from .analysis.flow import binds
+from .hoisted_calls import hoist, to_hoist
 from .rule import Context, Order
 from .syntax import calls_in, dotted, kwarg, method_name, walk
 
@@ -26,8 +27,14 @@ def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> b
     facts = ctx.facts
     if facts.ranks.rank_guarded(node) or _plain_only(ctx, node):
         return False
-    stmt = facts.index.site(node).stmt
-    stmt = _enclosing_write_with(facts, stmt)
+    site = facts.index.site(node).stmt
+    stmt = _enclosing_write_with(facts, site)
+    calls = to_hoist(facts, node)  # what every rank must still run: a collective, or training
+    if calls and stmt is not site:
+        calls = None  # taken out of its statement, it would still be inside the guarded `with`
+    if calls is None:
+        ctx.report(node, (message or ctx.rule.message) + f" ({EVERY_RANK_VALUE})", fix="none")
+        return False
     if not guardable(facts, stmt) or _shares_a_binding_line(facts, node, stmt):
         ctx.report(
             node, (message or ctx.rule.message) + " (shares its line with other code: guard it by hand)", fix="none"
@@ -35,11 +42,18 @@ def guard_site(ctx: Context, node: cst.CSTNode, message: str | None = None) -> b
         return False
     before = len(ctx.diagnostics)
     if ctx.report(node, message):
+        hoist(ctx, node, calls)
         guard(ctx, stmt, ctx.rank0(node))
         return True
     if len(ctx.diagnostics) > before and ctx.offers(ctx.diagnostics[-1]):
         ctx.plan.unmade_guards.add(stmt)  # a check: the statement a fix run guards
+        ctx.plan.hoisted.extend(calls)  # ... and what it takes out of the guard first
     return False
+
+
+EVERY_RANK_VALUE = (
+    "a value in it trains or issues a collective every rank must join: compute it on every rank first, by hand"
+)
 
 
 def _shares_a_binding_line(facts: ScriptFacts, node: cst.CSTNode, stmt: cst.CSTNode) -> bool:

@@ -1,4 +1,5 @@
-"""A call that issues a collective, in what a rank-0 guard is about to hide (`print(f"accuracy
+"""A call that issues a collective, in what a rank-0 guard is about to hide (a print, a tracker's log,
+a log record: `print(f"accuracy
 {evaluate(model, val_loader) / n:.3f}")`, where `evaluate()` all-reduces its count): taken out into a
 statement of its own before the guarded one, which every rank runs (`evaluate_result =
 evaluate(model, val_loader)`), so that every rank joins the collective and rank 0 alone shows the value.

@@ -10,7 +10,7 @@ from ..analysis.training import HELPER_DEPTH
 from ..edits import guard_site
 from ..examples import clean, fixes
 from ..factory_reports import report_factory_writes
-from ..hoisted_calls import hoist, to_hoist
+from ..hoisted_calls import to_hoist
 from ..module_guards import guard_module_writes, is_print
 from ..rule import Context, Rule
 from ..syntax import calls_in, dotted
@@ -104,14 +104,10 @@ Inside a lambda or a comprehension it cannot be taken out: that print stays on e
                 continue  # print("ERROR: ..."); sys.exit(1): each failing rank says why
             if distributed and not _repeats_with_training(facts, call):
                 continue  # a start-up message of a script that already runs distributed
-            collectives = to_hoist(facts, call)
-            if collectives is None:
+            if to_hoist(facts, call) is None:
                 ctx.report(call, COLLECTIVE_INSIDE, fix="none")
-            elif guard_site(ctx, call):
-                hoist(ctx, call, collectives)
-            else:  # what a fix would take out of the guard (`check` plans no edit): no rank-0-only forward
-                for collective in collectives:
-                    ctx.plan.hoisted.append(collective)
+            else:  # the guard takes a collective or training out of the print first
+                guard_site(ctx, call)
         if not distributed:  # what a module of the script prints for it (`trainer.log()`): guarded there
             harm = "output is duplicated once per process"
             guard_module_writes(ctx, self, EVERY_RANK_PRINT, "print", harm, is_print, ranks.print_silenced)

@@ -8,6 +8,7 @@ from ..analysis.effects import TRACKER_CTORS, TRACKER_MODULES
 from ..analysis.local_writes import EVERY_RANK_TRACKER
 from ..edits import guard_site, guardable
 from ..examples import clean, fixes
+from ..hoisted_calls import to_hoist
 from ..module_guards import guard_module_writes
 from ..rule import Context, Rule
 from ..syntax import assign_targets, assigned_value, dotted, receiver, walk
@@ -72,7 +73,10 @@ every statement that uses it is guarded.
 ## Fix safety
 Safe, for the whole chain or none of it: when one use cannot take a guard of its own (it binds a
 name, `run_dir = wandb.run.dir`, or shares its line), the tracker and all its uses get the diagnostic
-only, since guarding some of them would leave the others failing on the other ranks.
+only, since guarding some of them would leave the others failing on the other ranks. A value a use
+logs that trains or issues a collective (`wandb.log({"loss": train_epoch(model, loader, opt)})`) is
+first computed on every rank, `train_epoch_result = train_epoch(model, loader, opt)`, and only the log
+is rank 0's; inside a comprehension or a lambda it cannot be taken out, and the chain is reported.
 """
 
     def run(self, ctx: Context) -> None:
@@ -164,8 +168,13 @@ def _chains(ctx: Context) -> list["_Chain"]:
 
 
 def _blocked(facts, chain: "_Chain") -> list[cst.CSTNode]:
-    """The uses of the tracker that cannot take a guard of their own."""
-    return [node for node, stmt in chain.uses if not _guardable_use(facts, stmt, chain.name)]
+    """The uses of the tracker that cannot take a guard of their own (nor have what every rank must run,
+    training or a collective, taken out of them first)."""
+    return [
+        node
+        for node, stmt in chain.uses
+        if not _guardable_use(facts, stmt, chain.name) or to_hoist(facts, node) is None
+    ]
 
 
 def _is_tracker(facts, call: cst.Call) -> bool:
