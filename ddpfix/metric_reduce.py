@@ -24,7 +24,7 @@ import libcst as cst
 from .analysis.flow import binds, read_names
 from .module_functions import add_module_function
 from .order import Order
-from .reduction_ops import AVG, SUM, ratio_partners, reduction
+from .reduction_ops import AVG, SUM, ratio_partners, reduction, with_ratios
 from .syntax import code_of, dotted, walk
 
 MEAN = "mean"  # a mean of a list of this rank's values, averaged over the ranks as a whole
@@ -99,7 +99,7 @@ class MetricReducer:
                 self.problem = f"{name.value} is shown both as a sum and as an average over the ranks"
                 return None
             ops[name.value] = op
-        out = _with_ratios(ops, ratios)
+        out = with_ratios(ops, ratios)
         if out is None:
             self.problem = "the two sides of a ratio need different reductions"
         return out or None
@@ -270,23 +270,6 @@ class MetricReducer:
             )
             add_module_function(ctx, stmt, code, Order.REDUCED_METRIC)
         return self.helper
-
-
-def _with_ratios(ops: dict[str, str | None], ratios: list[tuple[str, set[str]]]) -> dict[str, str] | None:
-    """`ops` with the totals shown in ratios of totals (`100. * correct / total`) given the reduction of
-    their partners, which both sides of a ratio must share: summed where one of them is also shown as a
-    sum (`%d` of `correct`), else averaged, as before; None when the sides need different ones."""
-    grew = True
-    while grew:  # a total shown alone decides for those it is in a ratio with
-        grew = False
-        for name, partners in ratios:
-            known = {ops[n] for n in (name, *partners) if ops.get(n) is not None}
-            if len(known) > 1:
-                return None
-            for n in (name, *partners):
-                if known and ops.get(n) is None:
-                    ops[n], grew = next(iter(known)), True
-    return {n: AVG if op is None else op for n, op in ops.items()}
 
 
 def reducer_of(ctx) -> MetricReducer:

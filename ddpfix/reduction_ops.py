@@ -42,6 +42,23 @@ def ratio_partners(index, call: cst.Call, name: cst.Name, sharded: set[str]) -> 
     return set()
 
 
+def with_ratios(ops: dict[str, str | None], ratios: list[tuple[str, set[str]]]) -> dict[str, str] | None:
+    """`ops` with the totals shown in ratios of totals (`100. * correct / total`) given the reduction of
+    their partners, which both sides of a ratio must share: summed where one of them is also shown as a
+    sum (`%d` of `correct`), else averaged, as before; None when the sides need different ones."""
+    grew = True
+    while grew:  # a total shown alone decides for those it is in a ratio with
+        grew = False
+        for name, partners in ratios:
+            known = {ops[n] for n in (name, *partners) if ops.get(n) is not None}
+            if len(known) > 1:
+                return None
+            for n in (name, *partners):
+                if known and ops.get(n) is None:
+                    ops[n], grew = next(iter(known)), True
+    return {n: AVG if op is None else op for n, op in ops.items()}
+
+
 def _calls(node: cst.CSTNode) -> bool:
     return any(isinstance(n, cst.Call) for n in walk(node))
 
@@ -75,4 +92,4 @@ def _dataset_size(expr: cst.BaseExpression, loaders: set[str]) -> bool:
     return bool(arg) and arg not in loaders and not (owner in loaders and attr in ("sampler", "batch_sampler"))
 
 
-__all__ = ["AVG", "SUM", "ratio_partners", "reduction"]
+__all__ = ["AVG", "SUM", "ratio_partners", "reduction", "with_ratios"]

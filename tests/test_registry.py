@@ -10,7 +10,11 @@ import pytest
 from ddpfix.transforms import RULES
 
 # What touching each kind of plan state looks like in a rule's source.
-WRITES = {"wraps": r"plan\.wraps\[", "hoisted": r"plan\.hoisted\.append\(", "cut": r"plan\.cut\["}
+WRITES = {
+    "wraps": r"plan\.wraps\[",
+    "hoisted": r"plan\.hoisted\.append\(|\bguard_site\(",  # (edits.guard_site takes calls out of its guards)
+    "cut": r"plan\.cut\[",
+}
 READS = {
     "wraps": r"\b(wrappers|raw_handles)\(",
     "hoisted": r"plan\.hoisted\b(?!\.append)",

@@ -19,6 +19,7 @@ class UnguardedSave(Rule):
     code = "DDP401"
     distributed_only = True
     name = "unguarded-save"
+    provides = frozenset({"hoisted"})  # its guards take training and collectives out first (guard_site)
     message = "torch.save runs on every rank: all processes write the same file"
     requires = ()
     docs = """

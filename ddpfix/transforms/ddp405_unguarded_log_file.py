@@ -30,6 +30,7 @@ class UnguardedLogFile(Rule):
     code = "DDP405"
     distributed_only = True
     name = "unguarded-log-file"
+    provides = frozenset({"hoisted"})  # its guards take training and collectives out first (guard_site)
     message = "log file opened on every rank: all processes write the same file"
     docs = """
 ## What

@@ -24,7 +24,7 @@ COLLECTIVE_INSIDE = (
 class UnguardedPrint(Rule):
     code = "DDP406"
     distributed_only = True
-    provides = frozenset({"hoisted"})
+    provides = frozenset({"hoisted"})  # its guards take training and collectives out first (guard_site)
     name = "unguarded-print"
     message = "print runs on every rank: output is duplicated once per process"
     docs = """

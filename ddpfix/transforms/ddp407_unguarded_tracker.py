@@ -18,6 +18,7 @@ class UnguardedTracker(Rule):
     code = "DDP407"
     distributed_only = True
     name = "unguarded-tracker"
+    provides = frozenset({"hoisted"})  # its guards take training and collectives out first (guard_site)
     message = "experiment tracker created on every rank: one event file or run per process"
     docs = """
 ## What

@@ -17,7 +17,7 @@ from ..syntax import dotted, walk
 class MetricsNotReduced(Rule):
     code = "DDP409"
     name = "metrics-not-reduced"
-    reads = frozenset({"cut"})
+    reads = frozenset({"cut", "hoisted"})
     message = "metric printed on rank 0 covers rank 0's shard only: all-reduce it first"
     docs = """
 ## What
