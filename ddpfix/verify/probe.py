@@ -368,15 +368,15 @@ def _outside_digests(optimizer) -> list:
     """A digest of the trainable parameters `optimizer` steps that no DDP wrapper holds (nothing keeps them
     in sync unless the script all-reduces their gradients itself); none when every one is inside a wrapper
     or the parameters are sharded by rank (FSDP's flat parameters, DTensors)."""
-    k = S.optimizers.setdefault(id(optimizer), (len(S.optimizers), optimizer))[0]
-    inside = {id(p) for info in S.ddps for _, p in info["params"]}
-    params = [p for g in optimizer.param_groups for p in g["params"] if id(p) not in inside and p.requires_grad]
-    if not params or any(type(p).__name__ in ("FlatParameter", "DTensor") for p in params):
-        return []
     try:
         with _quiet:
+            k = S.optimizers.setdefault(id(optimizer), (len(S.optimizers), optimizer))[0]
+            inside = {id(p) for info in S.ddps for _, p in info["params"]}
+            params = [p for g in optimizer.param_groups for p in g["params"] if id(p) not in inside and p.requires_grad]
+            if not params or any(type(p).__name__ in ("FlatParameter", "DTensor") for p in params):
+                return []
             d = _digest_params([(str(i), p) for i, p in enumerate(params)])
-    except Exception as exc:
+    except Exception as exc:  # an optimizer of another shape: the step goes on, undigested
         _warn("digest", exc)
         return []
     return [{**d, "opt": k, "tensors": len(params)}]
