@@ -24,7 +24,7 @@ import libcst as cst
 from .analysis.flow import binds, read_names
 from .module_functions import add_module_function
 from .order import Order
-from .reduction_ops import AVG, SUM, ratio_partners, reduction, with_ratios
+from .reduction_ops import AVG, SUM, dict_of_totals, ratio_partners, reduction, with_ratios
 from .syntax import code_of, dotted, walk
 
 MEAN = "mean"  # a mean of a list of this rank's values, averaged over the ranks as a whole
@@ -89,6 +89,9 @@ class MetricReducer:
         ops: dict[str, str | None] = {}  # in the order they are shown (None: only in ratios so far)
         ratios: list[tuple[str, set[str]]] = []  # a total and those it is in a ratio with
         for name in _shown(index, call, sharded):
+            if dict_of_totals(index, name.value, stmt):
+                self.problem = f"{name.value} is a dict of totals: all-reduce each of its values"
+                return None
             partners = ratio_partners(index, call, name, sharded)
             if partners:
                 ratios.append((name.value, partners))

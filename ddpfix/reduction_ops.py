@@ -59,6 +59,17 @@ def with_ratios(ops: dict[str, str | None], ratios: list[tuple[str, set[str]]]) 
     return {n: AVG if op is None else op for n, op in ops.items()}
 
 
+DICTS = {"dict", "collections.defaultdict", "defaultdict", "collections.OrderedDict", "OrderedDict"}
+
+
+def dict_of_totals(index, name: str, stmt: cst.CSTNode) -> bool:
+    """Is `name` bound to a dict where it is last bound before `stmt` (`losses = {k: 0 for k in keys}`)?
+    reduce_over_ranks all-reduces a number, a list or a tensor, not a dict."""
+    last = last_binding(index, index.scope_of(stmt), name, stmt, (cst.Assign, cst.AnnAssign))
+    value = getattr(last, "value", None)
+    return type(value) in (cst.Dict, cst.DictComp) or (type(value) is cst.Call and dotted(value.func) in DICTS)
+
+
 def _calls(node: cst.CSTNode) -> bool:
     return any(isinstance(n, cst.Call) for n in walk(node))
 
@@ -92,4 +103,4 @@ def _dataset_size(expr: cst.BaseExpression, loaders: set[str]) -> bool:
     return bool(arg) and arg not in loaders and not (owner in loaders and attr in ("sampler", "batch_sampler"))
 
 
-__all__ = ["AVG", "SUM", "ratio_partners", "reduction", "with_ratios"]
+__all__ = ["AVG", "SUM", "dict_of_totals", "ratio_partners", "reduction", "with_ratios"]

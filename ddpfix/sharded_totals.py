@@ -201,8 +201,9 @@ def _sharded_totals(facts, loops: list[cst.For], reduced: set[str]) -> set[str]:
         for n in walk(loop.body):
             if not isinstance(n, cst.AugAssign):
                 continue
-            target = n.target.value if isinstance(n.target, cst.Subscript) else n.target
-            if isinstance(target, cst.Name) and not _concatenates(facts, n, target.value):  # `total += ...`
+            item = isinstance(n.target, cst.Subscript)  # `stats[0] += ...`: a number added, whatever `stats` is
+            target = n.target.value if item else n.target
+            if isinstance(target, cst.Name) and not _concatenates(facts, n, target.value, by_binding=not item):
                 read = {r for r in reads(n.value) if "." not in r} - modules
                 if read and not read <= reduced:
                     out.add(target.value)
@@ -212,14 +213,17 @@ def _sharded_totals(facts, loops: list[cst.For], reduced: set[str]) -> set[str]:
 SEQUENCES = (cst.List, cst.ListComp, cst.Tuple, cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)
 
 
-def _concatenates(facts, aug: cst.AugAssign, name: str) -> bool:
+def _concatenates(facts, aug: cst.AugAssign, name: str, by_binding: bool = True) -> bool:
     """Does `name += ...` grow a list or a string (`y_true += labels.tolist()`, `line += f"..."`) rather than
-    add numbers: the value, or what the name is first bound to in the function, is a list or a string?"""
+    add numbers: the value, or (`by_binding`) what the name is first bound to in the function, is a list or
+    a string?"""
     value = aug.value
     if type(value) in SEQUENCES or (
         type(value) is cst.Call and (dotted(value.func) in ("list", "str") or method_name(value) == "tolist")
     ):
         return True
+    if not by_binding:
+        return False
     index = facts.index
     scope = index.scope_of(aug)
     return any(

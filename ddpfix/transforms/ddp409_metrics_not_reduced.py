@@ -86,7 +86,9 @@ every rank), or by the whole run's count of batches a loop cut by rank ranges ov
 num_batches` after `for k in range(RANK, num_batches, WORLD_SIZE)`), is summed. The two totals of a
 ratio (`100. * correct / total`) take the same reduction, which leaves the ratio the run's: summed
 where either is also shown as it is (`(%d/%d)` of `correct, total`), else averaged; where the sides
-need different ones, it is reported without a fix. A total the script
+need different ones, it is reported without a fix. So is a dict of totals (`losses[key] +=
+float(v)` into `losses = {k: 0 for k in keys}`): `reduce_over_ranks` all-reduces a number, a list or a
+tensor. A total the script
 divides in place before it shows it (`train_loss = train_loss / len(train_loader.sampler)`, `total /=
 len(loader.dataset)`) is reduced by that division the same way. A value the script derives from
 such totals before it shows it (`epoch_loss = running_loss / len(loader.dataset)`, then
