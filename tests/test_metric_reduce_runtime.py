@@ -199,6 +199,35 @@ CUT = textwrap.dedent(
     """
 ).lstrip()
 
+INDEXED = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    ds = TensorDataset(torch.randn(64, 4), torch.randint(0, 3, (64,)))
+    loader = DataLoader(ds, batch_size=8, shuffle=True)
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    for epoch in range(2):
+        stats = [0.0, 0.0]
+        correct, total = 0, 0
+        for x, y in loader:
+            out = model(x)
+            loss = nn.functional.cross_entropy(out, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            stats[0] += loss.item() * len(x)
+            stats[1] += len(x)
+            correct += (out.argmax(1) == y).sum().item()
+            total += len(y)
+        print(f"epoch {epoch} loss {stats[0] / len(ds):.5f} acc {100.0 * correct / total:.3f} ({correct}/{total})")
+        print(f"epoch {epoch} tensor {stats[1]:.1f} samples")
+    """
+).lstrip()
+
 METERS = (
     textwrap.dedent(
         """
@@ -364,8 +393,27 @@ def converted_runs(tmp_path, script: str, last: str, ddp_last: str | None = None
                 "global_correct = reduce_over_ranks(correct)\n",
             ),
         ),
+        # totals kept in a list and added to by index (`stats[0] += ...`), and a ratio of two totals shown
+        # beside the counts themselves (`100.0 * correct / total`, then `{correct}/{total}`): summed
+        (
+            INDEXED,
+            (
+                "global_stats = reduce_over_ranks(stats)\n",
+                "global_correct = reduce_over_ranks(correct)\n",
+                "global_total = reduce_over_ranks(total)\n",
+            ),
+        ),
     ],
-    ids=["loader", "cut-batches", "meters", "list-means", "divided-in-place", "derived-name", "returned"],
+    ids=[
+        "loader",
+        "cut-batches",
+        "meters",
+        "list-means",
+        "divided-in-place",
+        "derived-name",
+        "returned",
+        "indexed-ratio",
+    ],
 )
 def test_reduced_metrics_print_the_plain_runs_numbers(tmp_path, script, wanted):
     code, plain, ddp = converted_runs(tmp_path, script, "epoch 1 tensor")
