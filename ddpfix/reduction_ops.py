@@ -75,9 +75,21 @@ def _calls(node: cst.CSTNode) -> bool:
 
 
 def _by_divisor(divisor: cst.BaseExpression, loaders: set[str], bounds: frozenset[str]) -> str:
-    """A total divided by the size of a dataset, or by the whole run's count of batches, is summed;
-    divided by anything per rank, averaged."""
-    return SUM if _dataset_size(divisor, loaders) or code_of(divisor) in bounds else AVG
+    """A total divided by the size of a dataset, or by the whole run's count of batches (a loop's bound
+    cut by rank, or the dataset's size over the batch size), is summed; divided by anything per rank,
+    averaged."""
+    whole = _dataset_size(divisor, loaders) or code_of(divisor) in bounds or _batches_of(divisor, loaders)
+    return SUM if whole else AVG
+
+
+def _batches_of(expr: cst.BaseExpression, loaders: set[str]) -> bool:
+    """`len(loader.dataset) / loader.batch_size`, `len(ds) // batch_size`: the whole dataset's number of
+    batches, the same on every rank."""
+    if not (type(expr) is cst.BinaryOperation and isinstance(expr.operator, (cst.Divide, cst.FloorDivide))):
+        return False
+    size = dotted(expr.right) or ""
+    per_batch = type(expr.right) is cst.Integer or size == "bs" or size.rpartition(".")[2] == "batch_size"
+    return per_batch and _dataset_size(expr.left, loaders)
 
 
 def _divided_in_place(index, name: cst.Name, stmt: cst.CSTNode) -> cst.BaseExpression | None:

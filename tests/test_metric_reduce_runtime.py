@@ -224,6 +224,7 @@ INDEXED = textwrap.dedent(
             correct += (out.argmax(1) == y).sum().item()
             total += len(y)
         print(f"epoch {epoch} loss {stats[0] / len(ds):.5f} acc {100.0 * correct / total:.3f} ({correct}/{total})")
+        print(f"epoch {epoch} per batch {stats[0] / (len(ds) / 8):.3f}")  # the whole run's number of batches
         print(f"epoch {epoch} tensor {stats[1]:.1f} samples")
     """
 ).lstrip()
@@ -393,8 +394,9 @@ def converted_runs(tmp_path, script: str, last: str, ddp_last: str | None = None
                 "global_correct = reduce_over_ranks(correct)\n",
             ),
         ),
-        # totals kept in a list and added to by index (`stats[0] += ...`), and a ratio of two totals shown
-        # beside the counts themselves (`100.0 * correct / total`, then `{correct}/{total}`): summed
+        # totals kept in a list and added to by index (`stats[0] += ...`), divided by the whole run's number
+        # of batches, and a ratio of two totals shown beside the counts themselves (`100.0 * correct /
+        # total`, then `{correct}/{total}`): summed
         (
             INDEXED,
             (

@@ -82,8 +82,9 @@ if RANK == 0:
 A total divided by a count that is per rank (the step index, `len(loader)`, `len(loader.sampler)`,
 which is this rank's share once the sampler is a DistributedSampler, another total, a fixed number of
 steps) is averaged over the ranks; one shown as it is, divided by the size of a dataset (the same on
-every rank), or by the whole run's count of batches a loop cut by rank ranges over (`cost /
-num_batches` after `for k in range(RANK, num_batches, WORLD_SIZE)`), is summed. The two totals of a
+every rank), or by the whole run's count of batches (`len(loader.dataset) / loader.batch_size`, or the
+bound a loop cut by rank ranges over: `cost / num_batches` after `for k in range(RANK, num_batches,
+WORLD_SIZE)`), is summed. The two totals of a
 ratio (`100. * correct / total`) take the same reduction, which leaves the ratio the run's: summed
 where either is also shown as it is (`(%d/%d)` of `correct, total`), else averaged; where the sides
 need different ones, it is reported without a fix. So is a dict of totals (`losses[key] +=
