@@ -15,13 +15,10 @@ def reduction(index, call: cst.Call, name: cst.Name, loaders: set[str], bounds: 
     """SUM or AVG for one shown occurrence of a total (see the module's docstring); a total the script
     divided in place before it shows it (`train_loss = train_loss / len(train_loader.sampler)`, `total /=
     n`) by what that division was."""
-    child: cst.CSTNode = name
-    for anc in index.ancestors(name):
-        if anc is call:
-            break
-        if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, (cst.Divide, cst.FloorDivide)):
-            return _by_divisor(anc.right, loaders, bounds) if child is anc.left else AVG
-        child = anc
+    found = _division(index, call, name, (cst.Divide, cst.FloorDivide))
+    if found is not None:
+        division, left = found
+        return _by_divisor(division.right, loaders, bounds) if left else AVG
     divisor = _divided_in_place(index, name, index.site(call).stmt)
     return SUM if divisor is None else _by_divisor(divisor, loaders, bounds)
 
@@ -30,16 +27,26 @@ def ratio_partners(index, call: cst.Call, name: cst.Name, sharded: set[str]) -> 
     """The totals on the other side of the division `name` is shown in, when that side reads totals of
     `sharded` alone (`100. * correct / total`): a ratio of two totals, right whether both are summed or
     both averaged over the ranks. Empty when `name` is in no such division."""
+    found = _division(index, call, name, (cst.Divide,))
+    if found is None:
+        return set()
+    division, left = found
+    other = division.right if left else division.left
+    names = reads(other)
+    return names if names and names <= sharded and not _calls(other) else set()
+
+
+def _division(index, call: cst.Call, name: cst.Name, operators: tuple) -> tuple[cst.BinaryOperation, bool] | None:
+    """The innermost division by one of `operators` that holds `name` within `call`, and whether `name` is
+    on its left (the divided side); None when there is none."""
     child: cst.CSTNode = name
     for anc in index.ancestors(name):
         if anc is call:
             break
-        if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, cst.Divide):
-            other = anc.right if child is anc.left else anc.left
-            names = reads(other)
-            return names if names and names <= sharded and not _calls(other) else set()
+        if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, operators):
+            return anc, child is anc.left
         child = anc
-    return set()
+    return None
 
 
 def with_ratios(ops: dict[str, str | None], ratios: list[tuple[str, set[str]]]) -> dict[str, str] | None:
