@@ -23,6 +23,9 @@ def main():
         dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
 
     X = torch.randn(256, 8)
+    if DISTRIBUTED:
+        dist.broadcast(W_target, src=0)
+        dist.broadcast(X, src=0)
     y = X @ W_target
     dataset = TensorDataset(X, y)
     sampler = DistributedSampler(dataset) if DISTRIBUTED else None
