@@ -13,6 +13,7 @@ class Order(IntEnum):
     SET_EPOCH = 11  # the first statement of the epoch loop
     PROCESS_GROUP = 20  # set_device + init_process_group at the top of the entry point
     NO_SYNC = 21  # the micro-step's sync decision at the top of the accumulation loop
+    TASK_BROADCAST = 22  # rank 0's draws of the task, once the process group is joined
     SET_DEVICE = 30  # before CUDA work and before init_process_group
     SYNC_BATCHNORM = 31  # before the wrap
     PARAMETER_SYNC = 32  # after the model is built: rank 0's parameters once its first forward has run

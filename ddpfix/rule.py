@@ -48,7 +48,7 @@ class Rule:
     message: ClassVar[str]
     fix: ClassVar[str] = SAFE
     requires: ClassVar[tuple[str, ...]] = ()  # rules whose fixes this rule's fix needs (DDP201 needs DDP001)
-    provides: ClassVar[frozenset[str]] = frozenset()  # plan state this rule fills: "wraps", "samplers", "hoisted"
+    provides: ClassVar[frozenset[str]] = frozenset()  # plan state this rule fills: "wraps", "hoisted", "joins"
     # plan state this rule reads: its providers run first (what only `after_plan` reads, any of them)
     reads: ClassVar[frozenset[str]] = frozenset()
     docs: ClassVar[str] = ""
@@ -89,6 +89,9 @@ class Context:
         self._env: dict[str, str] = {}
         self._env_missing: list[str] = []
         self._setup: tuple[list[cst.BaseStatement], int] | None = None
+        # where DDP001's setup joins the process group: the module (a setup at module level, placed by
+        # `finish`) or the entry function (at the top of its body); None: it sets up none
+        self.joins_at: cst.Module | cst.FunctionDef | None = None
         self._requested: set[str] = set()
         self.blocked: set[str] = set()  # rules whose fix others require but that could not fix here
         # how the script becomes distributed: SAFE (it is, or DDP001's safe fix makes it so), UNSAFE

@@ -48,6 +48,22 @@ class SecondInit(_TestRule):
             )
 
 
+class EarlyBroadcast(_TestRule):
+    """Broadcasts `x` right before the script's init (once: idempotent): a collective that no process
+    group precedes."""
+
+    code, name, message = "DDP907", "test-early-broadcast", "broadcasts before the process group is joined"
+
+    def run(self, ctx: Context) -> None:
+        if len(ctx.facts.launch.init_calls) != 1 or ctx.facts.ranks.collectives_in(ctx.facts.module):
+            return
+        stmt = ctx.facts.index.site(ctx.facts.launch.init_calls[0]).stmt
+        if ctx.report(stmt):
+            ctx.plan.insert_before(
+                stmt, ctx.plan.statements("torch.distributed.broadcast(x, src=0)"), order=Order.OPTIMIZER
+            )
+
+
 class AlwaysInit(_TestRule):
     """Joins the process group at the top of the entry function, whatever the script already does."""
 

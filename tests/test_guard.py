@@ -11,6 +11,7 @@ import pytest
 from guard_rules import (
     AlwaysInit,
     BrokenSyntax,
+    EarlyBroadcast,
     PrintX,
     ReadsDistributedFirst,
     RenameX,
@@ -372,3 +373,37 @@ def test_the_guard_withholds_nothing_on_the_goldens(case):
     opts = {k: v for k, v in opts.items() if k in ("unsafe_fixes", "select", "ignore")}
     result = fix_source((GOLDEN / case / "input.py").read_bytes(), path=str(GOLDEN / case / "input.py"), **opts)
     assert result.withheld == {}  # (tests/test_golden.py compares the output itself)
+
+
+EARLY = src(
+    """
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    def main():
+        x = torch.zeros(2)
+        dist.init_process_group("gloo")
+        model = DDP(torch.nn.Linear(2, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(2):
+            model(torch.randn(4, 2) + x).sum().backward()
+            opt.step()
+
+
+    if __name__ == "__main__":
+        main()
+    """
+)
+
+
+def test_a_collective_that_would_run_before_the_process_group_is_withheld():
+    with registered(EarlyBroadcast()):
+        assert "torch.distributed.broadcast(x, src=0)\n    dist.init_process_group" in unguarded(EARLY, ["DDP907"])
+        result = fix_source(EARLY, select=["DDP907"])
+    assert (
+        result.withheld["DDP907"]
+        == "`torch.distributed.broadcast(x, src=0)` would run before the process group is initialised"
+    )
+    assert result.code == EARLY

@@ -14,11 +14,13 @@ WRITES = {
     "wraps": r"plan\.wraps\[",
     "hoisted": r"plan\.hoisted\.append\(|\bguard_site\(",  # (edits.guard_site takes calls out of its guards)
     "cut": r"plan\.cut\[",
+    "joins": r"ctx\.joins_at = ",
 }
 READS = {
     "wraps": r"\b(wrappers|raw_handles)\(",
     "hoisted": r"plan\.hoisted\b(?!\.append)",
     "cut": r"plan\.cut\b(?!\[)|\bshard_view\(",  # sharded_totals.shard_view reads the loops DDP209 cuts
+    "joins": r"ctx\.joins_at\b(?! = )",
 }
 
 

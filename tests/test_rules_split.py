@@ -254,5 +254,6 @@ def test_a_seed_that_differs_by_rank_does_not_make_a_shuffle_alike():
     src = script(HAND_SPLIT.format(shuffle="np.random.shuffle(indices)"), head, "import os\n\nimport numpy as np\n")
     [d] = codes(src, "DDP210")
     assert d.message.startswith("`indices` is shuffled in place with no seed")
-    assert d.message.endswith(" (`np.random.seed(1234 + rank)` seeds each rank differently)")
+    assert " (`np.random.seed(1234 + rank)` seeds each rank differently)" in d.message
+    assert d.message.endswith(" (no fix: it is shuffled in place: no tensor to broadcast)")
     assert codes(src.replace("1234 + rank", "1234"), "DDP210") == []

@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent(
 ).lstrip()
 
 # each rank, outside every guard, after the script's own code (and after its teardown: a tensor's sum needs none)
-CHECKSUM = "\nimport os\nprint(f\"rank {os.environ.get('RANK', 0)} task {float(teacher.sum()):.6f} {float(bias.sum()):.6f}\")\n"
+CHECKSUM = "\nimport os\nprint(f\"<rank {os.environ.get('RANK', 0)} task {float(teacher.sum()):.6f} {float(bias.sum()):.6f}>\")\n"
 
 
 def _checksums(tmp_path, name: str, code: str, nproc: int | None) -> set[str]:
@@ -51,7 +51,7 @@ def _checksums(tmp_path, name: str, code: str, nproc: int | None) -> set[str]:
     cmd = torchrun(nproc, str(script)) if nproc else [sys.executable, str(script)]
     done = subprocess.run(cmd, cwd=tmp_path, env=outside_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    found = re.findall(r"^rank (\d) task (\S+ \S+)$", done.stdout, re.M)
+    found = re.findall(r"<rank (\d) task (\S+ \S+)>", done.stdout)  # (the ranks' lines may interleave)
     assert len(found) == (nproc or 1), done.stdout
     return {task for _, task in found}
 

@@ -317,6 +317,10 @@ class Ranks:
                         break
         return found
 
+    def torch_collective(self, call: cst.Call) -> str | None:
+        """The collective `call` itself issues ("all_reduce"), not through a function."""
+        return self._torch_collective(call)
+
     def _torch_collective(self, call: cst.Call) -> str | None:
         """`dist.all_reduce(...)` -> "all_reduce", also where `dist` comes from a module of the script's
         own that imports torch.distributed (`from utils import dist`)."""

@@ -11,7 +11,8 @@ not held against a rewrite:
 
 - init points that run after another one on some path (a second `init_process_group` raises
   "trying to initialize the default process group twice");
-- `DistributedDataParallel(...)` calls that no init point precedes on a path that reaches them.
+- `DistributedDataParallel(...)` calls and collectives (`dist.broadcast(...)`) that no init point
+  precedes on a path that reaches them.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Point:
 @dataclass
 class Counts:
     repeated: list[Point]  # init points that run after another one
-    unjoined: list[cst.Call]  # DDP wraps no init precedes
+    unjoined: list[cst.Call]  # DDP wraps and collectives no init precedes
 
 
 class _Paths:
@@ -222,7 +223,8 @@ def counts(facts: ScriptFacts) -> Counts:
         return Counts([], [])
     paths = _Paths(facts)
     repeated = [p for p in paths.points if paths.preceded(p.call)]
-    unjoined = [w for w in facts.models.ddp_calls if paths.joined(w) == "no"]
+    collectives = [c for c in facts.index.calls if facts.ranks.torch_collective(c)]
+    unjoined = [w for w in facts.models.ddp_calls + collectives if paths.joined(w) == "no"]
     return Counts(repeated, unjoined)
 
 

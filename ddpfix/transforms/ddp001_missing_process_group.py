@@ -18,6 +18,7 @@ from ..syntax import anchor_of, dotted, single_small, strip_docstring
 class MissingProcessGroup(Rule):
     code = "DDP001"
     name = "missing-process-group"
+    provides = frozenset({"joins"})
     message = "trains a model but never joins a process group: add init_process_group/destroy_process_group"
     docs = """
 ## What
@@ -124,6 +125,7 @@ safe `apply` leaves such a script as it was.
         if ctx.silenced(anchor_of(where)):
             ctx.joins_elsewhere()  # no process group here, by the author's choice: the rest decides at run time
             return
+        ctx.joins_at = facts.module if module_level else entry  # (DDP210 broadcasts after it)
         level, message = _dataparallel_level(ctx)
         if level is not None:
             ctx.distributes_at(level)  # rank-0 guards only where the process group comes

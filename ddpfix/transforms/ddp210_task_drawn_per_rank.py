@@ -7,9 +7,10 @@ import libcst as cst
 from ..analysis.flow import reads
 from ..analysis.random_batches import seed_calls, seeds_alike
 from ..diagnostic import NONE
-from ..examples import clean, reports
+from ..examples import clean, fixes, reports
 from ..rule import Context, Rule
 from ..syntax import assign_targets, calls_in, code_of, dotted, kwarg, method_name, positional, walk
+from ..task_broadcast import apply_broadcasts, plan_broadcasts
 
 RANDOM = {
     "torch.randn",
@@ -44,7 +45,9 @@ class TaskDrawnPerRank(Rule):
     message = (
         "drawn at random with no seed: under torchrun every rank draws its own, so the ranks train on different tasks"
     )
-    fix = NONE
+    requires = ("DDP001",)
+    distributed_only = True
+    reads = frozenset({"joins"})
     docs = """
 ## What
 Training data, targets or anything else the training reads, drawn from a random generator once
@@ -75,18 +78,29 @@ W_target = torch.randn(8, 1)
 X = torch.randn(1024, 8)
 y = X @ W_target
 ```
-becomes
+becomes, below the process group's setup,
 ```python
-torch.manual_seed(0)  # the same task on every rank
 W_target = torch.randn(8, 1)
 X = torch.randn(1024, 8)
+if DISTRIBUTED:
+    dist.broadcast(W_target, src=0)
+    dist.broadcast(X, src=0)
 y = X @ W_target
 ```
-or, after `init_process_group`, `dist.broadcast(W_target, src=0)` (and the same for `X`).
+A draw made at import, when the setup is at the top of `main()`, is broadcast right after that setup
+(in place: the module's own tensor, so every function that reads it sees rank 0's draw). Seeding
+alike (`torch.manual_seed(0)` before the draws) is the other way; it also makes `python train.py`
+deterministic where it was not, which is the author's choice, not a conversion's.
 
 ## Fix safety
-None: a seed makes `python train.py` deterministic where it was not, and a broadcast needs the
-process group first; which one fits is the author's choice.
+Safe: the broadcast runs only under torchrun, on every rank (never under a test that differs by
+rank), once the process group this conversion sets up is joined, on a torch tensor (a draw, a tensor
+method of one, or arithmetic with one) bound to one name; a plain run draws as before. The finding
+comes without a fix, and says why, for a NumPy or Python draw or an in-place shuffle (no tensor to
+broadcast: seed alike), a tensor that requires grad (a parameter, not data), a draw bound to several
+names, a draw in a function other than the one the setup goes in, a draw at import that a statement
+at module level reads before `main()` runs (`scale = W_target.abs().max()`), and a script that joins
+its process group itself.
 """
 
     def run(self, ctx: Context) -> None:
@@ -95,12 +109,7 @@ process group first; which one fits is the author's choice.
             return
         if seeds_alike(facts):
             return  # the script seeds a generator with the same value on every rank: every rank draws alike
-        shared = {
-            n.value
-            for call, _ in facts.ranks.collectives_in(facts.module)
-            for n in walk(call)
-            if isinstance(n, cst.Name)
-        }
+        shared = collective_names(facts)
         index, module = facts.index, facts.module
         # (the scope that binds a name, the name) -> the draws its value comes from: a name of a function
         # is that function's own, and reads of it look there first, then at module level
@@ -143,13 +152,21 @@ process group first; which one fits is the author's choice.
             own = {t for n in walk(loop) if isinstance(n, cst.Assign) for t in assign_targets(index.site(n).stmt)}
             for name in _feeding(index, loop) - own:  # a name the loop binds itself reads the loop's value
                 used |= sources_of(index.scope_of(loop), name)
-        for draw in sorted(used, key=facts.index.order):
+        ordered = sorted(used, key=facts.index.order)
+        planned = plan_broadcasts(ctx, ctx.joins_at, drawn, ordered)
+        made: set[str] = set()
+        for draw in ordered:
             what = drawn.get(draw, "this value")
+            why = planned.why_not.get(draw)
             if facts.names.call_qual(draw) in IN_PLACE:
                 message = (
                     f"`{what}` is shuffled in place with no seed: under torchrun every rank shuffles it its own way, "
                     "so whatever is cut from it (a split, a Subset) holds different samples on each rank; seed the "
                     "generator first (np.random.seed, random.seed) or broadcast it from rank 0"
+                )
+            elif why is None:
+                message = (
+                    f"`{what}` is {self.message[0].lower()}{self.message[1:]}; broadcast rank 0's draw to every rank"
                 )
             else:
                 message = (
@@ -158,7 +175,20 @@ process group first; which one fits is the author's choice.
                 )
             if per_rank:
                 message += f" (`{per_rank}` seeds each rank differently)"
-            ctx.report(draw, message)
+            if why is not None:
+                ctx.report(draw, f"{message} (no fix: {why})", fix=NONE)
+            elif ctx.report(draw, message):
+                made.add(what)
+        if made:
+            apply_broadcasts(ctx, ctx.joins_at, planned.keeping(made))
+
+
+def collective_names(facts) -> set[str]:
+    """The names the script hands to a collective (`dist.broadcast(W_target, src=0)`): the same value on
+    every rank once it has run, however each rank drew it."""
+    return {
+        n.value for call, _ in facts.ranks.collectives_in(facts.module) for n in walk(call) if isinstance(n, cst.Name)
+    }
 
 
 def _feeding(index, loop: cst.CSTNode) -> set[str]:
@@ -196,7 +226,7 @@ def _random(facts, call: cst.Call) -> bool:
 
 
 EXAMPLES = (
-    reports(
+    fixes(
         """
         import torch
         import torch.nn as nn
@@ -220,7 +250,72 @@ EXAMPLES = (
         if __name__ == "__main__":
             main()
         """,
-        note="A target function drawn once with no seed: each rank fits its own, and the loss threshold may never come:",
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+        W_target = torch.randn(8, 1)
+
+
+        def main():
+            if DISTRIBUTED:
+                if torch.cuda.is_available():
+                    torch.cuda.set_device(LOCAL_RANK)
+                dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+
+            if DISTRIBUTED:
+                dist.broadcast(W_target, src=0)
+            model = nn.Linear(8, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(100):
+                x = torch.randn(32, 8)
+                loss = (model(x) - x @ W_target).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if loss.item() < 1e-3:
+                    break
+
+            if DISTRIBUTED:
+                dist.destroy_process_group()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="A target function drawn once with no seed: rank 0's draw is broadcast once the process group is joined:",
+    ),
+    reports(
+        """
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        W_target = torch.from_numpy(np.random.randn(8, 1)).float()
+
+
+        def main():
+            model = nn.Linear(8, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(100):
+                x = torch.randn(32, 8)
+                loss = (model(x) - x @ W_target).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+        note="Drawn by NumPy: no fix (seed NumPy's generator alike on every rank, or broadcast the tensor by hand):",
     ),
     clean(
         """

@@ -9,7 +9,7 @@ from ..diagnostic import NONE
 from ..examples import clean, reports
 from ..rule import Context, Rule
 from ..syntax import assign_targets, calls_in, dotted, walk
-from .ddp210_task_drawn_per_rank import RANDOM
+from .ddp210_task_drawn_per_rank import RANDOM, collective_names
 
 LOOPS = (cst.For, cst.While)
 ITERATORS = {"zip", "enumerate", "reversed"}  # `for x, y in zip(inputs, labels)` walks inputs and labels
@@ -60,6 +60,7 @@ reports those).
         if not handles:
             return
         seeded = any("seed" in (dotted(c.func) or "").split(".")[-1].lower() for c in facts.index.calls)
+        alike = None if seeded else collective_names(facts)  # drawn alike on every rank: all, or those broadcast
         reported: set[str] = set()
         for backward in facts.training.backward_calls:
             epoch = _outermost_loop(facts.index, backward)
@@ -67,7 +68,7 @@ reports those).
                 continue
             for forward in _training_forwards(epoch, backward, handles):
                 for arg in forward.args:
-                    found = _whole_source(facts, epoch, arg.value, seeded)
+                    found = _whole_source(facts, epoch, arg.value, alike)
                     if found is None or found[0] in reported or found[0] in handles:
                         continue  # a model's own weights handed on (`criterion(model.decoder.weight, ...)`)
                     name, node = found
@@ -122,7 +123,9 @@ def _training_forwards(loop: cst.CSTNode, backward: cst.Call, handles: set[str])
     return out
 
 
-def _whole_source(facts, loop: cst.CSTNode, arg: cst.BaseExpression, seeded: bool) -> tuple[str, cst.CSTNode] | None:
+def _whole_source(
+    facts, loop: cst.CSTNode, arg: cst.BaseExpression, alike: set[str] | None
+) -> tuple[str, cst.CSTNode] | None:
     """(name, node to report) when `arg` is a tensor built before `loop`, or an element of one walked
     by a loop inside it; None when it is cut, drawn or loaded per step."""
     arg = _root(arg)
@@ -134,12 +137,12 @@ def _whole_source(facts, loop: cst.CSTNode, arg: cst.BaseExpression, seeded: boo
             if not walked:
                 return None
             for name in walked:
-                if _built_before(facts, loop, name, seeded):
+                if _built_before(facts, loop, name, alike):
                     return name, node.iter
             return None
     if arg.value in _bound_in(loop):
         return None  # cut, drawn or loaded per step
-    return (arg.value, arg) if _built_before(facts, loop, arg.value, seeded) else None
+    return (arg.value, arg) if _built_before(facts, loop, arg.value, alike) else None
 
 
 def _root(expr: cst.BaseExpression) -> cst.Name | None:
@@ -167,7 +170,7 @@ def _bound_in(loop: cst.CSTNode) -> set[str]:
     return binds(loop.body) | (binds(loop) if isinstance(loop, cst.For) else set())
 
 
-def _built_before(facts, loop: cst.CSTNode, name: str, seeded: bool, depth: int = 0) -> bool:
+def _built_before(facts, loop: cst.CSTNode, name: str, alike: set[str] | None, depth: int = 0) -> bool:
     """Is `name` a tensor (or a list of tensors) that the script builds outside every loop, the same
     on every rank, and never rebinds inside `loop`?"""
     if depth > 3 or name in _bound_in(loop):
@@ -184,12 +187,12 @@ def _built_before(facts, loop: cst.CSTNode, name: str, seeded: bool, depth: int 
         if facts.ranks.depends_on_rank(value):
             return False
         calls = [facts.names.call_qual(c) or dotted(c.func) or "" for c in calls_in(value)]
-        if not seeded and any(q in RANDOM for q in calls):
+        if alike is not None and name not in alike and any(q in RANDOM for q in calls):
             return False  # a different draw on every rank: DDP210
         if any(q.startswith(("torch.utils.data", "torch.nn.", "torch.optim")) for q in calls):
             return False
         made = made or any(q.startswith(("torch.", "numpy.")) or q.split(".")[-1] == "Variable" for q in calls)
-        made = made or any(_built_before(facts, loop, r, seeded, depth + 1) for r in reads(value) if r != name)
+        made = made or any(_built_before(facts, loop, r, alike, depth + 1) for r in reads(value) if r != name)
     return made
 
 

@@ -1,9 +1,10 @@
-"""Fit a linear map drawn at random, with no seed: under torchrun every rank would draw its own."""
+"""Fit a linear map drawn at random by NumPy, with no seed: under torchrun every rank would draw its own."""
+import numpy as np
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 
-W_target = torch.randn(8, 1)
+W_target = torch.from_numpy(np.random.randn(8, 1)).float()
 
 
 def main():

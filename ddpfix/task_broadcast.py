@@ -1,0 +1,277 @@
+"""DDP210's fix: rank 0's draw of the task, broadcast to every rank once the process group is joined.
+
+A tensor the script draws once with no seed (`W_target = torch.randn(8, 1)`) differs by rank under
+torchrun. Where DDP001 sets the process group up (`Context.joins_at`), the draw can be handed to
+`dist.broadcast(W_target, src=0)` under the distributed test, so every rank fits rank 0's task and a
+plain run draws as before:
+
+- a draw that runs after the setup (in the entry function, below where the setup goes; or at module
+  level with a module-level setup, which `Context.finish` places above the first statement that
+  needs the process group, this broadcast included): right after the statement that draws it, one
+  block for consecutive draws;
+- a draw at module level when the setup is in the entry function: right after the setup (in place:
+  the module's own tensor, so every function that reads it sees rank 0's draw), provided nothing at
+  module level reads it first.
+
+Anything else (not a torch tensor bound to one name, a tensor that requires grad, a draw under a test
+that differs by rank, in another function, or read before the process group is joined) is reported
+with the reason and left as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from .analysis.flow import binds, reads
+from .edits import distributed_test
+from .order import Order
+from .syntax import calls_in, dotted, kwarg, single_small, strip_docstring
+
+# torch's draws (the rest of DDP210's RANDOM are numpy's and Python's: arrays and numbers, no tensors)
+TORCH_DRAWS = (
+    "torch.randn",
+    "torch.rand",
+    "torch.randint",
+    "torch.randperm",
+    "torch.normal",
+    "torch.rand_like",
+    "torch.randn_like",
+    "torch.randint_like",
+)
+# methods of a tensor that return a new, contiguous tensor (what `dist.broadcast` takes)
+TENSOR_METHODS = {
+    "to",
+    "cuda",
+    "cpu",
+    "float",
+    "double",
+    "half",
+    "long",
+    "int",
+    "view",
+    "reshape",
+    "unsqueeze",
+    "squeeze",
+    "mul",
+    "add",
+    "sub",
+    "div",
+    "pow",
+    "abs",
+    "exp",
+    "clone",
+    "detach",
+    "contiguous",
+}
+TORCH_NAMES = ("torch", "dist", "torch_dist")  # what the setup reads, bound before it in the entry
+
+
+@dataclass
+class Broadcasts:
+    """The broadcasts one pass plans: draw -> why it gets none (for the finding), and the blocks."""
+
+    why_not: dict[cst.Call, str] = field(default_factory=dict)
+    after: dict[cst.CSTNode, list[str]] = field(default_factory=dict)  # statement -> names broadcast after it
+    after_setup: list[str] = field(default_factory=list)  # module-level draws, broadcast after the setup
+
+    def keeping(self, names: set[str]) -> Broadcasts:
+        """These broadcasts, for `names` only (the draws whose finding is fixed)."""
+        after = {s: [n for n in ns if n in names] for s, ns in self.after.items()}
+        return Broadcasts(
+            self.why_not, {s: ns for s, ns in after.items() if ns}, [n for n in self.after_setup if n in names]
+        )
+
+
+def plan_broadcasts(ctx, joins_at, drawn: dict[cst.Call, str], used: list[cst.Call]) -> Broadcasts:
+    """Which of the draws `used` (each bound to `drawn[draw]`) can be broadcast, and where."""
+    facts = ctx.facts
+    out = Broadcasts()
+    setup = _Setup(facts, joins_at) if joins_at is not None else None
+    for draw in used:
+        stmt = facts.index.site(draw).stmt
+        why = _not_a_tensor(facts, draw, stmt, drawn.get(draw))
+        if why is None and setup is None:
+            why = "the script joins its process group itself"
+        if why is None:
+            why = _rank_test(facts, stmt)
+        if why is not None:
+            out.why_not[draw] = why
+            continue
+        assert setup is not None
+        name = drawn[draw]
+        if setup.precedes(stmt):
+            out.after.setdefault(stmt, []).append(name)
+        elif facts.index.scope_of(stmt) is facts.module and setup.anchor() is not None:
+            read = _read_at_module_level(facts, stmt, name, setup)
+            if read is None:
+                out.after_setup.append(name)
+            else:
+                out.why_not[draw] = f"`{name}` is read at module level (line {read}) before the process group is joined"
+        else:
+            scope = facts.index.scope_of(stmt)
+            where = f"in {scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "here"
+            out.why_not[draw] = f"it is drawn {where}, before the process group is joined"
+    return out
+
+
+class _Setup:
+    """Where DDP001's setup goes: at module level (placed by `Context.finish` above the first statement
+    that needs it), or at the top of the entry's block (a function's body, the `__main__` block's)."""
+
+    def __init__(self, facts, joins_at) -> None:
+        self.facts, self.joins_at = facts, joins_at
+        self.block = None if joins_at is facts.module else list(joins_at.body.body)
+        self.first = _setup_index(facts, self.block) if self.block is not None else 0
+
+    def anchor(self) -> cst.CSTNode | None:
+        """The statement the setup goes before (None: at module level, or at the end of the block)."""
+        return self.block[self.first] if self.block is not None and self.first < len(self.block) else None
+
+    def precedes(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """Does the setup run before `node` on every path to it: below it in its block, or in a function
+        every call of which is (a module-level setup goes above whatever needs the process group)?"""
+        if self.block is None:
+            return True
+        if _top_index(self.facts, self.block, node) >= self.first:
+            return True
+        func = self.facts.index.enclosing(node, cst.FunctionDef)
+        calls = self.facts.index.callers_of(func) if func is not None and depth < 3 else []
+        return bool(calls) and all(self.precedes(c, depth + 1) for c in calls)
+
+
+def apply_broadcasts(ctx, joins_at, planned: Broadcasts) -> None:
+    """Insert the planned blocks: one per run of consecutive drawing statements of one block."""
+    facts = ctx.facts
+    groups: list[tuple[cst.CSTNode, list[str]]] = []
+    for stmt in sorted(planned.after, key=facts.index.order):
+        names = planned.after[stmt]
+        if groups and _next_to(facts, groups[-1][0], stmt) and not reads(stmt) & set(groups[-1][1]):
+            groups[-1] = (stmt, groups[-1][1] + names)
+        else:
+            groups.append((stmt, list(names)))
+    if planned.after_setup:
+        anchor = _Setup(facts, joins_at).anchor()
+        assert anchor is not None  # (plan_broadcasts plans none after a setup at the end of its block)
+        lead = next((g for g in groups if _starts_group(facts, g, anchor, planned)), None)
+        if lead is not None and not reads(anchor) & set(planned.after_setup) and not _calls_own(facts, anchor):
+            groups[groups.index(lead)] = (lead[0], planned.after_setup + lead[1])
+        else:
+            ctx.plan.insert_before(anchor, _block(ctx, planned.after_setup), order=Order.TASK_BROADCAST)
+    for stmt, names in groups:
+        ctx.plan.insert_after(stmt, _block(ctx, names), order=Order.TASK_BROADCAST)
+
+
+def _block(ctx, names: list[str]) -> list[cst.BaseStatement]:
+    dist = ctx.plan.ref("torch.distributed", "dist", style="import")
+    lines = "\n".join(f"    {dist}.broadcast({n}, src=0)" for n in names)
+    return ctx.plan.statements(f"if {distributed_test(ctx)}:\n{lines}")
+
+
+def _not_a_tensor(facts, draw: cst.Call, stmt: cst.CSTNode, name: str | None) -> str | None:
+    """Why the value `stmt` binds is no tensor `dist.broadcast` can take (None: it is one)."""
+    small = single_small(stmt)
+    if not isinstance(small, cst.Assign) or not facts.index.contains(small.value, draw):
+        return "it is shuffled in place: no tensor to broadcast"
+    if not (
+        isinstance(small, cst.Assign)
+        and len(small.targets) == 1
+        and isinstance(small.targets[0].target, cst.Name)
+        and small.targets[0].target.value == name
+    ):
+        return "it is not bound to one name"
+    if facts.names.call_qual(draw) not in TORCH_DRAWS or not _tensor(facts, small.value):
+        return "not a torch tensor"
+    if any(kwarg(c, "requires_grad") is not None or dotted(c.func) == "requires_grad_" for c in calls_in(small.value)):
+        return "it requires grad: a parameter the script trains, not data"
+    return None
+
+
+def _tensor(facts, expr: cst.BaseExpression) -> bool:
+    """Is `expr` a new tensor: a torch draw, a tensor method of one, or arithmetic with one?"""
+    if isinstance(expr, cst.Call):
+        if facts.names.call_qual(expr) in TORCH_DRAWS:
+            return True
+        func = expr.func
+        return isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS and _tensor(facts, func.value)
+    if isinstance(expr, cst.BinaryOperation):
+        return _tensor(facts, expr.left) or _tensor(facts, expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _tensor(facts, expr.expression)
+    return False
+
+
+def _rank_test(facts, stmt: cst.CSTNode) -> str | None:
+    for anc in facts.index.ancestors(stmt):
+        if isinstance(anc, (cst.If, cst.While)) and facts.ranks.depends_on_rank(anc.test):
+            return "it is drawn under a test that differs by rank: a broadcast there would not be reached by every rank"
+    return None
+
+
+def _setup_index(facts, body: list) -> int:
+    """Where the setup goes in the entry's body, or later: after its docstring and after every
+    statement that binds a name the setup may read (`import torch.distributed as dist` in the body)."""
+    names = set(TORCH_NAMES) | {facts.names.alias_for(q) for q in ("torch", "torch.distributed")} - {None}
+    out = strip_docstring(body)
+    for i, stmt in enumerate(body):
+        if binds(stmt) & names:
+            out = max(out, i + 1)
+    return out
+
+
+def _top_index(facts, body: list, node: cst.CSTNode) -> int:
+    """The index in `body` of the statement that holds `node`."""
+    ids = {id(s): i for i, s in enumerate(body)}
+    for anc in (node, *facts.index.ancestors(node)):
+        if id(anc) in ids:
+            return ids[id(anc)]
+    return -1
+
+
+def _read_at_module_level(facts, stmt: cst.CSTNode, name: str, setup: _Setup) -> int | None:
+    """The line of the first statement that runs at module level after `stmt` and before the setup and
+    reads `name` (itself, or through a function of this file it calls other than the entry); None when
+    none does."""
+    body = list(facts.module.body)
+    for later in body[body.index(stmt) + 1 :]:
+        if isinstance(later, (cst.FunctionDef, cst.ClassDef)) or isinstance(
+            single_small(later), (cst.Import, cst.ImportFrom)
+        ):
+            continue
+        for part in setup.block[: setup.first] if later is setup.joins_at else [later]:  # type: ignore[index]
+            callees = {facts.index.callee_of(c) for c in calls_in(part)} - {None, setup.joins_at}
+            if name in reads(part) or any(name in reads(f.body) for f in callees):
+                return facts.index.position(part).start.line
+    return None
+
+
+def _next_to(facts, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """Is `b` the statement right after `a` in the same block?"""
+    return facts.index.next_statement(a) is b
+
+
+def _starts_group(facts, group: tuple[cst.CSTNode, list[str]], anchor: cst.CSTNode, planned: Broadcasts) -> bool:
+    """Does the run of drawing statements that ends at `group[0]` start at `anchor`?"""
+    stmt = group[0]
+    while stmt is not anchor:
+        prev = _previous(facts, stmt)
+        if prev is None or prev not in planned.after:
+            return False
+        stmt = prev
+    return True
+
+
+def _previous(facts, stmt: cst.CSTNode) -> cst.CSTNode | None:
+    block = facts.index.parent.get(stmt)
+    body = list(getattr(block, "body", ()))
+    i = next((i for i, s in enumerate(body) if s is stmt), None)
+    return body[i - 1] if i else None
+
+
+def _calls_own(facts, stmt: cst.CSTNode) -> bool:
+    """Does `stmt` call a function of this file (which may read the draw before it is broadcast)?"""
+    return any(facts.index.callee_of(c) is not None for c in calls_in(stmt))
+
+
+__all__ = ["Broadcasts", "apply_broadcasts", "plan_broadcasts"]
