@@ -36,7 +36,7 @@ def test_long_prints_the_whole_page():
 
 def test_fix_safety_is_in_the_short_form():
     assert "Fix: unsafe (`ddpfix apply --unsafe-fixes`)." in invoke("rules", "DDP306").stdout
-    assert "Fix: none (fix by hand)." in invoke("rules", "DDP211").stdout
+    assert "Fix: none (fix by hand)." in invoke("rules", "DDP104").stdout
     assert "Fix: safe (`ddpfix apply`)." in invoke("rules", "DDP210").stdout
 
 

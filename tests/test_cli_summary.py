@@ -53,12 +53,12 @@ def test_not_fixed_says_why_for_a_rule_without_a_fix(work):
     from ddpfix.docs import lookup
     from ddpfix.examples import REPORTS, examples_of
 
-    source = next(ex.source for ex in examples_of(lookup("DDP211")[0]) if ex.kind == REPORTS)
+    source = next(ex.source for ex in examples_of(lookup("DDP104")[0]) if ex.kind == REPORTS)
     (work / "train.py").write_text(source)
     line = invoke("diff", "train.py").stderr.splitlines()[0]
     not_fixed = line.split("; not fixed: ")[1].split(";")[0].split(", ")
-    assert "DDP211 (no automatic fix)" in not_fixed, line
-    assert "DDP211" not in line.split("; fixed: ")[1].split(";")[0]
+    assert "DDP104 (no automatic fix)" in not_fixed, line
+    assert "DDP104" not in line.split("; fixed: ")[1].split(";")[0]
 
 
 def _result(*diagnostics: Diagnostic) -> FileResult:

@@ -1,0 +1,96 @@
+"""DDP211's fix (unsafe): full-batch training on tensors built once (`prediction = net(x)`, `loss_func(
+prediction, y)` at every step) takes every WORLD_SIZE-th sample on each rank (`x_shard = x[RANK::
+WORLD_SIZE]`), the model's inputs and the targets the loss compares its output with, in the training
+loop only. A plain run takes every sample as before. Unsafe: it assumes the first dimension is the
+sample dimension and that the loss averages over samples. A sequence walked step by step, a loss that
+sums, or a loss with no target beside the model's output keeps the finding with the reason and no fix."""
+
+from __future__ import annotations
+
+import textwrap
+
+from ddpfix import check_source, fix_source
+
+SCRIPT = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    x = torch.linspace(-1, 1, 64).reshape(32, 2)
+    y = (x.sum(dim=1) > 0).long()
+    w = torch.tensor([1.0, 2.0])
+    net = nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    for epoch in range(20):
+        {step}
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    print(net(x).argmax(1).eq(y).float().mean().item())
+    """
+)
+
+
+def _ddp211(src: str):
+    return [d for d in check_source(src) if d.code == "DDP211"]
+
+
+def test_the_fix_is_unsafe_and_cuts_inputs_and_targets_in_the_loop_only():
+    src = SCRIPT.format(step="loss = nn.functional.cross_entropy(net(x), y, weight=w)")
+    [d] = _ddp211(src)
+    assert d.fix == "unsafe", d
+    assert fix_source(src).code.count("[RANK::WORLD_SIZE]") == 0  # a safe apply leaves it to the author
+    code = fix_source(src, unsafe_fixes=True).code
+    assert "x_shard = x[RANK::WORLD_SIZE]" in code and "y_shard = y[RANK::WORLD_SIZE]\n" in code
+    assert (
+        "loss = nn.functional.cross_entropy(net(x_shard), y_shard, weight=w)\n" in code
+    )  # the class weights stay whole
+    assert "print(net(x).argmax(1).eq(y)" in code or "(x).argmax(1).eq(y)" in code  # after the loop: every sample
+    assert [d for d in check_source(code) if d.code == "DDP211"] == []
+    assert fix_source(code, unsafe_fixes=True).code == code
+
+
+def test_an_operand_beside_the_models_output_is_a_target():
+    src = SCRIPT.format(step="loss = (net(x) - nn.functional.one_hot(y, 2)).pow(2).mean()")
+    code = fix_source(src, unsafe_fixes=True).code
+    assert "loss = (net(x_shard) - nn.functional.one_hot(y_shard, 2)).pow(2).mean()\n" in code
+
+
+def test_a_loss_that_sums_keeps_the_finding_without_a_fix():
+    src = SCRIPT.format(step='loss = nn.functional.cross_entropy(net(x), y, reduction="sum")')
+    [d] = _ddp211(src)
+    assert d.fix == "none" and "(no fix: " in d.message and "sums" in d.message, d.message
+    assert "[RANK::WORLD_SIZE]" not in fix_source(src, unsafe_fixes=True).code
+    made = SCRIPT.format(step="loss = criterion(net(x), y)").replace(
+        "    optimizer = ", '    criterion = nn.CrossEntropyLoss(reduction="sum")\n    optimizer = '
+    )
+    [d] = _ddp211(made)
+    assert d.fix == "none" and "sums" in d.message, d.message
+
+
+def test_a_sequence_walked_step_by_step_keeps_the_finding_without_a_fix():
+    walked = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+        inputs = torch.eye(4)[[0, 1, 2, 2]]
+        labels = torch.tensor([1, 2, 2, 3])
+        cell = nn.RNNCell(4, 4)
+        optimizer = torch.optim.Adam(cell.parameters(), lr=0.1)
+        for epoch in range(20):
+            hidden = torch.zeros(1, 4)
+            loss = 0
+            for x, label in zip(inputs, labels):
+                hidden = cell(x.unsqueeze(0), hidden)
+                loss = loss + nn.functional.cross_entropy(hidden, label.unsqueeze(0))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        """
+    )
+    [d] = _ddp211(walked)
+    assert d.fix == "none" and "(no fix: " in d.message, d.message
+    assert "[RANK::WORLD_SIZE]" not in fix_source(walked, unsafe_fixes=True).code
