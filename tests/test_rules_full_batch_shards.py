@@ -1,7 +1,7 @@
 """DDP211's fix (unsafe): full-batch training on tensors built once (`prediction = net(x)`, `loss_func(
 prediction, y)` at every step) takes every WORLD_SIZE-th sample on each rank (`x_shard = x[RANK::
-WORLD_SIZE]`), the model's inputs and the targets the loss compares its output with, in the training
-loop only. A plain run takes every sample as before. Unsafe: it assumes the first dimension is the
+WORLD_SIZE][: len(x) // WORLD_SIZE]`, one size on every rank), the model's inputs and the targets the
+loss compares its output with, in the training loop only. A plain run takes every sample as before. Unsafe: it assumes the first dimension is the
 sample dimension and that the loss averages over samples. A sequence walked step by step, a loss that
 sums, or a loss with no target beside the model's output keeps the finding with the reason and no fix."""
 
@@ -42,7 +42,9 @@ def test_the_fix_is_unsafe_and_cuts_inputs_and_targets_in_the_loop_only():
     assert d.fix == "unsafe", d
     assert fix_source(src).code.count("[RANK::WORLD_SIZE]") == 0  # a safe apply leaves it to the author
     code = fix_source(src, unsafe_fixes=True).code
-    assert "x_shard = x[RANK::WORLD_SIZE]" in code and "y_shard = y[RANK::WORLD_SIZE]\n" in code
+    # parts of one size (DDP averages the parts' gradients: the whole batch's, for a loss that averages)
+    assert "x_shard = x[RANK::WORLD_SIZE][: len(x) // WORLD_SIZE]" in code
+    assert "y_shard = y[RANK::WORLD_SIZE][: len(y) // WORLD_SIZE]\n" in code
     assert (
         "loss = nn.functional.cross_entropy(net(x_shard), y_shard, weight=w)\n" in code
     )  # the class weights stay whole
@@ -63,8 +65,9 @@ def test_a_loss_that_sums_keeps_the_finding_without_a_fix():
     assert d.fix == "none" and "(no fix: " in d.message and "sums" in d.message, d.message
     assert "[RANK::WORLD_SIZE]" not in fix_source(src, unsafe_fixes=True).code
     made = SCRIPT.format(step="loss = criterion(net(x), y)").replace(
-        "    optimizer = ", '    criterion = nn.CrossEntropyLoss(reduction="sum")\n    optimizer = '
+        "\noptimizer = ", '\ncriterion = nn.CrossEntropyLoss(reduction="sum")\noptimizer = '
     )
+    assert "\ncriterion = nn.CrossEntropyLoss(" in made
     [d] = _ddp211(made)
     assert d.fix == "none" and "sums" in d.message, d.message
 

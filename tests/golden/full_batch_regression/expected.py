@@ -26,8 +26,8 @@ if DISTRIBUTED:
 optimizer = torch.optim.SGD(net.parameters(), lr=0.2)
 loss_func = nn.MSELoss()
 
-x_shard = x[RANK::WORLD_SIZE]  # every WORLD_SIZE-th sample: this rank's part of the full batch
-y_shard = y[RANK::WORLD_SIZE]
+x_shard = x[RANK::WORLD_SIZE][: len(x) // WORLD_SIZE]  # this rank's part of the full batch, one size on every rank
+y_shard = y[RANK::WORLD_SIZE][: len(y) // WORLD_SIZE]
 for t in range(100):
     prediction = net(x_shard)
     loss = loss_func(prediction, y_shard)
