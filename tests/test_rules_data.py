@@ -912,9 +912,11 @@ if __name__ == "__main__":
 
 def test_ddp211_full_batch_built_by_a_helper_then_made_a_tensor():
     [d] = found(WHOLE.format(arg="inputs"), "DDP211")
-    assert d.fix == "none" and "all of `inputs` at every step, on every rank" in d.message
+    assert d.fix == "unsafe" and "all of `inputs` at every step, on every rank" in d.message
     result = fix_source(WHOLE.format(arg="inputs"))
     assert [b.code for b in result.incomplete] == ["DDP211"]  # converted, and said to gain nothing
+    cut = fix_source(WHOLE.format(arg="inputs"), unsafe_fixes=True)  # with --unsafe-fixes, each rank its part
+    assert "model(inputs_shard), targets_shard)" in cut.code and cut.incomplete == []
 
 
 def test_ddp211_leaves_batches_cut_or_drawn_per_step_alone():
