@@ -1,9 +1,10 @@
-"""DDP211's fix (unsafe): full-batch training on tensors built once (`prediction = net(x)`, `loss_func(
-prediction, y)` at every step) takes every WORLD_SIZE-th sample on each rank (`x_shard = x[RANK::
-WORLD_SIZE][: len(x) // WORLD_SIZE]`, one size on every rank), the model's inputs and the targets the
-loss compares its output with, in the training loop only. A plain run takes every sample as before. Unsafe: it assumes the first dimension is the
-sample dimension and that the loss averages over samples. A sequence walked step by step, a loss that
-sums, or a loss with no target beside the model's output keeps the finding with the reason and no fix."""
+"""DDP211's fix (unsafe): full-batch training on tensors built once (`prediction = net(x)`, then
+`loss_func(prediction, y)` at every step) takes every WORLD_SIZE-th sample on each rank, one size on
+every rank (`x_shard = x[RANK::WORLD_SIZE][: len(x) // WORLD_SIZE]`), for the model's inputs and the
+targets the loss compares its output with, in the training loop only. A plain run takes every sample
+as before. Unsafe: it assumes the first dimension is the sample dimension and that the loss averages
+over samples. A loss that sums, or a sequence walked step by step, keeps the finding with the reason
+and no fix."""
 
 from __future__ import annotations
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.flow import binds, reads
-from ..diagnostic import NONE
-from ..examples import clean, reports
+from ..diagnostic import NONE, UNSAFE
+from ..examples import clean, fixes, reports
+from ..full_batch import shard, targets_of
 from ..rule import Context, Rule
 from ..syntax import assign_targets, calls_in, dotted, walk
 from .ddp210_task_drawn_per_rank import RANDOM, collective_names
@@ -19,7 +20,7 @@ class SameDataEveryRank(Rule):
     code = "DDP211"
     name = "same-data-every-rank"
     message = "the model trains on the whole of the same tensors on every rank: nothing cuts them by rank"
-    fix = NONE
+    fix = UNSAFE
     distributed_only = True
     requires = ("DDP001",)
     docs = """
@@ -44,12 +45,26 @@ y = x.pow(2)
 for t in range(200):
     loss = loss_func(net(x), y)
 ```
-is reported: every rank fits the same 100 points.
+becomes, with `--unsafe-fixes`,
+```python
+x_shard = x[RANK::WORLD_SIZE][: len(x) // WORLD_SIZE]  # this rank's part of the full batch, one size on every rank
+y_shard = y[RANK::WORLD_SIZE][: len(y) // WORLD_SIZE]
+for t in range(200):
+    loss = loss_func(net(x_shard), y_shard)
+```
+The parts are cut right before the training loop, and only the loop reads them: what runs after it
+(an evaluation, a plot) still sees every sample. The targets are the whole tensors the loss compares
+the model's output with (positional arguments beside it, or the other side of arithmetic with it);
+keyword arguments (`weight=class_weights`) stay whole.
 
 ## Fix safety
-None: whether the samples are independent, and how the loss should be scaled when each rank sees
-a part, is the author's call. Tensors drawn at random with no seed differ between ranks (DDP210
-reports those).
+Unsafe: it takes the first dimension of each tensor for the sample dimension (a sequence-first
+tensor would be cut along time), and the average of the parts' gradients, which DDP computes, is the
+whole batch's only for a loss that averages over samples (parts of one size: up to WORLD_SIZE - 1
+samples are left out). A plain run takes every sample, as before. No fix where the loss is known to
+sum (`reduction="sum"` or `size_average=False`, in the loss call or in the criterion it calls), and
+none for a sequence walked one element at a time, whose order the steps follow: there is nothing to
+split by rank. Tensors drawn at random with no seed differ between ranks (DDP210 reports those).
 """
 
     def run(self, ctx: Context) -> None:
@@ -62,6 +77,7 @@ reports those).
         seeded = any("seed" in (dotted(c.func) or "").split(".")[-1].lower() for c in facts.index.calls)
         alike = None if seeded else collective_names(facts)  # drawn alike on every rank: all, or those broadcast
         reported: set[str] = set()
+        found_in: dict[cst.CSTNode, list[tuple[str, cst.CSTNode, cst.Call]]] = {}  # epoch loop -> its findings
         for backward in facts.training.backward_calls:
             epoch = _outermost_loop(facts.index, backward)
             if epoch is None or facts.ranks.depends_on_rank(epoch):
@@ -71,14 +87,39 @@ reports those).
                     found = _whole_source(facts, epoch, arg.value, alike)
                     if found is None or found[0] in reported or found[0] in handles:
                         continue  # a model's own weights handed on (`criterion(model.decoder.weight, ...)`)
-                    name, node = found
-                    reported.add(name)
-                    ctx.report(
-                        node,
-                        f"the model trains on all of `{name}` at every step, on every rank: nothing cuts it by rank, "
-                        "so each process repeats the same steps; give each rank its own part (a DataLoader with a "
-                        "DistributedSampler, or rank-strided slices) where the samples are independent",
-                    )
+                    reported.add(found[0])
+                    found_in.setdefault(epoch, []).append((*found, forward))
+        for epoch, findings in found_in.items():
+            names, why = _parts(facts, epoch, findings, handles, alike)
+            made = True
+            for name, node, _ in findings:
+                message = (
+                    f"the model trains on all of `{name}` at every step, on every rank: nothing cuts it by rank, "
+                    "so each process repeats the same steps; give each rank its own part (a DataLoader with a "
+                    "DistributedSampler, or rank-strided slices) where the samples are independent"
+                )
+                if why is None:
+                    made = ctx.report(node, message) and made
+                else:
+                    ctx.report(node, f"{message} (no fix: {why})", fix=NONE)
+            if why is None and made:
+                shard(ctx, epoch, names)
+
+
+def _parts(facts, epoch, findings, handles: set[str], alike) -> tuple[list[str], str | None]:
+    """The names the fix cuts by rank in `epoch` (the model's inputs, then the targets its loss compares
+    their output with), or why there is no fix."""
+    if any(not isinstance(node, cst.Name) for _, node, _ in findings):
+        return [], "it is walked one element at a time, a sequence whose steps follow each other"
+    inputs = [name for name, _, _ in findings]
+    whole = {n for n in reads(epoch) - handles if _built_before(facts, epoch, n, alike)}
+    targets: set[str] = set()
+    for _, _, forward in findings:
+        more, why = targets_of(facts, epoch, forward, whole)
+        if why is not None:
+            return [], why
+        targets |= more
+    return inputs + sorted(targets - set(inputs)), None
 
 
 def _outermost_loop(index, node: cst.CSTNode) -> cst.For | cst.While | None:
@@ -209,7 +250,7 @@ def _bindings(index, scope: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
 
 
 EXAMPLES = (
-    reports(
+    fixes(
         """
         import torch
         import torch.nn as nn
@@ -228,7 +269,43 @@ EXAMPLES = (
             loss.backward()
             optimizer.step()
         """,
-        note="Full-batch training on fixed points: every rank fits the same 100 points:",
+        """
+        import os
+
+        import torch
+        import torch.distributed as dist
+        import torch.nn as nn
+
+        RANK = int(os.environ.get("RANK", 0))
+        LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+        WORLD_SIZE = int(os.environ.get("WORLD_SIZE", 1))
+        DISTRIBUTED = WORLD_SIZE > 1
+
+        if DISTRIBUTED:
+            if torch.cuda.is_available():
+                torch.cuda.set_device(LOCAL_RANK)
+            dist.init_process_group("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
+
+        x = torch.unsqueeze(torch.linspace(-1, 1, 100), dim=1)
+        y = x.pow(2)
+
+        net = nn.Sequential(nn.Linear(1, 10), nn.ReLU(), nn.Linear(10, 1))
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.2)
+        loss_func = nn.MSELoss()
+
+        x_shard = x[RANK::WORLD_SIZE][: len(x) // WORLD_SIZE]  # this rank's part of the full batch, one size on every rank
+        y_shard = y[RANK::WORLD_SIZE][: len(y) // WORLD_SIZE]
+        for t in range(200):
+            prediction = net(x_shard)
+            loss = loss_func(prediction, y_shard)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+        if DISTRIBUTED:
+            dist.destroy_process_group()
+        """,
+        note="Full-batch training on fixed points: each rank takes its own part of the 100 points (unsafe):",
     ),
     reports(
         """

@@ -1,0 +1,117 @@
+"""DDP211's fix (unsafe): full-batch training takes every WORLD_SIZE-th sample on each rank.
+
+A loop that hands the model the whole of tensors built once (`prediction = net(x)`, then
+`loss_func(prediction, y)`) repeats the same steps on every rank. The fix cuts, right before the
+training loop, each rank's part of the model's inputs and of the targets the loss compares the
+model's output with, one size on every rank (`x_shard = x[RANK::WORLD_SIZE][: len(x) // WORLD_SIZE]`:
+up to WORLD_SIZE - 1 samples are left out), and has the loop read those; what runs after
+the loop (an evaluation, a plot) still reads every sample, and a plain run takes `x[0::1]`, every
+sample, as before.
+
+Unsafe: it takes the first dimension for the sample dimension (a sequence-first tensor would be cut
+along time), and the averaged gradient of the parts equals the whole batch's only for a loss that
+averages over samples. Where the loss is known to sum (`reduction="sum"`, in the
+call or in the criterion it calls), or the loop walks a sequence one element at a time, there is no fix.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .analysis.flow import binds
+from .order import Order
+from .syntax import calls_in, child_nodes, dotted, kwarg, walk
+
+
+def targets_of(facts, loop: cst.CSTNode, forward: cst.Call, whole: set[str]) -> tuple[set[str], str | None]:
+    """The whole tensors (names in `whole`) the loss compares `forward`'s output with: positional
+    arguments beside it in a call, or the other operand of arithmetic with it; and why there is no fix
+    (a loss that sums), else None."""
+    outputs = _outputs(loop, forward)
+    found: set[str] = set()
+    for node in walk(loop):
+        if isinstance(node, cst.Call) and node is not forward:
+            args = [a for a in node.args if a.keyword is None and not a.star]
+            if not any(_holds(a.value, forward, outputs) for a in args):
+                continue
+            if _sums(facts, node, loop):
+                return set(), "the loss sums over samples: each rank's part would weigh 1/WORLD_SIZE of the whole"
+            found |= {n for a in args if not _holds(a.value, forward, outputs) for n in _names(a.value) & whole}
+        elif isinstance(node, cst.BinaryOperation):
+            for side, other in ((node.left, node.right), (node.right, node.left)):
+                if _holds(side, forward, outputs):
+                    found |= _names(other) & whole
+    return found, None
+
+
+def shard(ctx, loop: cst.CSTNode, names: list[str]) -> None:
+    """Cut each rank's part of `names` right before `loop`, and have the loop read the parts."""
+    rank, world = ctx.env("RANK"), ctx.env("WORLD_SIZE")
+    spelled = {n: ctx.plan.fresh(f"{n}_shard") for n in names}
+    lines = [f"{spelled[n]} = {n}[{rank}::{world}][: len({n}) // {world}]" for n in names]
+    lines[0] += "  # this rank's part of the full batch, one size on every rank"
+    ctx.plan.insert_before(loop, ctx.plan.statements("\n".join(lines)), order=Order.SAMPLER)
+    parent = ctx.facts.index.parent
+    for node in walk(loop):
+        if type(node) is cst.Name and node.value in spelled and _is_read(parent, node):
+            ctx.plan.replace(node, lambda n, s=spelled[node.value]: n.with_changes(value=s))
+
+
+def _is_read(parent, node: cst.Name) -> bool:
+    """Is `node` a read of its name (not an attribute's name, a keyword, a parameter or a target)?"""
+    up = parent.get(node)
+    if isinstance(up, (cst.Attribute, cst.Arg)):
+        return up.value is node
+    return not isinstance(up, (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName))
+
+
+def _outputs(loop: cst.CSTNode, forward: cst.Call) -> set[str]:
+    """The names the loop binds to `forward`'s output (`prediction = net(x)`)."""
+    out = set()
+    for node in walk(loop):
+        if isinstance(node, cst.Assign) and any(c is forward for c in calls_in(node.value)):
+            out |= binds(node)
+    return out
+
+
+def _holds(expr: cst.BaseExpression, forward: cst.Call, outputs: set[str]) -> bool:
+    return any(n is forward for n in walk(expr)) or bool(_names(expr) & outputs)
+
+
+def _names(expr: cst.CSTNode) -> set[str]:
+    """The names `expr` reads as values: not attributes' names, and not keyword arguments' values."""
+    if isinstance(expr, cst.Arg):
+        return set() if expr.keyword is not None else _names(expr.value)
+    if isinstance(expr, cst.Name):
+        return {expr.value}
+    if isinstance(expr, cst.Attribute):
+        return _names(expr.value)
+    return set().union(*(_names(c) for c in child_nodes(expr)))
+
+
+def _sums(facts, call: cst.Call, loop: cst.CSTNode) -> bool:
+    """Does the loss `call` sum over samples: `reduction="sum"` (or `size_average=False`) in it, or in the
+    constructor of the criterion it calls (`criterion = nn.MSELoss(reduction="sum")`)?"""
+    calls = [call]
+    name = dotted(call.func)
+    if name is not None and "." not in name:
+        made = facts.names.value_before(facts.index.scope_of(loop), name, loop) or facts.names.value_before(
+            facts.module, name, loop
+        )
+        if isinstance(made, cst.Call):
+            calls.append(made)
+    for c in calls:
+        reduction, size_average = kwarg(c, "reduction"), kwarg(c, "size_average")
+        if reduction is not None and isinstance(reduction.value, cst.SimpleString):
+            if reduction.value.evaluated_value == "sum":
+                return True
+        if (
+            size_average is not None
+            and isinstance(size_average.value, cst.Name)
+            and size_average.value.value == "False"
+        ):
+            return True
+    return False
+
+
+__all__ = ["shard", "targets_of"]
