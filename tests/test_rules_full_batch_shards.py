@@ -98,3 +98,33 @@ def test_a_sequence_walked_step_by_step_keeps_the_finding_without_a_fix():
     [d] = _ddp211(walked)
     assert d.fix == "none" and "(no fix: " in d.message, d.message
     assert "[RANK::WORLD_SIZE]" not in fix_source(walked, unsafe_fixes=True).code
+
+
+def test_a_target_drawn_at_random_is_cut_with_the_inputs():
+    """`y = x.pow(2) + 0.2 * torch.rand(x.size())` with no seed: DDP210 broadcasts it, and the part of it
+    each rank trains on is cut with `x`'s (left whole, a rank's 50 predictions would meet 100 targets)."""
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+
+        x = torch.unsqueeze(torch.linspace(-1, 1, 100), dim=1)
+        y = x.pow(2) + 0.2 * torch.rand(x.size())
+        net = nn.Sequential(nn.Linear(1, 10), nn.ReLU(), nn.Linear(10, 1))
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.2)
+        for t in range(100):
+            prediction = net(x)
+            loss = nn.functional.mse_loss(prediction, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if t % 50 == 0:
+                print(prediction.shape == y.shape)
+        """
+    )
+    result = fix_source(src, unsafe_fixes=True)
+    assert "    dist.broadcast(y, src=0)\n" in result.code
+    assert "y_shard = y[RANK::WORLD_SIZE][: len(y) // WORLD_SIZE]\n" in result.code
+    assert "loss = nn.functional.mse_loss(prediction, y_shard)\n" in result.code
+    assert "print(prediction.shape == y_shard.shape)" in result.code  # every read in the loop
+    assert result.incomplete == [], [b.format() for b in result.incomplete]
