@@ -614,3 +614,15 @@ def test_no_verdict_of_the_repository_changed_with_the_rule_code_since_the_rule(
     except Exception:  # noqa: BLE001 - a copy without this history (an archive, a shallow clone)
         pytest.skip("the repository's history is not here")
     assert history.violations(HERE.parent, base) == []
+
+
+def test_a_run_with_unsafe_fixes_is_never_the_published_figure(tmp_path, capsys):
+    import json
+
+    results, md = tmp_path / "results.json", tmp_path / "realworld.md"
+    results.write_text(json.dumps({**_blind_doc(), "unsafe_fixes": True}))
+    assert run.main(["--render", str(results), "--markdown", str(md)]) == 2
+    assert not md.exists() and "--unsafe-fixes" in capsys.readouterr().err
+    runner = run.Runner(tmp_path, sys.executable, tmp_path / "runs", unsafe_fixes=True)
+    assert runner.apply == ["apply", "--unsafe-fixes"]
+    assert run.Runner(tmp_path, sys.executable, tmp_path / "runs").apply == ["apply"]

@@ -368,8 +368,15 @@ def written(before: dict, after: dict) -> list[str]:
 
 class Runner:
     def __init__(
-        self, mirrors: Path, python: str, out: Path, verify_timeout: int | None = None, original_only: bool = False
+        self,
+        mirrors: Path,
+        python: str,
+        out: Path,
+        verify_timeout: int | None = None,
+        original_only: bool = False,
+        unsafe_fixes: bool = False,
     ):
+        self.apply = ["apply", "--unsafe-fixes"] if unsafe_fixes else ["apply"]  # what each apply runs
         self.mirrors = mirrors
         self.python = python
         self.out = out
@@ -507,7 +514,7 @@ class Runner:
         res["findings"], res["true_findings"], res["false_findings"] = findings, true, false
         res["missed_true"] = missed_findings(findings, entry.get("true_findings", []))
         before = texts(tree)
-        p = self.ddpfix(["apply", str(script)], cwd, env)
+        p = self.ddpfix([*self.apply, str(script)], cwd, env)
         if p.rc not in (0, 1):  # 1: a fix the output guard withheld (the rest is applied)
             res["diff_error"] = (p.stderr or p.stdout)[-2000:]
             return
@@ -525,7 +532,7 @@ class Runner:
 
     def run_single(self, entry, res, source, new_tree, ver_tree, cwd, script, env, rerun_original):
         apply_ = res["apply"] = {}
-        p = self.ddpfix(["apply", str(script)], cwd, env)
+        p = self.ddpfix([*self.apply, str(script)], cwd, env)
         if p.rc not in (0, 1):  # 1: a fix the output guard withheld (the rest is applied)
             apply_["error"] = (p.stderr or p.stdout)[-2000:]
             return
@@ -555,7 +562,7 @@ class Runner:
             apply_["parses"] = False
             apply_["syntax_error"] = str(exc)
             return
-        p = self.ddpfix(["apply", str(script)], cwd, env)
+        p = self.ddpfix([*self.apply, str(script)], cwd, env)
         again = script.read_text(encoding="utf-8")
         apply_["idempotent"] = p.rc in (0, 1) and again == after
         if again != after:
@@ -702,6 +709,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--original-only", action="store_true", help="only build each entry and run the original (to tune the manifest)"
     )
+    ap.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="apply unsafe fixes too: the figure for a user who opts in (recorded in the results; not for docs/realworld.md)",
+    )
     a = ap.parse_args(argv)
 
     entries = load_manifest(a.manifest)
@@ -735,7 +747,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         sel = [e for e in entries if (a.only is None or e["id"] in a.only) and (a.kind is None or e["kind"] == a.kind)]
         a.out.mkdir(parents=True, exist_ok=True)
-        runner = Runner(a.mirrors.resolve(), a.python, a.out / "runs", a.verify_timeout, original_only=a.original_only)
+        runner = Runner(
+            a.mirrors.resolve(),
+            a.python,
+            a.out / "runs",
+            a.verify_timeout,
+            original_only=a.original_only,
+            unsafe_fixes=a.unsafe_fixes,
+        )
         lock = threading.Lock()
         t0 = time.monotonic()
 
@@ -755,6 +774,7 @@ def main(argv: list[str] | None = None) -> int:
                 [a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True
             ).stdout.strip(),
             "jobs": a.jobs,
+            "unsafe_fixes": a.unsafe_fixes,
             "seconds": round(time.monotonic() - t0, 1),
             "results": results,
         }
@@ -779,6 +799,12 @@ def main(argv: list[str] | None = None) -> int:
     if a.markdown:
         import report
 
+        if doc.get("unsafe_fixes"):
+            print(
+                "refusing to publish: a run with --unsafe-fixes is not the published (safe apply) figure",
+                file=sys.stderr,
+            )
+            return 2
         if why := publish_refusal(doc, a.allow_dirty):
             print(f"refusing to publish: {why}", file=sys.stderr)
             return 2

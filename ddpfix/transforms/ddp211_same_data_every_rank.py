@@ -90,7 +90,7 @@ split by rank. Tensors drawn at random with no seed differ between ranks (DDP210
                     reported.add(found[0])
                     found_in.setdefault(epoch, []).append((*found, forward))
         for epoch, findings in found_in.items():
-            names, why = _parts(facts, epoch, findings, handles, alike)
+            names, why = _parts(facts, epoch, findings, handles)
             made = True
             for name, node, _ in findings:
                 message = (
@@ -106,13 +106,15 @@ split by rank. Tensors drawn at random with no seed differ between ranks (DDP210
                 shard(ctx, epoch, names)
 
 
-def _parts(facts, epoch, findings, handles: set[str], alike) -> tuple[list[str], str | None]:
+def _parts(facts, epoch, findings, handles: set[str]) -> tuple[list[str], str | None]:
     """The names the fix cuts by rank in `epoch` (the model's inputs, then the targets its loss compares
     their output with), or why there is no fix."""
     if any(not isinstance(node, cst.Name) for _, node, _ in findings):
         return [], "it is walked one element at a time, a sequence whose steps follow each other"
     inputs = [name for name, _, _ in findings]
-    whole = {n for n in reads(epoch) - handles if _built_before(facts, epoch, n, alike)}
+    # every tensor built before the loop, drawn alike on every rank or not (a target DDP210 broadcasts
+    # is cut with the inputs all the same)
+    whole = {n for n in reads(epoch) - handles if _built_before(facts, epoch, n, None)}
     targets: set[str] = set()
     for _, _, forward in findings:
         more, why = targets_of(facts, epoch, forward, whole)
