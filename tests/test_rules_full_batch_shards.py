@@ -128,3 +128,40 @@ def test_a_target_drawn_at_random_is_cut_with_the_inputs():
     assert "loss = nn.functional.mse_loss(prediction, y_shard)\n" in result.code
     assert "print(prediction.shape == y_shard.shape)" in result.code  # every read in the loop
     assert result.incomplete == [], [b.format() for b in result.incomplete]
+
+
+CONVERTED_IN_THE_LOOP = textwrap.dedent(
+    """
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+    x_train = np.linspace(-1, 1, 30, dtype=np.float32).reshape(15, 2)
+    y_train = (x_train.sum(axis=1, keepdims=True) > 0).astype(np.float32)
+    model = nn.Linear(2, 1)
+    criterion = nn.MSELoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for epoch in range(60):
+        inputs = torch.from_numpy(x_train)
+        targets = torch.from_numpy(y_train)
+        outputs = model(inputs)
+        loss = criterion(outputs, targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    predicted = model(torch.from_numpy(x_train)).detach().numpy()
+    """
+)
+
+
+def test_arrays_made_tensors_at_every_step_are_the_full_batch_too():
+    """`inputs = torch.from_numpy(x_train)` inside the loop converts the same whole array at every step:
+    that is full-batch training on `x_train` (and `y_train`), not data loaded per step."""
+    [d] = _ddp211(CONVERTED_IN_THE_LOOP)
+    assert "all of `x_train` at every step" in d.message and d.fix == "unsafe", d.message
+    code = fix_source(CONVERTED_IN_THE_LOOP, unsafe_fixes=True).code
+    assert "x_train_shard = x_train[RANK::WORLD_SIZE][: len(x_train) // WORLD_SIZE]" in code
+    assert "y_train_shard = y_train[RANK::WORLD_SIZE][: len(y_train) // WORLD_SIZE]\n" in code
+    assert "    inputs = torch.from_numpy(x_train_shard)\n    targets = torch.from_numpy(y_train_shard)\n" in code
+    assert "predicted = raw_model(torch.from_numpy(x_train))" in code or "model(torch.from_numpy(x_train))" in code
+    assert _ddp211(code) == []
