@@ -23,10 +23,10 @@ from .order import Order
 from .syntax import calls_in, child_nodes, dotted, kwarg, walk
 
 
-def targets_of(facts, loop: cst.CSTNode, forward: cst.Call, whole: set[str]) -> tuple[set[str], str | None]:
-    """The whole tensors (names in `whole`) the loss compares `forward`'s output with: positional
-    arguments beside it in a call, or the other operand of arithmetic with it; and why there is no fix
-    (a loss that sums), else None."""
+def targets_of(facts, loop: cst.CSTNode, forward: cst.Call, whole: dict[str, str]) -> tuple[set[str], str | None]:
+    """The whole tensors the loss compares `forward`'s output with (`whole`: a name read in the loop ->
+    the whole tensor it is, or is made from at every step): positional arguments beside it in a call,
+    or the other operand of arithmetic with it; and why there is no fix (a loss that sums), else None."""
     outputs = _outputs(loop, forward)
     found: set[str] = set()
     for node in walk(loop):
@@ -36,11 +36,13 @@ def targets_of(facts, loop: cst.CSTNode, forward: cst.Call, whole: set[str]) -> 
                 continue
             if _sums(facts, node, loop):
                 return set(), "the loss sums over samples: each rank's part would weigh 1/WORLD_SIZE of the whole"
-            found |= {n for a in args if not _holds(a.value, forward, outputs) for n in _names(a.value) & whole}
+            found |= {
+                whole[n] for a in args if not _holds(a.value, forward, outputs) for n in _names(a.value) & set(whole)
+            }
         elif isinstance(node, cst.BinaryOperation):
             for side, other in ((node.left, node.right), (node.right, node.left)):
                 if _holds(side, forward, outputs):
-                    found |= _names(other) & whole
+                    found |= {whole[n] for n in _names(other) & set(whole)}
     return found, None
 
 
@@ -55,6 +57,39 @@ def shard(ctx, loop: cst.CSTNode, names: list[str]) -> None:
     for node in walk(loop):
         if type(node) is cst.Name and node.value in spelled and _is_read(parent, node):
             ctx.plan.replace(node, lambda n, s=spelled[node.value]: n.with_changes(value=s))
+
+
+CONVERSIONS = {"from_numpy", "tensor", "Tensor", "FloatTensor", "LongTensor", "as_tensor", "Variable"}
+
+
+def converted(loop: cst.CSTNode, name: str) -> str | None:
+    """The name `name` is made from at every step of `loop` by conversions alone (`inputs =
+    torch.from_numpy(x_train)`, `Variable(torch.Tensor(x)).to(device)`): its one binding in the loop."""
+    values = [n.value for n in walk(loop) if isinstance(n, cst.Assign) and name in binds(n)]
+    if len(values) != 1:
+        return None
+    expr = values[0]
+    while isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value not in CONVERSIONS:
+            expr = func.value  # a method of the tensor (`.float()`, `.to(device)`)
+            continue
+        positional = [a for a in expr.args if a.keyword is None and not a.star]
+        if (dotted(func) or "").split(".")[-1] not in CONVERSIONS or len(positional) != 1:
+            return None
+        expr = positional[0].value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def outermost_loop(index, node: cst.CSTNode) -> cst.For | cst.While | None:
+    """The outermost loop around `node` in its own function (or at module level)."""
+    out = None
+    for anc in index.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        if isinstance(anc, (cst.For, cst.While)):
+            out = anc
+    return out
 
 
 def _is_read(parent, node: cst.Name) -> bool:
@@ -114,4 +149,4 @@ def _sums(facts, call: cst.Call, loop: cst.CSTNode) -> bool:
     return False
 
 
-__all__ = ["shard", "targets_of"]
+__all__ = ["CONVERSIONS", "converted", "outermost_loop", "shard", "targets_of"]

@@ -7,7 +7,7 @@ import libcst as cst
 from ..analysis.flow import binds, reads
 from ..diagnostic import NONE, UNSAFE
 from ..examples import clean, fixes, reports
-from ..full_batch import shard, targets_of
+from ..full_batch import converted, outermost_loop, shard, targets_of
 from ..rule import Context, Rule
 from ..syntax import assign_targets, calls_in, dotted, walk
 from .ddp210_task_drawn_per_rank import RANDOM, collective_names
@@ -28,7 +28,9 @@ class SameDataEveryRank(Rule):
 A training step fed from tensors the script builds once, before training, and hands whole to the
 model at every step: full-batch training (`for t in range(200): prediction = net(x)`) or a walk over
 one fixed sequence (`for input, label in zip(inputs, labels): hidden, out = model(hidden, input)`),
-with no DataLoader, no batches cut by hand (DDP209) and nothing that depends on the rank.
+with no DataLoader, no batches cut by hand (DDP209) and nothing that depends on the rank. Arrays
+made tensors again at every step (`inputs = torch.from_numpy(x_train)` in the loop) are the same
+full batch.
 
 ## Why
 Under `torchrun` every process holds the same tensors and takes the same steps on them: the gradient
@@ -77,9 +79,9 @@ split by rank. Tensors drawn at random with no seed differ between ranks (DDP210
         seeded = any("seed" in (dotted(c.func) or "").split(".")[-1].lower() for c in facts.index.calls)
         alike = None if seeded else collective_names(facts)  # drawn alike on every rank: all, or those broadcast
         reported: set[str] = set()
-        found_in: dict[cst.CSTNode, list[tuple[str, cst.CSTNode, cst.Call]]] = {}  # epoch loop -> its findings
+        found_in: dict[cst.CSTNode, list[tuple[str, cst.CSTNode, bool, cst.Call]]] = {}  # epoch loop -> findings
         for backward in facts.training.backward_calls:
-            epoch = _outermost_loop(facts.index, backward)
+            epoch = outermost_loop(facts.index, backward)
             if epoch is None or facts.ranks.depends_on_rank(epoch):
                 continue
             for forward in _training_forwards(epoch, backward, handles):
@@ -92,7 +94,7 @@ split by rank. Tensors drawn at random with no seed differ between ranks (DDP210
         for epoch, findings in found_in.items():
             names, why = _parts(facts, epoch, findings, handles)
             made = True
-            for name, node, _ in findings:
+            for name, node, _, _ in findings:
                 message = (
                     f"the model trains on all of `{name}` at every step, on every rank: nothing cuts it by rank, "
                     "so each process repeats the same steps; give each rank its own part (a DataLoader with a "
@@ -109,30 +111,20 @@ split by rank. Tensors drawn at random with no seed differ between ranks (DDP210
 def _parts(facts, epoch, findings, handles: set[str]) -> tuple[list[str], str | None]:
     """The names the fix cuts by rank in `epoch` (the model's inputs, then the targets its loss compares
     their output with), or why there is no fix."""
-    if any(not isinstance(node, cst.Name) for _, node, _ in findings):
+    if any(walked for _, _, walked, _ in findings):
         return [], "it is walked one element at a time, a sequence whose steps follow each other"
-    inputs = [name for name, _, _ in findings]
+    inputs = [name for name, _, _, _ in findings]
     # every tensor built before the loop, drawn alike on every rank or not (a target DDP210 broadcasts
-    # is cut with the inputs all the same)
-    whole = {n for n in reads(epoch) - handles if _built_before(facts, epoch, n, None)}
+    # is cut with the inputs all the same), and what the loop makes of one at every step
+    whole = {n: n for n in reads(epoch) - handles if _built_before(facts, epoch, n, None)}
+    whole |= {n: source for n in _bound_in(epoch) if (source := converted(epoch, n)) in whole}
     targets: set[str] = set()
-    for _, _, forward in findings:
+    for _, _, _, forward in findings:
         more, why = targets_of(facts, epoch, forward, whole)
         if why is not None:
             return [], why
         targets |= more
     return inputs + sorted(targets - set(inputs)), None
-
-
-def _outermost_loop(index, node: cst.CSTNode) -> cst.For | cst.While | None:
-    """The outermost loop around `node` in its own function (or at module level)."""
-    out = None
-    for anc in index.ancestors(node):
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            break
-        if isinstance(anc, LOOPS):
-            out = anc
-    return out
 
 
 def _assignments(loop: cst.CSTNode):
@@ -168,9 +160,10 @@ def _training_forwards(loop: cst.CSTNode, backward: cst.Call, handles: set[str])
 
 def _whole_source(
     facts, loop: cst.CSTNode, arg: cst.BaseExpression, alike: set[str] | None
-) -> tuple[str, cst.CSTNode] | None:
-    """(name, node to report) when `arg` is a tensor built before `loop`, or an element of one walked
-    by a loop inside it; None when it is cut, drawn or loaded per step."""
+) -> tuple[str, cst.CSTNode, bool] | None:
+    """(name, node to report, walked) when `arg` is a tensor built before `loop` (or made again at every
+    step from one: `inputs = torch.from_numpy(x_train)`), or an element of one walked by a loop inside it
+    (walked: True); None when it is cut, drawn or loaded per step."""
     arg = _root(arg)
     if arg is None:
         return None
@@ -181,11 +174,12 @@ def _whole_source(
                 return None
             for name in walked:
                 if _built_before(facts, loop, name, alike):
-                    return name, node.iter
+                    return name, node.iter, True
             return None
-    if arg.value in _bound_in(loop):
+    name = converted(loop, arg.value) if arg.value in _bound_in(loop) else arg.value
+    if name is None:
         return None  # cut, drawn or loaded per step
-    return (arg.value, arg) if _built_before(facts, loop, arg.value, alike) else None
+    return (name, arg, False) if _built_before(facts, loop, name, alike) else None
 
 
 def _root(expr: cst.BaseExpression) -> cst.Name | None:
