@@ -165,3 +165,49 @@ def test_arrays_made_tensors_at_every_step_are_the_full_batch_too():
     assert "    inputs = torch.from_numpy(x_train_shard)\n    targets = torch.from_numpy(y_train_shard)\n" in code
     assert "predicted = raw_model(torch.from_numpy(x_train))" in code or "model(torch.from_numpy(x_train))" in code
     assert _ddp211(code) == []
+
+
+GRAPH = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    features = torch.eye(6)
+    adj = (torch.ones(6, 6) / 6).to_sparse()
+    labels = torch.tensor([0, 1, 0, 1, 0, 1])
+    idx_train = torch.arange(4)
+
+
+    class Propagate(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(6, 2)
+
+        def forward(self, x, a=None):
+            return self.fc(x) if a is None else torch.sparse.mm(a, self.fc(x))
+
+
+    model = Propagate()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    for epoch in range(10):
+        output = {call}
+        loss = nn.functional.cross_entropy({output}, {labels})
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    """
+)
+
+
+def test_several_whole_inputs_or_a_part_compared_by_index_get_no_fix():
+    """A graph's features and adjacency (two whole inputs whose rows are not independent samples), or
+    a loss over the rows an index picks (`output[idx_train]`): cutting rows by rank would break them."""
+    two = GRAPH.format(call="model(features, adj)", output="output", labels="labels")
+    found = _ddp211(two)
+    assert found and all(d.fix == "none" and "several" in d.message for d in found), [d.message for d in found]
+    assert "[RANK::WORLD_SIZE]" not in fix_source(two, unsafe_fixes=True).code
+    picked = GRAPH.format(call="model(features)", output="output[idx_train]", labels="labels[idx_train]")
+    [d] = _ddp211(picked)
+    assert d.fix == "none" and "(no fix: " in d.message and "index" in d.message, d.message
+    assert "[RANK::WORLD_SIZE]" not in fix_source(picked, unsafe_fixes=True).code
