@@ -20,7 +20,7 @@ import libcst as cst
 
 from .analysis.flow import binds
 from .order import Order
-from .syntax import calls_in, child_nodes, dotted, kwarg, walk
+from .syntax import calls_in, child_nodes, code_of, dotted, kwarg, walk
 
 
 def targets_of(facts, loop: cst.CSTNode, forward: cst.Call, whole: dict[str, str]) -> tuple[set[str], str | None]:
@@ -36,6 +36,9 @@ def targets_of(facts, loop: cst.CSTNode, forward: cst.Call, whole: dict[str, str
                 continue
             if _sums(facts, node, loop):
                 return set(), "the loss sums over samples: each rank's part would weigh 1/WORLD_SIZE of the whole"
+            picked = _picked(node, forward, outputs, whole)
+            if picked is not None:
+                return set(), f"the loss compares rows an index picks ({picked}): cut by rank, it would pick others"
             found |= {
                 whole[n] for a in args if not _holds(a.value, forward, outputs) for n in _names(a.value) & set(whole)
             }
@@ -107,6 +110,18 @@ def _outputs(loop: cst.CSTNode, forward: cst.Call) -> set[str]:
         if isinstance(node, cst.Assign) and any(c is forward for c in calls_in(node.value)):
             out |= binds(node)
     return out
+
+
+def _picked(call: cst.Call, forward: cst.Call, outputs: set[str], whole: dict[str, str]) -> str | None:
+    """The text of a subscript in the loss `call`'s arguments that picks rows of the model's output or
+    of a whole tensor (`output[idx_train]`), if any."""
+    for arg in call.args:
+        for node in walk(arg.value):
+            if isinstance(node, cst.Subscript) and (
+                _holds(node.value, forward, outputs) or _names(node.value) & set(whole)
+            ):
+                return code_of(node)
+    return None
 
 
 def _holds(expr: cst.BaseExpression, forward: cst.Call, outputs: set[str]) -> bool:

@@ -64,9 +64,11 @@ Unsafe: it takes the first dimension of each tensor for the sample dimension (a 
 tensor would be cut along time), and the average of the parts' gradients, which DDP computes, is the
 whole batch's only for a loss that averages over samples (parts of one size: up to WORLD_SIZE - 1
 samples are left out). A plain run takes every sample, as before. No fix where the loss is known to
-sum (`reduction="sum"` or `size_average=False`, in the loss call or in the criterion it calls), and
-none for a sequence walked one element at a time, whose order the steps follow: there is nothing to
-split by rank. Tensors drawn at random with no seed differ between ranks (DDP210 reports those).
+sum (`reduction="sum"` or `size_average=False`, in the loss call or in the criterion it calls), where
+the model takes several whole tensors (a graph's features and adjacency: rows that are not
+independent samples), where the loss compares rows an index picks (`output[idx_train]`), and none
+for a sequence walked one element at a time, whose order the steps follow: there is nothing to split
+by rank. Tensors drawn at random with no seed differ between ranks (DDP210 reports those).
 """
 
     def run(self, ctx: Context) -> None:
@@ -120,6 +122,12 @@ def _parts(facts, epoch, findings, handles: set[str]) -> tuple[list[str], str | 
     whole |= {n: source for n in _bound_in(epoch) if (source := converted(epoch, n)) in whole}
     targets: set[str] = set()
     for _, _, _, forward in findings:
+        given = [n for a in forward.args if (n := _input_of(epoch, a.value)) in whole]
+        if len(given) > 1:
+            return (
+                [],
+                f"the model takes several whole tensors ({', '.join(given)}): whether their rows are samples to split is the author's call",
+            )
         more, why = targets_of(facts, epoch, forward, whole)
         if why is not None:
             return [], why
@@ -180,6 +188,14 @@ def _whole_source(
     if name is None:
         return None  # cut, drawn or loaded per step
     return (name, arg, False) if _built_before(facts, loop, name, alike) else None
+
+
+def _input_of(loop: cst.CSTNode, expr: cst.BaseExpression) -> str | None:
+    """The name a model input is read from, through what the loop makes of it at every step."""
+    root = _root(expr)
+    if root is None:
+        return None
+    return converted(loop, root.value) if root.value in _bound_in(loop) else root.value
 
 
 def _root(expr: cst.BaseExpression) -> cst.Name | None:
