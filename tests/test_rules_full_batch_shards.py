@@ -211,3 +211,73 @@ def test_several_whole_inputs_or_a_part_compared_by_index_get_no_fix():
     [d] = _ddp211(picked)
     assert d.fix == "none" and "(no fix: " in d.message and "index" in d.message, d.message
     assert "[RANK::WORLD_SIZE]" not in fix_source(picked, unsafe_fixes=True).code
+
+
+CLOSURE = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    inputs = torch.linspace(0, 6.28, 40).reshape(10, 4)
+    targets = torch.sin(inputs)
+    model = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 4))
+    criterion = nn.MSELoss()
+    optimizer = torch.optim.LBFGS(model.parameters(), lr=0.5)
+    for step in range(5):
+
+        def closure():
+            optimizer.zero_grad()
+            loss = criterion(model(inputs), targets)
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+    """
+)
+
+
+def test_full_batch_training_through_an_optimizers_closure_is_reported_without_a_fix():
+    """LBFGS evaluates the closure as many times as its line search needs: the same full batch on every
+    rank, and no fix (ranks with parts of different losses would run different numbers of backward
+    passes, and DDP's all-reduces would no longer pair up)."""
+    [d] = _ddp211(CLOSURE)
+    assert "all of `inputs`" in d.message and d.fix == "none" and "closure" in d.message, d.message
+    result = fix_source(CLOSURE, unsafe_fixes=True)
+    assert "[RANK::WORLD_SIZE]" not in result.code and "DDP211" in [b.code for b in result.incomplete]
+
+
+HELPER_DATA = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+
+    def load_points():
+        x = torch.linspace(-1, 1, 64).reshape(32, 2)
+        return x, (x.sum(dim=1) > 0).long()
+
+
+    def main():
+        x, y = load_points()
+        model = nn.Linear(2, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(20):
+            loss = nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        main()
+    """
+)
+
+
+def test_tensors_a_helper_of_the_script_returns_once_are_the_full_batch_too():
+    [d] = _ddp211(HELPER_DATA)
+    assert "all of `x`" in d.message and d.fix == "unsafe", d.message
+    code = fix_source(HELPER_DATA, unsafe_fixes=True).code
+    assert "    x_shard = x[RANK::WORLD_SIZE][: len(x) // WORLD_SIZE]" in code
+    assert "loss = nn.functional.cross_entropy(model(x_shard), y_shard)" in code
