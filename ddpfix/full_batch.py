@@ -95,6 +95,20 @@ def outermost_loop(index, node: cst.CSTNode) -> cst.For | cst.While | None:
     return out
 
 
+def closure_loop(facts, node: cst.CSTNode) -> cst.For | cst.While | None:
+    """The outermost loop that hands the function holding `node` to an optimizer's `step` (`def
+    closure(): ... loss.backward()`, then `optimizer.step(closure)` in the loop, as LBFGS takes it)."""
+    func = facts.index.enclosing(node, cst.FunctionDef)
+    loop = outermost_loop(facts.index, func) if func is not None else None
+    if loop is None:
+        return None
+    for call in calls_in(loop):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "step":
+            if any(a.keyword is None and dotted(a.value) == func.name.value for a in call.args):
+                return loop
+    return None
+
+
 def _is_read(parent, node: cst.Name) -> bool:
     """Is `node` a read of its name (not an attribute's name, a keyword, a parameter or a target)?"""
     up = parent.get(node)
@@ -164,4 +178,4 @@ def _sums(facts, call: cst.Call, loop: cst.CSTNode) -> bool:
     return False
 
 
-__all__ = ["CONVERSIONS", "converted", "outermost_loop", "shard", "targets_of"]
+__all__ = ["CONVERSIONS", "closure_loop", "converted", "outermost_loop", "shard", "targets_of"]

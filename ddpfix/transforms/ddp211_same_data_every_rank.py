@@ -7,7 +7,7 @@ import libcst as cst
 from ..analysis.flow import binds, reads
 from ..diagnostic import NONE, UNSAFE
 from ..examples import clean, fixes, reports
-from ..full_batch import converted, outermost_loop, shard, targets_of
+from ..full_batch import closure_loop, converted, outermost_loop, shard, targets_of
 from ..rule import Context, Rule
 from ..syntax import assign_targets, calls_in, dotted, walk
 from .ddp210_task_drawn_per_rank import RANDOM, collective_names
@@ -30,7 +30,10 @@ model at every step: full-batch training (`for t in range(200): prediction = net
 one fixed sequence (`for input, label in zip(inputs, labels): hidden, out = model(hidden, input)`),
 with no DataLoader, no batches cut by hand (DDP209) and nothing that depends on the rank. Arrays
 made tensors again at every step (`inputs = torch.from_numpy(x_train)` in the loop) are the same
-full batch.
+full batch, and so are tensors a helper of the script returns once before the loop (`x, y =
+load_points()`), and a full batch an optimizer's closure trains on (`optimizer.step(closure)`, as
+LBFGS takes it: reported with no fix, since the optimizer evaluates the closure as many times as the
+data makes it, and ranks with different parts would run different numbers of backward passes).
 
 ## Why
 Under `torchrun` every process holds the same tensors and takes the same steps on them: the gradient
@@ -82,8 +85,11 @@ by rank. Tensors drawn at random with no seed differ between ranks (DDP210 repor
         alike = None if seeded else collective_names(facts)  # drawn alike on every rank: all, or those broadcast
         reported: set[str] = set()
         found_in: dict[cst.CSTNode, list[tuple[str, cst.CSTNode, bool, cst.Call]]] = {}  # epoch loop -> findings
+        closures: set[cst.CSTNode] = set()  # loops that train through an optimizer's closure (LBFGS)
         for backward in facts.training.backward_calls:
             epoch = outermost_loop(facts.index, backward)
+            if epoch is None and (epoch := closure_loop(facts, backward)) is not None:
+                closures.add(epoch)
             if epoch is None or facts.ranks.depends_on_rank(epoch):
                 continue
             for forward in _training_forwards(epoch, backward, handles):
@@ -95,6 +101,14 @@ by rank. Tensors drawn at random with no seed differ between ranks (DDP210 repor
                     found_in.setdefault(epoch, []).append((*found, forward))
         for epoch, findings in found_in.items():
             names, why = _parts(facts, epoch, findings, handles)
+            if epoch in closures:
+                names, why = (
+                    [],
+                    (
+                        "the optimizer evaluates a closure as many times as the data makes it (LBFGS): ranks with "
+                        "different parts would run different numbers of backward passes"
+                    ),
+                )
             made = True
             for name, node, _, _ in findings:
                 message = (
@@ -245,8 +259,17 @@ def _built_before(facts, loop: cst.CSTNode, name: str, alike: set[str] | None, d
         if any(q.startswith(("torch.utils.data", "torch.nn.", "torch.optim")) for q in calls):
             return False
         made = made or any(q.startswith(("torch.", "numpy.")) or q.split(".")[-1] == "Variable" for q in calls)
+        made = made or any(_own(facts, c) for c in calls_in(value))  # returned by a helper of the script
         made = made or any(_built_before(facts, loop, r, alike, depth + 1) for r in reads(value) if r != name)
     return made
+
+
+def _own(facts, call: cst.Call) -> bool:
+    """A call of a function of this file or of the script's own modules."""
+    if facts.index.callee_of(call) is not None:
+        return True
+    target = facts.modules.target_of(call.func)
+    return target is not None and target.summary is not None
 
 
 def _bindings(index, scope: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
