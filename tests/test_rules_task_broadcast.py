@@ -76,15 +76,48 @@ def test_a_module_level_draw_read_at_module_level_is_left_with_the_reason():
     assert "broadcast" not in fix_source(src).code.split("def main")[0]
 
 
-def test_numpy_draws_and_tensors_that_require_grad_keep_the_finding_without_a_fix():
-    for body in (
-        "W_target = torch.as_tensor(np.random.randn(8, 1)).float()",
-        "W_target = torch.randn(8, 1, requires_grad=True)",
-    ):
-        src = MAIN.format(module="", body=body)
-        [d] = _ddp210(src)
-        assert d.fix == "none" and "(no fix: " in d.message, (body, d.message)
-        assert "dist.broadcast" not in fix_source(src).code, body
+def test_a_tensor_that_requires_grad_keeps_the_finding_without_a_fix():
+    src = MAIN.format(module="", body="W_target = torch.randn(8, 1, requires_grad=True)")
+    [d] = _ddp210(src)
+    assert d.fix == "none" and "(no fix: " in d.message and "requires grad" in d.message, d.message
+    assert "dist.broadcast" not in fix_source(src).code
+
+
+def test_numpy_draws_and_values_built_around_a_draw_travel_as_objects():
+    """A NumPy array, a tuple of draws, or a dataset built around one (`TensorDataset(torch.randn(...))`)
+    is no single tensor: rank 0's value is sent whole (`dist.broadcast_object_list`) and bound again."""
+    src = MAIN.format(module="", body="W_target = torch.as_tensor(np.random.randn(8, 1)).float()")
+    [d] = _ddp210(src)
+    assert d.fix == "safe", d.message
+    result = fix_source(src)
+    block = (
+        "    if DISTRIBUTED:\n        shared = [W_target]\n        dist.broadcast_object_list(shared, src=0)\n"
+        "        W_target = shared[0]\n"
+    )
+    assert "    W_target = torch.as_tensor(np.random.randn(8, 1)).float()\n" + block in result.code
+    assert result.incomplete == [] and _ddp210(result.code) == []
+    pair = MAIN.format(module="", body="W_target, noise = np.random.randn(8, 1), np.random.randn(8)")
+    code = fix_source(pair).code
+    assert "        shared = [W_target, noise]\n        dist.broadcast_object_list(shared, src=0)\n" in code
+    assert "        W_target, noise = shared\n" in code
+
+
+def test_a_module_level_numpy_draw_read_in_main_keeps_the_finding_without_a_fix():
+    """Sent whole, the value is bound again: from main() that would bind a local name, not the module's."""
+    src = MAIN.format(module="W_target = np.random.randn(8, 1)", body="pass")
+    [d] = _ddp210(src)
+    assert d.fix == "none" and "(no fix: " in d.message and "global" in d.message, d.message
+    assert "broadcast" not in fix_source(src).code
+
+
+def test_a_list_shuffled_in_place_is_sent_whole_after_the_shuffle():
+    body = "order = list(range(8))\n    random.shuffle(order)\n    W_target = torch.randn(8, 1)[order]"
+    src = MAIN.format(module="", body=body).replace("import numpy as np\n", "import random\n\nimport numpy as np\n")
+    result = fix_source(src)
+    assert (
+        "    random.shuffle(order)\n    if DISTRIBUTED:\n        shared = [order]\n"
+        "        dist.broadcast_object_list(shared, src=0)\n        order = shared[0]\n"
+    ) in result.code, result.code
 
 
 def test_a_script_that_joins_the_process_group_itself_keeps_the_finding_without_a_fix():

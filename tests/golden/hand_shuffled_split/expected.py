@@ -29,6 +29,10 @@ def main():
     indices = list(range(len(dataset)))
     split = len(dataset) // 5
     np.random.shuffle(indices)
+    if DISTRIBUTED:
+        shared = [indices]
+        dist.broadcast_object_list(shared, src=0)
+        indices = shared[0]
     train_idx, val_idx = indices[split:], indices[:split]
     train_dataset = Subset(dataset, train_idx)
     train_sampler = DistributedSampler(train_dataset) if DISTRIBUTED else None
