@@ -212,16 +212,17 @@ HAND_SPLIT = (
         ("from numpy.random import shuffle\n", "shuffle(indices)"),
     ],
 )
-def test_indices_shuffled_in_place_with_no_seed_are_reported_with_no_fix(imports, shuffle):
-    """A split made by hand from indices shuffled in place: each rank's Subset holds other samples
-    (DDP210, invariant 7: reported, the output incomplete)."""
+def test_indices_shuffled_in_place_with_no_seed_are_sent_whole_from_rank_0(imports, shuffle):
+    """A split made by hand from indices shuffled in place: each rank's Subset would hold other samples
+    (DDP210, invariant 7); the fix sends rank 0's order to every rank right after the shuffle."""
     src = script(HAND_SPLIT.format(shuffle=shuffle), imports=imports)
     [d] = codes(src, "DDP210")
     assert d.message.startswith("`indices` is shuffled in place with no seed: under torchrun every rank shuffles it")
-    assert d.line == src.splitlines().index(shuffle) + 1
+    assert d.line == src.splitlines().index(shuffle) + 1 and d.fix == "safe"
     result = fix_source(src)
-    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP210", 7)]
-    assert [d.code for d in codes(result.code, "DDP210")] == ["DDP210"]
+    assert f"{shuffle}\nif DISTRIBUTED:\n    shared = [indices]\n" in result.code
+    assert ("DDP210", 7) not in [(b.code, b.invariant.number) for b in result.incomplete]
+    assert codes(result.code, "DDP210") == []
 
 
 @pytest.mark.parametrize(
