@@ -156,11 +156,12 @@ def test_the_split_generator_does_not_silence_random_data_drawn_per_rank():
     src = script("train_set, val_set = random_split(dataset, [80, 20])\n").replace(
         "dataset = TensorDataset(x, 2 * x)\n", "dataset = TensorDataset(x, torch.randn(100, 1))\n"
     )
+    assert [d.code for d in codes(src, "DDP210")] == ["DDP210"]  # not silenced by the split's generator
     result = fix_source(src)
     assert "generator=split_generator" in result.code
-    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP210", 7)]
-    assert [d.code for d in codes(result.code, "DDP210")] == ["DDP210"]
-    assert codes(result.code) == []
+    # ... and fixed: rank 0's dataset, drawn data and all, is sent to every rank before the split
+    assert "    shared = [dataset]\n    dist.broadcast_object_list(shared, src=0)\n" in result.code
+    assert result.incomplete == [] and codes(result.code) == []
 
 
 def test_a_script_that_starts_its_own_processes_is_reported_with_no_fix():
