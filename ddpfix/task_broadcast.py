@@ -68,20 +68,22 @@ TENSOR_METHODS = {
 TORCH_NAMES = ("torch", "dist", "torch_dist")  # what the setup reads, bound before it in the entry
 
 
+Item = tuple[str, str]  # (TENSOR or OBJECT, the name sent)
+TENSOR, OBJECT = "tensor", "object"  # dist.broadcast of a tensor in place / rank 0's value sent whole
+
+
 @dataclass
 class Broadcasts:
     """The broadcasts one pass plans: draw -> why it gets none (for the finding), and the blocks."""
 
     why_not: dict[cst.Call, str] = field(default_factory=dict)
-    after: dict[cst.CSTNode, list[str]] = field(default_factory=dict)  # statement -> names broadcast after it
-    after_setup: list[str] = field(default_factory=list)  # module-level draws, broadcast after the setup
+    after: dict[cst.CSTNode, list[Item]] = field(default_factory=dict)  # statement -> what is sent after it
+    after_setup: list[Item] = field(default_factory=list)  # module-level draws, sent after the setup
 
     def keeping(self, names: set[str]) -> Broadcasts:
-        """These broadcasts, for `names` only (the draws whose finding is fixed)."""
-        after = {s: [n for n in ns if n in names] for s, ns in self.after.items()}
-        return Broadcasts(
-            self.why_not, {s: ns for s, ns in after.items() if ns}, [n for n in self.after_setup if n in names]
-        )
+        """These broadcasts, for the statements that bind `names` only (the draws whose finding is fixed)."""
+        after = {s: items for s, items in self.after.items() if any(n in names for _, n in items)}
+        return Broadcasts(self.why_not, after, [i for i in self.after_setup if i[1] in names])
 
 
 def plan_broadcasts(ctx, joins_at, drawn: dict[cst.Call, str], used: list[cst.Call]) -> Broadcasts:
@@ -91,7 +93,8 @@ def plan_broadcasts(ctx, joins_at, drawn: dict[cst.Call, str], used: list[cst.Ca
     setup = _Setup(facts, joins_at) if joins_at is not None else None
     for draw in used:
         stmt = facts.index.site(draw).stmt
-        why = _not_a_tensor(facts, draw, stmt, drawn.get(draw))
+        what = _what(facts, draw, stmt, drawn.get(draw))
+        why = what if isinstance(what, str) else None
         if why is None and setup is None:
             why = "the script joins its process group itself"
         if why is None:
@@ -99,16 +102,25 @@ def plan_broadcasts(ctx, joins_at, drawn: dict[cst.Call, str], used: list[cst.Ca
         if why is not None:
             out.why_not[draw] = why
             continue
-        assert setup is not None
-        name = drawn[draw]
+        assert setup is not None and not isinstance(what, str)
+        kind, names = what
+        items = [(kind, n) for n in names]
         if setup.precedes(stmt):
-            out.after.setdefault(stmt, []).append(name)
+            known = out.after.setdefault(stmt, [])
+            known += [i for i in items if i not in known]
         elif facts.index.scope_of(stmt) is facts.module and setup.anchor() is not None:
-            read = _read_at_module_level(facts, stmt, name, setup)
-            if read is None:
-                out.after_setup.append(name)
+            read = next((r for n in names if (r := _read_at_module_level(facts, stmt, n, setup)) is not None), None)
+            if read is not None:
+                out.why_not[draw] = (
+                    f"`{names[0]}` is read at module level (line {read}) before the process group is joined"
+                )
+            elif kind == OBJECT and isinstance(setup.joins_at, cst.FunctionDef):
+                out.why_not[draw] = (
+                    f"it is drawn at import and read from {setup.joins_at.name.value}(): sent whole and bound "
+                    "again there, it would need `global`"
+                )
             else:
-                out.why_not[draw] = f"`{name}` is read at module level (line {read}) before the process group is joined"
+                out.after_setup += [i for i in items if i not in out.after_setup]
         else:
             scope = facts.index.scope_of(stmt)
             where = f"in {scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "here"
@@ -144,48 +156,69 @@ class _Setup:
 def apply_broadcasts(ctx, joins_at, planned: Broadcasts) -> None:
     """Insert the planned blocks: one per run of consecutive drawing statements of one block."""
     facts = ctx.facts
-    groups: list[tuple[cst.CSTNode, list[str]]] = []
+    groups: list[tuple[cst.CSTNode, list[Item]]] = []
     for stmt in sorted(planned.after, key=facts.index.order):
-        names = planned.after[stmt]
-        if groups and _next_to(facts, groups[-1][0], stmt) and not reads(stmt) & set(groups[-1][1]):
-            groups[-1] = (stmt, groups[-1][1] + names)
+        items = planned.after[stmt]
+        sent = {n for _, n in groups[-1][1]} if groups else set()
+        if groups and _next_to(facts, groups[-1][0], stmt) and not reads(stmt) & sent:
+            groups[-1] = (stmt, groups[-1][1] + items)
         else:
-            groups.append((stmt, list(names)))
+            groups.append((stmt, list(items)))
     if planned.after_setup:
         anchor = _Setup(facts, joins_at).anchor()
         assert anchor is not None  # (plan_broadcasts plans none after a setup at the end of its block)
+        names = {n for _, n in planned.after_setup}
         lead = next((g for g in groups if _starts_group(facts, g, anchor, planned)), None)
-        if lead is not None and not reads(anchor) & set(planned.after_setup) and not _calls_own(facts, anchor):
+        if lead is not None and not reads(anchor) & names and not _calls_own(facts, anchor):
             groups[groups.index(lead)] = (lead[0], planned.after_setup + lead[1])
         else:
             ctx.plan.insert_before(anchor, _block(ctx, planned.after_setup), order=Order.TASK_BROADCAST)
-    for stmt, names in groups:
-        ctx.plan.insert_after(stmt, _block(ctx, names), order=Order.TASK_BROADCAST)
+    for stmt, items in groups:
+        ctx.plan.insert_after(stmt, _block(ctx, items), order=Order.TASK_BROADCAST)
 
 
-def _block(ctx, names: list[str]) -> list[cst.BaseStatement]:
+def _block(ctx, items: list[Item]) -> list[cst.BaseStatement]:
+    """`if DISTRIBUTED:` with rank 0's tensors broadcast in place, then its other values sent whole and
+    bound again."""
     dist = ctx.plan.ref("torch.distributed", "dist", style="import")
-    lines = "\n".join(f"    {dist}.broadcast({n}, src=0)" for n in names)
-    return ctx.plan.statements(f"if {distributed_test(ctx)}:\n{lines}")
+    lines = [f"    {dist}.broadcast({n}, src=0)" for kind, n in items if kind == TENSOR]
+    whole = [n for kind, n in items if kind == OBJECT]
+    if whole:
+        shared = ctx.plan.fresh("shared")
+        lines += [f"    {shared} = [{', '.join(whole)}]", f"    {dist}.broadcast_object_list({shared}, src=0)"]
+        lines.append(f"    {whole[0]} = {shared}[0]" if len(whole) == 1 else f"    {', '.join(whole)} = {shared}")
+    return ctx.plan.statements(f"if {distributed_test(ctx)}:\n" + "\n".join(lines))
 
 
-def _not_a_tensor(facts, draw: cst.Call, stmt: cst.CSTNode, name: str | None) -> str | None:
-    """Why the value `stmt` binds is no tensor `dist.broadcast` can take (None: it is one)."""
+def _what(facts, draw: cst.Call, stmt: cst.CSTNode, name: str | None) -> tuple[str, list[str]] | str:
+    """(TENSOR, [name]) for a torch tensor bound to one name, (OBJECT, names) for any other value the
+    statement binds to names (or a list shuffled in place); else why it cannot be sent."""
     small = single_small(stmt)
-    if not isinstance(small, cst.Assign) or not facts.index.contains(small.value, draw):
-        return "it is shuffled in place: no tensor to broadcast"
-    if not (
-        isinstance(small, cst.Assign)
-        and len(small.targets) == 1
-        and isinstance(small.targets[0].target, cst.Name)
-        and small.targets[0].target.value == name
-    ):
-        return "it is not bound to one name"
-    if facts.names.call_qual(draw) not in TORCH_DRAWS or not _tensor(facts, small.value):
-        return "not a torch tensor"
-    if any(kwarg(c, "requires_grad") is not None or dotted(c.func) == "requires_grad_" for c in calls_in(small.value)):
+    if isinstance(small, cst.Expr) and small.value is draw:  # `np.random.shuffle(indices)`
+        if name is None or "." in name:
+            return "what it shuffles in place is not a name of its own"
+        return OBJECT, [name]
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not facts.index.contains(small.value, draw):
+        return "it is not bound to names"
+    target, value = small.targets[0].target, small.value
+    names = (
+        [e.value.value for e in target.elements if isinstance(e.value, cst.Name)]
+        if isinstance(target, cst.Tuple)
+        else []
+    )
+    if isinstance(target, cst.Name):
+        names = [target.value]
+    elif not names or len(names) != len(target.elements):  # type: ignore[union-attr]
+        return "it is not bound to names"
+    calls = list(calls_in(value))
+    if any(kwarg(c, "requires_grad") is not None or dotted(c.func) == "requires_grad_" for c in calls):
         return "it requires grad: a parameter the script trains, not data"
-    return None
+    if len(names) == 1 and facts.names.call_qual(draw) in TORCH_DRAWS and _tensor(facts, value):
+        return TENSOR, names
+    moved = any(isinstance(c.func, cst.Attribute) and c.func.attr.value in ("cuda", "to") for c in calls)
+    if moved or any((dotted(c.func) or "").endswith("DataLoader") for c in calls):
+        return "what it binds may not travel between processes as it is (a value on a device, or a loader)"
+    return OBJECT, names
 
 
 def _tensor(facts, expr: cst.BaseExpression) -> bool:

@@ -93,14 +93,25 @@ alike (`torch.manual_seed(0)` before the draws) is the other way; it also makes 
 deterministic where it was not, which is the author's choice, not a conversion's.
 
 ## Fix safety
-Safe: the broadcast runs only under torchrun, on every rank (never under a test that differs by
-rank), once the process group this conversion sets up is joined, on a torch tensor (a draw, a tensor
-method of one, or arithmetic with one) bound to one name; a plain run draws as before. The finding
-comes without a fix, and says why, for a NumPy or Python draw or an in-place shuffle (no tensor to
-broadcast: seed alike), a tensor that requires grad (a parameter, not data), a draw bound to several
-names, a draw in a function other than the one the setup goes in, a draw at import that a statement
-at module level reads before `main()` runs (`scale = W_target.abs().max()`), and a script that joins
-its process group itself.
+Safe: what the fix sends runs only under torchrun, on every rank (never under a test that differs by
+rank), once the process group this conversion sets up is joined; a plain run draws as before. A
+torch tensor bound to one name (a draw, a tensor method of one, or arithmetic with one) is broadcast
+in place (`dist.broadcast`); any other value the drawing statement binds to names (a NumPy array, a
+tuple of draws, a dataset built around one: `TensorDataset(x, torch.randn(100, 1))`), or a list
+shuffled in place (`np.random.shuffle(indices)`), is sent whole from rank 0 and bound again:
+```python
+np.random.shuffle(indices)
+if DISTRIBUTED:
+    shared = [indices]
+    dist.broadcast_object_list(shared, src=0)
+    indices = shared[0]
+```
+The finding comes without a fix, and says why, for a tensor that requires grad (a parameter, not
+data), a value on a device or a loader (which may not travel between processes as it is), a draw not
+bound to names, a draw in a function other than the one the setup goes in, a draw at import that a
+statement at module level reads before `main()` runs (`scale = W_target.abs().max()`) or that is no
+single tensor and is read from `main()` (bound again there, it would need `global`), and a script
+that joins its process group itself.
 """
 
     def run(self, ctx: Context) -> None:
@@ -161,8 +172,12 @@ its process group itself.
             if facts.names.call_qual(draw) in IN_PLACE:
                 message = (
                     f"`{what}` is shuffled in place with no seed: under torchrun every rank shuffles it its own way, "
-                    "so whatever is cut from it (a split, a Subset) holds different samples on each rank; seed the "
-                    "generator first (np.random.seed, random.seed) or broadcast it from rank 0"
+                    "so whatever is cut from it (a split, a Subset) holds different samples on each rank; "
+                    + (
+                        "send rank 0's order to every rank"
+                        if why is None
+                        else "seed the generator first (np.random.seed, random.seed) or broadcast it from rank 0"
+                    )
                 )
             elif why is None:
                 message = (
@@ -184,11 +199,15 @@ its process group itself.
 
 
 def collective_names(facts) -> set[str]:
-    """The names the script hands to a collective (`dist.broadcast(W_target, src=0)`): the same value on
-    every rank once it has run, however each rank drew it."""
-    return {
+    """The names the script hands to a collective (`dist.broadcast(W_target, src=0)`), and those it binds
+    to what one received (`indices = shared[0]` after `dist.broadcast_object_list(shared, src=0)`): the
+    same value on every rank once it has run, however each rank drew it."""
+    sent = {
         n.value for call, _ in facts.ranks.collectives_in(facts.module) for n in walk(call) if isinstance(n, cst.Name)
     }
+    index = facts.index
+    received = {t for a in index.assigns if reads(a.value) & sent for t in assign_targets(index.site(a).stmt)}
+    return sent | received
 
 
 def _feeding(index, loop: cst.CSTNode) -> set[str]:
@@ -315,7 +334,7 @@ EXAMPLES = (
         if __name__ == "__main__":
             main()
         """,
-        note="Drawn by NumPy: no fix (seed NumPy's generator alike on every rank, or broadcast the tensor by hand):",
+        note="Drawn by NumPy at import and read from main(): no fix (sent whole, it would have to be bound again as a global):",
     ),
     clean(
         """
