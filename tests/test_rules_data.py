@@ -968,8 +968,9 @@ def test_ddp201_reports_a_sampler_of_another_kind_passed_to_the_loader():
         "shard it per rank by hand"
     )
     result = fix_source(SUBSET_SAMPLER)
-    # (and DDP210: the indices are shuffled in place with no seed, so each rank cuts another subset)
-    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP210", 7), ("DDP201", 3)]
+    # (the indices shuffled in place with no seed are sent from rank 0: DDP210's fix, every rank cuts the same subset)
+    assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP201", 3)]
+    assert "dist.broadcast_object_list(shared, src=0)" in result.code
     assert "reduce_over_ranks" not in result.code and "DDP409" not in {d.code for d in result.diagnostics}
     inline = SUBSET_SAMPLER.replace("sampler=train_sampler)", "sampler=SubsetRandomSampler(train_idx))")
     assert [d.fix for d in check_source(inline) if d.code == "DDP201"] == ["none"]
