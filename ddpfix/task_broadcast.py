@@ -1,21 +1,24 @@
-"""DDP210's fix: rank 0's draw of the task, broadcast to every rank once the process group is joined.
+"""DDP210's fix: rank 0's draw of the task, sent to every rank once the process group is joined.
 
-A tensor the script draws once with no seed (`W_target = torch.randn(8, 1)`) differs by rank under
-torchrun. Where DDP001 sets the process group up (`Context.joins_at`), the draw can be handed to
-`dist.broadcast(W_target, src=0)` under the distributed test, so every rank fits rank 0's task and a
-plain run draws as before:
+A value the script draws once with no seed (`W_target = torch.randn(8, 1)`, `np.random.shuffle(
+indices)`) differs by rank under torchrun. Where DDP001 sets the process group up (`Context.joins_at`),
+rank 0's value is sent to the others under the distributed test, so every rank fits the same task and
+a plain run draws as before: a torch tensor bound to one name is broadcast in place
+(`dist.broadcast(W_target, src=0)`); any other value the drawing statement binds to names, or a list
+shuffled in place, is sent whole (`dist.broadcast_object_list`) and bound again. Where:
 
-- a draw that runs after the setup (in the entry function, below where the setup goes; or at module
-  level with a module-level setup, which `Context.finish` places above the first statement that
-  needs the process group, this broadcast included): right after the statement that draws it, one
-  block for consecutive draws;
-- a draw at module level when the setup is in the entry function: right after the setup (in place:
-  the module's own tensor, so every function that reads it sees rank 0's draw), provided nothing at
-  module level reads it first.
+- a draw that runs after the setup (in the entry's block, below where the setup goes, or in a
+  function only called from there; or at module level with a module-level setup, which
+  `Context.finish` places above the first statement that needs the process group, this one
+  included): right after the statement that draws it, one block for consecutive draws;
+- a draw at module level when the setup is at the top of the entry: right after the setup (a tensor
+  in place, so every function that reads it sees rank 0's draw; a value sent whole only where the
+  entry is the `__main__` block, since from a function it would be bound again as a local), provided
+  nothing at module level reads it first.
 
-Anything else (not a torch tensor bound to one name, a tensor that requires grad, a draw under a test
-that differs by rank, in another function, or read before the process group is joined) is reported
-with the reason and left as it is.
+Anything else (a tensor that requires grad, a value on a device or a loader, a draw not bound to
+names, under a test that differs by rank, in another function, or read before the process group is
+joined) is reported with the reason and left as it is.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from .edits import distributed_test
 from .order import Order
 from .syntax import calls_in, dotted, kwarg, single_small, strip_docstring
 
-# torch's draws (the rest of DDP210's RANDOM are numpy's and Python's: arrays and numbers, no tensors)
-TORCH_DRAWS = (
+# draws from a global random generator (DDP210 reports those that define the task)
+RANDOM = {
     "torch.randn",
     "torch.rand",
     "torch.randint",
@@ -39,7 +42,22 @@ TORCH_DRAWS = (
     "torch.rand_like",
     "torch.randn_like",
     "torch.randint_like",
-)
+    "numpy.random.rand",
+    "numpy.random.randn",
+    "numpy.random.randint",
+    "numpy.random.normal",
+    "numpy.random.uniform",
+    "numpy.random.permutation",
+    "numpy.random.choice",
+    "random.random",
+    "random.randint",
+    "random.sample",
+    "random.choice",
+    "random.uniform",
+    "random.gauss",
+}
+# torch's draws, which make tensors (NumPy's and Python's make arrays and numbers)
+TORCH_DRAWS = frozenset(q for q in RANDOM if q.startswith("torch."))
 # methods of a tensor that return a new, contiguous tensor (what `dist.broadcast` takes)
 TENSOR_METHODS = {
     "to",
@@ -307,4 +325,4 @@ def _calls_own(facts, stmt: cst.CSTNode) -> bool:
     return any(facts.index.callee_of(c) is not None for c in calls_in(stmt))
 
 
-__all__ = ["Broadcasts", "apply_broadcasts", "plan_broadcasts"]
+__all__ = ["RANDOM", "Broadcasts", "apply_broadcasts", "plan_broadcasts"]

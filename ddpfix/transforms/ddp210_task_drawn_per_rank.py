@@ -10,31 +10,8 @@ from ..diagnostic import NONE
 from ..examples import clean, fixes, reports
 from ..rule import Context, Rule
 from ..syntax import assign_targets, calls_in, code_of, dotted, kwarg, method_name, positional, walk
-from ..task_broadcast import apply_broadcasts, plan_broadcasts
+from ..task_broadcast import RANDOM, apply_broadcasts, plan_broadcasts
 
-RANDOM = {
-    "torch.randn",
-    "torch.rand",
-    "torch.randint",
-    "torch.randperm",
-    "torch.normal",
-    "torch.rand_like",
-    "torch.randn_like",
-    "torch.randint_like",
-    "numpy.random.rand",
-    "numpy.random.randn",
-    "numpy.random.randint",
-    "numpy.random.normal",
-    "numpy.random.uniform",
-    "numpy.random.permutation",
-    "numpy.random.choice",
-    "random.random",
-    "random.randint",
-    "random.sample",
-    "random.choice",
-    "random.uniform",
-    "random.gauss",
-}
 IN_PLACE = ("numpy.random.shuffle", "random.shuffle")  # shuffle their first argument in place
 LOOPS = (cst.For, cst.While)
 
