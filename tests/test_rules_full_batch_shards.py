@@ -281,3 +281,49 @@ def test_tensors_a_helper_of_the_script_returns_once_are_the_full_batch_too():
     code = fix_source(HELPER_DATA, unsafe_fixes=True).code
     assert "    x_shard = x[RANK::WORLD_SIZE][: len(x) // WORLD_SIZE]" in code
     assert "loss = nn.functional.cross_entropy(model(x_shard), y_shard)" in code
+
+
+CODEC = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+
+
+    class Codec:
+        def __init__(self, n):
+            self.n = n
+
+        def encode(self, labels):
+            return torch.as_tensor(labels) % self.n, len(labels)
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.emb = nn.Embedding(4, 4)
+
+        def forward(self, x, text):
+            return self.fc(x) + self.emb(text)
+
+
+    torch.manual_seed(0)
+    codec = Codec(4)
+    images = torch.linspace(0, 1, 64).reshape(16, 4)
+    model = Net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        idx = torch.randint(0, 16, (4,))
+        text, length = codec.encode(idx)
+        loss = model(images[idx], text).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    """
+)
+
+
+def test_a_value_a_helper_object_makes_at_every_step_is_no_full_batch():
+    """`text, length = codec.encode(idx)` in the loop: the codec object is built once, but what its
+    method returns at every step is new data, not the same whole tensor (the corpus's dtrb-train)."""
+    assert _ddp211(CODEC) == []
