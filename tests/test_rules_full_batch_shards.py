@@ -283,10 +283,9 @@ def test_tensors_a_helper_of_the_script_returns_once_are_the_full_batch_too():
     assert "loss = nn.functional.cross_entropy(model(x_shard), y_shard)" in code
 
 
-CODEC = textwrap.dedent(
+CODEC_MODULE = textwrap.dedent(
     """
     import torch
-    import torch.nn as nn
 
 
     class Codec:
@@ -295,6 +294,13 @@ CODEC = textwrap.dedent(
 
         def encode(self, labels):
             return torch.as_tensor(labels) % self.n, len(labels)
+    """
+)
+CODEC = textwrap.dedent(
+    """
+    import torch
+    import torch.nn as nn
+    from codec import Codec
 
 
     class Net(nn.Module):
@@ -323,7 +329,11 @@ CODEC = textwrap.dedent(
 )
 
 
-def test_a_value_a_helper_object_makes_at_every_step_is_no_full_batch():
-    """`text, length = codec.encode(idx)` in the loop: the codec object is built once, but what its
-    method returns at every step is new data, not the same whole tensor (the corpus's dtrb-train)."""
-    assert _ddp211(CODEC) == []
+def test_a_value_a_helper_object_makes_at_every_step_is_no_full_batch(tmp_path):
+    """`text, length = codec.encode(idx)` in the loop, `Codec` a class of the script's own module: the
+    codec is built once, but what its method returns at every step is new data, not the same whole
+    tensor (the corpus's dtrb-train)."""
+    (tmp_path / "codec.py").write_text(CODEC_MODULE)
+    script = tmp_path / "train.py"
+    script.write_text(CODEC)
+    assert [d for d in check_source(CODEC, path=str(script)) if d.code == "DDP211"] == []
