@@ -21,6 +21,7 @@ import libcst as cst
 from .analysis.flow import binds
 from .order import Order
 from .syntax import calls_in, child_nodes, code_of, dotted, kwarg, walk
+from .task_broadcast import TENSOR_METHODS
 
 
 def targets_of(facts, loop: cst.CSTNode, forward: cst.Call, whole: dict[str, str]) -> tuple[set[str], str | None]:
@@ -67,14 +68,15 @@ CONVERSIONS = {"from_numpy", "tensor", "Tensor", "FloatTensor", "LongTensor", "a
 
 def converted(loop: cst.CSTNode, name: str) -> str | None:
     """The name `name` is made from at every step of `loop` by conversions alone (`inputs =
-    torch.from_numpy(x_train)`, `Variable(torch.Tensor(x)).to(device)`): its one binding in the loop."""
-    values = [n.value for n in walk(loop) if isinstance(n, cst.Assign) and name in binds(n)]
-    if len(values) != 1:
+    torch.from_numpy(x_train)`, `Variable(torch.Tensor(x)).to(device)`): its one binding in the loop,
+    to `name` alone, through conversions and tensor methods only (`codec.encode(idx)` makes new data)."""
+    assigns = [n for n in walk(loop) if isinstance(n, cst.Assign) and name in binds(n)]
+    if len(assigns) != 1 or len(assigns[0].targets) != 1 or dotted(assigns[0].targets[0].target) != name:
         return None
-    expr = values[0]
+    expr = assigns[0].value
     while isinstance(expr, cst.Call):
         func = expr.func
-        if isinstance(func, cst.Attribute) and func.attr.value not in CONVERSIONS:
+        if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
             expr = func.value  # a method of the tensor (`.float()`, `.to(device)`)
             continue
         positional = [a for a in expr.args if a.keyword is None and not a.star]

@@ -325,4 +325,4 @@ def _calls_own(facts, stmt: cst.CSTNode) -> bool:
     return any(facts.index.callee_of(c) is not None for c in calls_in(stmt))
 
 
-__all__ = ["RANDOM", "Broadcasts", "apply_broadcasts", "plan_broadcasts"]
+__all__ = ["RANDOM", "TENSOR_METHODS", "TORCH_DRAWS", "Broadcasts", "apply_broadcasts", "plan_broadcasts"]

@@ -265,11 +265,13 @@ def _built_before(facts, loop: cst.CSTNode, name: str, alike: set[str] | None, d
 
 
 def _own(facts, call: cst.Call) -> bool:
-    """A call of a function of this file or of the script's own modules."""
-    if facts.index.callee_of(call) is not None:
-        return True
+    """A call of a function (not a class) of this file or of the script's own modules: what it returns
+    once, before the loop, is data built once."""
+    func = facts.index.callee_of(call)
+    if func is not None:
+        return facts.index.enclosing(func, cst.ClassDef) is None
     target = facts.modules.target_of(call.func)
-    return target is not None and target.summary is not None
+    return target is not None and target.summary is not None and target.member not in target.summary.classes
 
 
 def _bindings(index, scope: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
