@@ -10,7 +10,8 @@ input before anyone sees it:
    output is checked the same way, up to `MAX_PASSES` passes in all (fixpoint.py);
 3. no name is undefined or read before assignment that was not already (names.py);
 4. no init point of the process group runs after another one, and every `DistributedDataParallel`
-   is preceded by one, where the input did not already do otherwise (process_group.py).
+   and every collective (`dist.broadcast(...)`) is preceded by one, where the input did not already
+   do otherwise (process_group.py).
 
 Where the fix also edits the script's own modules (module_edits.py), steps 2 to 4 and the contract
 read those modules as the fix leaves them (`stamps.overlaid`); each edited module has been checked
