@@ -165,3 +165,34 @@ def test_full_batch_training_on_a_broadcast_input_is_reported_on_the_output():
     result = fix_source(src)
     assert "    dist.broadcast(x, src=0)\n" in result.code and "    dist.broadcast(y, src=0)\n" in result.code
     assert [(b.code, b.invariant.number) for b in result.incomplete] == [("DDP211", 3)]
+
+
+def test_every_name_of_a_draw_at_import_is_sent_after_a_setup_in_the_main_block():
+    """`a, b = np.random.randn(8, 1), np.random.randn(8)` at import, the setup at the top of the
+    `__main__` block: both names are sent (a name left out would still differ by rank)."""
+    src = textwrap.dedent(
+        """
+        import numpy as np
+        import torch
+        import torch.nn as nn
+
+        a, b = np.random.randn(8, 1), np.random.randn(8)
+
+        if __name__ == "__main__":
+            model = nn.Linear(8, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            w = torch.from_numpy(a).float()
+            for step in range(10):
+                x = torch.randn(32, 8)
+                loss = (model(x) - x @ w).pow(2).mean() + float(b.sum())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """
+    )
+    result = fix_source(src)
+    assert (
+        "        shared = [a, b]\n        dist.broadcast_object_list(shared, src=0)\n        a, b = shared\n"
+        in result.code
+    )
+    assert result.incomplete == [] and _ddp210(result.code) == []
