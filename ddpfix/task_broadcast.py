@@ -97,11 +97,15 @@ class Broadcasts:
     why_not: dict[cst.Call, str] = field(default_factory=dict)
     after: dict[cst.CSTNode, list[Item]] = field(default_factory=dict)  # statement -> what is sent after it
     after_setup: list[Item] = field(default_factory=list)  # module-level draws, sent after the setup
+    bound_by: dict[str, cst.CSTNode] = field(default_factory=dict)  # a name sent after the setup -> its statement
 
     def keeping(self, names: set[str]) -> Broadcasts:
-        """These broadcasts, for the statements that bind `names` only (the draws whose finding is fixed)."""
+        """These broadcasts, for the statements that bind `names` only (the draws whose finding is fixed):
+        every name such a statement binds (`a, b = np.random.rand(2), np.random.rand(2)`) is sent."""
         after = {s: items for s, items in self.after.items() if any(n in names for _, n in items)}
-        return Broadcasts(self.why_not, after, [i for i in self.after_setup if i[1] in names])
+        kept = {self.bound_by[n] for n in names if n in self.bound_by}
+        setup = [i for i in self.after_setup if self.bound_by[i[1]] in kept]
+        return Broadcasts(self.why_not, after, setup, self.bound_by)
 
 
 def plan_broadcasts(ctx, joins_at, drawn: dict[cst.Call, str], used: list[cst.Call]) -> Broadcasts:
@@ -139,6 +143,7 @@ def plan_broadcasts(ctx, joins_at, drawn: dict[cst.Call, str], used: list[cst.Ca
                 )
             else:
                 out.after_setup += [i for i in items if i not in out.after_setup]
+                out.bound_by.update({n: stmt for n in names})
         else:
             scope = facts.index.scope_of(stmt)
             where = f"in {scope.name.value}()" if isinstance(scope, cst.FunctionDef) else "here"
