@@ -307,7 +307,7 @@ def _next_to(facts, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return facts.index.next_statement(a) is b
 
 
-def _starts_group(facts, group: tuple[cst.CSTNode, list[str]], anchor: cst.CSTNode, planned: Broadcasts) -> bool:
+def _starts_group(facts, group: tuple[cst.CSTNode, list[Item]], anchor: cst.CSTNode, planned: Broadcasts) -> bool:
     """Does the run of drawing statements that ends at `group[0]` start at `anchor`?"""
     stmt = group[0]
     while stmt is not anchor:
